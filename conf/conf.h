@@ -1,0 +1,163 @@
+/*
+ * conf/conf.h - rtgt configuration: the libconfig file turned into validated,
+ * immutable structs, plus the process-wide logger.
+ *
+ * Everything in a struct conf is owned by it and freed by conf_free(). After
+ * conf_load() returns 0 the structs are never modified; a reload builds a new
+ * struct conf and swaps it.
+ */
+#ifndef RTGT_CONF_H
+#define RTGT_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum conf_level {
+	CONF_RAID0,
+	CONF_RAID1,
+	CONF_RAID5,
+	CONF_RAID6,
+	CONF_RAID10,
+	CONF_RBD,
+};
+
+enum conf_log_level {
+	CONF_LOG_ERROR,
+	CONF_LOG_WARN,
+	CONF_LOG_INFO,
+	CONF_LOG_DEBUG,
+};
+
+/* A size is absolute (bytes != 0) or a percentage of a pool's usable
+ * capacity (percent in 1..100, bytes == 0). */
+struct conf_size {
+	uint64_t bytes;
+	unsigned percent;
+};
+
+struct conf_hdd {
+	bool enabled;
+	double mbps;
+	double avg_seek_ms;
+	unsigned rpm;
+};
+
+struct conf_pool {
+	char *name;
+	enum conf_level level;
+	uint64_t chunk;            /* bytes, power of two, >= 4 KiB */
+	char **members;            /* as written in the file */
+	char **member_paths;       /* resolved against the config file's directory */
+	unsigned n_members;
+	char **spares;             /* as written; may be NULL when n_spares == 0 */
+	char **spare_paths;        /* resolved */
+	unsigned n_spares;
+	uint64_t create_size;      /* 0: do not create missing members */
+	bool direct_io;
+	unsigned rebuild_mbps;     /* 0: unlimited */
+	struct conf_hdd hdd;
+	/* rbd only (NULL otherwise) */
+	char *ceph_conf;
+	char *rbd_pool;
+	char *ceph_id;
+	char *keyring;
+	int line;
+};
+
+struct conf_portal {
+	char *name;
+	char *listen;              /* "ip:port" or "[ip6]:port" as written */
+	char *host;                /* address part, without brackets */
+	uint16_t port;
+	int family;                /* AF_INET or AF_INET6 */
+	uint16_t tpgt;             /* 1-based position in the portals list */
+	int line;
+};
+
+struct conf_chap {
+	char *user;                /* NULL: no CHAP */
+	char *secret;
+	char *mutual_user;         /* NULL: no mutual CHAP */
+	char *mutual_secret;
+};
+
+struct conf_lun {
+	unsigned lun;              /* 0..255 */
+	char *pool;
+	char *volume;
+	struct conf_size size;
+	int line;
+};
+
+struct conf_target {
+	char *iqn;
+	char *alias;               /* may be NULL */
+	unsigned *portals;         /* indexes into conf.portals */
+	unsigned n_portals;
+	struct conf_lun *luns;
+	unsigned n_luns;
+	char **allow;              /* initiator IQNs; empty when allow_all */
+	unsigned n_allow;
+	bool allow_all;
+	struct conf_chap chap;
+	int line;
+};
+
+struct conf_daemon {
+	unsigned workers;          /* already resolved: never 0 */
+	char *control;             /* resolved socket path */
+	enum conf_log_level log_level;
+	unsigned max_sessions;     /* total; default 64 */
+	unsigned max_connections;  /* total; default 256 */
+	unsigned login_timeout_s;  /* default 15 */
+	unsigned nop_interval_s;   /* NOP-In keepalive, default 10, 0 = off */
+	unsigned nop_timeout_s;    /* dead peer after this, default 30 */
+	unsigned queue_depth;      /* CmdSN window per session, default 128 */
+};
+
+struct conf {
+	char *path;                /* the file as given */
+	char *dir;                 /* its directory: base of relative paths */
+	struct conf_daemon daemon;
+	struct conf_pool *pools;
+	unsigned n_pools;
+	struct conf_portal *portals;
+	unsigned n_portals;
+	struct conf_target *targets;
+	unsigned n_targets;
+};
+
+/*
+ * Parse and validate @path. On success returns 0 and *out. On a bad file
+ * returns -EINVAL after printing one "FILE:LINE: message" line per problem to
+ * @errs; on an unreadable file returns a negative errno with a message.
+ * Never touches anything on disk besides reading @path.
+ */
+int conf_load(const char *path, struct conf **out, FILE *errs);
+void conf_free(struct conf *c);
+
+const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);
+const struct conf_portal *conf_portal_find(const struct conf *c, const char *name);
+const struct conf_target *conf_target_find(const struct conf *c, const char *iqn);
+const char *conf_level_name(enum conf_level level);
+
+/* Parses "64K", "1G", "512" (bytes) or "80%" (when @allow_percent). */
+int conf_parse_size(const char *s, bool allow_percent, struct conf_size *out);
+
+/* Logging: one line per event to stderr, "LEVEL [module] message". Thread-safe. */
+void conf_log_set_level(enum conf_log_level level);
+enum conf_log_level conf_log_get_level(void);
+void conf_log(enum conf_log_level level, const char *module, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define LOG_ERR(mod, ...)  conf_log(CONF_LOG_ERROR, mod, __VA_ARGS__)
+#define LOG_WARN(mod, ...) conf_log(CONF_LOG_WARN, mod, __VA_ARGS__)
+#define LOG_INFO(mod, ...) conf_log(CONF_LOG_INFO, mod, __VA_ARGS__)
+#define LOG_DBG(mod, ...)                                                     \
+	do {                                                                  \
+		if (conf_log_get_level() >= CONF_LOG_DEBUG)                   \
+			conf_log(CONF_LOG_DEBUG, mod, __VA_ARGS__);           \
+	} while (0)
+
+#endif

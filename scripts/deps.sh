@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages rtgt needs to build, test and benchmark,
+# when any is missing. Quiet and quick when everything is there.
+set -euo pipefail
+pkgs=(build-essential pkg-config libconfig-dev liburing-dev libisal-dev libssl-dev
+      libjson-c-dev check libiscsi-dev libiscsi-bin tgt iproute2 gnuplot-nox)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

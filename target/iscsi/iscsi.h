@@ -1,0 +1,57 @@
+/*
+ * target/iscsi/iscsi.h - the iSCSI transport (RFC 7143) seen by the daemon.
+ *
+ * An iscsi_server owns the portals' listening sockets, every connection and
+ * session, and hands SCSI commands to target/scsi. Connections are spread
+ * over the workers' reactors; a connection stays on one reactor for life.
+ */
+#ifndef RTGT_ISCSI_H
+#define RTGT_ISCSI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct conf;
+struct ev_loop;
+struct raid_ioctx;
+struct scsi_target;
+struct json_object;
+
+struct iscsi_server;
+
+struct iscsi_worker {
+	struct ev_loop *loop;
+	struct raid_ioctx *ioctx;   /* that loop's thread's raid I/O context */
+};
+
+/*
+ * @c: validated configuration (borrowed; must outlive the server).
+ * @targets: one scsi_target per c->targets[i], same order (borrowed).
+ * @workers: n_workers reactors (copied); listeners live on workers[0].
+ */
+int iscsi_server_create(const struct conf *c, struct scsi_target **targets,
+			const struct iscsi_worker *workers, unsigned n_workers,
+			struct iscsi_server **out);
+
+/* Bind every portal. Returns 0 or a negative errno after logging one line per
+ * portal that could not be bound ("portal nic1 127.0.0.1:3260: Address
+ * already in use"). Call before the reactors run. */
+int iscsi_server_start(struct iscsi_server *s);
+
+/*
+ * Stop accepting, answer or fail every in-flight command, log out/close all
+ * connections. @done(arg) is called (on workers[0]'s thread) once nothing is
+ * left. Must be called on workers[0]'s thread.
+ */
+void iscsi_server_shutdown(struct iscsi_server *s, void (*done)(void *arg), void *arg);
+void iscsi_server_destroy(struct iscsi_server *s);
+
+/*
+ * Appends to @targets (a JSON array) one object per configured target:
+ * {"iqn":..., "sessions":N, "session_list":[{"initiator":..., "isid":...,
+ *  "portal":..., "tsih":..., "params":{...}}]}.
+ * Thread-safe.
+ */
+int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets);
+
+#endif

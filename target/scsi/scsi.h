@@ -1,0 +1,155 @@
+/*
+ * target/scsi/scsi.h - SCSI block device emulation (SPC-4 / SBC-3) over raid
+ * volumes, seen from the transport (target/iscsi).
+ *
+ * Objects:
+ *   scsi_lu      one logical unit: a volume plus identity, mode pages,
+ *                reservations and unit attentions. Shared by every session
+ *                and path; internally locked.
+ *   scsi_target  a target's LUN map and target ports (one per portal/TPG).
+ *   scsi_nexus   one I_T nexus (an iSCSI session): initiator port name plus
+ *                the relative target port it came in on.
+ *   scsi_cmd     one command, allocated and owned by the transport.
+ *
+ * Threading: scsi_cmd_exec() runs on a reactor thread; it submits volume
+ * I/O on cmd->ioctx and completes through cmd->done on the same thread.
+ */
+#ifndef RTGT_SCSI_H
+#define RTGT_SCSI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct raid_vol;
+struct raid_ioctx;
+
+struct scsi_lu;
+struct scsi_target;
+struct scsi_nexus;
+
+#define SCSI_SENSE_MAX 96
+#define SCSI_CDB_MAX 32          /* 16 in the BHS plus an extended-CDB AHS */
+/* Largest data buffer the transport gives a command; bigger requests are
+ * refused with INVALID FIELD IN CDB and the Block Limits VPD says so. */
+#define SCSI_MAX_XFER (16u << 20)
+
+enum scsi_task_attr {
+	SCSI_TASK_UNTAGGED = 0,
+	SCSI_TASK_SIMPLE = 1,
+	SCSI_TASK_ORDERED = 2,
+	SCSI_TASK_HOQ = 3,
+	SCSI_TASK_ACA = 4,
+};
+
+struct scsi_cmd {
+	/* ---- set by the transport before scsi_cmd_exec() ---- */
+	struct scsi_target *target;
+	struct scsi_nexus *nexus;
+	uint64_t lun;              /* LUN number decoded from the 8-byte field */
+	uint8_t cdb[SCSI_CDB_MAX];
+	uint8_t cdb_len;
+	uint8_t task_attr;         /* enum scsi_task_attr */
+	bool dir_read;             /* iSCSI R bit */
+	bool dir_write;            /* iSCSI W bit */
+	uint32_t edtl;             /* Expected Data Transfer Length */
+	/* Data buffer, owned by the transport, buf_len == min(edtl, SCSI_MAX_XFER)
+	 * bytes (NULL when 0). Writes: holds the data-out received. Reads: scsi
+	 * writes data-in here. */
+	uint8_t *buf;
+	uint32_t buf_len;
+	struct raid_ioctx *ioctx;  /* the calling thread's I/O context */
+	void (*done)(struct scsi_cmd *cmd); /* exactly once; may run inside exec */
+	void *tpriv;               /* transport's */
+	/* Set (from any thread) by task management; scsi stops early when it
+	 * sees it and completes with status TASK ABORTED. */
+	volatile int aborted;
+
+	/* ---- set by scsi before done ---- */
+	uint8_t status;            /* SAM status */
+	uint8_t sense[SCSI_SENSE_MAX];
+	uint8_t sense_len;
+	/* Bytes of data-in placed in buf (<= buf_len). */
+	uint32_t data_in_len;
+	/* Bytes the command itself asked to transfer in its direction, from the
+	 * CDB (blocks * block size, or the allocation length clipped to what
+	 * exists); the transport reports edtl - xfer_len as residual. */
+	uint32_t xfer_len;
+
+	/* ---- scsi-private ---- */
+	void *spriv[8];
+	uint64_t spriv_u[8];
+	struct scsi_cmd *snext, *sprev;
+};
+
+/* SAM status codes */
+#define SCSI_GOOD 0x00
+#define SCSI_CHECK_CONDITION 0x02
+#define SCSI_CONDITION_MET 0x04
+#define SCSI_BUSY 0x08
+#define SCSI_RESERVATION_CONFLICT 0x18
+#define SCSI_TASK_SET_FULL 0x28
+#define SCSI_ACA_ACTIVE 0x30
+#define SCSI_TASK_ABORTED 0x40
+
+void scsi_cmd_exec(struct scsi_cmd *cmd);
+
+/* ---- logical units ---- */
+
+struct scsi_lu_params {
+	struct raid_vol *vol;
+	const char *name;          /* for logs, e.g. "tank/vol0" */
+	/* File holding persistent-reservation state when APTPL is set; NULL: not
+	 * persisted. */
+	const char *pr_path;
+};
+
+int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out);
+void scsi_lu_destroy(struct scsi_lu *lu);
+
+/* ---- targets and ports ---- */
+
+int scsi_target_create(const char *iqn, struct scsi_target **out);
+void scsi_target_destroy(struct scsi_target *t);
+int scsi_target_add_lu(struct scsi_target *t, uint64_t lun, struct scsi_lu *lu);
+/* One target port per portal group: @rel_port 1..65535, @tpgt the iSCSI
+ * TPGT; the SCSI target port name is "<iqn>,t,0x<tpgt as 4 hex digits>". */
+int scsi_target_add_port(struct scsi_target *t, uint16_t rel_port, uint16_t tpgt);
+
+/* ---- I_T nexus ---- */
+
+/* @initiator_port: "<initiator iqn>,i,0x<isid as 12 hex digits>". */
+int scsi_nexus_create(struct scsi_target *t, const char *initiator_port, uint16_t rel_port,
+		      struct scsi_nexus **out);
+/* I_T nexus loss (session ends): drops RESERVE(6/10) reservations held by
+ * it and raises the unit attentions SPC-4 asks for. */
+void scsi_nexus_destroy(struct scsi_nexus *n);
+
+/* ---- task management (called by the transport) ---- */
+
+enum scsi_tmf {
+	SCSI_TMF_ABORT_TASK_SET,
+	SCSI_TMF_CLEAR_TASK_SET,
+	SCSI_TMF_LUN_RESET,
+	SCSI_TMF_TARGET_WARM_RESET,
+	SCSI_TMF_TARGET_COLD_RESET,
+};
+
+/* Applies the reset side effects (reservations released, unit attentions
+ * for the other nexuses, mode pages reset) and marks matching in-flight
+ * commands aborted. Returns 0 or a negative errno (-ENOENT: no such LUN). */
+int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum scsi_tmf fn);
+
+/* Number of commands of @t (or of one LUN with @lun != UINT64_MAX) that have
+ * entered scsi_cmd_exec and not completed. */
+unsigned scsi_inflight(struct scsi_target *t, uint64_t lun);
+
+/* ---- helpers for transports ---- */
+
+/* Fills @cmd with CHECK CONDITION and fixed-format sense (key/asc/ascq). */
+void scsi_set_sense(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq);
+
+/* Decode the 8-byte SAM LUN field (peripheral and flat addressing). */
+uint64_t scsi_lun_decode(const uint8_t lun[8]);
+void scsi_lun_encode(uint64_t lun, uint8_t out[8]);
+
+#endif
