@@ -1,0 +1,165 @@
+/* tests/unit/test_ev.c - net/ev.c: timers, fds deleted from callbacks,
+ * cross-thread calls. */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "net/net_int.h"
+
+static int order[8];
+static int norder;
+
+static void tfire(struct ev_loop *l, struct ev_timer *t, void *arg)
+{
+	order[norder++] = (int)(long)arg;
+	ck_assert_int_eq(ev_loop_check(l), 0);
+	if (norder == 3)
+		ev_loop_stop(l);
+}
+
+START_TEST(t01_timers_fire_in_deadline_order)
+{
+	struct ev_loop *l;
+	struct ev_timer *c;
+
+	ck_assert_int_eq(ev_loop_create(0, &l), 0);
+	norder = 0;
+	ev_timer_add(l, 30, tfire, (void *)3L);
+	ev_timer_add(l, 10, tfire, (void *)1L);
+	c = ev_timer_add(l, 15, tfire, (void *)99L);
+	ev_timer_add(l, 20, tfire, (void *)2L);
+	ev_timer_cancel(l, c);
+	ck_assert_int_eq(ev_loop_check(l), 0);
+	ck_assert_int_eq(ev_run(l), 0);
+	ck_assert_int_eq(norder, 3);
+	ck_assert_int_eq(order[0], 1);
+	ck_assert_int_eq(order[1], 2);
+	ck_assert_int_eq(order[2], 3);
+	ev_loop_destroy(l);
+}
+END_TEST
+
+static void self_cancel(struct ev_loop *l, struct ev_timer *t, void *arg)
+{
+	ev_timer_cancel(l, t); /* must be harmless */
+	*(int *)arg += 1;
+	ev_loop_stop(l);
+}
+
+START_TEST(t02_timer_cancel_from_own_callback)
+{
+	struct ev_loop *l;
+	int n = 0;
+
+	ck_assert_int_eq(ev_loop_create(0, &l), 0);
+	ev_timer_add(l, 1, self_cancel, &n);
+	ck_assert_int_eq(ev_run(l), 0);
+	ck_assert_int_eq(n, 1);
+	ev_loop_destroy(l);
+}
+END_TEST
+
+struct pair {
+	int a[2], b[2];
+	int hits_a, hits_b;
+};
+
+/* Both pipes are readable in the same batch; a's callback closes b. */
+static void on_b(struct ev_loop *l, int fd, uint32_t ev, void *arg)
+{
+	struct pair *p = arg;
+
+	p->hits_b++;
+}
+
+static void on_a(struct ev_loop *l, int fd, uint32_t ev, void *arg)
+{
+	struct pair *p = arg;
+
+	p->hits_a++;
+	ck_assert_int_eq(ev_io_del(l, p->b[0]), 0);
+	close(p->b[0]);
+	ck_assert_int_eq(ev_io_del(l, fd), 0);
+	close(fd);
+	ev_loop_stop(l);
+}
+
+START_TEST(t03_callback_closes_other_and_own_fd)
+{
+	struct ev_loop *l;
+	struct pair p = { 0 };
+
+	ck_assert_int_eq(ev_loop_create(0, &l), 0);
+	ck_assert_int_eq(pipe(p.a), 0);
+	ck_assert_int_eq(pipe(p.b), 0);
+	/* register b first so that, whichever order epoll reports, a's
+	 * deletion of b is tested when a comes first */
+	ck_assert_int_eq(ev_io_add(l, p.a[0], EV_READ, on_a, &p), 0);
+	ck_assert_int_eq(ev_io_add(l, p.b[0], EV_READ, on_b, &p), 0);
+	ck_assert_int_eq(write(p.b[1], "x", 1), 1);
+	ck_assert_int_eq(write(p.a[1], "x", 1), 1);
+	ck_assert_int_eq(ev_run(l), 0);
+	ck_assert_int_eq(p.hits_a, 1);
+	ck_assert_int_le(p.hits_b, 1);
+	ck_assert_int_eq(ev_io_del(l, p.b[0]), -ENOENT);
+	close(p.a[1]);
+	close(p.b[1]);
+	ev_loop_destroy(l);
+}
+END_TEST
+
+static int calls;
+static struct ev_loop *call_loop;
+
+static void on_call(void *arg)
+{
+	ck_assert_ptr_eq(ev_loop_current(), call_loop);
+	if (++calls == 1000)
+		ev_loop_stop(call_loop);
+}
+
+static void *caller(void *arg)
+{
+	for (int i = 0; i < 500; i++)
+		ck_assert_int_eq(ev_call(call_loop, on_call, NULL), 0);
+	return NULL;
+}
+
+START_TEST(t04_calls_from_other_threads_run_on_loop)
+{
+	pthread_t th[2];
+
+	ck_assert_int_eq(ev_loop_create(7, &call_loop), 0);
+	calls = 0;
+	pthread_create(&th[0], NULL, caller, NULL);
+	pthread_create(&th[1], NULL, caller, NULL);
+	ck_assert_int_eq(ev_run(call_loop), 0);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	ck_assert_int_eq(calls, 1000);
+	ck_assert_uint_eq(ev_loop_id(call_loop), 7);
+	ev_loop_destroy(call_loop);
+}
+END_TEST
+
+
+int main(void)
+{
+	Suite *s = suite_create("ev");
+	TCase *tc = tcase_create("ev");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, t01_timers_fire_in_deadline_order);
+	tcase_add_test(tc, t02_timer_cancel_from_own_callback);
+	tcase_add_test(tc, t03_callback_closes_other_and_own_fd);
+	tcase_add_test(tc, t04_calls_from_other_threads_run_on_loop);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
