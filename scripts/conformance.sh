@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs libiscsi's conformance suite (iscsi-test-cu, every test, destructive
+# tests on, its two default initiator names) against a freshly started rtgtd
+# and requires 0 failures and at least MIN_PASSED passes.
+#   env: LEVEL (raid5)  PORT (13260)  MIN_PASSED (598)  TESTS (ALL regexp)
+set -u
+cd "$(dirname "$0")/.."
+LEVEL=${LEVEL:-raid5}
+PORT=${PORT:-13260}
+MIN_PASSED=${MIN_PASSED:-598}
+TESTS=${TESTS:-}
+IQN=iqn.2026-11.org.rtgt:conformance
+dir=$(mktemp -d /tmp/rtgt-conf.XXXXXX)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+case $LEVEL in
+raid0) members='"d0.img", "d1.img"' ;;
+raid1) members='"d0.img", "d1.img"' ;;
+raid5) members='"d0.img", "d1.img", "d2.img", "d3.img"' ;;
+raid6) members='"d0.img", "d1.img", "d2.img", "d3.img"' ;;
+raid10) members='"d0.img", "d1.img", "d2.img", "d3.img"' ;;
+*) echo "conformance: unknown LEVEL $LEVEL" >&2; exit 2 ;;
+esac
+cat > "$dir/rtgt.conf" <<CONF
+daemon = { workers = 2; control = "rtgtd.sock"; log_level = "warn"; };
+pools = ( { name = "p"; level = "$LEVEL"; chunk = "64K"; members = ( $members );
+            create_size = "64M"; } );
+portals = ( { name = "lo"; listen = "127.0.0.1:$PORT"; } );
+targets = ( { iqn = "$IQN"; portals = ( "lo" );
+              luns = ( { lun = 0; pool = "p"; volume = "v0"; size = "80%"; } );
+              allow = ( "ALL" ); } );
+CONF
+bin/rtgtd -c "$dir/rtgt.conf" 2> "$dir/rtgtd.log" &
+pid=$!
+for _ in $(seq 50); do
+	(exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if ! kill -0 "$pid" 2>/dev/null; then
+	echo "conformance: rtgtd did not start:"; cat "$dir/rtgtd.log"; exit 1
+fi
+args=(-d)
+[ -n "$TESTS" ] && args+=(-t "$TESTS")
+mkdir -p var
+timeout 1200 iscsi-test-cu "${args[@]}" "iscsi://127.0.0.1:$PORT/$IQN/0" > var/conformance.log 2>&1
+grep -E "FAILED|Test: .*\.\.\.$" var/conformance.log | head -60
+summary=$(grep -E '^ +tests ' var/conformance.log | tail -1)
+echo "conformance ($LEVEL): $summary   (columns: Total Ran Passed Failed Inactive)"
+read -r _ total ran passed failed _ <<<"$summary"
+kill -TERM "$pid"; wait "$pid"; rc=$?; pid=
+if [ "$rc" -ne 0 ]; then
+	echo "conformance: rtgtd exited $rc on SIGTERM"; tail -20 "$dir/rtgtd.log"; failed=$((${failed:-0} + 1))
+fi
+if grep -qE "ERROR|AddressSanitizer|runtime error" "$dir/rtgtd.log"; then
+	grep -E "ERROR|AddressSanitizer|runtime error" "$dir/rtgtd.log" | head -20
+fi
+if [ -z "${passed:-}" ]; then
+	echo "conformance: no summary (see var/conformance.log)"; tail -20 var/conformance.log; exit 1
+fi
+echo "conformance: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -ge "$MIN_PASSED" ]
