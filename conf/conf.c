@@ -1,0 +1,1713 @@
+/*
+ * conf/conf.c - the libconfig file turned into a validated struct conf.
+ *
+ * conf_load() reads the whole file with libconfig, then walks it once,
+ * section by section (daemon, pools, portals, targets), filling struct conf
+ * and reporting every problem it finds as "FILE:LINE: message" rather than
+ * stopping at the first: an operator fixing a file wants the whole list.
+ * Cross-references (target -> portal, LUN -> pool, paths used twice, volume
+ * sizes) are checked after every section has been read. The struct is only
+ * handed out when no error was reported; otherwise it is freed and -EINVAL
+ * returned. Nothing on disk is created, opened or stat'ed besides the file
+ * itself: whether a member exists is the raid layer's business at start-up.
+ *
+ * There is no state machine here: one pass, one result.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+#include "conf/conf_int.h"
+
+#define CONF_POOL_MAX_DEVS 64     /* members + spares: raid_pool_info.members[] */
+#define CONF_POOL_MAX_VOLUMES 64  /* raid_pool_info.volumes[] */
+#define CONF_MEMBER_PATH_MAX 255  /* raid_member_info.path[256] */
+#define CONF_NAME_MAX 63          /* pool names: raid_pool_info.name[64] */
+#define CONF_ALIAS_MAX 255
+#define CONF_SIZE_ALIGN 4096ULL   /* absolute volume sizes: any block size fits */
+
+/* The walk's running state: where to print, how much went wrong. */
+struct vctx {
+	const char *path;       /* the file as given, for messages */
+	FILE *errs;             /* borrowed; never NULL */
+	unsigned n_err;
+	bool nomem;             /* an allocation failed: result is -ENOMEM */
+	struct conf *c;         /* being built; owned by conf_load() */
+};
+
+/* ---- reporting ---- */
+
+static int setting_line(const config_setting_t *s)
+{
+	int line = s ? (int)config_setting_source_line(s) : 0;
+
+	return line > 0 ? line : 1;
+}
+
+static void vreport(struct vctx *v, const config_setting_t *s, bool warn,
+		    const char *fmt, va_list ap)
+{
+	const char *file = s ? config_setting_source_file(s) : NULL;
+
+	fprintf(v->errs, "%s:%d: %s", file ? file : v->path, setting_line(s),
+		warn ? "warning: " : "");
+	vfprintf(v->errs, fmt, ap);
+	fputc('\n', v->errs);
+	if (!warn)
+		v->n_err++;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void err_at(struct vctx *v, const config_setting_t *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(v, s, false, fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void warn_at(struct vctx *v, const config_setting_t *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(v, s, true, fmt, ap);
+	va_end(ap);
+}
+
+static char *xstrdup(struct vctx *v, const char *s)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		v->nomem = true;
+	return d;
+}
+
+static void *xcalloc(struct vctx *v, size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p)
+		v->nomem = true;
+	return p;
+}
+
+static const char *type_name(const config_setting_t *s)
+{
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_GROUP: return "a group { }";
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64: return "an integer";
+	case CONFIG_TYPE_FLOAT: return "a float";
+	case CONFIG_TYPE_STRING: return "a string";
+	case CONFIG_TYPE_BOOL: return "a boolean";
+	case CONFIG_TYPE_ARRAY: return "an array [ ]";
+	case CONFIG_TYPE_LIST: return "a list ( )";
+	default: return "an unknown type";
+	}
+}
+
+/* ---- unknown keys ---- */
+
+/* Edit distance, to turn "unknown key 'worker'" into a hint. Keys are short. */
+static unsigned edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned row[64];
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* Every member of group @grp must be one of @allowed (NULL-terminated). */
+static void check_keys(struct vctx *v, const config_setting_t *grp, const char *where,
+		       const char *const *allowed)
+{
+	int n = config_setting_length(grp);
+
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *s = config_setting_get_elem(grp, (unsigned)i);
+		const char *name = config_setting_name(s);
+		const char *hint = NULL;
+		unsigned best = 3;
+		bool ok = false;
+
+		if (!name)
+			continue;
+		for (const char *const *k = allowed; *k; k++) {
+			unsigned d;
+
+			if (strcmp(name, *k) == 0) {
+				ok = true;
+				break;
+			}
+			d = edit_distance(name, *k);
+			if (d < best) {
+				best = d;
+				hint = *k;
+			}
+		}
+		if (ok)
+			continue;
+		if (hint)
+			err_at(v, s, "%s: unknown key '%s' (did you mean '%s'?)", where, name, hint);
+		else
+			err_at(v, s, "%s: unknown key '%s'", where, name);
+	}
+}
+
+/* ---- typed getters: 1 found and valid, 0 absent, -1 reported ---- */
+
+static int get_string(struct vctx *v, const config_setting_t *grp, const char *key,
+		      const char *where, bool required, const char **out)
+{
+	const config_setting_t *s = config_setting_get_member(grp, key);
+
+	if (!s) {
+		if (required) {
+			err_at(v, grp, "%s: missing required key '%s'", where, key);
+			return -1;
+		}
+		return 0;
+	}
+	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
+		err_at(v, s, "%s: %s must be a string, not %s", where, key, type_name(s));
+		return -1;
+	}
+	*out = config_setting_get_string(s);
+	if (!**out) {
+		err_at(v, s, "%s: %s must not be empty", where, key);
+		return -1;
+	}
+	return 1;
+}
+
+static int get_uint(struct vctx *v, const config_setting_t *grp, const char *key,
+		    const char *where, long long min, long long max, unsigned long long *out)
+{
+	const config_setting_t *s = config_setting_get_member(grp, key);
+	long long val;
+
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_INT &&
+	    config_setting_type(s) != CONFIG_TYPE_INT64) {
+		err_at(v, s, "%s: %s must be an integer, not %s", where, key, type_name(s));
+		return -1;
+	}
+	val = config_setting_get_int64(s);
+	if (val < min || val > max) {
+		err_at(v, s, "%s: %s = %lld is out of range %lld..%lld", where, key, val,
+		       min, max);
+		return -1;
+	}
+	*out = (unsigned long long)val;
+	return 1;
+}
+
+static int get_number(struct vctx *v, const config_setting_t *grp, const char *key,
+		      const char *where, double *out)
+{
+	const config_setting_t *s = config_setting_get_member(grp, key);
+
+	if (!s)
+		return 0;
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64:
+		*out = (double)config_setting_get_int64(s);
+		return 1;
+	case CONFIG_TYPE_FLOAT:
+		*out = config_setting_get_float(s);
+		return 1;
+	default:
+		err_at(v, s, "%s: %s must be a number, not %s", where, key, type_name(s));
+		return -1;
+	}
+}
+
+static int get_bool(struct vctx *v, const config_setting_t *grp, const char *key,
+		    const char *where, bool *out)
+{
+	const config_setting_t *s = config_setting_get_member(grp, key);
+
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL) {
+		err_at(v, s, "%s: %s must be true or false, not %s", where, key,
+		       type_name(s));
+		return -1;
+	}
+	*out = config_setting_get_bool(s);
+	return 1;
+}
+
+static int get_size(struct vctx *v, const config_setting_t *grp, const char *key,
+		    const char *where, bool allow_percent, struct conf_size *out)
+{
+	const config_setting_t *s = config_setting_get_member(grp, key);
+	const char *str;
+
+	if (!s)
+		return 0;
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64: {
+		long long b = config_setting_get_int64(s);
+
+		if (b <= 0) {
+			err_at(v, s, "%s: %s must be > 0", where, key);
+			return -1;
+		}
+		out->bytes = (uint64_t)b;
+		out->percent = 0;
+		return 1;
+	}
+	case CONFIG_TYPE_STRING:
+		str = config_setting_get_string(s);
+		if (conf_parse_size(str, allow_percent, out) == 0)
+			return 1;
+		if (!allow_percent && strchr(str, '%'))
+			err_at(v, s, "%s: %s = \"%s\": a percentage is not allowed here", where,
+			       key, str);
+		else
+			err_at(v, s, "%s: %s = \"%s\" is not a size (use e.g. \"512\", \"64K\", "
+			       "\"1G\"%s)", where, key, str, allow_percent ? " or \"80%\"" : "");
+		return -1;
+	default:
+		err_at(v, s, "%s: %s must be a size string like \"64K\", not %s", where, key,
+		       type_name(s));
+		return -1;
+	}
+}
+
+/* A list or array of non-empty strings. Returns the setting (NULL if absent
+ * or not a list) and sets *bad when anything was reported. */
+static const config_setting_t *get_string_list(struct vctx *v, const config_setting_t *grp,
+					       const char *key, const char *where,
+					       bool *bad)
+{
+	const config_setting_t *s = config_setting_get_member(grp, key);
+	int n;
+
+	if (!s)
+		return NULL;
+	if (config_setting_type(s) != CONFIG_TYPE_LIST &&
+	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
+		err_at(v, s, "%s: %s must be a list of strings ( \"a\", \"b\" ), not %s", where,
+		       key, type_name(s));
+		*bad = true;
+		return NULL;
+	}
+	n = config_setting_length(s);
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			err_at(v, e, "%s: %s[%d] must be a string, not %s", where, key, i,
+			       type_name(e));
+			*bad = true;
+		} else if (!*config_setting_get_string(e)) {
+			err_at(v, e, "%s: %s[%d] must not be empty", where, key, i);
+			*bad = true;
+		}
+	}
+	return s;
+}
+
+/* ---- small syntax checks (also used by tests) ---- */
+
+int conf_parse_size(const char *s, bool allow_percent, struct conf_size *out)
+{
+	unsigned long long val = 0;
+	const char *p = s;
+	unsigned shift = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (val > (ULLONG_MAX - 9) / 10)
+			return -ERANGE;
+		val = val * 10 + (unsigned)(*p - '0');
+	}
+	if (p == s)
+		return -EINVAL;
+	if (*p == '%') {
+		if (!allow_percent || p[1] || val < 1 || val > 100)
+			return -EINVAL;
+		out->bytes = 0;
+		out->percent = (unsigned)val;
+		return 0;
+	}
+	switch (*p) {
+	case '\0': shift = 0; break;
+	case 'K': case 'k': shift = 10; break;
+	case 'M': case 'm': shift = 20; break;
+	case 'G': case 'g': shift = 30; break;
+	case 'T': case 't': shift = 40; break;
+	default: return -EINVAL;
+	}
+	if (*p && p[1])
+		return -EINVAL;
+	if (val == 0)
+		return -EINVAL;
+	if (shift && val > (UINT64_MAX >> shift))
+		return -ERANGE;
+	out->bytes = (uint64_t)val << shift;
+	out->percent = 0;
+	return 0;
+}
+
+static bool is_lower_alnum(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+}
+
+static bool is_hex_lower(char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+}
+
+static int check_hex_name(const char *hex, size_t n1, size_t n2, const char **why)
+{
+	size_t len = strlen(hex);
+
+	if (len != n1 && len != n2) {
+		*why = n1 == n2 ? "needs exactly 16 hex digits after the prefix"
+				: "needs 16 or 32 hex digits after the prefix";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (!is_hex_lower(hex[i])) {
+			*why = "hex digits must be 0-9 or a-f (lowercase)";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int conf_iqn_check(const char *name, const char **why)
+{
+	const char *p;
+	bool label_start = true;
+
+	*why = NULL;
+	if (strlen(name) > CONF_IQN_MAX) {
+		*why = "is longer than 223 bytes";
+		return -EINVAL;
+	}
+	for (p = name; *p; p++) {
+		if (*p >= 'A' && *p <= 'Z') {
+			*why = "must be lowercase";
+			return -EINVAL;
+		}
+	}
+	if (strncmp(name, "eui.", 4) == 0)
+		return check_hex_name(name + 4, 16, 16, why);
+	if (strncmp(name, "naa.", 4) == 0)
+		return check_hex_name(name + 4, 16, 32, why);
+	if (strncmp(name, "iqn.", 4) != 0) {
+		*why = "must start with iqn., eui. or naa.";
+		return -EINVAL;
+	}
+	p = name + 4;
+	/* yyyy-mm: the month the naming authority owned the domain */
+	for (int i = 0; i < 7; i++) {
+		bool ok = i == 4 ? p[i] == '-' : (p[i] >= '0' && p[i] <= '9');
+
+		if (!ok) {
+			*why = "needs a date iqn.YYYY-MM. after the prefix";
+			return -EINVAL;
+		}
+	}
+	if ((p[5] - '0') * 10 + (p[6] - '0') < 1 || (p[5] - '0') * 10 + (p[6] - '0') > 12) {
+		*why = "has a month outside 01..12";
+		return -EINVAL;
+	}
+	p += 7;
+	if (*p != '.') {
+		*why = "needs '.' and a reversed domain name after iqn.YYYY-MM";
+		return -EINVAL;
+	}
+	p++;
+	/* reversed domain name: labels of [a-z0-9-] separated by dots */
+	for (; *p && *p != ':'; p++) {
+		if (*p == '.') {
+			if (label_start)
+				break;
+			label_start = true;
+			continue;
+		}
+		if (!is_lower_alnum(*p) && *p != '-')
+			break;
+		label_start = false;
+	}
+	if (label_start || (*p && *p != ':')) {
+		*why = "needs a reversed domain name (e.g. org.example) after the date";
+		return -EINVAL;
+	}
+	if (*p == ':') {
+		p++;
+		if (!*p) {
+			*why = "has nothing after ':'";
+			return -EINVAL;
+		}
+		for (; *p; p++) {
+			if (!is_lower_alnum(*p) && *p != '-' && *p != '.' && *p != ':') {
+				*why = "may only contain a-z, 0-9, '-', '.' and ':'";
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+int conf_volume_name_check(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len < 1 || len > CONF_VOLUME_NAME_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int conf_listen_parse(const char *s, char *host, uint16_t *port, int *family,
+		      const char **why)
+{
+	const char *colon, *hstart, *hend;
+	unsigned char addr[sizeof(struct in6_addr)];
+	unsigned long val = 0;
+	size_t hlen;
+
+	*why = NULL;
+	if (s[0] == '[') {
+		hstart = s + 1;
+		hend = strchr(s, ']');
+		if (!hend || hend[1] != ':') {
+			*why = "must be \"[ipv6]:port\"";
+			return -EINVAL;
+		}
+		colon = hend + 1;
+		*family = AF_INET6;
+	} else {
+		hstart = s;
+		colon = strrchr(s, ':');
+		if (!colon) {
+			*why = "must be \"ip:port\" or \"[ipv6]:port\"";
+			return -EINVAL;
+		}
+		if (memchr(s, ':', (size_t)(colon - s))) {
+			*why = "an IPv6 address must be written in brackets: \"[ipv6]:port\"";
+			return -EINVAL;
+		}
+		hend = colon;
+		*family = AF_INET;
+	}
+	hlen = (size_t)(hend - hstart);
+	if (hlen == 0 || hlen >= 64) {
+		*why = "has no valid address before the port";
+		return -EINVAL;
+	}
+	memcpy(host, hstart, hlen);
+	host[hlen] = '\0';
+	if (inet_pton(*family, host, addr) != 1) {
+		*why = *family == AF_INET ? "is not a numeric IPv4 address (host names are not resolved)"
+					  : "is not a numeric IPv6 address";
+		return -EINVAL;
+	}
+	if (!colon[1]) {
+		*why = "has no port after ':'";
+		return -EINVAL;
+	}
+	for (const char *p = colon + 1; *p; p++) {
+		if (*p < '0' || *p > '9' || val > 65535) {
+			*why = "has a port that is not a number in 1..65535";
+			return -EINVAL;
+		}
+		val = val * 10 + (unsigned long)(*p - '0');
+	}
+	if (val < 1 || val > 65535) {
+		*why = "has a port that is not a number in 1..65535";
+		return -EINVAL;
+	}
+	*port = (uint16_t)val;
+	return 0;
+}
+
+char *conf_path_resolve(const char *dir, const char *path)
+{
+	size_t cap = strlen(dir) + strlen(path) + 3;
+	char *joined = malloc(cap), *out = malloc(cap);
+	char *save = NULL, *tok;
+	size_t len = 0;
+	bool absolute;
+
+	if (!joined || !out)
+		goto free_both;
+	if (path[0] == '/' || !dir[0])
+		snprintf(joined, cap, "%s", path);
+	else
+		snprintf(joined, cap, "%s/%s", dir, path);
+	absolute = joined[0] == '/';
+	/* Rebuild component by component: "." vanishes, ".." eats the last
+	 * kept component (or stays, when a relative path climbs above its
+	 * start). Lexical only: symlinks are the raid layer's to notice. */
+	out[0] = '\0';
+	for (tok = strtok_r(joined, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		if (strcmp(tok, ".") == 0)
+			continue;
+		if (strcmp(tok, "..") == 0) {
+			char *slash = strrchr(out, '/');
+			const char *last = slash ? slash + 1 : out;
+
+			if (len > 0 && strcmp(last, "..") != 0) {
+				len = slash ? (size_t)(slash - out) : 0;
+				out[len] = '\0';
+				continue;
+			}
+			if (absolute)
+				continue; /* "/.." is "/" */
+		}
+		if (len > 0 || absolute)
+			out[len++] = '/';
+		len += (size_t)sprintf(out + len, "%s", tok);
+	}
+	if (len == 0)
+		snprintf(out, cap, "%s", absolute ? "/" : ".");
+	free(joined);
+	return out;
+
+free_both:
+	free(joined);
+	free(out);
+	return NULL;
+}
+
+/* ---- daemon ---- */
+
+static const char *const daemon_keys[] = {
+	"workers", "control", "log_level", "max_sessions", "max_connections",
+	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", NULL,
+};
+
+static void parse_daemon(struct vctx *v, const config_setting_t *root)
+{
+	const config_setting_t *g = config_setting_get_member(root, "daemon");
+	struct conf_daemon *d = &v->c->daemon;
+	const char *where = "daemon";
+	const char *control = CONF_DEFAULT_CONTROL, *lvl;
+	const config_setting_t *ms, *mc;
+	unsigned long long u;
+
+	d->workers = 0;
+	d->log_level = CONF_LOG_INFO;
+	d->max_sessions = 64;
+	d->max_connections = 256;
+	d->login_timeout_s = 15;
+	d->nop_interval_s = 10;
+	d->nop_timeout_s = 30;
+	d->queue_depth = 128;
+
+	if (g && config_setting_type(g) != CONFIG_TYPE_GROUP) {
+		err_at(v, g, "daemon must be a group { ... }, not %s", type_name(g));
+		g = NULL;
+	}
+	if (g) {
+		check_keys(v, g, where, daemon_keys);
+		if (get_uint(v, g, "workers", where, 0, CONF_MAX_WORKERS, &u) > 0)
+			d->workers = (unsigned)u;
+		if (get_string(v, g, "control", where, false, &control) < 0)
+			control = CONF_DEFAULT_CONTROL;
+		if (get_string(v, g, "log_level", where, false, &lvl) > 0 &&
+		    conf_log_level_parse(lvl, &d->log_level) < 0)
+			err_at(v, config_setting_get_member(g, "log_level"),
+			       "daemon: log_level \"%s\" is not one of error, warn, info, debug",
+			       lvl);
+		if (get_uint(v, g, "max_sessions", where, 1, 4096, &u) > 0)
+			d->max_sessions = (unsigned)u;
+		if (get_uint(v, g, "max_connections", where, 1, 65536, &u) > 0)
+			d->max_connections = (unsigned)u;
+		if (get_uint(v, g, "login_timeout", where, 1, 3600, &u) > 0)
+			d->login_timeout_s = (unsigned)u;
+		if (get_uint(v, g, "nop_interval", where, 0, 3600, &u) > 0)
+			d->nop_interval_s = (unsigned)u;
+		if (get_uint(v, g, "nop_timeout", where, 1, 3600, &u) > 0)
+			d->nop_timeout_s = (unsigned)u;
+		if (get_uint(v, g, "queue_depth", where, 1, 4096, &u) > 0)
+			d->queue_depth = (unsigned)u;
+		ms = config_setting_get_member(g, "max_sessions");
+		mc = config_setting_get_member(g, "max_connections");
+		/* every session needs one connection: a smaller connection cap
+		 * would silently lower the session cap */
+		if (d->max_connections < d->max_sessions)
+			err_at(v, mc ? mc : ms,
+			       "daemon: max_connections (%u) is below max_sessions (%u)",
+			       d->max_connections, d->max_sessions);
+	}
+	if (d->workers == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		d->workers = n < 1 ? 1 : n > CONF_MAX_WORKERS ? CONF_MAX_WORKERS : (unsigned)n;
+	}
+	d->control = conf_path_resolve(v->c->dir, control);
+	if (!d->control) {
+		v->nomem = true;
+		return;
+	}
+	if (strlen(d->control) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		err_at(v, g ? config_setting_get_member(g, "control") : root,
+		       "daemon: control socket path \"%s\" is %zu bytes, longer than a unix "
+		       "socket allows (%zu)", d->control, strlen(d->control),
+		       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+}
+
+/* ---- pools ---- */
+
+static const char *const pool_keys[] = {
+	"name", "level", "chunk", "members", "spares", "create_size", "direct_io",
+	"rebuild_mbps", "hdd", "ceph_conf", "rbd_pool", "ceph_id", "keyring", NULL,
+};
+static const char *const hdd_keys[] = { "mbps", "avg_seek_ms", "rpm", NULL };
+
+static const char *const level_names[] = {
+	[CONF_RAID0] = "raid0", [CONF_RAID1] = "raid1", [CONF_RAID5] = "raid5",
+	[CONF_RAID6] = "raid6", [CONF_RAID10] = "raid10", [CONF_RBD] = "rbd",
+};
+
+const char *conf_level_name(enum conf_level level)
+{
+	if ((unsigned)level >= sizeof(level_names) / sizeof(level_names[0]))
+		return "unknown";
+	return level_names[level];
+}
+
+/* Copies a string list into (written, resolved) arrays; returns the count. */
+static unsigned copy_paths(struct vctx *v, const config_setting_t *list, const char *where,
+			   const char *key, char ***written, char ***resolved)
+{
+	int n = config_setting_length(list);
+	unsigned k = 0;
+
+	*written = xcalloc(v, (size_t)n, sizeof(char *));
+	*resolved = xcalloc(v, (size_t)n, sizeof(char *));
+	if (!*written || !*resolved)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
+		const char *p;
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING)
+			continue; /* already reported */
+		p = config_setting_get_string(e);
+		if (!*p)
+			continue;
+		if (strlen(p) > CONF_MEMBER_PATH_MAX)
+			err_at(v, e, "%s: %s[%d] is longer than %d bytes", where, key, i,
+			       CONF_MEMBER_PATH_MAX);
+		(*written)[k] = xstrdup(v, p);
+		(*resolved)[k] = conf_path_resolve(v->c->dir, p);
+		if (!(*resolved)[k])
+			v->nomem = true;
+		else if (strlen((*resolved)[k]) >= PATH_MAX)
+			err_at(v, e, "%s: %s[%d] resolves to a path longer than PATH_MAX", where,
+			       key, i);
+		k++;
+	}
+	return k;
+}
+
+static void parse_hdd(struct vctx *v, const config_setting_t *g, const char *pwhere,
+		      struct conf_hdd *hdd)
+{
+	char where[128];
+	unsigned long long rpm;
+	int r;
+
+	snprintf(where, sizeof(where), "%s: hdd", pwhere);
+	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+		err_at(v, g, "%s must be a group { mbps = ..; avg_seek_ms = ..; rpm = ..; }, "
+		       "not %s", where, type_name(g));
+		return;
+	}
+	check_keys(v, g, where, hdd_keys);
+	hdd->enabled = true;
+	r = get_number(v, g, "mbps", where, &hdd->mbps);
+	if (r == 0)
+		err_at(v, g, "%s: missing required key 'mbps'", where);
+	else if (r > 0 && !(hdd->mbps > 0))
+		err_at(v, config_setting_get_member(g, "mbps"), "%s: mbps must be > 0", where);
+	r = get_number(v, g, "avg_seek_ms", where, &hdd->avg_seek_ms);
+	if (r == 0)
+		err_at(v, g, "%s: missing required key 'avg_seek_ms'", where);
+	else if (r > 0 && !(hdd->avg_seek_ms >= 0))
+		err_at(v, config_setting_get_member(g, "avg_seek_ms"),
+		       "%s: avg_seek_ms must be >= 0", where);
+	r = get_uint(v, g, "rpm", where, 1, 100000, &rpm);
+	if (r == 0)
+		err_at(v, g, "%s: missing required key 'rpm'", where);
+	else if (r > 0)
+		hdd->rpm = (unsigned)rpm;
+}
+
+static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
+		       struct conf_pool *p)
+{
+	const char *name = NULL, *lvl = NULL, *str;
+	const config_setting_t *members, *spares, *s;
+	char where[96];
+	struct conf_size sz;
+	unsigned long long u;
+	bool bad = false, level_ok = false;
+	unsigned min = 1;
+
+	p->line = setting_line(g);
+	p->chunk = CONF_CHUNK_DEFAULT;
+	snprintf(where, sizeof(where), "pools[%u]", idx);
+	check_keys(v, g, where, pool_keys);
+	if (get_string(v, g, "name", where, true, &name) > 0) {
+		p->name = xstrdup(v, name);
+		snprintf(where, sizeof(where), "pool '%.63s'", name);
+		if (conf_volume_name_check(name) < 0)
+			err_at(v, config_setting_get_member(g, "name"),
+			       "%s: name must be 1..%d characters of A-Z a-z 0-9 . _ -", where,
+			       CONF_NAME_MAX);
+	}
+	if (get_string(v, g, "level", where, true, &lvl) > 0) {
+		for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+			if (strcmp(lvl, level_names[i]) == 0) {
+				p->level = (enum conf_level)i;
+				level_ok = true;
+			}
+		}
+		if (!level_ok)
+			err_at(v, config_setting_get_member(g, "level"),
+			       "%s: level \"%s\" is not one of raid0, raid1, raid5, raid6, "
+			       "raid10, rbd", where, lvl);
+	}
+	if (get_size(v, g, "chunk", where, false, &sz) > 0) {
+		s = config_setting_get_member(g, "chunk");
+		if (sz.bytes & (sz.bytes - 1))
+			err_at(v, s, "%s: chunk %llu is not a power of two", where,
+			       (unsigned long long)sz.bytes);
+		else if (sz.bytes < CONF_CHUNK_MIN || sz.bytes > CONF_CHUNK_MAX)
+			err_at(v, s, "%s: chunk must be between 4K and 16M", where);
+		else
+			p->chunk = sz.bytes;
+	}
+	members = get_string_list(v, g, "members", where, &bad);
+	spares = get_string_list(v, g, "spares", where, &bad);
+	if (get_bool(v, g, "direct_io", where, &p->direct_io) > 0 && level_ok &&
+	    p->level == CONF_RBD)
+		err_at(v, config_setting_get_member(g, "direct_io"),
+		       "%s: direct_io is not valid for an rbd pool", where);
+	if (get_uint(v, g, "rebuild_mbps", where, 0, 1000000, &u) > 0)
+		p->rebuild_mbps = (unsigned)u;
+	if (get_size(v, g, "create_size", where, false, &sz) > 0) {
+		s = config_setting_get_member(g, "create_size");
+		if (sz.bytes < (1ULL << 20) || sz.bytes % CONF_SIZE_ALIGN)
+			err_at(v, s, "%s: create_size must be at least 1M and a multiple of 4K",
+			       where);
+		else
+			p->create_size = sz.bytes;
+	}
+	s = config_setting_get_member(g, "hdd");
+	if (s)
+		parse_hdd(v, s, where, &p->hdd);
+
+	/* rbd pools live in Ceph: none of the local-member keys apply, and
+	 * the Ceph keys apply to nothing else. */
+	if (level_ok && p->level == CONF_RBD) {
+		static const char *const local_only[] = {
+			"members", "spares", "create_size", "rebuild_mbps", "hdd", NULL,
+		};
+
+		for (const char *const *k = local_only; *k; k++) {
+			s = config_setting_get_member(g, *k);
+			if (s)
+				err_at(v, s, "%s: %s is not valid for an rbd pool", where, *k);
+		}
+		if (get_string(v, g, "ceph_conf", where, true, &str) > 0) {
+			p->ceph_conf = conf_path_resolve(v->c->dir, str);
+			if (!p->ceph_conf)
+				v->nomem = true;
+		}
+		if (get_string(v, g, "rbd_pool", where, true, &str) > 0)
+			p->rbd_pool = xstrdup(v, str);
+		if (get_string(v, g, "ceph_id", where, false, &str) > 0)
+			p->ceph_id = xstrdup(v, str);
+		if (get_string(v, g, "keyring", where, false, &str) > 0) {
+			p->keyring = conf_path_resolve(v->c->dir, str);
+			if (!p->keyring)
+				v->nomem = true;
+		}
+		return;
+	}
+	if (level_ok) {
+		static const char *const ceph_only[] = {
+			"ceph_conf", "rbd_pool", "ceph_id", "keyring", NULL,
+		};
+
+		for (const char *const *k = ceph_only; *k; k++) {
+			s = config_setting_get_member(g, *k);
+			if (s)
+				err_at(v, s, "%s: %s is only valid for level rbd", where, *k);
+		}
+	}
+	if (!members) {
+		if (!bad)
+			err_at(v, g, "%s: missing required key 'members'", where);
+		return;
+	}
+	p->n_members = copy_paths(v, members, where, "members", &p->members,
+				  &p->member_paths);
+	if (spares)
+		p->n_spares = copy_paths(v, spares, where, "spares", &p->spares,
+					 &p->spare_paths);
+	if (!level_ok)
+		return;
+	switch (p->level) {
+	case CONF_RAID0: min = 1; break;
+	case CONF_RAID1: min = 2; break;
+	case CONF_RAID5: min = 3; break;
+	case CONF_RAID6: min = 4; break;
+	case CONF_RAID10: min = 4; break;
+	case CONF_RBD: break;
+	}
+	/* count as written, so a bad entry does not also trip the minimum */
+	if ((unsigned)config_setting_length(members) < min)
+		err_at(v, members, "%s: %s needs at least %u members, has %d", where,
+		       conf_level_name(p->level), min, config_setting_length(members));
+	else if (p->level == CONF_RAID10 && config_setting_length(members) % 2)
+		err_at(v, members, "%s: raid10 needs an even number of members (mirrored "
+		       "pairs), has %d", where, config_setting_length(members));
+	if (config_setting_length(members) + (spares ? config_setting_length(spares) : 0) >
+	    CONF_POOL_MAX_DEVS)
+		err_at(v, members, "%s: more than %d members and spares", where,
+		       CONF_POOL_MAX_DEVS);
+	if (p->level == CONF_RAID0 && spares && config_setting_length(spares) > 0)
+		warn_at(v, spares, "%s: raid0 has no redundancy, spares will never be used",
+			where);
+}
+
+static void parse_pools(struct vctx *v, const config_setting_t *root)
+{
+	const config_setting_t *l = config_setting_get_member(root, "pools");
+	struct conf *c = v->c;
+	int n;
+
+	if (!l)
+		return; /* a target's LUN will report the missing pool */
+	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
+		err_at(v, l, "pools must be a list ( { ... }, { ... } ), not %s", type_name(l));
+		return;
+	}
+	n = config_setting_length(l);
+	c->pools = xcalloc(v, (size_t)n, sizeof(*c->pools));
+	if (!c->pools)
+		return;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(l, (unsigned)i);
+
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+			err_at(v, g, "pools[%d] must be a group { ... }, not %s", i, type_name(g));
+			continue;
+		}
+		parse_pool(v, g, (unsigned)i, &c->pools[c->n_pools]);
+		for (unsigned j = 0; j < c->n_pools; j++) {
+			const char *a = c->pools[j].name, *b = c->pools[c->n_pools].name;
+
+			if (a && b && strcmp(a, b) == 0)
+				err_at(v, g, "pool name '%s' is already used at line %d", b,
+				       c->pools[j].line);
+		}
+		c->n_pools++;
+	}
+}
+
+/* Every member and spare path, across all pools, names a distinct file.
+ * Walks the settings again rather than struct conf so that each duplicate
+ * is reported at its own line. */
+static void check_paths_unique(struct vctx *v, const config_setting_t *root)
+{
+	struct ent { char *path; const char *pool; int line; } *all;
+	const config_setting_t *pools = config_setting_get_member(root, "pools");
+	size_t n = 0, cap = 0;
+
+	for (unsigned i = 0; i < v->c->n_pools; i++)
+		cap += v->c->pools[i].n_members + v->c->pools[i].n_spares;
+	if (cap == 0 || !pools || config_setting_type(pools) != CONFIG_TYPE_LIST)
+		return;
+	all = xcalloc(v, cap, sizeof(*all));
+	if (!all)
+		return;
+	for (int i = 0; i < config_setting_length(pools); i++) {
+		const config_setting_t *g = config_setting_get_elem(pools, (unsigned)i);
+		static const char *const keys[] = { "members", "spares" };
+		const char *pname = NULL;
+
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+			continue;
+		config_setting_lookup_string(g, "name", &pname);
+		for (unsigned k = 0; k < 2; k++) {
+			const config_setting_t *l = config_setting_get_member(g, keys[k]);
+
+			if (!l || !config_setting_is_aggregate(l))
+				continue;
+			for (int e = 0; e < config_setting_length(l) && n < cap; e++) {
+				const config_setting_t *es = config_setting_get_elem(l, (unsigned)e);
+				const char *p = config_setting_get_string(es);
+				char *path;
+
+				if (!p || !*p)
+					continue;
+				path = conf_path_resolve(v->c->dir, p);
+				if (!path) {
+					v->nomem = true;
+					goto free_all;
+				}
+				for (size_t j = 0; j < n; j++) {
+					if (strcmp(all[j].path, path) != 0)
+						continue;
+					err_at(v, es, "pool '%s': %s \"%s\" (%s) is already used by "
+					       "pool '%s' at line %d", pname ? pname : "?",
+					       k ? "spare" : "member", p, path,
+					       all[j].pool ? all[j].pool : "?", all[j].line);
+					break;
+				}
+				all[n++] = (struct ent){ path, pname, setting_line(es) };
+			}
+		}
+	}
+free_all:
+	for (size_t j = 0; j < n; j++)
+		free(all[j].path);
+	free(all);
+}
+
+/* ---- portals ---- */
+
+static const char *const portal_keys[] = { "name", "listen", NULL };
+
+struct portal_addr {
+	unsigned char addr[sizeof(struct in6_addr)];
+	bool any;
+};
+
+static void parse_portals(struct vctx *v, const config_setting_t *root)
+{
+	const config_setting_t *l = config_setting_get_member(root, "portals");
+	struct conf *c = v->c;
+	struct portal_addr *addrs;
+	int n;
+
+	if (!l) {
+		err_at(v, root, "missing required list 'portals'");
+		return;
+	}
+	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
+		err_at(v, l, "portals must be a list ( { ... }, { ... } ), not %s", type_name(l));
+		return;
+	}
+	n = config_setting_length(l);
+	if (n == 0) {
+		err_at(v, l, "portals is empty: nothing would listen");
+		return;
+	}
+	if (n > 65535) {
+		err_at(v, l, "too many portals");
+		return;
+	}
+	c->portals = xcalloc(v, (size_t)n, sizeof(*c->portals));
+	addrs = xcalloc(v, (size_t)n, sizeof(*addrs));
+	if (!c->portals || !addrs)
+		goto free_addrs;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(l, (unsigned)i);
+		struct conf_portal *pt = &c->portals[c->n_portals];
+		struct portal_addr *pa = &addrs[c->n_portals];
+		const char *name = NULL, *listen = NULL, *why;
+		char where[96], host[64];
+
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+			err_at(v, g, "portals[%d] must be a group { ... }, not %s", i, type_name(g));
+			continue;
+		}
+		snprintf(where, sizeof(where), "portals[%d]", i);
+		check_keys(v, g, where, portal_keys);
+		pt->line = setting_line(g);
+		/* the TPGT is the position in the file, so it stays stable
+		 * as long as portals are only appended */
+		pt->tpgt = (uint16_t)(i + 1);
+		if (get_string(v, g, "name", where, true, &name) > 0) {
+			pt->name = xstrdup(v, name);
+			snprintf(where, sizeof(where), "portal '%.63s'", name);
+			for (unsigned j = 0; j < c->n_portals; j++)
+				if (c->portals[j].name && strcmp(c->portals[j].name, name) == 0)
+					err_at(v, g, "portal name '%s' is already used at line %d",
+					       name, c->portals[j].line);
+		}
+		if (get_string(v, g, "listen", where, true, &listen) <= 0) {
+			c->n_portals++;
+			continue;
+		}
+		pt->listen = xstrdup(v, listen);
+		if (conf_listen_parse(listen, host, &pt->port, &pt->family, &why) < 0) {
+			err_at(v, config_setting_get_member(g, "listen"), "%s: listen \"%s\" %s",
+			       where, listen, why);
+			c->n_portals++;
+			continue;
+		}
+		pt->host = xstrdup(v, host);
+		inet_pton(pt->family, host, pa->addr);
+		pa->any = pt->family == AF_INET
+				  ? memcmp(pa->addr, "\0\0\0\0", 4) == 0
+				  : memcmp(pa->addr, &in6addr_any, sizeof(in6addr_any)) == 0;
+		for (unsigned j = 0; j < c->n_portals; j++) {
+			const struct conf_portal *o = &c->portals[j];
+			const struct portal_addr *oa = &addrs[j];
+			size_t alen = pt->family == AF_INET ? 4 : 16;
+
+			if (!o->host || o->family != pt->family || o->port != pt->port)
+				continue;
+			if (memcmp(oa->addr, pa->addr, alen) == 0)
+				err_at(v, config_setting_get_member(g, "listen"),
+				       "%s: listen address %s is already used by portal '%s' "
+				       "(line %d)", where, listen, o->name ? o->name : "?",
+				       o->line);
+			else if (oa->any || pa->any)
+				/* a wildcard listener owns the port on every
+				 * address of its family: the second bind fails */
+				err_at(v, config_setting_get_member(g, "listen"),
+				       "%s: listen %s overlaps the wildcard address of portal "
+				       "'%s' (line %d)", where, listen, o->name ? o->name : "?",
+				       o->line);
+		}
+		c->n_portals++;
+	}
+free_addrs:
+	free(addrs);
+}
+
+/* ---- targets ---- */
+
+static const char *const target_keys[] = {
+	"iqn", "alias", "portals", "luns", "allow", "chap", NULL,
+};
+static const char *const lun_keys[] = { "lun", "pool", "volume", "size", NULL };
+static const char *const chap_keys[] = {
+	"user", "secret", "mutual_user", "mutual_secret", NULL,
+};
+
+static void parse_chap(struct vctx *v, const config_setting_t *g, const char *twhere,
+		       struct conf_chap *chap)
+{
+	const char *user = NULL, *secret = NULL, *muser = NULL, *msecret = NULL;
+	char where[288];
+	int ru, rs, rmu, rms;
+
+	snprintf(where, sizeof(where), "%s: chap", twhere);
+	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+		err_at(v, g, "%s must be a group { user = ..; secret = ..; }, not %s", where,
+		       type_name(g));
+		return;
+	}
+	check_keys(v, g, where, chap_keys);
+	ru = get_string(v, g, "user", where, false, &user);
+	rs = get_string(v, g, "secret", where, false, &secret);
+	rmu = get_string(v, g, "mutual_user", where, false, &muser);
+	rms = get_string(v, g, "mutual_secret", where, false, &msecret);
+	if ((ru == 0) != (rs == 0))
+		err_at(v, g, "%s: user and secret must be given together", where);
+	if ((rmu == 0) != (rms == 0))
+		err_at(v, g, "%s: mutual_user and mutual_secret must be given together", where);
+	if (rmu != 0 && ru == 0)
+		err_at(v, g, "%s: mutual CHAP needs user and secret as well", where);
+	if (rs > 0) {
+		const config_setting_t *s = config_setting_get_member(g, "secret");
+		size_t len = strlen(secret);
+
+		if (len < CONF_CHAP_SECRET_MIN || len > CONF_CHAP_SECRET_MAX)
+			err_at(v, s, "%s: secret must be %d..%d characters, has %zu", where,
+			       CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
+		else if (len > CONF_CHAP_SECRET_MS_MAX)
+			warn_at(v, s, "%s: secret is %zu characters; the Microsoft iSCSI "
+				"initiator refuses secrets longer than 16", where, len);
+	}
+	if (rms > 0) {
+		const config_setting_t *s = config_setting_get_member(g, "mutual_secret");
+		size_t len = strlen(msecret);
+
+		if (len < CONF_CHAP_SECRET_MIN || len > CONF_CHAP_SECRET_MAX)
+			err_at(v, s, "%s: mutual_secret must be %d..%d characters, has %zu",
+			       where, CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
+		else if (len > CONF_CHAP_SECRET_MS_MAX)
+			warn_at(v, s, "%s: mutual_secret is %zu characters; the Microsoft iSCSI "
+				"initiator refuses secrets longer than 16", where, len);
+		/* RFC 3720 8.2.1: the same secret both ways lets an attacker
+		 * reflect the target's challenge back at it */
+		if (rs > 0 && strcmp(secret, msecret) == 0)
+			err_at(v, s, "%s: mutual_secret must differ from secret", where);
+	}
+	if (ru > 0 && rs > 0) {
+		chap->user = xstrdup(v, user);
+		chap->secret = xstrdup(v, secret);
+		if (rmu > 0 && rms > 0) {
+			chap->mutual_user = xstrdup(v, muser);
+			chap->mutual_secret = xstrdup(v, msecret);
+		}
+	}
+}
+
+static void parse_luns(struct vctx *v, const config_setting_t *g, const char *twhere,
+		       struct conf_target *t)
+{
+	const config_setting_t *l = config_setting_get_member(g, "luns");
+	int n;
+
+	if (!l) {
+		err_at(v, g, "%s: missing required list 'luns'", twhere);
+		return;
+	}
+	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
+		err_at(v, l, "%s: luns must be a list ( { lun = 0; ... } ), not %s", twhere,
+		       type_name(l));
+		return;
+	}
+	n = config_setting_length(l);
+	if (n == 0) {
+		err_at(v, l, "%s: luns is empty: a target needs at least one LUN", twhere);
+		return;
+	}
+	t->luns = xcalloc(v, (size_t)n, sizeof(*t->luns));
+	if (!t->luns)
+		return;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+		struct conf_lun *lun = &t->luns[t->n_luns];
+		const char *pool = NULL, *vol = NULL;
+		char where[320];
+		unsigned long long num;
+		int r;
+
+		snprintf(where, sizeof(where), "%s: luns[%d]", twhere, i);
+		if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
+			err_at(v, e, "%s must be a group { lun = ..; pool = ..; volume = ..; size = ..; }, "
+			       "not %s", where, type_name(e));
+			continue;
+		}
+		check_keys(v, e, where, lun_keys);
+		lun->line = setting_line(e);
+		r = get_uint(v, e, "lun", where, 0, CONF_MAX_LUN, &num);
+		if (r == 0)
+			err_at(v, e, "%s: missing required key 'lun'", where);
+		if (r > 0) {
+			lun->lun = (unsigned)num;
+			for (unsigned j = 0; j < t->n_luns; j++)
+				if (t->luns[j].lun == lun->lun)
+					err_at(v, config_setting_get_member(e, "lun"),
+					       "%s: lun %u is already used at line %d", where,
+					       lun->lun, t->luns[j].line);
+		} else {
+			lun->lun = UINT_MAX; /* never equal to a valid LUN above */
+		}
+		if (get_string(v, e, "pool", where, true, &pool) > 0) {
+			lun->pool = xstrdup(v, pool);
+			if (!conf_pool_find(v->c, pool))
+				err_at(v, config_setting_get_member(e, "pool"),
+				       "%s: pool '%s' is not defined", where, pool);
+		}
+		if (get_string(v, e, "volume", where, true, &vol) > 0) {
+			lun->volume = xstrdup(v, vol);
+			if (conf_volume_name_check(vol) < 0)
+				err_at(v, config_setting_get_member(e, "volume"),
+				       "%s: volume name \"%s\" must be 1..%d characters of "
+				       "A-Z a-z 0-9 . _ -", where, vol, CONF_VOLUME_NAME_MAX);
+		}
+		r = get_size(v, e, "size", where, true, &lun->size);
+		if (r == 0)
+			err_at(v, e, "%s: missing required key 'size'", where);
+		if (r > 0 && lun->size.bytes && lun->size.bytes % CONF_SIZE_ALIGN)
+			err_at(v, config_setting_get_member(e, "size"),
+			       "%s: size must be a multiple of 4K", where);
+		t->n_luns++;
+	}
+}
+
+static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx,
+			 struct conf_target *t)
+{
+	const config_setting_t *l, *s;
+	const char *iqn = NULL, *alias = NULL, *why;
+	char where[256];
+	bool bad = false;
+
+	t->line = setting_line(g);
+	snprintf(where, sizeof(where), "targets[%u]", idx);
+	check_keys(v, g, where, target_keys);
+	if (get_string(v, g, "iqn", where, true, &iqn) > 0) {
+		t->iqn = xstrdup(v, iqn);
+		snprintf(where, sizeof(where), "target '%.223s'", iqn);
+		if (conf_iqn_check(iqn, &why) < 0)
+			err_at(v, config_setting_get_member(g, "iqn"), "%s: iqn %s", where, why);
+	}
+	if (get_string(v, g, "alias", where, false, &alias) > 0) {
+		if (strlen(alias) > CONF_ALIAS_MAX)
+			err_at(v, config_setting_get_member(g, "alias"),
+			       "%s: alias is longer than %d bytes", where, CONF_ALIAS_MAX);
+		t->alias = xstrdup(v, alias);
+	}
+
+	l = get_string_list(v, g, "portals", where, &bad);
+	if (!l && !bad)
+		err_at(v, g, "%s: missing required list 'portals'", where);
+	if (l && config_setting_length(l) == 0)
+		err_at(v, l, "%s: portals is empty: the target would be unreachable", where);
+	if (l && config_setting_length(l) > 0) {
+		t->portals = xcalloc(v, (size_t)config_setting_length(l), sizeof(unsigned));
+		for (int i = 0; t->portals && i < config_setting_length(l); i++) {
+			const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+			const char *pn = config_setting_get_string(e);
+			bool found = false;
+
+			if (!pn || !*pn)
+				continue;
+			for (unsigned k = 0; k < v->c->n_portals; k++) {
+				if (!v->c->portals[k].name || strcmp(v->c->portals[k].name, pn))
+					continue;
+				found = true;
+				for (unsigned j = 0; j < t->n_portals; j++)
+					if (t->portals[j] == k)
+						err_at(v, e, "%s: portal '%s' is listed twice", where,
+						       pn);
+				t->portals[t->n_portals++] = k;
+				break;
+			}
+			if (!found)
+				err_at(v, e, "%s: portal '%s' is not defined", where, pn);
+		}
+	}
+
+	parse_luns(v, g, where, t);
+
+	bad = false;
+	l = get_string_list(v, g, "allow", where, &bad);
+	if (!l && !bad)
+		t->allow_all = true; /* documented default: like tgt, open */
+	if (l && config_setting_length(l) == 0)
+		err_at(v, l, "%s: allow is empty: no initiator could log in (use ( \"ALL\" ))",
+		       where);
+	if (l && config_setting_length(l) > 0) {
+		int n = config_setting_length(l);
+
+		t->allow = xcalloc(v, (size_t)n, sizeof(char *));
+		for (int i = 0; t->allow && i < n; i++) {
+			const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+			const char *name = config_setting_get_string(e);
+
+			if (!name || !*name)
+				continue;
+			if (strcmp(name, "ALL") == 0) {
+				t->allow_all = true;
+				continue;
+			}
+			if (conf_iqn_check(name, &why) < 0) {
+				err_at(v, e, "%s: allow \"%s\": initiator name %s", where, name,
+				       why);
+				continue;
+			}
+			t->allow[t->n_allow++] = xstrdup(v, name);
+		}
+		if (t->allow_all && n > 1)
+			err_at(v, l, "%s: allow mixes \"ALL\" with initiator names; use one or "
+			       "the other", where);
+		if (t->allow_all) {
+			for (unsigned i = 0; i < t->n_allow; i++)
+				free(t->allow[i]);
+			t->n_allow = 0;
+		}
+	}
+
+	s = config_setting_get_member(g, "chap");
+	if (s)
+		parse_chap(v, s, where, &t->chap);
+}
+
+static void parse_targets(struct vctx *v, const config_setting_t *root)
+{
+	const config_setting_t *l = config_setting_get_member(root, "targets");
+	struct conf *c = v->c;
+	int n;
+
+	if (!l) {
+		err_at(v, root, "missing required list 'targets'");
+		return;
+	}
+	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
+		err_at(v, l, "targets must be a list ( { ... }, { ... } ), not %s", type_name(l));
+		return;
+	}
+	n = config_setting_length(l);
+	if (n == 0) {
+		err_at(v, l, "targets is empty: nothing would be served");
+		return;
+	}
+	c->targets = xcalloc(v, (size_t)n, sizeof(*c->targets));
+	if (!c->targets)
+		return;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(l, (unsigned)i);
+		struct conf_target *t = &c->targets[c->n_targets];
+
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+			err_at(v, g, "targets[%d] must be a group { ... }, not %s", i, type_name(g));
+			continue;
+		}
+		parse_target(v, g, (unsigned)i, t);
+		for (unsigned j = 0; j < c->n_targets; j++)
+			if (t->iqn && c->targets[j].iqn && strcmp(t->iqn, c->targets[j].iqn) == 0)
+				err_at(v, g, "target iqn '%s' is already used at line %d", t->iqn,
+				       c->targets[j].line);
+		c->n_targets++;
+	}
+}
+
+static void size_str(const struct conf_size *s, char *buf, size_t len)
+{
+	if (s->percent)
+		snprintf(buf, len, "%u%%", s->percent);
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)s->bytes);
+}
+
+/* One volume may back several LUNs (even of different targets): it is the
+ * same storage, so the sizes must agree. Percentages of one pool must fit. */
+static void check_volumes(struct vctx *v)
+{
+	struct conf *c = v->c;
+
+	for (unsigned pi = 0; pi < c->n_pools; pi++) {
+		const struct conf_pool *p = &c->pools[pi];
+		unsigned pct = 0, nvol = 0;
+		bool over_reported = false;
+
+		if (!p->name || conf_pool_find(c, p->name) != p)
+			continue; /* a duplicate name, reported already */
+		for (unsigned ti = 0; ti < c->n_targets; ti++) {
+			const struct conf_target *t = &c->targets[ti];
+
+			for (unsigned li = 0; li < t->n_luns; li++) {
+				const struct conf_lun *l = &t->luns[li];
+				const struct conf_lun *first = NULL;
+
+				if (!l->pool || !l->volume || strcmp(l->pool, p->name))
+					continue;
+				/* find the first earlier LUN on the same volume */
+				for (unsigned tj = 0; tj <= ti && !first; tj++) {
+					const struct conf_target *u = &c->targets[tj];
+					unsigned end = tj == ti ? li : u->n_luns;
+
+					for (unsigned lj = 0; lj < end; lj++) {
+						const struct conf_lun *o = &u->luns[lj];
+
+						if (o->pool && o->volume &&
+						    !strcmp(o->pool, l->pool) &&
+						    !strcmp(o->volume, l->volume)) {
+							first = o;
+							break;
+						}
+					}
+				}
+				if (first) {
+					char a[32], b[32];
+
+					if (first->size.bytes == l->size.bytes &&
+					    first->size.percent == l->size.percent)
+						continue;
+					size_str(&l->size, a, sizeof(a));
+					size_str(&first->size, b, sizeof(b));
+					fprintf(v->errs, "%s:%d: volume '%s/%s' has size %s here but "
+						"%s at line %d: it is one volume, the sizes must "
+						"match\n", v->path, l->line, l->pool, l->volume, a,
+						b, first->line);
+					v->n_err++;
+					continue;
+				}
+				nvol++;
+				if (p->level == CONF_RBD && l->size.percent) {
+					fprintf(v->errs, "%s:%d: volume '%s/%s': a percentage "
+						"size needs a raid pool; rbd volumes need an "
+						"absolute size\n", v->path, l->line, l->pool,
+						l->volume);
+					v->n_err++;
+				}
+				pct += l->size.percent;
+				if (pct > 100 && !over_reported) {
+					fprintf(v->errs, "%s:%d: pool '%s': percentage sizes of its "
+						"volumes add up to more than 100%%\n", v->path,
+						l->line, p->name);
+					v->n_err++;
+					over_reported = true;
+				}
+				if (nvol == CONF_POOL_MAX_VOLUMES + 1) {
+					fprintf(v->errs, "%s:%d: pool '%s': more than %d volumes\n",
+						v->path, l->line, p->name, CONF_POOL_MAX_VOLUMES);
+					v->n_err++;
+				}
+			}
+		}
+	}
+}
+
+/* The control socket must not clobber a member file. */
+static void check_control_path(struct vctx *v, const config_setting_t *root)
+{
+	const char *ctl = v->c->daemon.control;
+
+	if (!ctl)
+		return;
+	for (unsigned i = 0; i < v->c->n_pools; i++) {
+		const struct conf_pool *p = &v->c->pools[i];
+
+		for (unsigned k = 0; k < p->n_members + p->n_spares; k++) {
+			const char *path = k < p->n_members ? p->member_paths[k]
+							    : p->spare_paths[k - p->n_members];
+
+			if (path && strcmp(path, ctl) == 0)
+				err_at(v, config_setting_get_member(root, "daemon"),
+				       "daemon: control socket %s is also a member of pool '%s'",
+				       ctl, p->name ? p->name : "?");
+		}
+	}
+}
+
+/* ---- entry points ---- */
+
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir, *abs;
+	char cwd[PATH_MAX];
+
+	if (!slash)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return NULL;
+	errno = 0;
+	if (dir[0] == '/')
+		abs = conf_path_resolve("", dir);
+	else if (!getcwd(cwd, sizeof(cwd)))
+		abs = NULL;
+	else
+		abs = conf_path_resolve(cwd, dir);
+	free(dir);
+	return abs;
+}
+
+int conf_load(const char *path, struct conf **out, FILE *errs)
+{
+	static const char *const top_keys[] = {
+		"daemon", "pools", "portals", "targets", NULL,
+	};
+	struct vctx v = { .path = path, .errs = errs ? errs : stderr };
+	const config_setting_t *root;
+	config_t cfg;
+	FILE *f;
+	int ret;
+
+	*out = NULL;
+	/* libconfig folds every I/O problem into "file I/O error": open it
+	 * ourselves first to report the real errno */
+	f = fopen(path, "r");
+	if (!f) {
+		ret = -errno;
+		fprintf(v.errs, "%s: cannot open configuration: %s\n", path, strerror(errno));
+		return ret;
+	}
+	fclose(f);
+
+	v.c = calloc(1, sizeof(*v.c));
+	if (!v.c)
+		return -ENOMEM;
+	v.c->path = strdup(path);
+	if (!v.c->path) {
+		ret = -ENOMEM;
+		goto free_conf;
+	}
+	v.c->dir = dir_of(path);
+	if (!v.c->dir) {
+		ret = errno ? -errno : -ENOMEM;
+		fprintf(v.errs, "%s: cannot resolve the configuration's directory: %s\n", path,
+			strerror(-ret));
+		goto free_conf;
+	}
+
+	config_init(&cfg);
+	config_set_include_dir(&cfg, v.c->dir);
+	if (config_read_file(&cfg, path) != CONFIG_TRUE) {
+		const char *file = config_error_file(&cfg);
+
+		if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO) {
+			fprintf(v.errs, "%s: %s\n", file ? file : path, config_error_text(&cfg));
+			ret = -EIO;
+		} else {
+			fprintf(v.errs, "%s:%d: syntax error: %s\n", file ? file : path,
+				config_error_line(&cfg), config_error_text(&cfg));
+			ret = -EINVAL;
+		}
+		goto destroy_cfg;
+	}
+	root = config_root_setting(&cfg);
+	check_keys(&v, root, "top level", top_keys);
+	parse_daemon(&v, root);
+	parse_pools(&v, root);
+	parse_portals(&v, root);
+	parse_targets(&v, root);
+	check_paths_unique(&v, root);
+	check_volumes(&v);
+	check_control_path(&v, root);
+
+	if (v.nomem) {
+		fprintf(v.errs, "%s: out of memory while loading the configuration\n", path);
+		ret = -ENOMEM;
+		goto destroy_cfg;
+	}
+	if (v.n_err) {
+		ret = -EINVAL;
+		goto destroy_cfg;
+	}
+	config_destroy(&cfg);
+	*out = v.c;
+	return 0;
+
+destroy_cfg:
+	config_destroy(&cfg);
+free_conf:
+	conf_free(v.c);
+	return ret;
+}
+
+static void free_strv(char **v, unsigned n)
+{
+	if (!v)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void conf_free(struct conf *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < c->n_pools; i++) {
+		struct conf_pool *p = &c->pools[i];
+
+		free(p->name);
+		free_strv(p->members, p->n_members);
+		free_strv(p->member_paths, p->n_members);
+		free_strv(p->spares, p->n_spares);
+		free_strv(p->spare_paths, p->n_spares);
+		free(p->ceph_conf);
+		free(p->rbd_pool);
+		free(p->ceph_id);
+		free(p->keyring);
+	}
+	free(c->pools);
+	for (unsigned i = 0; i < c->n_portals; i++) {
+		free(c->portals[i].name);
+		free(c->portals[i].listen);
+		free(c->portals[i].host);
+	}
+	free(c->portals);
+	for (unsigned i = 0; i < c->n_targets; i++) {
+		struct conf_target *t = &c->targets[i];
+
+		free(t->iqn);
+		free(t->alias);
+		free(t->portals);
+		for (unsigned j = 0; j < t->n_luns; j++) {
+			free(t->luns[j].pool);
+			free(t->luns[j].volume);
+		}
+		free(t->luns);
+		free_strv(t->allow, t->n_allow);
+		free(t->chap.user);
+		free(t->chap.secret);
+		free(t->chap.mutual_user);
+		free(t->chap.mutual_secret);
+	}
+	free(c->targets);
+	free(c->daemon.control);
+	free(c->path);
+	free(c->dir);
+	free(c);
+}
+
+const struct conf_pool *conf_pool_find(const struct conf *c, const char *name)
+{
+	for (unsigned i = 0; i < c->n_pools; i++)
+		if (c->pools[i].name && strcmp(c->pools[i].name, name) == 0)
+			return &c->pools[i];
+	return NULL;
+}
+
+const struct conf_portal *conf_portal_find(const struct conf *c, const char *name)
+{
+	for (unsigned i = 0; i < c->n_portals; i++)
+		if (c->portals[i].name && strcmp(c->portals[i].name, name) == 0)
+			return &c->portals[i];
+	return NULL;
+}
+
+const struct conf_target *conf_target_find(const struct conf *c, const char *iqn)
+{
+	for (unsigned i = 0; i < c->n_targets; i++)
+		if (c->targets[i].iqn && strcmp(c->targets[i].iqn, iqn) == 0)
+			return &c->targets[i];
+	return NULL;
+}
