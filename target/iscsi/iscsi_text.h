@@ -81,6 +81,9 @@ struct iscsi_limits {
 	uint32_t first_burst;       /* upper bound we accept, e.g. 256 KiB */
 	uint32_t max_outstanding_r2t;
 	bool allow_digests;         /* whether CRC32C may be chosen */
+	/* Added by neg.c's author: upper bound for MaxConnections; 0 means 1
+	 * (no multiple connections per session). */
+	uint32_t max_connections;
 };
 
 /* RFC 7143 defaults. */
@@ -141,7 +144,29 @@ struct iscsi_chap_creds {
 int iscsi_chap_step(struct iscsi_chap *c, const struct iscsi_chap_creds *cr,
 		    const struct iscsi_kvlist *req, struct iscsi_textbuf *resp);
 
+/* Checks the invariants of a negotiation (values within their RFC ranges,
+ * the declared MaxRecvDataSegmentLength equal to the limit). Returns 0 or
+ * -EINVAL; meant for assert(). */
+int iscsi_neg_check(const struct iscsi_neg *n);
+
+/* Whether the CHAP exchange state is consistent; 0 or -EINVAL. A zeroed
+ * struct iscsi_chap is a valid start state. */
+int iscsi_chap_check(const struct iscsi_chap *c);
+
 /* ---- helpers ---- */
+
+/* RFC 7143 6.1 numerical-value: a decimal-constant (no leading zeros) or a
+ * 0x/0X hex-constant below 2^64. Returns 0 or -EINVAL. */
+int iscsi_text_parse_number(const char *s, uint64_t *out);
+
+/* RFC 7143 6.1 binary-value: "0x" hex (an odd digit count gives a leading
+ * half byte) or "0b" base64 (RFC 4648, padded). Writes at most @max bytes.
+ * Returns 0, or -EINVAL when malformed or longer than @max. */
+int iscsi_text_decode_binary(const char *s, uint8_t *out, size_t max, size_t *len);
+
+/* "0x" followed by 2*n lower-case hex digits; @outsz >= 2*n + 3, else
+ * -ENOSPC. */
+int iscsi_text_encode_hex(const uint8_t *in, size_t n, char *out, size_t outsz);
 
 /* Whether @name is a syntactically valid iqn./eui./naa. name. */
 bool iscsi_name_valid(const char *name);
