@@ -1,0 +1,296 @@
+/*
+ * tests/net/test_login.c - end to end: login, unknown targets, ACLs, CHAP,
+ * mutual CHAP and SendTargets discovery against a real bin/rtgtd.
+ * Each test starts its own daemon on a free loopback port and a temp dir.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "tests/lib/harness.h"
+
+#define ALLOWED "iqn.2026-11.org.example:allowed"
+#define OTHER   "iqn.2026-11.org.rtgt:other"
+
+static struct harness_daemon D;
+
+static void setup(void)
+{
+	ck_assert_int_eq(harness_init(&D), 0);
+	harness_fini_at_exit(&D);
+}
+
+static void teardown(void)
+{
+	harness_fini(&D);
+}
+
+/* Writes the config with @targets and starts; fails the test with the log. */
+static void start(const char *targets)
+{
+	int rc;
+
+	ck_assert_int_eq(harness_conf_std(&D, "raid1", targets), 0);
+	rc = harness_start(&D);
+	if (rc) {
+		harness_dump_log(&D, stderr, 40);
+		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
+	}
+}
+
+static void stop_expect_0(void)
+{
+	int rc = harness_stop(&D);
+
+	if (rc != 0)
+		harness_dump_log(&D, stderr, 40);
+	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
+}
+
+/* Login must succeed; returns the context. */
+static struct iscsi_context *login_ok(const struct harness_login *o)
+{
+	struct iscsi_context *c;
+	char err[512];
+
+	c = harness_iscsi_login(D.port, o, err, sizeof(err));
+	if (!c)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(c != NULL, "login as %s to %s failed: %s",
+		      o->initiator ? o->initiator : HARNESS_INITIATOR,
+		      o->target ? o->target : HARNESS_TARGET, err);
+	return c;
+}
+
+static void login_fails(const struct harness_login *o, const char *why)
+{
+	struct iscsi_context *c;
+	char err[512];
+
+	c = harness_iscsi_login(D.port, o, err, sizeof(err));
+	if (c) {
+		harness_iscsi_logout(c);
+		ck_abort_msg("login succeeded but must fail: %s", why);
+	}
+	ck_assert_msg(harness_alive(&D), "rtgtd died after a refused login (%s)", why);
+}
+
+static void tur_good(struct iscsi_context *c)
+{
+	struct scsi_task *t = iscsi_testunitready_sync(c, 0);
+
+	ck_assert_msg(t != NULL, "TEST UNIT READY: %s", iscsi_get_error(c));
+	ck_assert_int_eq(t->status, SCSI_STATUS_GOOD);
+	scsi_free_scsi_task(t);
+}
+
+START_TEST(t01_login_ok)
+{
+	struct harness_login o = { 0 };
+	struct iscsi_context *c;
+
+	start(NULL);
+	c = login_ok(&o);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	/* a second login after a clean logout */
+	c = login_ok(&o);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+START_TEST(t02_unknown_target)
+{
+	struct harness_login o = { .target = "iqn.2026-11.org.rtgt:does-not-exist" };
+	struct harness_login good = { 0 };
+
+	start(NULL);
+	login_fails(&o, "target does not exist");
+	harness_iscsi_logout(login_ok(&good));
+	stop_expect_0();
+}
+END_TEST
+
+START_TEST(t03_acl)
+{
+	struct harness_login denied = { 0 };
+	struct harness_login allowed = { .initiator = ALLOWED };
+	struct iscsi_context *c;
+
+	start("{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+	      "  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"50%\"; } );\n"
+	      "  allow = ( \"" ALLOWED "\" ); }");
+	login_fails(&denied, "initiator not in the target's allow list");
+	c = login_ok(&allowed);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	/* refused once more after an allowed session exists */
+	login_fails(&denied, "initiator not in the allow list (2nd try)");
+	stop_expect_0();
+}
+END_TEST
+
+#define CHAP_TARGET(extra)                                                     \
+	"{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"              \
+	"  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"50%\"; } );\n" \
+	"  allow = ( \"ALL\" );\n"                                             \
+	"  chap = { user = \"alice\"; secret = \"alice-secret-1\"; " extra " }; }"
+
+START_TEST(t04_chap_required)
+{
+	struct harness_login none = { 0 };
+	struct harness_login wrong = { .user = "alice", .secret = "alice-secret-2" };
+	struct harness_login wrong_user = { .user = "bob", .secret = "alice-secret-1" };
+	struct harness_login right = { .user = "alice", .secret = "alice-secret-1" };
+	struct iscsi_context *c;
+
+	start(CHAP_TARGET(""));
+	login_fails(&none, "CHAP required, no credentials given");
+	login_fails(&wrong, "CHAP with a wrong secret");
+	login_fails(&wrong_user, "CHAP with a wrong user name");
+	c = login_ok(&right);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+START_TEST(t05_mutual_chap)
+{
+	struct harness_login right = {
+		.user = "alice", .secret = "alice-secret-1",
+		.mutual_user = "tgt", .mutual_secret = "target-secret-9",
+	};
+	struct harness_login wrong_mutual = {
+		.user = "alice", .secret = "alice-secret-1",
+		.mutual_user = "tgt", .mutual_secret = "target-secret-X",
+	};
+	struct harness_login wrong_initiator = {
+		.user = "alice", .secret = "alice-secret-0",
+		.mutual_user = "tgt", .mutual_secret = "target-secret-9",
+	};
+	struct harness_login one_way = { .user = "alice", .secret = "alice-secret-1" };
+	struct iscsi_context *c;
+
+	start(CHAP_TARGET("mutual_user = \"tgt\"; mutual_secret = \"target-secret-9\";"));
+	c = login_ok(&right);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	login_fails(&wrong_mutual, "the target's mutual CHAP answer must not verify "
+				   "against a different secret");
+	login_fails(&wrong_initiator, "wrong initiator secret with mutual CHAP");
+	/* one-way CHAP towards a target that also offers mutual: allowed by
+	 * RFC 7143 (the initiator decides whether to challenge the target) */
+	c = login_ok(&one_way);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+START_TEST(t06_discovery_lists_allowed_only)
+{
+	struct harness_login disc = { .discovery = true };
+	struct iscsi_discovery_address *da, *a;
+	struct iscsi_context *c;
+	char want_addr[64];
+	unsigned n = 0;
+
+	start("{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+	      "  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"40%\"; } );\n"
+	      "  allow = ( \"ALL\" ); },\n"
+	      "{ iqn = \"" OTHER "\"; portals = ( \"lo\" );\n"
+	      "  luns = ( { lun = 0; pool = \"p\"; volume = \"v1\"; size = \"40%\"; } );\n"
+	      "  allow = ( \"iqn.2026-11.org.example:someone-else\" ); }");
+	snprintf(want_addr, sizeof(want_addr), "127.0.0.1:%u,1", D.port);
+	c = login_ok(&disc);
+	da = iscsi_discovery_sync(c);
+	ck_assert_msg(da != NULL, "SendTargets failed: %s", iscsi_get_error(c));
+	for (a = da; a; a = a->next) {
+		unsigned np = 0;
+
+		n++;
+		ck_assert_msg(a->target_name && !strcmp(a->target_name, HARNESS_TARGET),
+			      "SendTargets listed %s, which this initiator may not use",
+			      a->target_name ? a->target_name : "(null)");
+		for (struct iscsi_target_portal *p = a->portals; p; p = p->next) {
+			np++;
+			ck_assert_msg(!strcmp(p->portal, want_addr),
+				      "TargetAddress '%s', expected '%s'", p->portal, want_addr);
+		}
+		ck_assert_msg(np == 1, "%u TargetAddress entries, expected 1", np);
+	}
+	ck_assert_msg(n == 1, "SendTargets listed %u targets, expected 1", n);
+	iscsi_free_discovery_data(c, da);
+	harness_iscsi_logout(c);
+
+	/* the excluded initiator's view: only the other target */
+	disc.initiator = "iqn.2026-11.org.example:someone-else";
+	c = login_ok(&disc);
+	da = iscsi_discovery_sync(c);
+	ck_assert_msg(da != NULL, "SendTargets failed: %s", iscsi_get_error(c));
+	n = 0;
+	for (a = da; a; a = a->next)
+		n++;
+	ck_assert_msg(n == 2, "the allowed initiator sees %u targets, expected 2", n);
+	iscsi_free_discovery_data(c, da);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+START_TEST(t07_header_digest)
+{
+	struct harness_login o = { .crc32c = true };
+	struct iscsi_context *c;
+
+	start(NULL);
+	c = login_ok(&o);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+static Suite *login_suite(void)
+{
+	const struct {
+		const char *name;
+		const TTest *fn;
+	} tests[] = {
+		{ "01_login_ok", t01_login_ok },
+		{ "02_unknown_target", t02_unknown_target },
+		{ "03_acl", t03_acl },
+		{ "04_chap_required", t04_chap_required },
+		{ "05_mutual_chap", t05_mutual_chap },
+		{ "06_discovery_lists_allowed_only", t06_discovery_lists_allowed_only },
+		{ "07_header_digest", t07_header_digest },
+	};
+	Suite *s = suite_create("net_login");
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, 90);
+		tcase_add_test(tc, tests[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(login_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
