@@ -1,0 +1,468 @@
+/*
+ * tests/net/test_io.c - end to end I/O through libiscsi against a real
+ * bin/rtgtd: capacity, write/read round trips of random data at several
+ * offsets and sizes, persistence across a restart (data and VPD 0x83), two
+ * concurrent sessions, and out-of-range reads.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "tests/lib/harness.h"
+
+static struct harness_daemon D;
+
+static void setup(void)
+{
+	ck_assert_int_eq(harness_init(&D), 0);
+	harness_fini_at_exit(&D);
+}
+
+static void teardown(void)
+{
+	harness_fini(&D);
+}
+
+static void start(void)
+{
+	int rc = harness_start(&D);
+
+	if (rc) {
+		harness_dump_log(&D, stderr, 40);
+		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
+	}
+}
+
+static void start_std(const char *level)
+{
+	ck_assert_int_eq(harness_conf_std(&D, level, NULL), 0);
+	start();
+}
+
+static void stop_expect_0(void)
+{
+	int rc = harness_stop(&D);
+
+	if (rc != 0)
+		harness_dump_log(&D, stderr, 40);
+	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
+}
+
+static struct iscsi_context *login(uint32_t isid)
+{
+	struct harness_login o = { .isid_rnd = isid };
+	struct iscsi_context *c;
+	char err[512];
+
+	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
+	if (!c)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(c != NULL, "login failed: %s", err);
+	return c;
+}
+
+/* xorshift64*: reproducible "random" data from a seed */
+static void fill_random(uint8_t *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		buf[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
+	}
+}
+
+static void capacity(struct iscsi_context *c, uint64_t *blocks, uint32_t *bs)
+{
+	struct scsi_readcapacity16 *rc16;
+	struct scsi_task *t = iscsi_readcapacity16_sync(c, 0);
+
+	ck_assert_msg(t != NULL, "READ CAPACITY 16: %s", iscsi_get_error(c));
+	ck_assert_msg(t->status == SCSI_STATUS_GOOD, "READ CAPACITY 16 status %d", t->status);
+	rc16 = scsi_datain_unmarshall(t);
+	ck_assert_msg(rc16 != NULL, "READ CAPACITY 16: cannot parse the data");
+	*blocks = rc16->returned_lba + 1;
+	*bs = rc16->block_length;
+	scsi_free_scsi_task(t);
+}
+
+static void write16(struct iscsi_context *c, uint64_t lba, uint8_t *buf, uint32_t len,
+		    uint32_t bs)
+{
+	struct scsi_task *t = iscsi_write16_sync(c, 0, lba, buf, len, (int)bs, 0, 0, 0, 0, 0);
+
+	ck_assert_msg(t != NULL, "WRITE 16 lba %llu len %u: %s", (unsigned long long)lba, len,
+		      iscsi_get_error(c));
+	ck_assert_msg(t->status == SCSI_STATUS_GOOD,
+		      "WRITE 16 lba %llu len %u: status %d sense %s",
+		      (unsigned long long)lba, len, t->status, iscsi_get_error(c));
+	scsi_free_scsi_task(t);
+}
+
+static void read16_cmp(struct iscsi_context *c, uint64_t lba, const uint8_t *want,
+		       uint32_t len, uint32_t bs)
+{
+	struct scsi_task *t = iscsi_read16_sync(c, 0, lba, len, (int)bs, 0, 0, 0, 0, 0);
+
+	ck_assert_msg(t != NULL, "READ 16 lba %llu len %u: %s", (unsigned long long)lba, len,
+		      iscsi_get_error(c));
+	ck_assert_msg(t->status == SCSI_STATUS_GOOD, "READ 16 lba %llu len %u: status %d (%s)",
+		      (unsigned long long)lba, len, t->status, iscsi_get_error(c));
+	ck_assert_msg(t->datain.size == (int)len, "READ 16 lba %llu: %d bytes, expected %u",
+		      (unsigned long long)lba, t->datain.size, len);
+	if (memcmp(t->datain.data, want, len)) {
+		uint32_t i = 0;
+
+		while (i < len && t->datain.data[i] == want[i])
+			i++;
+		ck_abort_msg("READ 16 lba %llu len %u: data differs at byte %u",
+			     (unsigned long long)lba, len, i);
+	}
+	scsi_free_scsi_task(t);
+}
+
+START_TEST(t01_read_capacity)
+{
+	struct iscsi_context *c;
+	uint64_t blocks;
+	uint32_t bs;
+
+	start_std("raid1");
+	c = login(0);
+	capacity(c, &blocks, &bs);
+	ck_assert_msg(bs == 512 || bs == 4096, "block length %u", bs);
+	/* 80% of a 32 MiB mirror, minus whatever metadata the pool keeps */
+	ck_assert_msg(blocks * bs >= 16ULL << 20 && blocks * bs <= 32ULL << 20,
+		      "capacity %llu bytes, expected about 80%% of 32 MiB",
+		      (unsigned long long)(blocks * bs));
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+struct region {
+	uint64_t lba;
+	uint32_t len;
+	uint8_t *data;
+};
+
+/* Non-overlapping regions of several sizes, the last one ending at the last
+ * block. */
+static unsigned make_regions(struct region *r, uint64_t blocks, uint32_t bs, uint64_t seed)
+{
+	const uint32_t sizes[] = { 512, 4096, 8192 + 512, 65536, 256 * 1024 + 4096, 1 << 20 };
+	uint64_t lba = 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t len = (sizes[i] + bs - 1) / bs * bs;
+
+		r[n].lba = lba;
+		r[n].len = len;
+		/* odd gaps so that regions start at unaligned LBAs */
+		lba += len / bs + 1 + i * 37;
+		n++;
+	}
+	r[n].len = 128 * 1024;
+	r[n].lba = blocks - r[n].len / bs;
+	n++;
+	ck_assert_msg(r[n - 2].lba + r[n - 2].len / bs <= r[n - 1].lba, "volume too small");
+	for (unsigned i = 0; i < n; i++) {
+		r[i].data = malloc(r[i].len);
+		ck_assert_ptr_nonnull(r[i].data);
+		fill_random(r[i].data, r[i].len, seed + i);
+	}
+	return n;
+}
+
+static void free_regions(struct region *r, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		free(r[i].data);
+}
+
+static void roundtrip(const char *level)
+{
+	struct region r[8];
+	struct iscsi_context *c;
+	uint64_t blocks;
+	uint32_t bs;
+	unsigned n;
+
+	start_std(level);
+	c = login(0);
+	capacity(c, &blocks, &bs);
+	n = make_regions(r, blocks, bs, 1000);
+	for (unsigned i = 0; i < n; i++)
+		write16(c, r[i].lba, r[i].data, r[i].len, bs);
+	for (unsigned i = 0; i < n; i++)
+		read16_cmp(c, r[i].lba, r[i].data, r[i].len, bs);
+	/* the 1 MiB region again, read in 4 pieces */
+	for (unsigned q = 0; q < 4; q++)
+		read16_cmp(c, r[5].lba + (uint64_t)q * (r[5].len / 4) / bs,
+			   r[5].data + q * (r[5].len / 4), r[5].len / 4, bs);
+	/* overwrite a part in the middle and check the neighbours survive */
+	fill_random(r[4].data + 8192, 4096, 77);
+	write16(c, r[4].lba + 8192 / bs, r[4].data + 8192, 4096, bs);
+	read16_cmp(c, r[4].lba, r[4].data, r[4].len, bs);
+	free_regions(r, n);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+
+START_TEST(t02_roundtrip_raid1)
+{
+	roundtrip("raid1");
+}
+END_TEST
+
+START_TEST(t03_roundtrip_raid5)
+{
+	roundtrip("raid5");
+}
+END_TEST
+
+static struct scsi_task *vpd83(struct iscsi_context *c)
+{
+	struct scsi_inquiry_device_identification *id;
+	struct scsi_task *t = iscsi_inquiry_sync(c, 0, 1, 0x83, 255);
+
+	ck_assert_msg(t != NULL, "INQUIRY VPD 0x83: %s", iscsi_get_error(c));
+	ck_assert_msg(t->status == SCSI_STATUS_GOOD, "INQUIRY VPD 0x83 status %d", t->status);
+	id = scsi_datain_unmarshall(t);
+	ck_assert_msg(id != NULL && id->designators != NULL, "VPD 0x83 has no designator");
+	return t;
+}
+
+START_TEST(t04_persist_across_restart)
+{
+	struct scsi_task *before, *after;
+	struct region r[8];
+	struct iscsi_context *c;
+	uint64_t blocks, blocks2;
+	uint32_t bs, bs2;
+	unsigned n;
+
+	start_std("raid1");
+	c = login(0);
+	capacity(c, &blocks, &bs);
+	n = make_regions(r, blocks, bs, 2000);
+	for (unsigned i = 0; i < n; i++)
+		write16(c, r[i].lba, r[i].data, r[i].len, bs);
+	before = vpd83(c);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+
+	start();
+	c = login(0);
+	capacity(c, &blocks2, &bs2);
+	ck_assert_msg(blocks2 == blocks && bs2 == bs, "capacity changed across restart: "
+		      "%llu x %u -> %llu x %u", (unsigned long long)blocks, bs,
+		      (unsigned long long)blocks2, bs2);
+	for (unsigned i = 0; i < n; i++)
+		read16_cmp(c, r[i].lba, r[i].data, r[i].len, bs);
+	after = vpd83(c);
+	ck_assert_msg(before->datain.size == after->datain.size &&
+		      !memcmp(before->datain.data, after->datain.data, (size_t)after->datain.size),
+		      "INQUIRY VPD 0x83 changed across a restart");
+	scsi_free_scsi_task(before);
+	scsi_free_scsi_task(after);
+	free_regions(r, n);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+struct worker {
+	pthread_t th;
+	uint32_t isid;
+	uint64_t first_lba;     /* region of this worker */
+	uint32_t chunk;         /* bytes per command */
+	unsigned count;         /* commands */
+	uint32_t bs;
+	uint64_t seed;
+	char err[512];          /* empty on success */
+};
+
+/* No ck_assert here: Check's assertions are not thread-safe. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct harness_login o = { .isid_rnd = w->isid };
+	struct iscsi_context *c;
+	uint8_t *buf = malloc(w->chunk);
+	struct scsi_task *t;
+
+	if (!buf) {
+		snprintf(w->err, sizeof(w->err), "out of memory");
+		return NULL;
+	}
+	c = harness_iscsi_login(D.port, &o, w->err, sizeof(w->err));
+	if (!c)
+		goto out_free;
+	for (unsigned i = 0; i < w->count && !w->err[0]; i++) {
+		uint64_t lba = w->first_lba + (uint64_t)i * (w->chunk / w->bs);
+
+		fill_random(buf, w->chunk, w->seed + i);
+		t = iscsi_write16_sync(c, 0, lba, buf, w->chunk, (int)w->bs, 0, 0, 0, 0, 0);
+		if (!t || t->status != SCSI_STATUS_GOOD)
+			snprintf(w->err, sizeof(w->err), "write lba %llu: %s",
+				 (unsigned long long)lba, iscsi_get_error(c));
+		if (t)
+			scsi_free_scsi_task(t);
+	}
+	for (unsigned i = 0; i < w->count && !w->err[0]; i++) {
+		uint64_t lba = w->first_lba + (uint64_t)i * (w->chunk / w->bs);
+
+		fill_random(buf, w->chunk, w->seed + i);
+		t = iscsi_read16_sync(c, 0, lba, w->chunk, (int)w->bs, 0, 0, 0, 0, 0);
+		if (!t || t->status != SCSI_STATUS_GOOD || t->datain.size != (int)w->chunk)
+			snprintf(w->err, sizeof(w->err), "read lba %llu: %s",
+				 (unsigned long long)lba, iscsi_get_error(c));
+		else if (memcmp(t->datain.data, buf, w->chunk))
+			snprintf(w->err, sizeof(w->err), "lba %llu: read back other data",
+				 (unsigned long long)lba);
+		if (t)
+			scsi_free_scsi_task(t);
+	}
+	harness_iscsi_logout(c);
+out_free:
+	free(buf);
+	return NULL;
+}
+
+START_TEST(t05_two_sessions)
+{
+	struct worker w[2];
+	struct iscsi_context *c;
+	uint64_t blocks;
+	uint32_t bs;
+
+	start_std("raid1");
+	c = login(0x1111);
+	capacity(c, &blocks, &bs);
+	harness_iscsi_logout(c);
+	memset(w, 0, sizeof(w));
+	for (unsigned i = 0; i < 2; i++) {
+		w[i].isid = 0x2000 + i;
+		w[i].chunk = 64 * 1024;
+		w[i].count = 48;
+		w[i].bs = bs;
+		/* interleaved neighbours: worker 1's region starts where 0's ends */
+		w[i].first_lba = 4096 + (uint64_t)i * w[i].count * (w[i].chunk / bs);
+		w[i].seed = 5000 + 1000 * i;
+		ck_assert_int_eq(pthread_create(&w[i].th, NULL, worker_main, &w[i]), 0);
+	}
+	for (unsigned i = 0; i < 2; i++)
+		pthread_join(w[i].th, NULL);
+	for (unsigned i = 0; i < 2; i++)
+		ck_assert_msg(!w[i].err[0], "session %u: %s", i, w[i].err);
+	/* a third session sees both regions */
+	c = login(0x3333);
+	for (unsigned i = 0; i < 2; i++) {
+		uint8_t *buf = malloc(w[i].chunk);
+
+		ck_assert_ptr_nonnull(buf);
+		for (unsigned k = 0; k < w[i].count; k += 7) {
+			fill_random(buf, w[i].chunk, w[i].seed + k);
+			read16_cmp(c, w[i].first_lba + (uint64_t)k * (w[i].chunk / bs), buf,
+				   w[i].chunk, bs);
+		}
+		free(buf);
+	}
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+static void expect_lba_out_of_range(struct iscsi_context *c, struct scsi_task *t,
+				    const char *what)
+{
+	ck_assert_msg(t != NULL, "%s: %s", what, iscsi_get_error(c));
+	ck_assert_msg(t->status == SCSI_STATUS_CHECK_CONDITION,
+		      "%s: status %d, expected CHECK CONDITION", what, t->status);
+	ck_assert_msg(t->sense.key == SCSI_SENSE_ILLEGAL_REQUEST,
+		      "%s: sense key 0x%x, expected ILLEGAL REQUEST", what, t->sense.key);
+	ck_assert_msg(t->sense.ascq == SCSI_SENSE_ASCQ_LBA_OUT_OF_RANGE,
+		      "%s: ASC/ASCQ 0x%04x, expected 0x2100 LBA OUT OF RANGE", what,
+		      t->sense.ascq);
+	scsi_free_scsi_task(t);
+}
+
+START_TEST(t06_read_beyond_end)
+{
+	struct iscsi_context *c;
+	uint8_t *buf;
+	uint64_t blocks;
+	uint32_t bs;
+
+	start_std("raid1");
+	c = login(0);
+	capacity(c, &blocks, &bs);
+	buf = calloc(2, bs);
+	ck_assert_ptr_nonnull(buf);
+	expect_lba_out_of_range(c, iscsi_read16_sync(c, 0, blocks, bs, (int)bs, 0, 0, 0, 0, 0),
+				"READ 16 at the block after the last");
+	expect_lba_out_of_range(c, iscsi_read16_sync(c, 0, blocks - 1, 2 * bs, (int)bs,
+						     0, 0, 0, 0, 0),
+				"READ 16 across the end");
+	expect_lba_out_of_range(c, iscsi_read16_sync(c, 0, UINT64_MAX, bs, (int)bs,
+						     0, 0, 0, 0, 0),
+				"READ 16 at LBA 2^64-1");
+	expect_lba_out_of_range(c, iscsi_write16_sync(c, 0, blocks, buf, bs, (int)bs,
+						      0, 0, 0, 0, 0),
+				"WRITE 16 after the end");
+	/* the last block itself is fine */
+	fill_random(buf, bs, 9);
+	write16(c, blocks - 1, buf, bs, bs);
+	read16_cmp(c, blocks - 1, buf, bs, bs);
+	free(buf);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+static Suite *io_suite(void)
+{
+	const struct {
+		const char *name;
+		const TTest *fn;
+	} tests[] = {
+		{ "01_read_capacity", t01_read_capacity },
+		{ "02_roundtrip_raid1", t02_roundtrip_raid1 },
+		{ "03_roundtrip_raid5", t03_roundtrip_raid5 },
+		{ "04_persist_across_restart", t04_persist_across_restart },
+		{ "05_two_sessions", t05_two_sessions },
+		{ "06_read_beyond_end", t06_read_beyond_end },
+	};
+	Suite *s = suite_create("net_io");
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, 120);
+		tcase_add_test(tc, tests[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(io_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
