@@ -101,6 +101,10 @@ struct scsi_lu_params {
 	/* File holding persistent-reservation state when APTPL is set; NULL: not
 	 * persisted. */
 	const char *pr_path;
+	/* Added by scsi: nominal rotation rate for the Block Device
+	 * Characteristics VPD page; 0 reports a non-rotating medium (the
+	 * default, e.g. SSD or file-backed members). */
+	unsigned hdd_rpm;
 };
 
 int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out);

@@ -1,0 +1,879 @@
+/*
+ * target/scsi/lu.c - logical units, targets and I_T nexuses; the command
+ * dispatcher with its opcode table; sense building; unit attentions; task
+ * management.
+ *
+ * Command life cycle (one scsi_cmd, single owner thread):
+ *
+ *   NEW --scsi_cmd_exec()--> CHECKED --op->fn()--> RUNNING --scsi_cmd_complete()--> DONE
+ *     \                           \________________________________________________/^
+ *      `-- refused by the dispatcher (bad LUN/opcode/CDB, UA, conflict) ------------'
+ *
+ *   NEW:     fields set by the transport; not on any list.
+ *   CHECKED: shared checks passed; linked on lu->inflight (under lu->lock).
+ *   RUNNING: volume I/O may be outstanding; cmd->aborted may be set by
+ *            scsi_tmf() from any thread.
+ *   DONE:    unlinked from lu->inflight; cmd->done called exactly once.
+ *
+ * Invariant (scsi_lu_check()): lu->n_inflight equals the length of
+ * lu->inflight, and every UA queue holds at most SCSI_UA_MAX entries.
+ *
+ * Unit attention per (LU, nexus): created on the nexus's first command to
+ * the LU holding POWER ON, RESET OCCURRED; events append (duplicates and
+ * overflow dropped); a reporting command pops the oldest.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/conf.h"
+#include "raid/raid.h"
+#include "target/scsi/scsi_int.h"
+
+/* ---- opcode table ---- */
+
+#define RW_READ (OPF_PR_READ | OPF_RCTD)
+#define RW_WRITE (OPF_PR_WRITE | OPF_MEDIUM_WRITE | OPF_RCTD)
+
+static const struct scsi_op sai16_ops[32] = {
+	[SAI_READ_CAPACITY_16] = { .fn = sbc_read_capacity16, .cdb_len = 16,
+		.flags = OPF_RCTD, .name = "READ CAPACITY(16)",
+		.usage = { 0x9e, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0x01, 0x07 } },
+	[SAI_GET_LBA_STATUS] = { .fn = sbc_get_lba_status, .cdb_len = 16,
+		.flags = OPF_PR_READ | OPF_RCTD, .name = "GET LBA STATUS",
+		.usage = { 0x9e, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0xff, 0x00, 0x07 } },
+};
+
+static const struct scsi_op maint_in_ops[32] = {
+	[MI_REPORT_TPGS] = { .fn = spc_report_tpgs, .cdb_len = 12,
+		.flags = OPF_RES2_OK | OPF_RCTD, .name = "REPORT TARGET PORT GROUPS",
+		.usage = { 0xa3, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
+	[MI_REPORT_OPCODES] = { .fn = spc_report_opcodes, .cdb_len = 12,
+		.flags = OPF_RES2_OK | OPF_RCTD, .name = "REPORT SUPPORTED OPERATION CODES",
+		.usage = { 0xa3, 0x1f, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
+	[MI_REPORT_TMFS] = { .fn = spc_report_tmfs, .cdb_len = 12,
+		.flags = OPF_RES2_OK | OPF_RCTD, .name = "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
+		.usage = { 0xa3, 0x1f, 0x80, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
+};
+
+#define PRIN_SA(n) [n] = { .fn = pr_in, .cdb_len = 10, .flags = OPF_RCTD,                    \
+	.name = "PERSISTENT RESERVE IN",                                                     \
+	.usage = { 0x5e, 0x1f, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x07 } }
+#define PROUT_SA(n) [n] = { .fn = pr_out, .cdb_len = 10, .flags = OPF_RCTD,                  \
+	.name = "PERSISTENT RESERVE OUT",                                                    \
+	.usage = { 0x5f, 0x1f, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x07 } }
+
+static const struct scsi_op prin_ops[32] = { PRIN_SA(0), PRIN_SA(1), PRIN_SA(2), PRIN_SA(3) };
+static const struct scsi_op prout_ops[32] = { PROUT_SA(0), PROUT_SA(1), PROUT_SA(2), PROUT_SA(3),
+					      PROUT_SA(4), PROUT_SA(5), PROUT_SA(6), PROUT_SA(7) };
+
+static const struct scsi_op ops[256] = {
+	[OP_TEST_UNIT_READY] = { .fn = spc_test_unit_ready, .cdb_len = 6, .flags = OPF_RCTD,
+		.name = "TEST UNIT READY", .usage = { 0x00, 0x00, 0x00, 0x00, 0x00, 0x07 } },
+	[OP_REQUEST_SENSE] = { .fn = spc_request_sense, .cdb_len = 6,
+		.flags = OPF_ANY_LUN | OPF_NO_UA | OPF_RES2_OK | OPF_RCTD, .name = "REQUEST SENSE",
+		.usage = { 0x03, 0x01, 0x00, 0x00, 0xff, 0x07 } },
+	[OP_READ_6] = { .fn = sbc_read, .cdb_len = 6, .flags = RW_READ, .name = "READ(6)",
+		.usage = { 0x08, 0x1f, 0xff, 0xff, 0xff, 0x07 } },
+	[OP_WRITE_6] = { .fn = sbc_write, .cdb_len = 6, .flags = RW_WRITE, .name = "WRITE(6)",
+		.usage = { 0x0a, 0x1f, 0xff, 0xff, 0xff, 0x07 } },
+	[OP_INQUIRY] = { .fn = spc_inquiry, .cdb_len = 6,
+		.flags = OPF_ANY_LUN | OPF_NO_UA | OPF_RES2_OK | OPF_RCTD, .name = "INQUIRY",
+		.usage = { 0x12, 0x01, 0xff, 0xff, 0xff, 0x07 } },
+	[OP_MODE_SELECT_6] = { .fn = spc_mode_select, .cdb_len = 6,
+		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "MODE SELECT(6)",
+		.usage = { 0x15, 0x11, 0x00, 0x00, 0xff, 0x07 } },
+	[OP_RESERVE_6] = { .fn = pr_reserve6, .cdb_len = 6, .flags = OPF_RCTD,
+		.name = "RESERVE(6)", .usage = { 0x16, 0x00, 0x00, 0x00, 0x00, 0x07 } },
+	[OP_RELEASE_6] = { .fn = pr_release6, .cdb_len = 6, .flags = OPF_RES2_OK | OPF_RCTD,
+		.name = "RELEASE(6)", .usage = { 0x17, 0x00, 0x00, 0x00, 0x00, 0x07 } },
+	[OP_MODE_SENSE_6] = { .fn = spc_mode_sense, .cdb_len = 6,
+		.flags = OPF_PR_READ | OPF_RCTD, .name = "MODE SENSE(6)",
+		.usage = { 0x1a, 0x08, 0xff, 0xff, 0xff, 0x07 } },
+	[OP_START_STOP_UNIT] = { .fn = spc_start_stop, .cdb_len = 6,
+		.flags = OPF_PR_READ | OPF_RCTD, .name = "START STOP UNIT",
+		.usage = { 0x1b, 0x01, 0x00, 0x0f, 0xf7, 0x07 } },
+	[OP_PREVENT_ALLOW] = { .fn = spc_prevent_allow, .cdb_len = 6,
+		.flags = OPF_PR_READ | OPF_RCTD, .name = "PREVENT ALLOW MEDIUM REMOVAL",
+		.usage = { 0x1e, 0x00, 0x00, 0x00, 0x03, 0x07 } },
+	[OP_READ_CAPACITY_10] = { .fn = sbc_read_capacity10, .cdb_len = 10,
+		.flags = OPF_RCTD, .name = "READ CAPACITY(10)",
+		.usage = { 0x25, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x07 } },
+	[OP_READ_10] = { .fn = sbc_read, .cdb_len = 10, .flags = RW_READ, .name = "READ(10)",
+		.usage = { 0x28, 0xfa, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
+	[OP_WRITE_10] = { .fn = sbc_write, .cdb_len = 10, .flags = RW_WRITE, .name = "WRITE(10)",
+		.usage = { 0x2a, 0xfa, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
+	[OP_WRITE_VERIFY_10] = { .fn = sbc_write, .cdb_len = 10, .flags = RW_WRITE,
+		.name = "WRITE AND VERIFY(10)",
+		.usage = { 0x2e, 0xf2, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
+	[OP_VERIFY_10] = { .fn = sbc_verify, .cdb_len = 10, .flags = RW_READ, .name = "VERIFY(10)",
+		.usage = { 0x2f, 0xf6, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
+	[OP_PRE_FETCH_10] = { .fn = sbc_prefetch, .cdb_len = 10, .flags = RW_READ,
+		.name = "PRE-FETCH(10)",
+		.usage = { 0x34, 0x02, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
+	[OP_SYNC_CACHE_10] = { .fn = sbc_sync_cache, .cdb_len = 10,
+		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "SYNCHRONIZE CACHE(10)",
+		.usage = { 0x35, 0x02, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
+	[OP_WRITE_SAME_10] = { .fn = sbc_write_same, .cdb_len = 10, .flags = RW_WRITE,
+		.name = "WRITE SAME(10)",
+		.usage = { 0x41, 0xea, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
+	[OP_MODE_SELECT_10] = { .fn = spc_mode_select, .cdb_len = 10,
+		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "MODE SELECT(10)",
+		.usage = { 0x55, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x07 } },
+	[OP_RESERVE_10] = { .fn = pr_reserve6, .cdb_len = 10, .flags = OPF_RCTD,
+		.name = "RESERVE(10)",
+		.usage = { 0x56, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07 } },
+	[OP_RELEASE_10] = { .fn = pr_release6, .cdb_len = 10, .flags = OPF_RES2_OK | OPF_RCTD,
+		.name = "RELEASE(10)",
+		.usage = { 0x57, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07 } },
+	[OP_MODE_SENSE_10] = { .fn = spc_mode_sense, .cdb_len = 10,
+		.flags = OPF_PR_READ | OPF_RCTD, .name = "MODE SENSE(10)",
+		.usage = { 0x5a, 0x18, 0xff, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0x07 } },
+	[OP_PR_IN] = { .fn = pr_in, .cdb_len = 10, .flags = OPF_RCTD,
+		.name = "PERSISTENT RESERVE IN", .sa = prin_ops, .n_sa = 32 },
+	[OP_PR_OUT] = { .fn = pr_out, .cdb_len = 10, .flags = OPF_RCTD,
+		.name = "PERSISTENT RESERVE OUT", .sa = prout_ops, .n_sa = 32 },
+	[OP_READ_16] = { .fn = sbc_read, .cdb_len = 16, .flags = RW_READ, .name = "READ(16)",
+		.usage = { 0x88, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0x3f, 0x07 } },
+	[OP_COMPARE_AND_WRITE] = { .fn = sbc_compare_write, .cdb_len = 16, .flags = RW_WRITE,
+		.name = "COMPARE AND WRITE",
+		.usage = { 0x89, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00,
+			   0x00, 0xff, 0x3f, 0x07 } },
+	[OP_WRITE_16] = { .fn = sbc_write, .cdb_len = 16, .flags = RW_WRITE, .name = "WRITE(16)",
+		.usage = { 0x8a, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0x3f, 0x07 } },
+	[OP_WRITE_VERIFY_16] = { .fn = sbc_write, .cdb_len = 16, .flags = RW_WRITE,
+		.name = "WRITE AND VERIFY(16)",
+		.usage = { 0x8e, 0xf2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0x3f, 0x07 } },
+	[OP_VERIFY_16] = { .fn = sbc_verify, .cdb_len = 16, .flags = RW_READ, .name = "VERIFY(16)",
+		.usage = { 0x8f, 0xf6, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0x3f, 0x07 } },
+	[OP_PRE_FETCH_16] = { .fn = sbc_prefetch, .cdb_len = 16, .flags = RW_READ,
+		.name = "PRE-FETCH(16)",
+		.usage = { 0x90, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0x3f, 0x07 } },
+	[OP_SYNC_CACHE_16] = { .fn = sbc_sync_cache, .cdb_len = 16,
+		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "SYNCHRONIZE CACHE(16)",
+		.usage = { 0x91, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0x3f, 0x07 } },
+	[OP_WRITE_SAME_16] = { .fn = sbc_write_same, .cdb_len = 16, .flags = RW_WRITE,
+		.name = "WRITE SAME(16)",
+		.usage = { 0x93, 0xeb, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			   0xff, 0xff, 0x3f, 0x07 } },
+	[OP_SAI_16] = { .fn = NULL, .cdb_len = 16, .name = "SERVICE ACTION IN(16)",
+		.sa = sai16_ops, .n_sa = 32 },
+	[OP_REPORT_LUNS] = { .fn = spc_report_luns, .cdb_len = 12,
+		.flags = OPF_ANY_LUN | OPF_NO_UA | OPF_RES2_OK | OPF_RCTD, .name = "REPORT LUNS",
+		.usage = { 0xa0, 0x00, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
+	[OP_MAINT_IN] = { .fn = NULL, .cdb_len = 12, .name = "MAINTENANCE IN",
+		.sa = maint_in_ops, .n_sa = 32 },
+	[OP_READ_12] = { .fn = sbc_read, .cdb_len = 12, .flags = RW_READ, .name = "READ(12)",
+		.usage = { 0xa8, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
+			   0x07 } },
+	[OP_WRITE_12] = { .fn = sbc_write, .cdb_len = 12, .flags = RW_WRITE, .name = "WRITE(12)",
+		.usage = { 0xaa, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
+			   0x07 } },
+	[OP_WRITE_VERIFY_12] = { .fn = sbc_write, .cdb_len = 12, .flags = RW_WRITE,
+		.name = "WRITE AND VERIFY(12)",
+		.usage = { 0xae, 0xf2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
+			   0x07 } },
+	[OP_VERIFY_12] = { .fn = sbc_verify, .cdb_len = 12, .flags = RW_READ, .name = "VERIFY(12)",
+		.usage = { 0xaf, 0xf6, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
+			   0x07 } },
+};
+
+const struct scsi_op *scsi_op_lookup(uint8_t opcode)
+{
+	const struct scsi_op *op = &ops[opcode];
+
+	return op->fn || op->sa ? op : NULL;
+}
+
+/* ---- sense ---- */
+
+unsigned scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t code, bool info_valid,
+			  uint64_t info, bool sks_valid, const uint8_t sks[3])
+{
+	memset(out, 0, SCSI_SENSE_MAX);
+	if (desc) {
+		unsigned len = 8;
+
+		out[0] = 0x72;
+		out[1] = key & 0x0f;
+		out[2] = (uint8_t)(code >> 8);
+		out[3] = (uint8_t)code;
+		if (info_valid) {
+			out[len] = 0x00;        /* information descriptor */
+			out[len + 1] = 0x0a;
+			out[len + 2] = 0x80;    /* VALID */
+			put_be64(&out[len + 4], info);
+			len += 12;
+		}
+		if (sks_valid) {
+			out[len] = 0x02;        /* sense key specific descriptor */
+			out[len + 1] = 0x06;
+			memcpy(&out[len + 4], sks, 3);
+			len += 8;
+		}
+		out[7] = (uint8_t)(len - 8);
+		return len;
+	}
+	out[0] = 0x70;
+	out[2] = key & 0x0f;
+	if (info_valid) {
+		out[0] |= 0x80;
+		/* fixed format holds 32 bits; SBC says to use descriptor format
+		 * for anything larger, which the initiator can select */
+		put_be32(&out[3], (uint32_t)info);
+	}
+	out[7] = 10;
+	out[12] = (uint8_t)(code >> 8);
+	out[13] = (uint8_t)code;
+	if (sks_valid)
+		memcpy(&out[15], sks, 3);
+	return 18;
+}
+
+struct scsi_lu *scsi_cmd_lu(const struct scsi_cmd *cmd)
+{
+	return cmd->spriv[0];
+}
+
+static bool lu_d_sense(struct scsi_lu *lu)
+{
+	bool d;
+
+	if (!lu)
+		return false;
+	pthread_mutex_lock(&lu->lock);
+	d = lu->mode.d_sense;
+	pthread_mutex_unlock(&lu->lock);
+	return d;
+}
+
+void scsi_sense(struct scsi_cmd *cmd, uint8_t key, uint16_t code)
+{
+	cmd->status = SCSI_CHECK_CONDITION;
+	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, lu_d_sense(scsi_cmd_lu(cmd)), key,
+						   code, false, 0, false, NULL);
+}
+
+void scsi_sense_info(struct scsi_cmd *cmd, uint8_t key, uint16_t code, uint64_t info)
+{
+	cmd->status = SCSI_CHECK_CONDITION;
+	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, lu_d_sense(scsi_cmd_lu(cmd)), key,
+						   code, true, info, false, NULL);
+}
+
+void scsi_sense_field(struct scsi_cmd *cmd, uint16_t code, bool cd, uint16_t byte, int bit)
+{
+	uint8_t sks[3];
+
+	sks[0] = 0x80 | (cd ? 0x40 : 0);
+	if (bit >= 0 && bit < 8)
+		sks[0] |= 0x08 | (uint8_t)bit;
+	put_be16(&sks[1], byte);
+	cmd->status = SCSI_CHECK_CONDITION;
+	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, lu_d_sense(scsi_cmd_lu(cmd)),
+						   SK_ILLEGAL_REQUEST, code, false, 0, true, sks);
+}
+
+void scsi_set_sense(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq)
+{
+	cmd->status = SCSI_CHECK_CONDITION;
+	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, false, key,
+						   (uint16_t)(asc << 8 | ascq), false, 0, false,
+						   NULL);
+}
+
+void scsi_reply(struct scsi_cmd *cmd, const void *data, uint32_t len, uint32_t alloc_len)
+{
+	uint32_t n = len < alloc_len ? len : alloc_len;
+
+	cmd->xfer_len = n;
+	if (n > cmd->buf_len)
+		n = cmd->buf_len;
+	if (n)
+		memcpy(cmd->buf, data, n);
+	cmd->data_in_len = n;
+}
+
+/* ---- LUN field ---- */
+
+uint64_t scsi_lun_decode(const uint8_t lun[8])
+{
+	switch (lun[0] >> 6) {
+	case 0: /* peripheral device addressing: bus 0 only */
+		if (lun[0] & 0x3f)
+			return UINT64_MAX;
+		return lun[1];
+	case 1: /* flat space addressing */
+		return (uint64_t)(lun[0] & 0x3f) << 8 | lun[1];
+	default:
+		return UINT64_MAX;
+	}
+}
+
+void scsi_lun_encode(uint64_t lun, uint8_t out[8])
+{
+	memset(out, 0, 8);
+	if (lun < 256) {
+		out[1] = (uint8_t)lun;
+	} else {
+		out[0] = (uint8_t)(0x40 | ((lun >> 8) & 0x3f));
+		out[1] = (uint8_t)lun;
+	}
+}
+
+/* ---- unit attentions ---- */
+
+struct scsi_ua *scsi_ua_get(struct scsi_lu *lu, struct scsi_nexus *n, bool create)
+{
+	struct scsi_ua *ua;
+
+	for (ua = lu->uas; ua; ua = ua->next)
+		if (ua->nexus == n)
+			return ua;
+	if (!create)
+		return NULL;
+	ua = calloc(1, sizeof(*ua));
+	if (!ua)
+		return NULL;
+	ua->nexus = n;
+	ua->q[ua->n++] = ASC_POWER_ON_RESET;
+	ua->next = lu->uas;
+	lu->uas = ua;
+	return ua;
+}
+
+void scsi_ua_add(struct scsi_ua *ua, uint16_t code)
+{
+	unsigned i;
+
+	for (i = 0; i < ua->n; i++)
+		if (ua->q[i] == code)
+			return;
+	if (ua->n < SCSI_UA_MAX)
+		ua->q[ua->n++] = code;
+}
+
+void scsi_ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t code)
+{
+	struct scsi_ua *ua;
+
+	for (ua = lu->uas; ua; ua = ua->next)
+		if (ua->nexus != except)
+			scsi_ua_add(ua, code);
+}
+
+static void ua_pop(struct scsi_ua *ua, uint16_t *code)
+{
+	*code = ua->q[0];
+	memmove(&ua->q[0], &ua->q[1], (ua->n - 1) * sizeof(ua->q[0]));
+	ua->n--;
+}
+
+bool scsi_ua_take(struct scsi_lu *lu, struct scsi_nexus *n, uint16_t *code)
+{
+	struct scsi_ua *ua;
+	bool got = false;
+
+	pthread_mutex_lock(&lu->lock);
+	ua = scsi_ua_get(lu, n, true);
+	if (ua && ua->n) {
+		ua_pop(ua, code);
+		got = true;
+	}
+	pthread_mutex_unlock(&lu->lock);
+	return got;
+}
+
+bool scsi_lu_check(struct scsi_lu *lu)
+{
+	const struct scsi_cmd *c;
+	const struct scsi_ua *ua;
+	unsigned n = 0;
+	bool ok = true;
+
+	pthread_mutex_lock(&lu->lock);
+	for (c = lu->inflight; c; c = c->snext)
+		n++;
+	if (n != lu->n_inflight)
+		ok = false;
+	for (ua = lu->uas; ua; ua = ua->next)
+		if (ua->n > SCSI_UA_MAX)
+			ok = false;
+	pthread_mutex_unlock(&lu->lock);
+	return ok;
+}
+
+/* ---- logical units ---- */
+
+int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out)
+{
+	struct scsi_lu *lu;
+	unsigned i;
+	int rc;
+
+	if (!p || !p->vol || !out)
+		return -EINVAL;
+	lu = calloc(1, sizeof(*lu));
+	if (!lu)
+		return -ENOMEM;
+	lu->vol = p->vol;
+	lu->name = strdup(p->name ? p->name : raid_vol_name(p->vol));
+	if (!lu->name) {
+		rc = -ENOMEM;
+		goto free_lu;
+	}
+	if (p->pr_path) {
+		lu->pr_path = strdup(p->pr_path);
+		if (!lu->pr_path) {
+			rc = -ENOMEM;
+			goto free_name;
+		}
+	}
+	lu->nblocks = raid_vol_bytes(p->vol) >> SCSI_BS_SHIFT;
+	raid_vol_uuid(p->vol, lu->uuid);
+	for (i = 0; i < 16; i++)
+		snprintf(&lu->serial[2 * i], 3, "%02x", lu->uuid[i]);
+	lu->hdd_rpm = p->hdd_rpm;
+	lu->mode.wce = true;
+	rc = pthread_mutex_init(&lu->lock, NULL);
+	if (rc) {
+		rc = -rc;
+		goto free_path;
+	}
+	rc = pr_load(lu);
+	if (rc < 0) {
+		LOG_ERR("scsi", "%s: cannot load reservations from %s: %s", lu->name, lu->pr_path,
+			strerror(-rc));
+		goto destroy_lock;
+	}
+	*out = lu;
+	return 0;
+
+destroy_lock:
+	pthread_mutex_destroy(&lu->lock);
+free_path:
+	free(lu->pr_path);
+free_name:
+	free(lu->name);
+free_lu:
+	free(lu);
+	return rc;
+}
+
+void scsi_lu_destroy(struct scsi_lu *lu)
+{
+	struct scsi_ua *ua, *next;
+
+	if (!lu)
+		return;
+	assert(lu->n_inflight == 0);
+	for (ua = lu->uas; ua; ua = next) {
+		next = ua->next;
+		free(ua);
+	}
+	pr_free(lu);
+	pthread_mutex_destroy(&lu->lock);
+	free(lu->pr_path);
+	free(lu->name);
+	free(lu);
+}
+
+/* ---- targets ---- */
+
+int scsi_target_create(const char *iqn, struct scsi_target **out)
+{
+	struct scsi_target *t;
+	int rc;
+
+	if (!iqn || !*iqn || !out)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->iqn = strdup(iqn);
+	if (!t->iqn) {
+		rc = -ENOMEM;
+		goto free_t;
+	}
+	rc = pthread_mutex_init(&t->lock, NULL);
+	if (rc) {
+		rc = -rc;
+		goto free_iqn;
+	}
+	*out = t;
+	return 0;
+
+free_iqn:
+	free(t->iqn);
+free_t:
+	free(t);
+	return rc;
+}
+
+void scsi_target_destroy(struct scsi_target *t)
+{
+	if (!t)
+		return;
+	/* nexuses belong to the transport; it must have destroyed them */
+	assert(t->nexuses == NULL);
+	pthread_mutex_destroy(&t->lock);
+	free(t->iqn);
+	free(t);
+}
+
+int scsi_target_add_lu(struct scsi_target *t, uint64_t lun, struct scsi_lu *lu)
+{
+	struct scsi_nexus *n;
+	unsigned i;
+
+	if (!t || !lu || lun >= SCSI_MAX_LUNS)
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	if (t->luns[lun]) {
+		pthread_mutex_unlock(&t->lock);
+		return -EEXIST;
+	}
+	t->luns[lun] = lu;
+	/* sessions already logged in see REPORTED LUNS DATA HAS CHANGED on
+	 * their other LUs */
+	for (i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_lu *o = t->luns[i];
+
+		if (!o || o == lu)
+			continue;
+		pthread_mutex_lock(&o->lock);
+		for (n = t->nexuses; n; n = n->next) {
+			struct scsi_ua *ua = scsi_ua_get(o, n, false);
+
+			if (ua)
+				scsi_ua_add(ua, ASC_LUNS_CHANGED);
+		}
+		pthread_mutex_unlock(&o->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+int scsi_target_add_port(struct scsi_target *t, uint16_t rel_port, uint16_t tpgt)
+{
+	unsigned i;
+	int rc = 0;
+
+	if (!t || rel_port == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n_ports; i++)
+		if (t->ports[i].rel_port == rel_port) {
+			rc = -EEXIST;
+			goto out;
+		}
+	if (t->n_ports == SCSI_MAX_PORTS) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	t->ports[t->n_ports].rel_port = rel_port;
+	t->ports[t->n_ports].tpgt = tpgt;
+	t->n_ports++;
+out:
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+/* ---- nexus ---- */
+
+int scsi_nexus_create(struct scsi_target *t, const char *initiator_port, uint16_t rel_port,
+		      struct scsi_nexus **out)
+{
+	struct scsi_nexus *n;
+	unsigned i;
+	int rc = -ENOENT;
+
+	if (!t || !initiator_port || !*initiator_port || !out)
+		return -EINVAL;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->iport = strdup(initiator_port);
+	if (!n->iport) {
+		rc = -ENOMEM;
+		goto free_n;
+	}
+	n->t = t;
+	n->rel_port = rel_port;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n_ports; i++)
+		if (t->ports[i].rel_port == rel_port) {
+			n->tpgt = t->ports[i].tpgt;
+			rc = 0;
+		}
+	if (rc == 0) {
+		n->next = t->nexuses;
+		t->nexuses = n;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (rc)
+		goto free_iport;
+	*out = n;
+	return 0;
+
+free_iport:
+	free(n->iport);
+free_n:
+	free(n);
+	return rc;
+}
+
+void scsi_nexus_destroy(struct scsi_nexus *n)
+{
+	struct scsi_target *t;
+	struct scsi_nexus **pp;
+	unsigned i;
+
+	if (!n)
+		return;
+	t = n->t;
+	pthread_mutex_lock(&t->lock);
+	for (pp = &t->nexuses; *pp; pp = &(*pp)->next)
+		if (*pp == n) {
+			*pp = n->next;
+			break;
+		}
+	for (i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_lu *lu = t->luns[i];
+		struct scsi_ua **up;
+
+		if (!lu)
+			continue;
+		pthread_mutex_lock(&lu->lock);
+		pr_nexus_gone(lu, n);
+		for (up = &lu->uas; *up; up = &(*up)->next)
+			if ((*up)->nexus == n) {
+				struct scsi_ua *dead = *up;
+
+				*up = dead->next;
+				free(dead);
+				break;
+			}
+		pthread_mutex_unlock(&lu->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(n->iport);
+	free(n);
+}
+
+/* ---- dispatch ---- */
+
+static struct scsi_lu *target_lu(struct scsi_target *t, uint64_t lun)
+{
+	struct scsi_lu *lu = NULL;
+
+	if (lun >= SCSI_MAX_LUNS)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	lu = t->luns[lun];
+	pthread_mutex_unlock(&t->lock);
+	return lu;
+}
+
+static void finish_early(struct scsi_cmd *cmd)
+{
+	cmd->done(cmd);
+}
+
+void scsi_cmd_complete(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+
+	if (lu && cmd->spriv[1]) {
+		pthread_mutex_lock(&lu->lock);
+		if (cmd->sprev)
+			cmd->sprev->snext = cmd->snext;
+		else
+			lu->inflight = cmd->snext;
+		if (cmd->snext)
+			cmd->snext->sprev = cmd->sprev;
+		cmd->snext = cmd->sprev = NULL;
+		lu->n_inflight--;
+		pthread_mutex_unlock(&lu->lock);
+		cmd->spriv[1] = NULL;
+	}
+	if (cmd->aborted) {
+		cmd->status = SCSI_TASK_ABORTED;
+		cmd->sense_len = 0;
+		cmd->data_in_len = 0;
+	}
+	cmd->done(cmd);
+}
+
+void scsi_cmd_exec(struct scsi_cmd *cmd)
+{
+	const struct scsi_op *op;
+	struct scsi_lu *lu;
+	struct scsi_ua *ua;
+	unsigned len;
+	uint16_t code;
+
+	cmd->status = SCSI_GOOD;
+	cmd->sense_len = 0;
+	cmd->data_in_len = 0;
+	cmd->xfer_len = 0;
+	memset(cmd->spriv, 0, sizeof(cmd->spriv));
+	memset(cmd->spriv_u, 0, sizeof(cmd->spriv_u));
+	cmd->snext = cmd->sprev = NULL;
+
+	lu = target_lu(cmd->target, cmd->lun);
+	cmd->spriv[0] = lu;
+	op = scsi_op_lookup(cmd->cdb[0]);
+	if (!lu && !(op && (op->flags & OPF_ANY_LUN))) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+		goto early;
+	}
+	if (!op) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+		goto early;
+	}
+	if (op->sa) {
+		const struct scsi_op *sa = &op->sa[cmd->cdb[1] & 0x1f];
+
+		if (!sa->fn) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 4);
+			goto early;
+		}
+		op = sa;
+	}
+	len = op->cdb_len;
+	if (cmd->cdb_len < len) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+		goto early;
+	}
+	/* NACA=1 asks for ACA, which we do not support (NormACA=0) */
+	if (cmd->cdb[len - 1] & 0x04) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, (uint16_t)(len - 1), 2);
+		goto early;
+	}
+	if (!lu) {
+		op->fn(cmd);
+		return;
+	}
+
+	pthread_mutex_lock(&lu->lock);
+	ua = scsi_ua_get(lu, cmd->nexus, true);
+	if (ua && ua->n && !(op->flags & OPF_NO_UA)) {
+		ua_pop(ua, &code);
+		pthread_mutex_unlock(&lu->lock);
+		scsi_sense(cmd, SK_UNIT_ATTENTION, code);
+		goto early;
+	}
+	if (pr_conflict(lu, cmd->nexus, op, cmd->cdb)) {
+		pthread_mutex_unlock(&lu->lock);
+		cmd->status = SCSI_RESERVATION_CONFLICT;
+		goto early;
+	}
+	cmd->spriv[1] = (void *)op;
+	cmd->snext = lu->inflight;
+	if (lu->inflight)
+		lu->inflight->sprev = cmd;
+	lu->inflight = cmd;
+	lu->n_inflight++;
+	pthread_mutex_unlock(&lu->lock);
+	LOG_DBG("scsi", "%s: %s lun %llu", lu->name, op->name, (unsigned long long)cmd->lun);
+	op->fn(cmd);
+	return;
+
+early:
+	finish_early(cmd);
+}
+
+/* ---- task management ---- */
+
+static void abort_matching(struct scsi_lu *lu, const struct scsi_nexus *only)
+{
+	struct scsi_cmd *c;
+
+	for (c = lu->inflight; c; c = c->snext)
+		if (!only || c->nexus == only)
+			c->aborted = 1;
+}
+
+/* A reset of @lu requested through @by: SPC-4 / SAM-5 side effects. */
+static void lu_reset(struct scsi_lu *lu, const struct scsi_nexus *by, uint16_t ua_code,
+		     bool target_reset)
+{
+	pthread_mutex_lock(&lu->lock);
+	abort_matching(lu, NULL);
+	lu->res2 = NULL;
+	/* a target reset is a hard reset: mode parameters go back to their
+	 * defaults (we save none); a LUN reset keeps them */
+	if (target_reset) {
+		lu->mode.d_sense = false;
+		lu->mode.swp = false;
+		lu->mode.wce = true;
+	}
+	scsi_ua_add_all(lu, by, ua_code);
+	pthread_mutex_unlock(&lu->lock);
+}
+
+int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum scsi_tmf fn)
+{
+	struct scsi_lu *lu;
+	unsigned i;
+
+	if (!t)
+		return -EINVAL;
+	switch (fn) {
+	case SCSI_TMF_ABORT_TASK_SET:
+	case SCSI_TMF_CLEAR_TASK_SET:
+		lu = target_lu(t, lun);
+		if (!lu)
+			return -ENOENT;
+		pthread_mutex_lock(&lu->lock);
+		/* TST=000: one task set per nexus, so both only touch ours */
+		abort_matching(lu, by);
+		pthread_mutex_unlock(&lu->lock);
+		return 0;
+	case SCSI_TMF_LUN_RESET:
+		lu = target_lu(t, lun);
+		if (!lu)
+			return -ENOENT;
+		lu_reset(lu, by, ASC_BUS_DEVICE_RESET, false);
+		return 0;
+	case SCSI_TMF_TARGET_WARM_RESET:
+	case SCSI_TMF_TARGET_COLD_RESET:
+		for (i = 0; i < SCSI_MAX_LUNS; i++) {
+			lu = target_lu(t, i);
+			if (lu)
+				lu_reset(lu, by, ASC_POWER_ON_RESET, true);
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+unsigned scsi_inflight(struct scsi_target *t, uint64_t lun)
+{
+	unsigned n = 0, i;
+
+	for (i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_lu *lu;
+
+		if (lun != UINT64_MAX && lun != i)
+			continue;
+		lu = target_lu(t, i);
+		if (!lu)
+			continue;
+		pthread_mutex_lock(&lu->lock);
+		n += lu->n_inflight;
+		pthread_mutex_unlock(&lu->lock);
+	}
+	return n;
+}

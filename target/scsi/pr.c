@@ -1,0 +1,805 @@
+/*
+ * target/scsi/pr.c - reservations: SPC-2 RESERVE/RELEASE(6/10) and SPC-4
+ * PERSISTENT RESERVE IN/OUT (every service action and type), with the APTPL
+ * state kept in lu->pr_path.
+ *
+ * Persistent reservation state machine (per LU, under lu->lock):
+ *
+ *   states: UNREG  no registrations, no reservation
+ *           REG    registrations, no reservation (pr_type == 0)
+ *           RES    registrations and a reservation (pr_type != 0)
+ *
+ *   UNREG --REGISTER/REGISTER AND IGNORE (prout_register)--> REG
+ *   REG   --last registration removed (prout_register, prout_preempt)--> UNREG
+ *   REG   --RESERVE (prout_reserve)--> RES
+ *   RES   --RELEASE (prout_release), holder unregisters (unregister)--> REG
+ *   RES   --PREEMPT[ AND ABORT] (prout_preempt)--> RES (new holder/type)
+ *   RES   --REGISTER AND MOVE (prout_move)--> RES (new holder)
+ *   REG/RES --CLEAR (prout_clear)--> UNREG
+ *
+ * Invariants (pr_check()): pr_type == 0 implies pr_holder == NULL; for
+ * WE/EA/WERO/EARO pr_holder is on lu->regs; for WEAR/EAAR pr_holder is NULL
+ * and regs is not empty.
+ *
+ * SPC-2 reservation: lu->res2 holds the reserving nexus or NULL; RESERVE
+ * sets it, RELEASE by the holder, a reset or the holder's nexus loss clear
+ * it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+#include "target/scsi/scsi_int.h"
+
+enum {
+	PRO_REGISTER = 0,
+	PRO_RESERVE = 1,
+	PRO_RELEASE = 2,
+	PRO_CLEAR = 3,
+	PRO_PREEMPT = 4,
+	PRO_PREEMPT_ABORT = 5,
+	PRO_REGISTER_IGNORE = 6,
+	PRO_REGISTER_MOVE = 7,
+};
+
+static bool type_valid(uint8_t t)
+{
+	return t == PR_WE || t == PR_EA || t == PR_WERO || t == PR_EARO || t == PR_WEAR ||
+	       t == PR_EAAR;
+}
+
+static bool type_all_reg(uint8_t t)
+{
+	return t == PR_WEAR || t == PR_EAAR;
+}
+
+static bool type_reg_only(uint8_t t)
+{
+	return t == PR_WERO || t == PR_EARO;
+}
+
+static bool type_excl_access(uint8_t t)
+{
+	return t == PR_EA || t == PR_EARO || t == PR_EAAR;
+}
+
+static bool reg_matches(const struct scsi_pr_reg *r, const char *iport, uint16_t rel_port)
+{
+	return strcmp(r->iport, iport) == 0 && (r->all_tg_pt || r->rel_port == rel_port);
+}
+
+static struct scsi_pr_reg *reg_find(struct scsi_lu *lu, const struct scsi_nexus *n)
+{
+	struct scsi_pr_reg *r;
+
+	for (r = lu->regs; r; r = r->next)
+		if (reg_matches(r, n->iport, n->rel_port))
+			return r;
+	return NULL;
+}
+
+static bool is_holder(struct scsi_lu *lu, const struct scsi_pr_reg *r)
+{
+	if (!lu->pr_type || !r)
+		return false;
+	return type_all_reg(lu->pr_type) || lu->pr_holder == r;
+}
+
+bool pr_check(struct scsi_lu *lu)
+{
+	const struct scsi_pr_reg *r;
+	bool found = false;
+
+	if (!lu->pr_type)
+		return lu->pr_holder == NULL;
+	if (type_all_reg(lu->pr_type))
+		return lu->pr_holder == NULL && lu->regs != NULL;
+	for (r = lu->regs; r; r = r->next)
+		if (r == lu->pr_holder)
+			found = true;
+	return found;
+}
+
+/* UA @code for every nexus that @r stands for, except @except. */
+static void ua_reg(struct scsi_lu *lu, const struct scsi_pr_reg *r, const struct scsi_nexus *except,
+		   uint16_t code)
+{
+	struct scsi_ua *ua;
+
+	for (ua = lu->uas; ua; ua = ua->next)
+		if (ua->nexus != except && reg_matches(r, ua->nexus->iport, ua->nexus->rel_port))
+			scsi_ua_add(ua, code);
+}
+
+static void ua_other_regs(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t code)
+{
+	const struct scsi_pr_reg *r;
+
+	for (r = lu->regs; r; r = r->next)
+		ua_reg(lu, r, except, code);
+}
+
+static void abort_reg(struct scsi_lu *lu, const struct scsi_pr_reg *r)
+{
+	struct scsi_cmd *c;
+
+	for (c = lu->inflight; c; c = c->snext)
+		if (reg_matches(r, c->nexus->iport, c->nexus->rel_port))
+			c->aborted = 1;
+}
+
+static void reg_unlink(struct scsi_lu *lu, struct scsi_pr_reg *dead)
+{
+	struct scsi_pr_reg **pp;
+
+	for (pp = &lu->regs; *pp; pp = &(*pp)->next)
+		if (*pp == dead) {
+			*pp = dead->next;
+			break;
+		}
+	if (lu->pr_holder == dead)
+		lu->pr_holder = NULL;
+	free(dead->iport);
+	free(dead);
+	if (!lu->regs) {
+		lu->pr_type = 0;
+		lu->pr_holder = NULL;
+	}
+}
+
+static struct scsi_pr_reg *reg_add(struct scsi_lu *lu, const char *iport, uint16_t rel_port,
+				   bool all_tg_pt, uint64_t key)
+{
+	struct scsi_pr_reg *r = calloc(1, sizeof(*r)), **pp;
+
+	if (!r)
+		return NULL;
+	r->iport = strdup(iport);
+	if (!r->iport) {
+		free(r);
+		return NULL;
+	}
+	r->rel_port = rel_port;
+	r->all_tg_pt = all_tg_pt;
+	r->key = key;
+	for (pp = &lu->regs; *pp; pp = &(*pp)->next)
+		;
+	*pp = r;
+	return r;
+}
+
+/* ---- APTPL persistence ---- */
+
+static int pr_save(struct scsi_lu *lu)
+{
+	char tmp[4096];
+	const struct scsi_pr_reg *r;
+	FILE *f;
+	int fd, idx = -1, i = 0, rc;
+
+	if (!lu->pr_path)
+		return 0;
+	if (!lu->pr_aptpl) {
+		if (unlink(lu->pr_path) < 0 && errno != ENOENT)
+			return -errno;
+		return 0;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", lu->pr_path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		rc = -errno;
+		close(fd);
+		goto unlink_tmp;
+	}
+	for (r = lu->regs; r; r = r->next, i++)
+		if (r == lu->pr_holder)
+			idx = i;
+	fprintf(f, "rtgt-pr 1\ngen %" PRIu32 "\ntype %u %d\n", lu->pr_gen, lu->pr_type, idx);
+	for (r = lu->regs; r; r = r->next)
+		fprintf(f, "reg %016" PRIx64 " %u %d %s\n", r->key, r->rel_port, r->all_tg_pt,
+			r->iport);
+	if (fflush(f) != 0 || fsync(fd) != 0) {
+		rc = -errno;
+		fclose(f);
+		goto unlink_tmp;
+	}
+	if (fclose(f) != 0) {
+		rc = -errno;
+		goto unlink_tmp;
+	}
+	if (rename(tmp, lu->pr_path) < 0) {
+		rc = -errno;
+		goto unlink_tmp;
+	}
+	return 0;
+
+unlink_tmp:
+	unlink(tmp);
+	return rc;
+}
+
+int pr_load(struct scsi_lu *lu)
+{
+	char line[1024], iport[900];
+	unsigned type = 0, rel, atp, n = 0;
+	int holder = -1, rc = 0;
+	uint64_t key;
+	uint32_t gen;
+	FILE *f;
+
+	if (!lu->pr_path)
+		return 0;
+	f = fopen(lu->pr_path, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	if (!fgets(line, sizeof(line), f) || strcmp(line, "rtgt-pr 1\n") != 0) {
+		rc = -EINVAL;
+		goto close_f;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "gen %" SCNu32, &gen) == 1) {
+			lu->pr_gen = gen;
+		} else if (sscanf(line, "type %u %d", &type, &holder) == 2) {
+			if (type && !type_valid((uint8_t)type)) {
+				rc = -EINVAL;
+				goto close_f;
+			}
+		} else if (sscanf(line, "reg %" SCNx64 " %u %u %899s", &key, &rel, &atp, iport) ==
+			   4) {
+			if (!reg_add(lu, iport, (uint16_t)rel, atp != 0, key)) {
+				rc = -ENOMEM;
+				goto close_f;
+			}
+			n++;
+		} else {
+			rc = -EINVAL;
+			goto close_f;
+		}
+	}
+	if (type && n) {
+		struct scsi_pr_reg *r = lu->regs;
+		int i;
+
+		lu->pr_type = (uint8_t)type;
+		if (!type_all_reg((uint8_t)type)) {
+			for (i = 0; r && i < holder; i++)
+				r = r->next;
+			if (holder < 0 || !r) {
+				rc = -EINVAL;
+				goto close_f;
+			}
+			lu->pr_holder = r;
+		}
+	}
+	lu->pr_aptpl = true;
+	LOG_INFO("scsi", "%s: restored %u persistent registration(s) from %s", lu->name, n,
+		 lu->pr_path);
+close_f:
+	fclose(f);
+	if (rc < 0)
+		pr_free(lu);
+	return rc;
+}
+
+void pr_free(struct scsi_lu *lu)
+{
+	while (lu->regs)
+		reg_unlink(lu, lu->regs);
+	lu->pr_type = 0;
+	lu->pr_holder = NULL;
+}
+
+void pr_nexus_gone(struct scsi_lu *lu, const struct scsi_nexus *n)
+{
+	if (lu->res2 == n)
+		lu->res2 = NULL;
+}
+
+/* ---- conflicts ---- */
+
+bool pr_conflict(struct scsi_lu *lu, const struct scsi_nexus *n, const struct scsi_op *op,
+		 const uint8_t *cdb)
+{
+	uint8_t opc = cdb[0];
+	struct scsi_pr_reg *r;
+
+	if (lu->res2 && lu->res2 != n)
+		return !(op->flags & OPF_RES2_OK);
+	r = reg_find(lu, n);
+	if (opc == OP_RESERVE_6 || opc == OP_RESERVE_10)
+		return lu->regs != NULL;
+	if (opc == OP_RELEASE_6 || opc == OP_RELEASE_10)
+		return lu->pr_type && !r;
+	if (!lu->pr_type || !(op->flags & (OPF_PR_READ | OPF_PR_WRITE)))
+		return false;
+	if (is_holder(lu, r))
+		return false;
+	if (type_reg_only(lu->pr_type) && r)
+		return false;
+	if (op->flags & OPF_PR_WRITE)
+		return true;
+	return type_excl_access(lu->pr_type);
+}
+
+/* ---- RESERVE / RELEASE (6/10) ---- */
+
+void pr_reserve6(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+
+	/* RESERVE(6) extent bit, RESERVE(10) third-party: not supported */
+	if (cmd->cdb[1] & (cmd->cdb[0] == OP_RESERVE_6 ? 0x01 : 0x13)) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	pthread_mutex_lock(&lu->lock);
+	if (lu->res2 && lu->res2 != cmd->nexus)
+		cmd->status = SCSI_RESERVATION_CONFLICT;
+	else
+		lu->res2 = cmd->nexus;
+	pthread_mutex_unlock(&lu->lock);
+	scsi_cmd_complete(cmd);
+}
+
+void pr_release6(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+
+	if (cmd->cdb[0] == OP_RELEASE_10 && (cmd->cdb[1] & 0x13)) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	pthread_mutex_lock(&lu->lock);
+	/* from a non-holder: GOOD and nothing happens */
+	if (lu->res2 == cmd->nexus)
+		lu->res2 = NULL;
+	pthread_mutex_unlock(&lu->lock);
+	scsi_cmd_complete(cmd);
+}
+
+/* ---- PERSISTENT RESERVE IN ---- */
+
+/* iSCSI TransportID, format 01 (name plus ISID); returns its length. */
+static unsigned put_tid(uint8_t *d, const char *iport)
+{
+	unsigned len = (unsigned)strlen(iport) + 1;
+
+	len = (len + 3) & ~3u;
+	if (len < 20)
+		len = 20;
+	memset(d, 0, 4 + len);
+	d[0] = 0x40 | 0x05;
+	put_be16(&d[2], (uint16_t)len);
+	memcpy(&d[4], iport, strlen(iport));
+	return 4 + len;
+}
+
+void pr_in(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint8_t sa = cmd->cdb[1] & 0x1f;
+	uint32_t alloc = get_be16(&cmd->cdb[7]);
+	const struct scsi_pr_reg *r;
+	uint8_t *d;
+	size_t cap = 8 + 16;
+	unsigned p = 8;
+
+	pthread_mutex_lock(&lu->lock);
+	for (r = lu->regs; r; r = r->next)
+		cap += 24 + 4 + strlen(r->iport) + 24;
+	d = calloc(1, cap);
+	if (!d) {
+		pthread_mutex_unlock(&lu->lock);
+		scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return scsi_cmd_complete(cmd);
+	}
+	put_be32(&d[0], lu->pr_gen);
+	switch (sa) {
+	case 0: /* READ KEYS */
+		for (r = lu->regs; r; r = r->next, p += 8)
+			put_be64(&d[p], r->key);
+		put_be32(&d[4], p - 8);
+		break;
+	case 1: /* READ RESERVATION */
+		if (lu->pr_type) {
+			if (lu->pr_holder)
+				put_be64(&d[8], lu->pr_holder->key);
+			d[21] = lu->pr_type; /* scope 0: LU */
+			p = 24;
+		}
+		put_be32(&d[4], p - 8);
+		break;
+	case 2: /* REPORT CAPABILITIES */
+		memset(d, 0, 8);
+		put_be16(&d[0], 8);
+		/* CRH, ATP_C, PTPL_C when persistable */
+		d[2] = 0x10 | 0x04 | (lu->pr_path ? 0x01 : 0);
+		/* TMV, PTPL_A */
+		d[3] = 0x80 | (lu->pr_aptpl ? 0x01 : 0);
+		d[4] = 0x80 | 0x40 | 0x20 | 0x08 | 0x02; /* WEAR EARO WERO EA WE */
+		d[5] = 0x01;                               /* EAAR */
+		p = 8;
+		break;
+	case 3: /* READ FULL STATUS */
+		for (r = lu->regs; r; r = r->next) {
+			uint8_t *e = &d[p];
+			unsigned tl;
+
+			memset(e, 0, 24);
+			put_be64(&e[0], r->key);
+			if (r->all_tg_pt)
+				e[12] |= 0x02;
+			if (is_holder(lu, r)) {
+				e[12] |= 0x01;
+				e[13] = lu->pr_type;
+			}
+			put_be16(&e[18], r->all_tg_pt ? 0 : r->rel_port);
+			tl = put_tid(&e[24], r->iport);
+			put_be32(&e[20], tl);
+			p += 24 + tl;
+		}
+		put_be32(&d[4], p - 8);
+		break;
+	default:
+		pthread_mutex_unlock(&lu->lock);
+		free(d);
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 4);
+		return scsi_cmd_complete(cmd);
+	}
+	pthread_mutex_unlock(&lu->lock);
+	scsi_reply(cmd, d, p, alloc);
+	free(d);
+	scsi_cmd_complete(cmd);
+}
+
+/* ---- PERSISTENT RESERVE OUT ---- */
+
+struct prout {
+	struct scsi_cmd *cmd;
+	struct scsi_lu *lu;
+	struct scsi_nexus *n;
+	struct scsi_pr_reg *reg;        /* the sender's registration or NULL */
+	uint64_t key, sa_key;
+	uint8_t scope, type;
+	bool aptpl, all_tg_pt;
+	const uint8_t *param;
+	uint32_t plen;
+};
+
+/* Return codes of the prout_* handlers: 0 done (GOOD, generation bumped
+ * where they decided), or one of these. */
+enum { PRO_OK = 0, PRO_CONFLICT = 1, PRO_BAD_CDB = 2, PRO_BAD_PARAM = 3, PRO_NOMEM = 4,
+       PRO_BAD_RELEASE = 5 };
+
+/* Drops the sender's registration (sa_key 0), with what SPC-4 5.12.10.2
+ * asks when it was the reservation holder. */
+static void unregister(struct prout *o)
+{
+	struct scsi_lu *lu = o->lu;
+	uint8_t type = lu->pr_type;
+	bool held = lu->pr_holder == o->reg && type && !type_all_reg(type);
+
+	/* an all-registrants reservation ends with its last registration,
+	 * which reg_unlink() sees to */
+	reg_unlink(lu, o->reg);
+	o->reg = NULL;
+	if (held) {
+		lu->pr_type = 0;
+		lu->pr_holder = NULL;
+		if (type_reg_only(type))
+			ua_other_regs(lu, o->n, ASC_RESERVATIONS_RELEASED);
+	}
+}
+
+static int prout_register(struct prout *o, bool ignore)
+{
+	struct scsi_lu *lu = o->lu;
+
+	if (!o->reg) {
+		if (!ignore && o->key != 0)
+			return PRO_CONFLICT;
+		if (o->sa_key == 0)
+			return PRO_OK;
+		o->reg = reg_add(lu, o->n->iport, o->n->rel_port, o->all_tg_pt, o->sa_key);
+		if (!o->reg)
+			return PRO_NOMEM;
+	} else {
+		if (!ignore && o->key != o->reg->key)
+			return PRO_CONFLICT;
+		if (o->sa_key == 0)
+			unregister(o);
+		else
+			o->reg->key = o->sa_key;
+	}
+	lu->pr_aptpl = o->aptpl;
+	lu->pr_gen++;
+	return PRO_OK;
+}
+
+static int prout_reserve(struct prout *o)
+{
+	struct scsi_lu *lu = o->lu;
+
+	if (!o->reg || o->reg->key != o->key)
+		return PRO_CONFLICT;
+	if (lu->pr_type) {
+		if (!is_holder(lu, o->reg) || lu->pr_type != o->type)
+			return PRO_CONFLICT;
+		return PRO_OK;
+	}
+	lu->pr_type = o->type;
+	lu->pr_holder = type_all_reg(o->type) ? NULL : o->reg;
+	return PRO_OK;
+}
+
+static int prout_release(struct prout *o)
+{
+	struct scsi_lu *lu = o->lu;
+	uint8_t type = lu->pr_type;
+
+	if (!o->reg || o->reg->key != o->key)
+		return PRO_CONFLICT;
+	if (!type || !is_holder(lu, o->reg))
+		return PRO_OK;
+	if (type != o->type)
+		return PRO_BAD_RELEASE;
+	lu->pr_type = 0;
+	lu->pr_holder = NULL;
+	if (type_reg_only(type) || type_all_reg(type))
+		ua_other_regs(lu, o->n, ASC_RESERVATIONS_RELEASED);
+	return PRO_OK;
+}
+
+static int prout_clear(struct prout *o)
+{
+	struct scsi_lu *lu = o->lu;
+
+	if (!o->reg || o->reg->key != o->key)
+		return PRO_CONFLICT;
+	ua_other_regs(lu, o->n, ASC_RESERVATIONS_PREEMPTED);
+	pr_free(lu);
+	o->reg = NULL;
+	lu->pr_gen++;
+	return PRO_OK;
+}
+
+/* Removes every registration with key @key other than the sender's;
+ * returns how many. */
+static unsigned remove_key(struct prout *o, uint64_t key, bool any_key, bool abort)
+{
+	struct scsi_lu *lu = o->lu;
+	struct scsi_pr_reg *r, *next;
+	unsigned n = 0;
+
+	for (r = lu->regs; r; r = next) {
+		next = r->next;
+		if (r == o->reg || (!any_key && r->key != key))
+			continue;
+		ua_reg(lu, r, o->n, ASC_REGISTRATIONS_PREEMPTED);
+		if (abort)
+			abort_reg(lu, r);
+		/* keep the reservation alive through reg_unlink: it drops
+		 * pr_type only when the list empties, and ours stays */
+		reg_unlink(lu, r);
+		n++;
+	}
+	return n;
+}
+
+static int prout_preempt(struct prout *o, bool abort)
+{
+	struct scsi_lu *lu = o->lu;
+	uint8_t old_type = lu->pr_type;
+
+	if (!o->reg || o->reg->key != o->key)
+		return PRO_CONFLICT;
+	if (!old_type) {
+		if (o->sa_key == 0)
+			return PRO_BAD_PARAM;
+		if (!remove_key(o, o->sa_key, false, abort) && !(o->sa_key == o->reg->key))
+			return PRO_CONFLICT;
+		lu->pr_gen++;
+		return PRO_OK;
+	}
+	if (type_all_reg(old_type)) {
+		if (o->sa_key == 0) {
+			remove_key(o, 0, true, abort);
+			lu->pr_type = o->type;
+			lu->pr_holder = type_all_reg(o->type) ? NULL : o->reg;
+		} else if (!remove_key(o, o->sa_key, false, abort) && o->sa_key != o->reg->key) {
+			return PRO_CONFLICT;
+		}
+		lu->pr_gen++;
+		return PRO_OK;
+	}
+	if (lu->pr_holder && lu->pr_holder->key == o->sa_key) {
+		bool changed = lu->pr_holder != o->reg || old_type != o->type;
+
+		remove_key(o, o->sa_key, false, abort);
+		lu->pr_type = o->type;
+		lu->pr_holder = type_all_reg(o->type) ? NULL : o->reg;
+		if (changed)
+			ua_other_regs(lu, o->n, ASC_RESERVATIONS_RELEASED);
+		lu->pr_gen++;
+		return PRO_OK;
+	}
+	if (o->sa_key == 0)
+		return PRO_BAD_PARAM;
+	if (!remove_key(o, o->sa_key, false, abort))
+		return PRO_CONFLICT;
+	lu->pr_gen++;
+	return PRO_OK;
+}
+
+static int prout_move(struct prout *o)
+{
+	struct scsi_lu *lu = o->lu;
+	struct scsi_target *t = o->cmd->target;
+	const uint8_t *p = o->param;
+	uint32_t tlen;
+	uint16_t rel;
+	char name[300];
+	struct scsi_pr_reg *dst, *r;
+	bool unreg, port_ok = false;
+	unsigned i, nlen;
+
+	if (o->plen < 24)
+		return PRO_BAD_PARAM;
+	if (!o->reg || o->reg->key != o->key)
+		return PRO_CONFLICT;
+	if (!lu->pr_type || type_all_reg(lu->pr_type) || lu->pr_holder != o->reg)
+		return PRO_CONFLICT;
+	if (o->sa_key == 0)
+		return PRO_BAD_PARAM;
+	unreg = p[17] & 0x02;
+	rel = get_be16(&p[18]);
+	tlen = get_be32(&p[20]);
+	if (tlen < 24 || 24 + tlen > o->plen || (p[24] & 0x0f) != 0x05)
+		return PRO_BAD_PARAM;
+	nlen = get_be16(&p[26]);
+	if (nlen + 4 > tlen || nlen == 0 || nlen >= sizeof(name))
+		return PRO_BAD_PARAM;
+	memcpy(name, &p[28], nlen);
+	name[nlen] = 0;
+	if (strlen(name) == 0)
+		return PRO_BAD_PARAM;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n_ports; i++)
+		if (t->ports[i].rel_port == rel)
+			port_ok = true;
+	pthread_mutex_unlock(&t->lock);
+	if (!port_ok)
+		return PRO_BAD_PARAM;
+	if (reg_matches(o->reg, name, rel))
+		return PRO_BAD_PARAM;
+	dst = NULL;
+	for (r = lu->regs; r; r = r->next)
+		if (reg_matches(r, name, rel))
+			dst = r;
+	if (!dst) {
+		dst = reg_add(lu, name, rel, false, o->sa_key);
+		if (!dst)
+			return PRO_NOMEM;
+	}
+	lu->pr_holder = dst;
+	if (unreg)
+		reg_unlink(lu, o->reg);
+	lu->pr_aptpl = p[17] & 0x01;
+	lu->pr_gen++;
+	return PRO_OK;
+}
+
+void pr_out(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint8_t sa = cmd->cdb[1] & 0x1f;
+	struct prout o;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.cmd = cmd;
+	o.lu = lu;
+	o.n = cmd->nexus;
+	o.scope = cmd->cdb[2] >> 4;
+	o.type = cmd->cdb[2] & 0x0f;
+	o.plen = get_be32(&cmd->cdb[5]);
+	o.param = cmd->buf;
+	cmd->xfer_len = o.plen;
+	if (sa > PRO_REGISTER_MOVE) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 4);
+		return scsi_cmd_complete(cmd);
+	}
+	if ((sa == PRO_REGISTER_MOVE ? o.plen < 24 : o.plen != 24) || o.plen > cmd->buf_len) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
+		return scsi_cmd_complete(cmd);
+	}
+	o.key = get_be64(&o.param[0]);
+	o.sa_key = get_be64(&o.param[8]);
+	if (sa != PRO_REGISTER_MOVE) {
+		o.aptpl = o.param[20] & 0x01;
+		o.all_tg_pt = o.param[20] & 0x04;
+		if (o.param[20] & 0x08) { /* SPEC_I_PT: SIP_C=0 */
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false, 20, 3);
+			return scsi_cmd_complete(cmd);
+		}
+	} else {
+		o.aptpl = o.param[17] & 0x01;
+	}
+	if (o.aptpl && !lu->pr_path) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false,
+				 sa == PRO_REGISTER_MOVE ? 17 : 20, 0);
+		return scsi_cmd_complete(cmd);
+	}
+	if (sa == PRO_RESERVE || sa == PRO_RELEASE || sa == PRO_PREEMPT ||
+	    sa == PRO_PREEMPT_ABORT || sa == PRO_REGISTER_MOVE) {
+		if (o.scope != 0) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 7);
+			return scsi_cmd_complete(cmd);
+		}
+		if (!type_valid(o.type)) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 3);
+			return scsi_cmd_complete(cmd);
+		}
+	}
+
+	pthread_mutex_lock(&lu->lock);
+	o.reg = reg_find(lu, o.n);
+	switch (sa) {
+	case PRO_REGISTER:
+		rc = prout_register(&o, false);
+		break;
+	case PRO_REGISTER_IGNORE:
+		rc = prout_register(&o, true);
+		break;
+	case PRO_RESERVE:
+		rc = prout_reserve(&o);
+		break;
+	case PRO_RELEASE:
+		rc = prout_release(&o);
+		break;
+	case PRO_CLEAR:
+		rc = prout_clear(&o);
+		break;
+	case PRO_PREEMPT:
+	case PRO_PREEMPT_ABORT:
+		rc = prout_preempt(&o, sa == PRO_PREEMPT_ABORT);
+		break;
+	default:
+		rc = prout_move(&o);
+		break;
+	}
+	if (rc == PRO_OK && lu->pr_path) {
+		/* rare and small: a synchronous write under the lock keeps
+		 * the file in step with the state */
+		int src = pr_save(lu);
+
+		if (src < 0)
+			LOG_ERR("scsi", "%s: cannot save reservations to %s: %s", lu->name,
+				lu->pr_path, strerror(-src));
+	}
+	pthread_mutex_unlock(&lu->lock);
+	switch (rc) {
+	case PRO_CONFLICT:
+		cmd->status = SCSI_RESERVATION_CONFLICT;
+		break;
+	case PRO_BAD_PARAM:
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+		break;
+	case PRO_NOMEM:
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);
+		break;
+	case PRO_BAD_RELEASE:
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_RELEASE_PR);
+		break;
+	}
+	scsi_cmd_complete(cmd);
+}

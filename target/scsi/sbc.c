@@ -1,0 +1,584 @@
+/*
+ * target/scsi/sbc.c - SBC-3 block commands on a raid volume: READ, WRITE,
+ * WRITE AND VERIFY, VERIFY, WRITE SAME, COMPARE AND WRITE, SYNCHRONIZE
+ * CACHE, PRE-FETCH, READ CAPACITY, GET LBA STATUS.
+ *
+ * Each command that touches the volume owns one struct sbc_ctx (one
+ * raid_io) and walks this state machine:
+ *
+ *   START --sbc_submit()--> IO --io_done()--> IO (next piece: write same,
+ *                                              verify-in-pieces)
+ *                                   \-------> FINISH (ctx_finish(): sense
+ *                                              from the result, free ctx,
+ *                                              scsi_cmd_complete)
+ *   START --submit refused--> FINISH
+ *
+ * Invariant (ctx_check()): ctx->pos <= ctx->end and at most one raid_io of a
+ * ctx is outstanding at any time. Data path: READ lands directly in cmd->buf
+ * and WRITE leaves from it; a bounce buffer exists only for a read whose
+ * EDTL is not a whole number of blocks, for VERIFY's medium copy and for
+ * the WRITE SAME pattern.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/conf.h"
+#include "raid/raid.h"
+#include "target/scsi/scsi_int.h"
+
+#define WS_PIECE (1u << 20) /* bytes per WRITE SAME volume write */
+#define MAX_CAW_BLOCKS 64
+
+enum sbc_kind { K_READ, K_WRITE, K_VERIFY, K_WSAME, K_CAW, K_FLUSH };
+
+struct sbc_ctx {
+	struct raid_io io;
+	struct scsi_cmd *cmd;           /* borrowed: completes with us */
+	enum sbc_kind kind;
+	unsigned flags;                 /* RAID_IO_* */
+	uint64_t pos, end;              /* byte range still to do */
+	uint8_t *bounce;                /* owned, may be NULL */
+	uint32_t bounce_len;
+	uint32_t copy_len;              /* K_READ through bounce: bytes to copy */
+	uint8_t bytchk;                 /* K_VERIFY */
+};
+
+static bool ctx_check(const struct sbc_ctx *c)
+{
+	return c->pos <= c->end;
+}
+
+/* ---- CDB decoding ---- */
+
+static void decode_lba(const uint8_t *cdb, uint64_t *lba, uint32_t *n)
+{
+	switch (cdb[0] >> 5) {
+	case 0: /* 6-byte */
+		*lba = get_be24(&cdb[1]) & 0x1fffff;
+		*n = cdb[4] ? cdb[4] : 256;
+		break;
+	case 1: /* 10-byte */
+	case 2:
+		*lba = get_be32(&cdb[2]);
+		*n = get_be16(&cdb[7]);
+		break;
+	case 5: /* 12-byte */
+		*lba = get_be32(&cdb[2]);
+		*n = get_be32(&cdb[6]);
+		break;
+	default: /* 16-byte */
+		*lba = get_be64(&cdb[2]);
+		*n = get_be32(&cdb[10]);
+		break;
+	}
+}
+
+static bool out_of_range(struct scsi_lu *lu, uint64_t lba, uint64_t n)
+{
+	return lba > lu->nblocks || n > lu->nblocks - lba;
+}
+
+static bool write_protected(struct scsi_lu *lu)
+{
+	bool wp;
+
+	pthread_mutex_lock(&lu->lock);
+	wp = lu->mode.swp;
+	pthread_mutex_unlock(&lu->lock);
+	return wp;
+}
+
+/* ---- completion ---- */
+
+static void ctx_finish(struct sbc_ctx *c)
+{
+	struct scsi_cmd *cmd = c->cmd;
+
+	free(c->bounce);
+	free(c);
+	scsi_cmd_complete(cmd);
+}
+
+static void io_error(struct scsi_cmd *cmd, enum sbc_kind kind, int result)
+{
+	if (result == -EIO)
+		scsi_sense(cmd, SK_MEDIUM_ERROR,
+			   kind == K_READ || kind == K_VERIFY ? ASC_READ_ERROR : ASC_WRITE_ERROR);
+	else if (result == -ERANGE)
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	else
+		scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+	LOG_WARN("scsi", "%s: volume I/O failed: %s", scsi_cmd_lu(cmd)->name, strerror(-result));
+}
+
+static void io_done(struct raid_io *io);
+
+/* Submits the next piece of @c, or finishes it. */
+static void ctx_step(struct sbc_ctx *c)
+{
+	struct scsi_cmd *cmd = c->cmd;
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint64_t len = c->end - c->pos;
+	int rc;
+
+	assert(ctx_check(c));
+	if (cmd->aborted || len == 0)
+		return ctx_finish(c);
+	memset(&c->io, 0, sizeof(c->io));
+	c->io.cb = io_done;
+	c->io.arg = c;
+	c->io.flags = c->flags;
+	c->io.off = c->pos;
+	switch (c->kind) {
+	case K_READ:
+		c->io.op = RAID_OP_READ;
+		c->io.len = len;
+		c->io.buf = c->bounce ? c->bounce : cmd->buf;
+		break;
+	case K_WRITE:
+		c->io.op = RAID_OP_WRITE;
+		c->io.len = len;
+		c->io.buf = cmd->buf;
+		break;
+	case K_VERIFY:
+		c->io.op = RAID_OP_READ;
+		c->io.len = len < c->bounce_len ? len : c->bounce_len;
+		c->io.buf = c->bounce;
+		break;
+	case K_WSAME:
+		c->io.op = RAID_OP_WRITE;
+		c->io.len = len < c->bounce_len ? len : c->bounce_len;
+		c->io.buf = c->bounce;
+		break;
+	case K_CAW:
+		c->io.op = RAID_OP_COMPARE_WRITE;
+		c->io.len = len;
+		c->io.buf = cmd->buf;
+		break;
+	case K_FLUSH:
+		c->io.op = RAID_OP_FLUSH;
+		c->io.off = 0;
+		c->io.len = 0;
+		break;
+	}
+	rc = raid_vol_submit(lu->vol, cmd->ioctx, &c->io);
+	if (rc < 0) {
+		io_error(cmd, c->kind, rc);
+		ctx_finish(c);
+	}
+}
+
+/* First differing byte of @a and @b, or @len if equal. */
+static uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = 0; i < len; i++)
+		if (a[i] != b[i])
+			break;
+	return i;
+}
+
+static void io_done(struct raid_io *io)
+{
+	struct sbc_ctx *c = io->arg;
+	struct scsi_cmd *cmd = c->cmd;
+
+	if (io->result == -EILSEQ && c->kind == K_CAW) {
+		scsi_sense_info(cmd, SK_MISCOMPARE, ASC_MISCOMPARE_VERIFY, io->miscompare_off);
+		return ctx_finish(c);
+	}
+	if (io->result < 0) {
+		io_error(cmd, c->kind, io->result);
+		return ctx_finish(c);
+	}
+	if (c->kind == K_READ && c->bounce)
+		memcpy(cmd->buf, c->bounce, c->copy_len); /* EDTL not block multiple */
+	if (c->kind == K_VERIFY && c->bytchk) {
+		/* offset of this piece within the data-out buffer */
+		uint64_t done_bytes = io->off - (c->end - cmd->spriv_u[0]);
+		uint64_t d;
+
+		if (c->bytchk == 1) {
+			d = first_diff(c->bounce, cmd->buf + done_bytes, io->len);
+		} else { /* BYTCHK=3: one block compared against every block */
+			uint64_t b;
+
+			d = io->len;
+			for (b = 0; b < io->len; b += SCSI_BS) {
+				uint64_t x = first_diff(c->bounce + b, cmd->buf, SCSI_BS);
+
+				if (x < SCSI_BS) {
+					d = b + x;
+					break;
+				}
+			}
+		}
+		if (d < io->len) {
+			scsi_sense_info(cmd, SK_MISCOMPARE, ASC_MISCOMPARE_VERIFY, done_bytes + d);
+			return ctx_finish(c);
+		}
+	}
+	c->pos += io->len;
+	if (c->kind == K_FLUSH)
+		c->pos = c->end;
+	ctx_step(c);
+}
+
+static struct sbc_ctx *ctx_new(struct scsi_cmd *cmd, enum sbc_kind kind, uint64_t off,
+			       uint64_t len)
+{
+	struct sbc_ctx *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		scsi_cmd_complete(cmd);
+		return NULL;
+	}
+	c->cmd = cmd;
+	c->kind = kind;
+	c->pos = off;
+	c->end = off + len;
+	cmd->spriv_u[0] = len;
+	return c;
+}
+
+static bool ctx_bounce(struct sbc_ctx *c, uint32_t len)
+{
+	c->bounce = malloc(len);
+	c->bounce_len = len;
+	if (!c->bounce) {
+		scsi_sense(c->cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		ctx_finish(c);
+		return false;
+	}
+	return true;
+}
+
+/* Common checks: protection field, transfer size, range. Returns false
+ * (command completed) on error. */
+static bool rw_checks(struct scsi_cmd *cmd, uint64_t lba, uint32_t n, bool has_prot)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+
+	if (has_prot && (cmd->cdb[1] >> 5)) {
+		/* no protection information on this LU */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
+		scsi_cmd_complete(cmd);
+		return false;
+	}
+	if (out_of_range(lu, lba, n)) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		scsi_cmd_complete(cmd);
+		return false;
+	}
+	if ((uint64_t)n * SCSI_BS > SCSI_MAX_XFER) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true,
+				 cmd->cdb[0] == OP_READ_6 || cmd->cdb[0] == OP_WRITE_6 ? 4 : 7, -1);
+		scsi_cmd_complete(cmd);
+		return false;
+	}
+	return true;
+}
+
+/* ---- READ ---- */
+
+void sbc_read(struct scsi_cmd *cmd)
+{
+	uint64_t lba;
+	uint32_t n, len;
+	struct sbc_ctx *c;
+
+	decode_lba(cmd->cdb, &lba, &n);
+	if (!rw_checks(cmd, lba, n, cmd->cdb[0] != OP_READ_6))
+		return;
+	cmd->xfer_len = n * SCSI_BS;
+	len = cmd->xfer_len < cmd->buf_len ? cmd->xfer_len : cmd->buf_len;
+	cmd->data_in_len = len;
+	if (len == 0)
+		return scsi_cmd_complete(cmd);
+	c = ctx_new(cmd, K_READ, lba << SCSI_BS_SHIFT, (len + SCSI_BS - 1) & ~(SCSI_BS - 1));
+	if (!c)
+		return;
+	if (len % SCSI_BS) {
+		if (!ctx_bounce(c, (uint32_t)(c->end - c->pos)))
+			return;
+		c->copy_len = len;
+	}
+	ctx_step(c);
+}
+
+/* ---- WRITE, WRITE AND VERIFY ---- */
+
+void sbc_write(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint8_t op = cmd->cdb[0];
+	bool verify = op == OP_WRITE_VERIFY_10 || op == OP_WRITE_VERIFY_12 ||
+		      op == OP_WRITE_VERIFY_16;
+	uint64_t lba;
+	uint32_t n;
+	struct sbc_ctx *c;
+
+	decode_lba(cmd->cdb, &lba, &n);
+	if (!rw_checks(cmd, lba, n, op != OP_WRITE_6))
+		return;
+	if (verify && (cmd->cdb[1] & 0x04)) { /* BYTCHK 2 bits in SBC-4; 2 is reserved */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 2);
+		return scsi_cmd_complete(cmd);
+	}
+	cmd->xfer_len = n * SCSI_BS;
+	if (write_protected(lu)) {
+		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+		return scsi_cmd_complete(cmd);
+	}
+	if (n == 0)
+		return scsi_cmd_complete(cmd);
+	if (cmd->buf_len < cmd->xfer_len) {
+		/* EDTL shorter than the CDB asks: write nothing (FCP-4 option b) */
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+		return scsi_cmd_complete(cmd);
+	}
+	c = ctx_new(cmd, K_WRITE, lba << SCSI_BS_SHIFT, cmd->xfer_len);
+	if (!c)
+		return;
+	/* FUA, and WRITE AND VERIFY: the data must be on the medium to verify */
+	if (verify || (op != OP_WRITE_6 && (cmd->cdb[1] & 0x08)))
+		c->flags |= RAID_IO_FUA;
+	ctx_step(c);
+}
+
+/* ---- VERIFY ---- */
+
+void sbc_verify(struct scsi_cmd *cmd)
+{
+	uint64_t lba;
+	uint32_t n;
+	uint8_t bytchk = (cmd->cdb[1] >> 1) & 3;
+	struct sbc_ctx *c;
+	uint64_t need;
+
+	decode_lba(cmd->cdb, &lba, &n);
+	if (!rw_checks(cmd, lba, n, true))
+		return;
+	if (bytchk == 2) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 2);
+		return scsi_cmd_complete(cmd);
+	}
+	need = bytchk == 0 ? 0 : bytchk == 1 ? (uint64_t)n * SCSI_BS : (n ? SCSI_BS : 0);
+	cmd->xfer_len = (uint32_t)need;
+	if (n == 0)
+		return scsi_cmd_complete(cmd);
+	if (cmd->buf_len < need) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+		return scsi_cmd_complete(cmd);
+	}
+	/* BYTCHK=0 still reads the range: a medium verify */
+	c = ctx_new(cmd, K_VERIFY, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
+	if (!c)
+		return;
+	c->bytchk = bytchk;
+	if (!ctx_bounce(c, (uint32_t)((c->end - c->pos) < WS_PIECE ? (c->end - c->pos) : WS_PIECE)))
+		return;
+	ctx_step(c);
+}
+
+/* ---- WRITE SAME ---- */
+
+void sbc_write_same(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	bool ws16 = cmd->cdb[0] == OP_WRITE_SAME_16;
+	bool ndob = ws16 && (cmd->cdb[1] & 0x01);
+	uint64_t lba;
+	uint32_t n, piece, i;
+	struct sbc_ctx *c;
+
+	lba = ws16 ? get_be64(&cmd->cdb[2]) : get_be32(&cmd->cdb[2]);
+	n = ws16 ? get_be32(&cmd->cdb[10]) : get_be16(&cmd->cdb[7]);
+	if (cmd->cdb[1] >> 5) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
+		return scsi_cmd_complete(cmd);
+	}
+	if (cmd->cdb[1] & 0x10) { /* ANCHOR: needs thin provisioning */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 4);
+		return scsi_cmd_complete(cmd);
+	}
+	if (n == 0) { /* WSNZ=1 in the Block Limits page */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, ws16 ? 10 : 7, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	if (out_of_range(lu, lba, n)) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return scsi_cmd_complete(cmd);
+	}
+	cmd->xfer_len = ndob ? 0 : SCSI_BS;
+	if (write_protected(lu)) {
+		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+		return scsi_cmd_complete(cmd);
+	}
+	if (!ndob && cmd->buf_len < SCSI_BS) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+		return scsi_cmd_complete(cmd);
+	}
+	/* The UNMAP bit is only a hint on a fully provisioned LU: the blocks
+	 * get the data (or zeros) either way. */
+	c = ctx_new(cmd, K_WSAME, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
+	if (!c)
+		return;
+	piece = (uint64_t)n * SCSI_BS < WS_PIECE ? n * SCSI_BS : WS_PIECE;
+	if (!ctx_bounce(c, piece))
+		return;
+	if (ndob)
+		memset(c->bounce, 0, piece);
+	else
+		for (i = 0; i < piece; i += SCSI_BS)
+			memcpy(c->bounce + i, cmd->buf, SCSI_BS);
+	ctx_step(c);
+}
+
+/* ---- COMPARE AND WRITE ---- */
+
+void sbc_compare_write(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint64_t lba = get_be64(&cmd->cdb[2]);
+	uint32_t n = cmd->cdb[13];
+	struct sbc_ctx *c;
+
+	if (cmd->cdb[1] >> 5) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
+		return scsi_cmd_complete(cmd);
+	}
+	if (n > MAX_CAW_BLOCKS) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 13, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	if (out_of_range(lu, lba, n)) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return scsi_cmd_complete(cmd);
+	}
+	cmd->xfer_len = 2 * n * SCSI_BS;
+	if (write_protected(lu)) {
+		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+		return scsi_cmd_complete(cmd);
+	}
+	if (n == 0)
+		return scsi_cmd_complete(cmd);
+	if (cmd->edtl != cmd->xfer_len || cmd->buf_len < cmd->xfer_len) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+		return scsi_cmd_complete(cmd);
+	}
+	c = ctx_new(cmd, K_CAW, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
+	if (!c)
+		return;
+	if (cmd->cdb[1] & 0x08)
+		c->flags |= RAID_IO_FUA;
+	ctx_step(c);
+}
+
+/* ---- SYNCHRONIZE CACHE, PRE-FETCH ---- */
+
+void sbc_sync_cache(struct scsi_cmd *cmd)
+{
+	uint64_t lba;
+	uint32_t n;
+	struct sbc_ctx *c;
+
+	decode_lba(cmd->cdb, &lba, &n);
+	if (out_of_range(scsi_cmd_lu(cmd), lba, n)) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return scsi_cmd_complete(cmd);
+	}
+	/* the whole volume is flushed: the range is a lower bound */
+	c = ctx_new(cmd, K_FLUSH, 0, 1);
+	if (c)
+		ctx_step(c);
+}
+
+void sbc_prefetch(struct scsi_cmd *cmd)
+{
+	uint64_t lba;
+	uint32_t n;
+
+	decode_lba(cmd->cdb, &lba, &n);
+	if (out_of_range(scsi_cmd_lu(cmd), lba, n)) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return scsi_cmd_complete(cmd);
+	}
+	/* no target-side cache to fill: GOOD means "no room in the cache" */
+	scsi_cmd_complete(cmd);
+}
+
+/* ---- READ CAPACITY, GET LBA STATUS ---- */
+
+void sbc_read_capacity10(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint64_t last = lu->nblocks - 1;
+	uint8_t d[8];
+
+	if (!(cmd->cdb[8] & 0x01) && get_be32(&cmd->cdb[2])) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	put_be32(&d[0], last > 0xffffffffull ? 0xffffffffu : (uint32_t)last);
+	put_be32(&d[4], SCSI_BS);
+	scsi_reply(cmd, d, 8, 8);
+	scsi_cmd_complete(cmd);
+}
+
+static unsigned log2u(uint32_t v)
+{
+	unsigned r = 0;
+
+	while (v > 1) {
+		v >>= 1;
+		r++;
+	}
+	return r;
+}
+
+void sbc_read_capacity16(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint32_t alloc = get_be32(&cmd->cdb[10]);
+	uint32_t gran = raid_vol_opt_gran(lu->vol) / SCSI_BS;
+	uint8_t d[32];
+	unsigned exp = 0;
+
+	memset(d, 0, sizeof(d));
+	put_be64(&d[0], lu->nblocks - 1);
+	put_be32(&d[8], SCSI_BS);
+	/* physical block = 4 KiB when the chunk allows it: partial writes
+	 * below that cost a read-modify-write on parity levels */
+	if (gran >= 8)
+		exp = log2u(8);
+	d[13] = (uint8_t)exp;
+	scsi_reply(cmd, d, 32, alloc);
+	scsi_cmd_complete(cmd);
+}
+
+void sbc_get_lba_status(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint64_t lba = get_be64(&cmd->cdb[2]);
+	uint32_t alloc = get_be32(&cmd->cdb[10]);
+	uint64_t left;
+	uint8_t d[24];
+
+	if (lba >= lu->nblocks) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+		return scsi_cmd_complete(cmd);
+	}
+	memset(d, 0, sizeof(d));
+	put_be32(&d[0], 20);
+	put_be64(&d[8], lba);
+	left = lu->nblocks - lba;
+	put_be32(&d[16], left > 0xffffffffull ? 0xffffffffu : (uint32_t)left);
+	d[20] = 0x00; /* mapped */
+	scsi_reply(cmd, d, 24, alloc);
+	scsi_cmd_complete(cmd);
+}

@@ -1,0 +1,344 @@
+/*
+ * target/scsi/scsi_int.h - private to target/scsi: object layouts, the
+ * opcode table entry, big-endian accessors, sense and unit-attention helpers
+ * shared by lu.c (dispatch), spc.c (primary commands), sbc.c (block
+ * commands) and pr.c (reservations).
+ *
+ * Locking: every field of struct scsi_lu below "lock" is protected by it.
+ * The lock is never held across volume I/O or across cmd->done.
+ */
+#ifndef RTGT_SCSI_INT_H
+#define RTGT_SCSI_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "target/scsi/scsi.h"
+
+#define SCSI_BS 512u
+#define SCSI_BS_SHIFT 9
+#define SCSI_UA_MAX 8
+#define SCSI_MAX_LUNS 256
+#define SCSI_MAX_PORTS 64
+
+/* ---- opcodes ---- */
+enum {
+	OP_TEST_UNIT_READY = 0x00,
+	OP_REQUEST_SENSE = 0x03,
+	OP_READ_6 = 0x08,
+	OP_WRITE_6 = 0x0a,
+	OP_INQUIRY = 0x12,
+	OP_MODE_SELECT_6 = 0x15,
+	OP_RESERVE_6 = 0x16,
+	OP_RELEASE_6 = 0x17,
+	OP_MODE_SENSE_6 = 0x1a,
+	OP_START_STOP_UNIT = 0x1b,
+	OP_PREVENT_ALLOW = 0x1e,
+	OP_READ_CAPACITY_10 = 0x25,
+	OP_READ_10 = 0x28,
+	OP_WRITE_10 = 0x2a,
+	OP_WRITE_VERIFY_10 = 0x2e,
+	OP_VERIFY_10 = 0x2f,
+	OP_PRE_FETCH_10 = 0x34,
+	OP_SYNC_CACHE_10 = 0x35,
+	OP_WRITE_SAME_10 = 0x41,
+	OP_MODE_SELECT_10 = 0x55,
+	OP_RESERVE_10 = 0x56,
+	OP_RELEASE_10 = 0x57,
+	OP_MODE_SENSE_10 = 0x5a,
+	OP_PR_IN = 0x5e,
+	OP_PR_OUT = 0x5f,
+	OP_READ_16 = 0x88,
+	OP_COMPARE_AND_WRITE = 0x89,
+	OP_WRITE_16 = 0x8a,
+	OP_WRITE_VERIFY_16 = 0x8e,
+	OP_VERIFY_16 = 0x8f,
+	OP_PRE_FETCH_16 = 0x90,
+	OP_SYNC_CACHE_16 = 0x91,
+	OP_WRITE_SAME_16 = 0x93,
+	OP_SAI_16 = 0x9e,
+	OP_REPORT_LUNS = 0xa0,
+	OP_MAINT_IN = 0xa3,
+	OP_READ_12 = 0xa8,
+	OP_WRITE_12 = 0xaa,
+	OP_WRITE_VERIFY_12 = 0xae,
+	OP_VERIFY_12 = 0xaf,
+};
+
+/* service actions */
+enum {
+	SAI_READ_CAPACITY_16 = 0x10,
+	SAI_GET_LBA_STATUS = 0x12,
+	MI_REPORT_TPGS = 0x0a,
+	MI_REPORT_OPCODES = 0x0c,
+	MI_REPORT_TMFS = 0x0d,
+};
+
+/* ---- sense keys and codes (asc << 8 | ascq) ---- */
+enum {
+	SK_NO_SENSE = 0x0,
+	SK_NOT_READY = 0x2,
+	SK_MEDIUM_ERROR = 0x3,
+	SK_HARDWARE_ERROR = 0x4,
+	SK_ILLEGAL_REQUEST = 0x5,
+	SK_UNIT_ATTENTION = 0x6,
+	SK_DATA_PROTECT = 0x7,
+	SK_ABORTED_COMMAND = 0xb,
+	SK_MISCOMPARE = 0xe,
+};
+
+enum {
+	ASC_NONE = 0x0000,
+	ASC_WRITE_ERROR = 0x0c00,
+	ASC_INVALID_FIELD_IN_IU = 0x0e03,
+	ASC_READ_ERROR = 0x1100,
+	ASC_PARAM_LIST_LENGTH = 0x1a00,
+	ASC_MISCOMPARE_VERIFY = 0x1d00,
+	ASC_INVALID_OPCODE = 0x2000,
+	ASC_LBA_OUT_OF_RANGE = 0x2100,
+	ASC_INVALID_FIELD_IN_CDB = 0x2400,
+	ASC_LUN_NOT_SUPPORTED = 0x2500,
+	ASC_INVALID_FIELD_IN_PARAM = 0x2600,
+	ASC_INVALID_RELEASE_PR = 0x2604,
+	ASC_WRITE_PROTECTED = 0x2700,
+	ASC_POWER_ON_RESET = 0x2900,
+	ASC_BUS_DEVICE_RESET = 0x2903,
+	ASC_NEXUS_LOSS = 0x2907,
+	ASC_MODE_PARAMS_CHANGED = 0x2a01,
+	ASC_RESERVATIONS_PREEMPTED = 0x2a03,
+	ASC_RESERVATIONS_RELEASED = 0x2a04,
+	ASC_REGISTRATIONS_PREEMPTED = 0x2a05,
+	ASC_CAPACITY_CHANGED = 0x2a09,
+	ASC_CMDS_CLEARED_BY_OTHER = 0x2f00,
+	ASC_SAVING_NOT_SUPPORTED = 0x3900,
+	ASC_LUNS_CHANGED = 0x3f0e,
+	ASC_INTERNAL_TARGET_FAILURE = 0x4400,
+	ASC_INSUFFICIENT_REG_RESOURCES = 0x5504,
+};
+
+/* ---- big-endian accessors ---- */
+static inline uint16_t get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+static inline uint32_t get_be24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+static inline uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+static inline void put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+/* ---- objects ---- */
+
+struct scsi_nexus {
+	struct scsi_target *t;          /* borrowed; outlives the nexus */
+	char *iport;                    /* owned: "<iqn>,i,0x<isid>" */
+	uint16_t rel_port;
+	uint16_t tpgt;
+	struct scsi_nexus *next;        /* target's nexus list (t->lock) */
+};
+
+/* Pending unit attentions of one I_T nexus on one LU, oldest first. Made at
+ * the nexus's first command to the LU, with POWER ON, RESET OCCURRED. */
+struct scsi_ua {
+	struct scsi_nexus *nexus;       /* borrowed; record dropped with it */
+	uint16_t q[SCSI_UA_MAX];        /* asc << 8 | ascq */
+	unsigned n;
+	struct scsi_ua *next;
+};
+
+/* One persistent-reservation registration, keyed by I_T nexus identity
+ * (initiator port name + relative target port) so it survives a session
+ * ending and coming back. */
+struct scsi_pr_reg {
+	char *iport;                    /* owned */
+	uint16_t rel_port;
+	bool all_tg_pt;                 /* registered through every target port */
+	uint64_t key;
+	struct scsi_pr_reg *next;
+};
+
+/* PR reservation types */
+enum {
+	PR_WE = 1,
+	PR_EA = 3,
+	PR_WERO = 5,
+	PR_EARO = 6,
+	PR_WEAR = 7,
+	PR_EAAR = 8,
+};
+
+struct scsi_mode {
+	bool wce;       /* caching page */
+	bool d_sense;   /* control page: descriptor-format sense */
+	bool swp;       /* control page: software write protect */
+};
+
+struct scsi_lu {
+	struct raid_vol *vol;           /* borrowed; outlives the LU */
+	char *name;                     /* owned */
+	char *pr_path;                  /* owned; NULL: APTPL not persisted */
+	uint64_t nblocks;
+	uint8_t uuid[16];
+	unsigned hdd_rpm;
+	char serial[33];
+
+	pthread_mutex_t lock;
+	struct scsi_mode mode;
+	/* SPC-2 RESERVE(6/10) holder; cleared when that nexus goes away */
+	struct scsi_nexus *res2;
+	/* persistent reservations */
+	struct scsi_pr_reg *regs;       /* owned list */
+	uint32_t pr_gen;
+	bool pr_aptpl;
+	uint8_t pr_type;                /* 0: no reservation */
+	struct scsi_pr_reg *pr_holder;  /* NULL for all-registrants types */
+	struct scsi_ua *uas;            /* owned list */
+	struct scsi_cmd *inflight;      /* commands inside scsi_cmd_exec */
+	unsigned n_inflight;
+};
+
+struct scsi_port {
+	uint16_t rel_port;
+	uint16_t tpgt;
+};
+
+struct scsi_target {
+	char *iqn;                      /* owned */
+	pthread_mutex_t lock;           /* LUN map, ports, nexus list */
+	struct scsi_lu *luns[SCSI_MAX_LUNS]; /* borrowed */
+	struct scsi_port ports[SCSI_MAX_PORTS];
+	unsigned n_ports;
+	struct scsi_nexus *nexuses;
+};
+
+/* ---- opcode table ---- */
+
+enum scsi_op_flags {
+	OPF_ANY_LUN = 1u << 0,   /* runs for LUNs that do not exist */
+	OPF_NO_UA = 1u << 1,     /* does not report pending unit attentions */
+	OPF_RES2_OK = 1u << 2,   /* allowed under another nexus's RESERVE(6/10) */
+	OPF_PR_READ = 1u << 3,   /* conflicts with exclusive-access reservations */
+	OPF_PR_WRITE = 1u << 4,  /* conflicts with any reservation not held */
+	OPF_MEDIUM_WRITE = 1u << 5, /* refused when write protected */
+	OPF_RCTD = 1u << 6,      /* listed in RSOC */
+};
+
+struct scsi_op {
+	/* Returns nothing: completes the command itself, now or later, through
+	 * scsi_cmd_complete(). */
+	void (*fn)(struct scsi_cmd *cmd);
+	uint8_t cdb_len;
+	uint16_t flags;
+	const char *name;
+	/* CDB usage bitmap for REPORT SUPPORTED OPERATION CODES (cdb_len bytes;
+	 * byte 0 is the opcode itself). */
+	uint8_t usage[16];
+	/* Opcodes with service actions: sub-table indexed by cdb[1] & 0x1f. */
+	const struct scsi_op *sa;
+	unsigned n_sa;
+};
+
+const struct scsi_op *scsi_op_lookup(uint8_t opcode);
+
+/* ---- helpers (lu.c) ---- */
+
+struct scsi_lu *scsi_cmd_lu(const struct scsi_cmd *cmd);
+/* Fills status/sense in the LU's current sense format; code = asc<<8|ascq. */
+void scsi_sense(struct scsi_cmd *cmd, uint8_t key, uint16_t code);
+/* Same with the INFORMATION field set. */
+void scsi_sense_info(struct scsi_cmd *cmd, uint8_t key, uint16_t code, uint64_t info);
+/* ILLEGAL REQUEST with a sense-key-specific field pointer: @cd true: CDB,
+ * false: parameter list; @bit < 8 marks the bit, else byte only. */
+void scsi_sense_field(struct scsi_cmd *cmd, uint16_t code, bool cd, uint16_t byte, int bit);
+/* Builds sense bytes into @out (>= SCSI_SENSE_MAX) and returns their length. */
+unsigned scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t code, bool info_valid,
+			  uint64_t info, bool sks_valid, const uint8_t sks[3]);
+/* Completes @cmd: drops it from the in-flight list and calls cmd->done. */
+void scsi_cmd_complete(struct scsi_cmd *cmd);
+/* Copies @len bytes of reply data, clipped to the allocation length and
+ * the buffer, and sets xfer_len/data_in_len. */
+void scsi_reply(struct scsi_cmd *cmd, const void *data, uint32_t len, uint32_t alloc_len);
+
+/* Unit attentions; caller holds lu->lock. */
+struct scsi_ua *scsi_ua_get(struct scsi_lu *lu, struct scsi_nexus *n, bool create);
+void scsi_ua_add(struct scsi_ua *ua, uint16_t code);
+/* To every known nexus but @except (may be NULL). */
+void scsi_ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t code);
+/* REQUEST SENSE: pops the oldest pending UA of @n; false if none. Takes
+ * lu->lock itself. */
+bool scsi_ua_take(struct scsi_lu *lu, struct scsi_nexus *n, uint16_t *code);
+/* Invariant check of the command/UA state machine in lu.c (takes the lock). */
+bool scsi_lu_check(struct scsi_lu *lu);
+
+/* ---- spc.c ---- */
+void spc_test_unit_ready(struct scsi_cmd *cmd);
+void spc_request_sense(struct scsi_cmd *cmd);
+void spc_inquiry(struct scsi_cmd *cmd);
+void spc_mode_sense(struct scsi_cmd *cmd);
+void spc_mode_select(struct scsi_cmd *cmd);
+void spc_report_luns(struct scsi_cmd *cmd);
+void spc_report_opcodes(struct scsi_cmd *cmd);
+void spc_report_tmfs(struct scsi_cmd *cmd);
+void spc_report_tpgs(struct scsi_cmd *cmd);
+void spc_start_stop(struct scsi_cmd *cmd);
+void spc_prevent_allow(struct scsi_cmd *cmd);
+/* Invariant check of the mode-parameter state machine (takes the lock). */
+bool spc_mode_check(struct scsi_lu *lu);
+
+/* ---- sbc.c ---- */
+void sbc_read(struct scsi_cmd *cmd);
+void sbc_write(struct scsi_cmd *cmd);
+void sbc_verify(struct scsi_cmd *cmd);
+void sbc_write_same(struct scsi_cmd *cmd);
+void sbc_compare_write(struct scsi_cmd *cmd);
+void sbc_sync_cache(struct scsi_cmd *cmd);
+void sbc_prefetch(struct scsi_cmd *cmd);
+void sbc_read_capacity10(struct scsi_cmd *cmd);
+void sbc_read_capacity16(struct scsi_cmd *cmd);
+void sbc_get_lba_status(struct scsi_cmd *cmd);
+
+/* ---- pr.c ---- */
+void pr_reserve6(struct scsi_cmd *cmd);
+void pr_release6(struct scsi_cmd *cmd);
+void pr_in(struct scsi_cmd *cmd);
+void pr_out(struct scsi_cmd *cmd);
+/* Returns true when @op from @n must get RESERVATION CONFLICT. Caller holds
+ * lu->lock. */
+bool pr_conflict(struct scsi_lu *lu, const struct scsi_nexus *n, const struct scsi_op *op,
+		 const uint8_t *cdb);
+/* Loads APTPL state from lu->pr_path, if present. Called before the LU is
+ * shared. Returns 0 or a negative errno (bad file). */
+int pr_load(struct scsi_lu *lu);
+void pr_free(struct scsi_lu *lu);
+/* Invariant check of the PR state machine in pr.c; caller holds lu->lock. */
+bool pr_check(struct scsi_lu *lu);
+/* Called with lu->lock held when a nexus goes away or a reset happens. */
+void pr_nexus_gone(struct scsi_lu *lu, const struct scsi_nexus *n);
+
+#endif

@@ -1,0 +1,666 @@
+/*
+ * target/scsi/spc.c - SPC-4 primary commands: INQUIRY and VPD pages, MODE
+ * SENSE/SELECT, REPORT LUNS, REQUEST SENSE, REPORT SUPPORTED OPERATION CODES
+ * / TASK MANAGEMENT FUNCTIONS, REPORT TARGET PORT GROUPS and the no-op
+ * medium commands of a non-removable disk.
+ *
+ * Mode parameters state machine (per LU, under lu->lock):
+ *   DEFAULT --MODE SELECT that changes a changeable bit (spc_mode_select)--> MODIFIED
+ *   MODIFIED --MODE SELECT (spc_mode_select)--> MODIFIED
+ *   MODIFIED --target reset (scsi_tmf in lu.c)--> DEFAULT
+ * Every transition into MODIFIED raises MODE PARAMETERS CHANGED for the
+ * other nexuses. Invariant (mode_check()): only bits listed as changeable in
+ * mode_page(PC=1) ever differ from the defaults.
+ *
+ * All handlers complete synchronously; none touches the volume.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raid/raid.h"
+#include "target/scsi/scsi_int.h"
+
+#define VENDOR "RTGT    "
+#define PRODUCT "RAID VOLUME     "
+#define REVISION "0001"
+/* IEEE company id used in the NAA designator. */
+#define RTGT_OUI 0x0a4c52u
+
+_Static_assert(sizeof(VENDOR) - 1 == 8, "T10 vendor id is 8 bytes");
+_Static_assert(sizeof(PRODUCT) - 1 == 16, "product id is 16 bytes");
+_Static_assert(sizeof(REVISION) - 1 == 4, "revision is 4 bytes");
+
+#define INQ_STD_LEN 74
+#define MAX_CAW_BLOCKS 64
+
+static void done_good(struct scsi_cmd *cmd)
+{
+	scsi_cmd_complete(cmd);
+}
+
+/* ---- simple commands ---- */
+
+void spc_test_unit_ready(struct scsi_cmd *cmd)
+{
+	done_good(cmd);
+}
+
+void spc_start_stop(struct scsi_cmd *cmd)
+{
+	uint8_t pc = cmd->cdb[4] >> 4;
+
+	/* Power conditions 0 (START/LOEJ valid), 1 active, 2 idle, 3 standby,
+	 * 7 LU control, 0xa/0xb force timers: accepted as no-ops since a
+	 * volume never spins down. Others are reserved. */
+	if (!(pc <= 3 || pc == 7 || pc == 0xa || pc == 0xb)) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 4, 7);
+		return done_good(cmd);
+	}
+	done_good(cmd);
+}
+
+void spc_prevent_allow(struct scsi_cmd *cmd)
+{
+	/* not removable (RMB=0): nothing to lock */
+	done_good(cmd);
+}
+
+void spc_request_sense(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint8_t data[SCSI_SENSE_MAX];
+	bool desc = cmd->cdb[1] & 0x01;
+	uint16_t code;
+	unsigned len;
+
+	if (!lu)
+		len = scsi_sense_build(data, desc, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED, false,
+				       0, false, NULL);
+	else if (scsi_ua_take(lu, cmd->nexus, &code))
+		len = scsi_sense_build(data, desc, SK_UNIT_ATTENTION, code, false, 0, false, NULL);
+	else
+		len = scsi_sense_build(data, desc, SK_NO_SENSE, ASC_NONE, false, 0, false, NULL);
+	scsi_reply(cmd, data, len, cmd->cdb[4]);
+	done_good(cmd);
+}
+
+/* ---- INQUIRY ---- */
+
+static unsigned inq_standard(struct scsi_cmd *cmd, uint8_t *d)
+{
+	struct scsi_target *t = cmd->target;
+	static const uint16_t versions[] = {
+		0x00a0, /* SAM-5 */
+		0x0960, /* iSCSI */
+		0x0460, /* SPC-4 */
+		0x04c0, /* SBC-3 */
+	};
+	unsigned i, nports;
+
+	memset(d, 0, INQ_STD_LEN);
+	d[0] = scsi_cmd_lu(cmd) ? 0x00 : 0x7f;
+	d[2] = 0x06;            /* SPC-4 */
+	d[3] = 0x12;            /* HISUP, response data format 2 */
+	d[4] = INQ_STD_LEN - 5;
+	d[5] = 0x10;            /* TPGS=01: implicit ALUA */
+	pthread_mutex_lock(&t->lock);
+	nports = t->n_ports;
+	pthread_mutex_unlock(&t->lock);
+	if (nports > 1)
+		d[6] = 0x10;    /* MULTIP */
+	d[7] = 0x02;            /* CMDQUE */
+	memcpy(&d[8], VENDOR, 8);
+	memcpy(&d[16], PRODUCT, 16);
+	memcpy(&d[32], REVISION, 4);
+	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
+		put_be16(&d[58 + 2 * i], versions[i]);
+	return INQ_STD_LEN;
+}
+
+static const uint8_t vpd_list[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2 };
+
+/* Appends a designator; returns its length. @s padded with NULs to a
+ * multiple of 4 when @str. */
+static unsigned put_desig(uint8_t *d, uint8_t codeset, uint8_t assoc, uint8_t type, bool piv,
+			  const void *val, unsigned len, bool str)
+{
+	unsigned plen = str ? (len + 1 + 3) & ~3u : len;
+
+	d[0] = (uint8_t)((piv ? 0x50 : 0x00) | codeset); /* protocol 5 = iSCSI */
+	d[1] = (uint8_t)((piv ? 0x80 : 0) | assoc << 4 | type);
+	d[2] = 0;
+	d[3] = (uint8_t)plen;
+	memset(&d[4], 0, plen);
+	memcpy(&d[4], val, len);
+	return 4 + plen;
+}
+
+static unsigned vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	struct scsi_target *t = cmd->target;
+	uint8_t naa[16], v4[4];
+	char name[300];
+	unsigned p = 4;
+	int n;
+
+	/* NAA 6: 4-bit NAA, 24-bit OUI, then 100 bits from the volume uuid */
+	naa[0] = (uint8_t)(0x60 | (RTGT_OUI >> 20));
+	naa[1] = (uint8_t)(RTGT_OUI >> 12);
+	naa[2] = (uint8_t)(RTGT_OUI >> 4);
+	naa[3] = (uint8_t)((RTGT_OUI & 0xf) << 4 | (lu->uuid[0] & 0x0f));
+	memcpy(&naa[4], &lu->uuid[1], 12);
+	p += put_desig(&d[p], 1, 0, 3, false, naa, 16, false);
+
+	/* relative target port */
+	memset(v4, 0, 4);
+	put_be16(&v4[2], cmd->nexus->rel_port);
+	p += put_desig(&d[p], 1, 1, 4, true, v4, 4, false);
+	/* target port group: a single group holds every port */
+	memset(v4, 0, 4);
+	put_be16(&v4[2], 1);
+	p += put_desig(&d[p], 1, 1, 5, true, v4, 4, false);
+	/* target port name */
+	n = snprintf(name, sizeof(name), "%s,t,0x%04x", t->iqn, cmd->nexus->tpgt);
+	if (n > 0 && n < 252)
+		p += put_desig(&d[p], 3, 1, 8, true, name, (unsigned)n, true);
+	/* target device name */
+	n = snprintf(name, sizeof(name), "%s", t->iqn);
+	if (n > 0 && n < 252)
+		p += put_desig(&d[p], 3, 2, 8, true, name, (unsigned)n, true);
+	d[1] = 0x83;
+	put_be16(&d[2], (uint16_t)(p - 4));
+	return p;
+}
+
+static unsigned vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *d)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint32_t gran, olen, maxb = SCSI_MAX_XFER / SCSI_BS;
+
+	memset(d, 0, 1024);
+	d[0] = 0x00;    /* peripheral: direct access block device */
+	d[1] = page;
+	switch (page) {
+	case 0x00:
+		memcpy(&d[4], vpd_list, sizeof(vpd_list));
+		d[3] = sizeof(vpd_list);
+		return 4 + sizeof(vpd_list);
+	case 0x80:
+		d[3] = 32;
+		memcpy(&d[4], lu->serial, 32);
+		return 36;
+	case 0x83:
+		return vpd_devid(cmd, d);
+	case 0xb0:
+		d[3] = 0x3c;
+		d[4] = 0x01;                    /* WSNZ */
+		d[5] = MAX_CAW_BLOCKS;
+		gran = raid_vol_opt_gran(lu->vol) / SCSI_BS;
+		olen = raid_vol_opt_len(lu->vol) / SCSI_BS;
+		if (gran > 0xffff)
+			gran = 0;
+		if (olen > maxb)
+			olen = maxb;
+		put_be16(&d[6], (uint16_t)gran);
+		put_be32(&d[8], maxb);
+		put_be32(&d[12], olen);
+		put_be32(&d[16], maxb);         /* max pre-fetch length */
+		return 0x40;
+	case 0xb1:
+		d[3] = 0x3c;
+		put_be16(&d[4], (uint16_t)(lu->hdd_rpm ? lu->hdd_rpm : 1));
+		return 0x40;
+	case 0xb2:
+		/* thick volumes: no unmap, provisioning type 0 (full) */
+		d[3] = 0x04;
+		return 8;
+	}
+	return 0;
+}
+
+void spc_inquiry(struct scsi_cmd *cmd)
+{
+	uint8_t d[1024];
+	uint32_t alloc = get_be16(&cmd->cdb[3]);
+	unsigned len;
+
+	if (!(cmd->cdb[1] & 0x01)) {
+		if (cmd->cdb[2]) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, -1);
+			return scsi_cmd_complete(cmd);
+		}
+		len = inq_standard(cmd, d);
+	} else {
+		if (!scsi_cmd_lu(cmd)) {
+			scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+			return scsi_cmd_complete(cmd);
+		}
+		len = vpd_page(cmd, cmd->cdb[2], d);
+		if (!len) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, -1);
+			return scsi_cmd_complete(cmd);
+		}
+	}
+	scsi_reply(cmd, d, len, alloc);
+	scsi_cmd_complete(cmd);
+}
+
+/* ---- mode pages ---- */
+
+enum { PC_CURRENT, PC_CHANGEABLE, PC_DEFAULT, PC_SAVED };
+
+static const uint8_t mode_pages[] = { 0x01, 0x08, 0x0a, 0x1c };
+
+/* Writes page @page as seen with page control @pc; returns its length, 0 if
+ * unknown. Caller holds lu->lock (reads lu->mode). */
+static unsigned mode_page(const struct scsi_mode *m, uint8_t page, int pc, uint8_t *d)
+{
+	struct scsi_mode def = { .wce = true };
+
+	if (pc == PC_DEFAULT)
+		m = &def;
+	switch (page) {
+	case 0x01: /* read-write error recovery */
+		memset(d, 0, 12);
+		d[0] = 0x01;
+		d[1] = 0x0a;
+		if (pc != PC_CHANGEABLE)
+			d[2] = 0xc0;    /* AWRE, ARRE */
+		return 12;
+	case 0x08: /* caching */
+		memset(d, 0, 20);
+		d[0] = 0x08;
+		d[1] = 0x12;
+		if (pc == PC_CHANGEABLE)
+			d[2] = 0x04;
+		else
+			d[2] = m->wce ? 0x04 : 0;
+		return 20;
+	case 0x0a: /* control */
+		memset(d, 0, 12);
+		d[0] = 0x0a;
+		d[1] = 0x0a;
+		if (pc == PC_CHANGEABLE) {
+			d[2] = 0x04;    /* D_SENSE */
+			d[4] = 0x08;    /* SWP */
+			return 12;
+		}
+		d[2] = m->d_sense ? 0x04 : 0;
+		d[3] = 0x10;            /* QAM=1: unrestricted reordering */
+		d[4] = m->swp ? 0x08 : 0;
+		put_be16(&d[8], 0xffff); /* busy timeout: unlimited */
+		return 12;
+	case 0x1c: /* informational exceptions */
+		memset(d, 0, 12);
+		d[0] = 0x1c;
+		d[1] = 0x0a;
+		if (pc != PC_CHANGEABLE)
+			d[2] = 0x08;    /* DEXCPT */
+		return 12;
+	}
+	return 0;
+}
+
+/* Invariant of the mode state machine: current differs from default only
+ * in changeable bits. */
+bool spc_mode_check(struct scsi_lu *lu)
+{
+	uint8_t cur[32], def[32], chg[32];
+	unsigned i, j, len;
+	bool ok = true;
+
+	pthread_mutex_lock(&lu->lock);
+	for (i = 0; i < sizeof(mode_pages); i++) {
+		len = mode_page(&lu->mode, mode_pages[i], PC_CURRENT, cur);
+		mode_page(&lu->mode, mode_pages[i], PC_DEFAULT, def);
+		mode_page(&lu->mode, mode_pages[i], PC_CHANGEABLE, chg);
+		for (j = 2; j < len; j++)
+			if ((cur[j] ^ def[j]) & ~chg[j])
+				ok = false;
+	}
+	pthread_mutex_unlock(&lu->lock);
+	return ok;
+}
+
+void spc_mode_sense(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	bool ten = cmd->cdb[0] == OP_MODE_SENSE_10;
+	bool dbd = cmd->cdb[1] & 0x08;
+	bool llbaa = ten && (cmd->cdb[1] & 0x10);
+	int pc = cmd->cdb[2] >> 6;
+	uint8_t page = cmd->cdb[2] & 0x3f, sub = cmd->cdb[3];
+	uint32_t alloc = ten ? get_be16(&cmd->cdb[7]) : cmd->cdb[4];
+	uint8_t d[512];
+	unsigned hdr = ten ? 8 : 4, p, i, bdl;
+	uint64_t nb = lu->nblocks;
+
+	if (pc == PC_SAVED) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_SAVING_NOT_SUPPORTED);
+		return scsi_cmd_complete(cmd);
+	}
+	if (sub != 0 && !(sub == 0xff && page == 0x3f)) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 3, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	memset(d, 0, sizeof(d));
+	bdl = dbd ? 0 : llbaa ? 16 : 8;
+	p = hdr;
+	if (bdl == 8) {
+		put_be32(&d[p], nb > 0xffffffffull ? 0xffffffffu : (uint32_t)nb);
+		put_be32(&d[p + 4], SCSI_BS); /* byte 4 is reserved: density 0 */
+	} else if (bdl == 16) {
+		put_be64(&d[p], nb);
+		put_be32(&d[p + 12], SCSI_BS);
+	}
+	p += bdl;
+	pthread_mutex_lock(&lu->lock);
+	if (page == 0x3f) {
+		for (i = 0; i < sizeof(mode_pages); i++)
+			p += mode_page(&lu->mode, mode_pages[i], pc, &d[p]);
+	} else {
+		unsigned n = mode_page(&lu->mode, page, pc, &d[p]);
+
+		if (!n) {
+			pthread_mutex_unlock(&lu->lock);
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 5);
+			return scsi_cmd_complete(cmd);
+		}
+		p += n;
+	}
+	/* device-specific parameter: WP, DPOFUA */
+	d[ten ? 3 : 2] = (uint8_t)((lu->mode.swp ? 0x80 : 0) | 0x10);
+	pthread_mutex_unlock(&lu->lock);
+	if (ten) {
+		put_be16(&d[0], (uint16_t)(p - 2));
+		if (llbaa)
+			d[4] = 0x01;
+		put_be16(&d[6], (uint16_t)bdl);
+	} else {
+		d[0] = (uint8_t)(p - 1);
+		d[3] = (uint8_t)bdl;
+	}
+	scsi_reply(cmd, d, p, alloc);
+	scsi_cmd_complete(cmd);
+}
+
+void spc_mode_select(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	bool ten = cmd->cdb[0] == OP_MODE_SELECT_10;
+	uint32_t plen = ten ? get_be16(&cmd->cdb[7]) : cmd->cdb[4];
+	unsigned hdr = ten ? 8 : 4, bdl, p;
+	const uint8_t *d = cmd->buf;
+	struct scsi_mode m;
+	bool changed;
+
+	cmd->xfer_len = plen;
+	if (!(cmd->cdb[1] & 0x10)) { /* PF=0: vendor format, none defined */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 4);
+		return scsi_cmd_complete(cmd);
+	}
+	if (cmd->cdb[1] & 0x01) { /* SP: we save nothing */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 0);
+		return scsi_cmd_complete(cmd);
+	}
+	if (plen == 0)
+		return scsi_cmd_complete(cmd);
+	if (plen > cmd->buf_len || plen < hdr) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
+		return scsi_cmd_complete(cmd);
+	}
+	bdl = ten ? get_be16(&d[6]) : d[3];
+	if ((bdl != 0 && bdl != 8 && !(ten && bdl == 16 && (d[4] & 1))) || hdr + bdl > plen) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false, ten ? 6 : 3, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	if (bdl) {
+		uint32_t bl = bdl == 16 ? get_be32(&d[hdr + 12]) : get_be24(&d[hdr + 5]);
+
+		if (bl != SCSI_BS && bl != 0) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false,
+					 (uint16_t)(hdr + (bdl == 16 ? 12 : 5)), -1);
+			return scsi_cmd_complete(cmd);
+		}
+	}
+	pthread_mutex_lock(&lu->lock);
+	m = lu->mode;
+	for (p = hdr + bdl; p < plen;) {
+		uint8_t cur[32], chg[32];
+		unsigned len, j;
+
+		if (p + 2 > plen)
+			goto len_err;
+		if (d[p] & 0x40) { /* SPF: no subpages here */
+			pthread_mutex_unlock(&lu->lock);
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false, (uint16_t)p, 6);
+			return scsi_cmd_complete(cmd);
+		}
+		len = mode_page(&lu->mode, d[p] & 0x3f, PC_CURRENT, cur);
+		mode_page(&lu->mode, d[p] & 0x3f, PC_CHANGEABLE, chg);
+		if (!len) {
+			pthread_mutex_unlock(&lu->lock);
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false, (uint16_t)p, 5);
+			return scsi_cmd_complete(cmd);
+		}
+		if (d[p + 1] != len - 2) {
+			pthread_mutex_unlock(&lu->lock);
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false, (uint16_t)(p + 1),
+					 -1);
+			return scsi_cmd_complete(cmd);
+		}
+		if (p + len > plen)
+			goto len_err;
+		for (j = 2; j < len; j++)
+			if ((d[p + j] ^ cur[j]) & ~chg[j]) {
+				pthread_mutex_unlock(&lu->lock);
+				scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false,
+						 (uint16_t)(p + j), -1);
+				return scsi_cmd_complete(cmd);
+			}
+		switch (d[p] & 0x3f) {
+		case 0x08:
+			m.wce = d[p + 2] & 0x04;
+			break;
+		case 0x0a:
+			m.d_sense = d[p + 2] & 0x04;
+			m.swp = d[p + 4] & 0x08;
+			break;
+		}
+		p += len;
+	}
+	changed = memcmp(&m, &lu->mode, sizeof(m)) != 0;
+	lu->mode = m;
+	if (changed)
+		scsi_ua_add_all(lu, cmd->nexus, ASC_MODE_PARAMS_CHANGED);
+	pthread_mutex_unlock(&lu->lock);
+	return scsi_cmd_complete(cmd);
+
+len_err:
+	pthread_mutex_unlock(&lu->lock);
+	scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
+	scsi_cmd_complete(cmd);
+}
+
+/* ---- REPORT LUNS ---- */
+
+void spc_report_luns(struct scsi_cmd *cmd)
+{
+	struct scsi_target *t = cmd->target;
+	uint32_t alloc = get_be32(&cmd->cdb[6]);
+	uint8_t d[8 + 8 * SCSI_MAX_LUNS];
+	uint8_t sel = cmd->cdb[2];
+	unsigned i, n = 0;
+
+	if (sel != 0x00 && sel != 0x01 && sel != 0x02 && sel != 0x10 && sel != 0x11 &&
+	    sel != 0x12) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	if (alloc < 16) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 6, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	memset(d, 0, 8);
+	/* 0x01 lists well-known LUs only (we have none); 0x11 asks about
+	 * administrative LUs below LUN 0 (none either) */
+	if (sel == 0x00 || sel == 0x02 || (sel == 0x10 && cmd->lun == 0) || sel == 0x12) {
+		pthread_mutex_lock(&t->lock);
+		for (i = 0; i < SCSI_MAX_LUNS; i++)
+			if (t->luns[i])
+				scsi_lun_encode(i, &d[8 + 8 * n++]);
+		pthread_mutex_unlock(&t->lock);
+	}
+	put_be32(&d[0], 8 * n);
+	scsi_reply(cmd, d, 8 + 8 * n, alloc);
+	scsi_cmd_complete(cmd);
+}
+
+/* ---- REPORT SUPPORTED OPERATION CODES ---- */
+
+static unsigned put_timeouts(uint8_t *d)
+{
+	memset(d, 0, 12);
+	put_be16(&d[0], 0x0a);
+	put_be32(&d[4], 1);     /* nominal: 1 s */
+	put_be32(&d[8], 30);    /* recommended: 30 s */
+	return 12;
+}
+
+static unsigned put_cmd_desc(uint8_t *d, uint8_t opcode, const struct scsi_op *o, bool sa,
+			     uint8_t sav, bool rctd)
+{
+	memset(d, 0, 8);
+	d[0] = opcode;
+	put_be16(&d[2], sa ? sav : 0);
+	d[5] = (uint8_t)((rctd ? 0x02 : 0) | (sa ? 0x01 : 0));
+	put_be16(&d[6], o->cdb_len);
+	if (rctd)
+		return 8 + put_timeouts(&d[8]);
+	return 8;
+}
+
+void spc_report_opcodes(struct scsi_cmd *cmd)
+{
+	uint8_t opt = cmd->cdb[2] & 0x07, req_op = cmd->cdb[3];
+	bool rctd = cmd->cdb[2] & 0x80;
+	uint16_t req_sa = get_be16(&cmd->cdb[4]);
+	uint32_t alloc = get_be32(&cmd->cdb[6]);
+	uint8_t one[64];
+	const struct scsi_op *o, *s;
+	unsigned p = 4, i, j;
+
+	if (opt == 0) {
+		uint8_t *buf = malloc(4 + 20 * 512);
+
+		if (!buf) {
+			scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+			return scsi_cmd_complete(cmd);
+		}
+		for (i = 0; i < 256; i++) {
+			o = scsi_op_lookup((uint8_t)i);
+			if (!o)
+				continue;
+			if (!o->sa) {
+				p += put_cmd_desc(&buf[p], (uint8_t)i, o, false, 0, rctd);
+				continue;
+			}
+			for (j = 0; j < o->n_sa; j++) {
+				s = &o->sa[j];
+				if (s->fn)
+					p += put_cmd_desc(&buf[p], (uint8_t)i, s, true, (uint8_t)j,
+							  rctd);
+			}
+		}
+		put_be32(&buf[0], p - 4);
+		scsi_reply(cmd, buf, p, alloc);
+		free(buf);
+		return scsi_cmd_complete(cmd);
+	}
+	if (opt > 3) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
+		return scsi_cmd_complete(cmd);
+	}
+	o = scsi_op_lookup(req_op);
+	if (o && o->sa) {
+		if (opt == 1) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
+			return scsi_cmd_complete(cmd);
+		}
+		s = req_sa < o->n_sa && o->sa[req_sa].fn ? &o->sa[req_sa] : NULL;
+	} else {
+		if (o && opt == 2) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
+			return scsi_cmd_complete(cmd);
+		}
+		s = o;
+	}
+	memset(one, 0, sizeof(one));
+	if (!s) {
+		one[1] = 0x01;  /* not supported */
+		p = 4;
+	} else {
+		one[1] = (uint8_t)((rctd ? 0x80 : 0) | 0x03);
+		put_be16(&one[2], s->cdb_len);
+		memcpy(&one[4], s->usage, s->cdb_len);
+		if (o->sa)
+			one[5] = (uint8_t)((s->usage[1] & 0xe0) | req_sa);
+		p = 4 + s->cdb_len;
+		if (rctd)
+			p += put_timeouts(&one[p]);
+	}
+	scsi_reply(cmd, one, p, alloc);
+	scsi_cmd_complete(cmd);
+}
+
+void spc_report_tmfs(struct scsi_cmd *cmd)
+{
+	uint32_t alloc = get_be32(&cmd->cdb[6]);
+	uint8_t d[16];
+	unsigned len = 4;
+
+	memset(d, 0, sizeof(d));
+	/* ABORT TASK, ABORT TASK SET, CLEAR TASK SET, LUN RESET, TARGET RESET */
+	d[0] = 0x80 | 0x40 | 0x10 | 0x08 | 0x02;
+	if (cmd->cdb[2] & 0x80) { /* REPD: extended format */
+		d[3] = 0x0c;
+		len = 16;
+	}
+	scsi_reply(cmd, d, len, alloc);
+	scsi_cmd_complete(cmd);
+}
+
+/* ---- REPORT TARGET PORT GROUPS ---- */
+
+void spc_report_tpgs(struct scsi_cmd *cmd)
+{
+	struct scsi_target *t = cmd->target;
+	uint32_t alloc = get_be32(&cmd->cdb[6]);
+	uint8_t fmt = cmd->cdb[1] >> 5;
+	uint8_t d[8 + 8 + 4 * SCSI_MAX_PORTS];
+	unsigned p, i, g;
+
+	if (fmt > 1) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
+		return scsi_cmd_complete(cmd);
+	}
+	memset(d, 0, sizeof(d));
+	p = fmt ? 8 : 4;
+	g = p;
+	d[g] = 0x80;            /* PREF, active/optimized */
+	d[g + 1] = 0x01;        /* AO_SUP */
+	put_be16(&d[g + 2], 1);
+	pthread_mutex_lock(&t->lock);
+	d[g + 7] = (uint8_t)t->n_ports;
+	p = g + 8;
+	for (i = 0; i < t->n_ports; i++, p += 4)
+		put_be16(&d[p + 2], t->ports[i].rel_port);
+	pthread_mutex_unlock(&t->lock);
+	put_be32(&d[0], p - 4);
+	if (fmt)
+		d[4] = 0x10;
+	scsi_reply(cmd, d, p, alloc);
+	scsi_cmd_complete(cmd);
+}
