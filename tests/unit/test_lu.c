@@ -1,0 +1,176 @@
+/* tests/unit/test_lu.c - target/scsi/lu.c: dispatcher checks, unit
+ * attentions, LUN field coding, task management. */
+#include "tests/unit/scsi_fixture.h"
+
+START_TEST(t01_power_on_ua_once_per_nexus)
+{
+	uint8_t tur[6] = { 0 };
+	struct scsi_cmd c;
+
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_POWER_ON_RESET);
+	ck_assert_int_eq(c.sense[0], 0x70);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* the other nexus has its own */
+	c = fx_run(fx.b, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_POWER_ON_RESET);
+	ck_assert(scsi_lu_check(fx.lu));
+}
+END_TEST
+
+START_TEST(t02_inquiry_does_not_report_ua)
+{
+	uint8_t inq[6] = { OP_INQUIRY, 0, 0, 0, 96, 0 };
+	struct scsi_cmd c = fx_run(fx.a, 0, inq, 6, 96, false);
+
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* still pending for TUR */
+	uint8_t tur[6] = { 0 };
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_POWER_ON_RESET);
+}
+END_TEST
+
+START_TEST(t03_bad_lun)
+{
+	uint8_t tur[6] = { 0 };
+	uint8_t inq[6] = { OP_INQUIRY, 0, 0, 0, 36, 0 };
+	uint8_t rl[12] = { OP_REPORT_LUNS, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0 };
+	struct scsi_cmd c;
+
+	c = fx_run(fx.a, 5, tur, 6, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+	c = fx_run(fx.a, 5, inq, 6, 36, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[0], 0x7f);
+	c = fx_run(fx.a, 5, rl, 12, 256, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(get_be32(&fx.buf[0]), 8);
+	ck_assert_int_eq(c.xfer_len, 16);
+}
+END_TEST
+
+START_TEST(t04_invalid_opcode_and_sa)
+{
+	uint8_t bad[6] = { 0x02, 0, 0, 0, 0, 0 };
+	uint8_t sai[16] = { OP_SAI_16, 0x1b };
+	struct scsi_cmd c;
+
+	fx_clear_ua(fx.a);
+	c = fx_run(fx.a, 0, bad, 6, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+	c = fx_run(fx.a, 0, sai, 16, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	/* field pointer: SKSV, C/D, byte 1 */
+	ck_assert_int_eq(c.sense[15] & 0xc0, 0xc0);
+	ck_assert_int_eq(get_be16(&c.sense[16]), 1);
+}
+END_TEST
+
+START_TEST(t05_naca_refused)
+{
+	uint8_t tur[6] = { 0, 0, 0, 0, 0, 0x04 };
+	struct scsi_cmd c;
+
+	fx_clear_ua(fx.a);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+}
+END_TEST
+
+START_TEST(t06_lun_codec)
+{
+	uint8_t l[8];
+
+	scsi_lun_encode(3, l);
+	ck_assert_int_eq(l[0], 0);
+	ck_assert_int_eq(l[1], 3);
+	ck_assert_uint_eq(scsi_lun_decode(l), 3);
+	scsi_lun_encode(300, l);
+	ck_assert_int_eq(l[0] >> 6, 1);
+	ck_assert_uint_eq(scsi_lun_decode(l), 300);
+	l[0] = 0xc0;
+	ck_assert_uint_eq(scsi_lun_decode(l), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(t07_lun_reset_ua_for_others)
+{
+	uint8_t tur[6] = { 0 };
+	struct scsi_cmd c;
+
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+	ck_assert_int_eq(scsi_tmf(fx.t, fx.a, 0, SCSI_TMF_LUN_RESET), 0);
+	ck_assert_int_eq(scsi_tmf(fx.t, fx.a, 9, SCSI_TMF_LUN_RESET), -ENOENT);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.b, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_BUS_DEVICE_RESET);
+	ck_assert_uint_eq(scsi_inflight(fx.t, UINT64_MAX), 0);
+}
+END_TEST
+
+START_TEST(t08_request_sense_takes_ua)
+{
+	uint8_t rs[6] = { OP_REQUEST_SENSE, 0x01, 0, 0, 64, 0 };
+	uint8_t tur[6] = { 0 };
+	struct scsi_cmd c;
+
+	c = fx_run(fx.a, 0, rs, 6, 64, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[0], 0x72); /* DESC=1 */
+	ck_assert_int_eq(fx.buf[1], SK_UNIT_ATTENTION);
+	ck_assert_int_eq(fx.buf[2], 0x29);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.a, 0, rs, 6, 64, false);
+	ck_assert_int_eq(fx.buf[1], SK_NO_SENSE);
+}
+END_TEST
+
+START_TEST(t09_public_set_sense_fixed)
+{
+	struct scsi_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	scsi_set_sense(&c, SK_ILLEGAL_REQUEST, 0x24, 0x00);
+	ck_assert_int_eq(c.status, SCSI_CHECK_CONDITION);
+	ck_assert_int_eq(c.sense_len, 18);
+	ck_assert_int_eq(c.sense[0], 0x70);
+	ck_assert_int_eq(c.sense[7], 10);
+	ck_assert_int_eq(c.sense[12], 0x24);
+}
+END_TEST
+
+START_TEST(t10_nexus_requires_known_port)
+{
+	struct scsi_nexus *n = NULL;
+
+	ck_assert_int_eq(scsi_nexus_create(fx.t, "iqn.x,i,0x000000000001", 7, &n), -ENOENT);
+	ck_assert_int_eq(scsi_target_add_port(fx.t, 1, 5), -EEXIST);
+	ck_assert_int_eq(scsi_target_add_lu(fx.t, 0, fx.lu), -EEXIST);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("scsi_lu");
+	TCase *tc = tcase_create("lu");
+
+	tcase_add_checked_fixture(tc, fx_setup, fx_teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, t01_power_on_ua_once_per_nexus);
+	tcase_add_test(tc, t02_inquiry_does_not_report_ua);
+	tcase_add_test(tc, t03_bad_lun);
+	tcase_add_test(tc, t04_invalid_opcode_and_sa);
+	tcase_add_test(tc, t05_naca_refused);
+	tcase_add_test(tc, t06_lun_codec);
+	tcase_add_test(tc, t07_lun_reset_ua_for_others);
+	tcase_add_test(tc, t08_request_sense_takes_ua);
+	tcase_add_test(tc, t09_public_set_sense_fixed);
+	tcase_add_test(tc, t10_nexus_requires_known_port);
+	suite_add_tcase(s, tc);
+	return fx_main(s);
+}
