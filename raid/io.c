@@ -1,0 +1,817 @@
+/*
+ * raid/io.c - the data path: a struct raid_io becomes a request (struct req)
+ * that takes the stripe lock, is split into rows (raid5/6) or segments
+ * (raid0/1/10), and completes on the submitting thread's raid_ioctx.
+ *
+ * Request states (struct req.phase), and who moves it:
+ *   LOCKING  --lock granted (raid_vol_submit or lock_granted)--> MAIN
+ *   MAIN     --all rows/segments done (sub_done)--> main_done():
+ *              COMPARE_WRITE read: compare -> CAW_WRITE (equal) or DONE
+ *              write with RAID_IO_FUA -> FUA
+ *              otherwise -> DONE
+ *   CAW_WRITE --sub_done--> FUA or DONE
+ *   FUA      --every fsync done (fsync_done)--> DONE
+ *   DONE     finish(): stripe lock released, io->cb called (deferred through
+ *            raid_defer when still inside raid_vol_submit).
+ * FLUSH requests go straight to FUA (every member) without locking.
+ * Invariant (req_check): pending counts exactly the rows/segments/fsyncs
+ * issued and not yet finished; the lock is held in MAIN/CAW_WRITE/FUA for
+ * writes and parity-level reads.
+ *
+ * Row states (parity levels, struct row.stage): PLAN -> READ (member reads
+ * issued, maybe none) -> WRITE (parity computed, member writes issued) ->
+ * DONE; a read error marks the member faulty and sends the row back to PLAN
+ * (at most MAX_TRIES times), where it is planned again without that member.
+ * Write errors mark members faulty; the row still succeeds while no more
+ * members are unusable than the level tolerates, because every surviving
+ * member then holds the new stripe and the lost one is implied by parity.
+ *
+ * Write plans: FULL (every data chunk covered: parity from the new data, no
+ * reads), RMW (read old data + old parity of the touched band), RCW (read
+ * the untouched data of the band), DEGRADED (read every readable member of
+ * the band, recover the missing ones, overlay, recompute parity). RMW is used
+ * when it reads no more than RCW.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raid/raid_int.h"
+
+#define MAX_TRIES 4
+
+enum { PH_LOCKING, PH_MAIN, PH_CAW_WRITE, PH_FUA, PH_DONE };
+enum { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED };
+enum { ST_PLAN, ST_READ, ST_WRITE, ST_DONE };
+
+struct req {
+	struct raid_io *io;
+	struct raid_vol *vol;
+	struct raid_pool *p;
+	struct raid_ioctx *ctx;
+	uint64_t loff, len;       /* pool logical range */
+	bool write;               /* what MAIN/CAW_WRITE does now */
+	uint8_t *data;            /* its buffer: caller's or cmp */
+	uint8_t *cmp;             /* COMPARE_WRITE read buffer, owned */
+	struct raid_lk lk;
+	bool locked, in_submit;
+	int phase;
+	unsigned pending;
+	int result;
+	uint64_t touched;         /* devices written, for FUA */
+	struct raid_mio *fs;      /* FUA/FLUSH mios, owned */
+};
+
+struct row {
+	struct req *rq;
+	uint64_t row;
+	uint64_t lo, hi;          /* band inside the chunk */
+	uint64_t cs[RAID_MAX_SLOTS], ce[RAID_MAX_SLOTS]; /* coverage per data index */
+	uint8_t *src[RAID_MAX_SLOTS]; /* caller bytes at cs, per data index */
+	uint8_t *band[RAID_MAX_SLOTS];/* per device, owned */
+	bool missing[RAID_MAX_SLOTS];
+	int pdev, qdev;
+	int mode, stage, tries;
+	unsigned pending;
+	bool err;
+	struct raid_mio mio[RAID_MAX_SLOTS];
+};
+
+struct seg {
+	struct req *rq;
+	uint8_t *buf;
+	uint64_t len;
+	struct raid_loc loc;
+	uint64_t tried;           /* copies already tried (reads) */
+	unsigned pending, ok;
+	struct raid_mio mio[];    /* loc.ncopies */
+};
+
+static void sub_done(struct req *rq);
+static void row_plan(struct row *r);
+
+void raid_io_account(struct raid_member *m, bool write, uint64_t len)
+{
+	if (write) {
+		atomic_fetch_add(&m->wr_bytes, len);
+		atomic_fetch_add(&m->wr_ops, 1);
+	} else {
+		atomic_fetch_add(&m->rd_bytes, len);
+		atomic_fetch_add(&m->rd_ops, 1);
+	}
+}
+
+static bool req_check(const struct req *rq)
+{
+	if (rq->phase == PH_MAIN || rq->phase == PH_CAW_WRITE)
+		return rq->pending > 0 || rq->result;
+	return true;
+}
+
+/* ---------------- completion ---------------- */
+
+static void deliver(void *arg)
+{
+	struct req *rq = arg;
+	struct raid_io *io = rq->io;
+	struct raid_ioctx *ctx = rq->ctx;
+
+	free(rq->cmp);
+	free(rq->fs);
+	free(rq);
+	raid_ioctx_io_done(ctx);
+	io->cb(io);
+}
+
+static void finish(struct req *rq, int result)
+{
+	rq->phase = PH_DONE;
+	if (rq->locked) {
+		rq->locked = false;
+		raid_slock_release(&rq->p->lock, &rq->lk);
+	}
+	rq->io->result = result;
+	if (rq->in_submit) {
+		/* Callbacks never run inside raid_vol_submit(). */
+		if (raid_defer(rq->ctx, deliver, rq) == 0)
+			return;
+		LOG_ERR(RAID_MOD, "out of memory deferring a completion");
+	}
+	deliver(rq);
+}
+
+/* ---------------- FUA / FLUSH ---------------- */
+
+static void fsync_done(struct raid_mio *mio, int res)
+{
+	struct req *rq = mio->arg;
+
+	if (res < 0)
+		raid_member_fail(mio->m, res, "fsync failed");
+	if (--rq->pending)
+		return;
+	if (raid_pool_unusable(rq->p) > rq->p->g.npar)
+		finish(rq, -EIO);
+	else
+		finish(rq, rq->result);
+}
+
+/* fsync every writable member in @mask (all when mask == ~0). */
+static void start_fsync(struct req *rq, uint64_t mask)
+{
+	struct raid_pool *p = rq->p;
+	unsigned i, n = 0;
+
+	rq->phase = PH_FUA;
+	rq->fs = calloc(p->g.n, sizeof(*rq->fs));
+	if (!rq->fs) {
+		finish(rq, -ENOMEM);
+		return;
+	}
+	rq->pending = 1;
+	for (i = 0; i < p->g.n; i++) {
+		struct raid_member *m = p->m[i];
+		struct raid_mio *mio = &rq->fs[n];
+
+		if (!(mask & (1ull << i)) || !m || !raid_member_writable(m))
+			continue;
+		mio->m = m;
+		mio->op = RAID_MIO_FSYNC;
+		mio->cb = fsync_done;
+		mio->arg = rq;
+		mio->buf = NULL;
+		mio->off = mio->len = 0;
+		if (raid_mio_submit(rq->ctx, mio) == 0) {
+			rq->pending++;
+			n++;
+		}
+	}
+	/* drop the guard */
+	if (--rq->pending == 0)
+		finish(rq, raid_pool_unusable(p) > p->g.npar ? -EIO : rq->result);
+}
+
+/* ---------------- raid0/1/10 segments ---------------- */
+
+static bool seg_issue_read(struct seg *s);
+
+static void seg_read_done(struct raid_mio *mio, int res)
+{
+	struct seg *s = mio->arg;
+
+	if (res < 0) {
+		raid_member_fail(mio->m, res, "read failed");
+		if (seg_issue_read(s))
+			return;
+		if (!s->rq->result)
+			s->rq->result = -EIO;
+	}
+	sub_done(s->rq);
+	free(s);
+}
+
+/* Pick an untried readable copy, spreading reads over mirrors. */
+static bool seg_issue_read(struct seg *s)
+{
+	struct raid_pool *p = s->rq->p;
+	unsigned nc = s->loc.ncopies, start = atomic_fetch_add(&p->rr, 1), k;
+
+	for (k = 0; k < nc; k++) {
+		unsigned c = (start + k) % nc;
+		struct raid_member *m = p->m[s->loc.dev[c]];
+		struct raid_mio *mio = &s->mio[0];
+
+		if (s->tried & (1ull << c))
+			continue;
+		s->tried |= 1ull << c;
+		if (!m || !raid_member_readable(m, s->loc.moff[c] + s->len))
+			continue;
+		mio->m = m;
+		mio->op = RAID_MIO_READ;
+		mio->buf = s->buf;
+		mio->off = s->loc.moff[c];
+		mio->len = s->len;
+		mio->cb = seg_read_done;
+		mio->arg = s;
+		if (raid_mio_submit(s->rq->ctx, mio) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void seg_write_done(struct raid_mio *mio, int res)
+{
+	struct seg *s = mio->arg;
+
+	if (res < 0)
+		raid_member_fail(mio->m, res, "write failed");
+	else
+		s->ok++;
+	if (--s->pending)
+		return;
+	if (!s->ok && !s->rq->result)
+		s->rq->result = -EIO;
+	sub_done(s->rq);
+	free(s);
+}
+
+static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
+{
+	struct raid_pool *p = rq->p;
+	struct raid_loc loc;
+	struct seg *s;
+	unsigned c;
+
+	raid_geom_map(&p->g, loff, &loc);
+	s = calloc(1, sizeof(*s) + loc.ncopies * sizeof(struct raid_mio));
+	rq->pending++;
+	if (!s) {
+		rq->result = -ENOMEM;
+		sub_done(rq);
+		return;
+	}
+	s->rq = rq;
+	s->buf = buf;
+	s->len = len;
+	s->loc = loc;
+	if (!rq->write) {
+		if (!seg_issue_read(s)) {
+			if (!rq->result)
+				rq->result = -EIO;
+			free(s);
+			sub_done(rq);
+		}
+		return;
+	}
+	s->pending = 1;
+	for (c = 0; c < loc.ncopies; c++) {
+		struct raid_member *m = p->m[loc.dev[c]];
+		struct raid_mio *mio = &s->mio[c];
+
+		if (!m || !raid_member_writable(m))
+			continue;
+		mio->m = m;
+		mio->op = RAID_MIO_WRITE;
+		mio->buf = buf;
+		mio->off = loc.moff[c];
+		mio->len = len;
+		mio->cb = seg_write_done;
+		mio->arg = s;
+		if (raid_mio_submit(rq->ctx, mio) == 0) {
+			s->pending++;
+			rq->touched |= 1ull << loc.dev[c];
+		}
+	}
+	/* drop the guard */
+	if (--s->pending == 0) {
+		if (!s->ok && !rq->result)
+			rq->result = -EIO;
+		free(s);
+		sub_done(rq);
+	}
+}
+
+static void mirror_dispatch(struct req *rq)
+{
+	const struct raid_geom *g = &rq->p->g;
+	uint64_t pos = 0;
+
+	while (pos < rq->len) {
+		uint64_t loff = rq->loff + pos;
+		uint64_t n = rq->len - pos;
+
+		if (g->level != CONF_RAID1 && n > g->chunk - loff % g->chunk)
+			n = g->chunk - loff % g->chunk;
+		seg_start(rq, loff, rq->data + pos, n);
+		pos += n;
+	}
+}
+
+/* ---------------- raid5/6 rows ---------------- */
+
+static void row_free(struct row *r)
+{
+	for (unsigned i = 0; i < RAID_MAX_SLOTS; i++)
+		free(r->band[i]);
+	free(r);
+}
+
+static void row_finish(struct row *r, int res)
+{
+	struct req *rq = r->rq;
+
+	if (res && !rq->result)
+		rq->result = res;
+	row_free(r);
+	sub_done(rq);
+}
+
+static uint8_t *row_band(struct row *r, unsigned dev)
+{
+	if (!r->band[dev])
+		r->band[dev] = raid_alloc(r->hi - r->lo);
+	return r->band[dev];
+}
+
+static void row_io_done(struct raid_mio *mio, int res);
+
+static int row_submit(struct row *r, unsigned dev, int op, uint8_t *buf, uint64_t coff,
+		      uint64_t len)
+{
+	struct raid_mio *mio = &r->mio[dev];
+	int rc;
+
+	mio->m = r->rq->p->m[dev];
+	mio->op = op;
+	mio->buf = buf;
+	mio->off = r->row * r->rq->p->g.chunk + coff;
+	mio->len = len;
+	mio->cb = row_io_done;
+	mio->arg = r;
+	rc = raid_mio_submit(r->rq->ctx, mio);
+	if (rc == 0) {
+		r->pending++;
+		if (op == RAID_MIO_WRITE)
+			r->rq->touched |= 1ull << dev;
+	}
+	return rc;
+}
+
+static unsigned row_count_missing(const struct row *r, unsigned n)
+{
+	unsigned i, c = 0;
+
+	for (i = 0; i < n; i++)
+		c += r->missing[i];
+	return c;
+}
+
+static void row_writes(struct row *r);
+static void row_after_read(struct row *r);
+
+static void row_stage_done(struct row *r)
+{
+	const struct raid_geom *g = &r->rq->p->g;
+
+	if (r->stage == ST_READ) {
+		if (r->err) {
+			if (++r->tries >= MAX_TRIES) {
+				row_finish(r, -EIO);
+				return;
+			}
+			row_plan(r);
+			return;
+		}
+		row_after_read(r);
+		return;
+	}
+	/* ST_WRITE: fine while the surviving members hold the new stripe. */
+	r->stage = ST_DONE;
+	row_finish(r, raid_pool_unusable(r->rq->p) > g->npar && r->err ? -EIO : 0);
+}
+
+static void row_io_done(struct raid_mio *mio, int res)
+{
+	struct row *r = mio->arg;
+
+	if (res < 0) {
+		raid_member_fail(mio->m, res, mio->op == RAID_MIO_READ ? "read failed" : "write failed");
+		r->err = true;
+	}
+	if (--r->pending == 0)
+		row_stage_done(r);
+}
+
+static void row_reads_issued(struct row *r)
+{
+	if (r->pending == 0)
+		row_stage_done(r);
+}
+
+/* Decide what to read and issue it. */
+static void row_plan(struct row *r)
+{
+	struct req *rq = r->rq;
+	struct raid_pool *p = rq->p;
+	const struct raid_geom *g = &p->g;
+	uint64_t bl = r->hi - r->lo, rowend = r->row * g->chunk + r->hi;
+	unsigned d, i, touched = 0, partial = 0, nmiss;
+	bool full = r->lo == 0 && r->hi == g->chunk;
+
+	r->stage = ST_READ;
+	r->err = false;
+	r->pending = 1;          /* guard */
+	for (i = 0; i < g->n; i++)
+		r->missing[i] = !p->m[i] || !raid_member_readable(p->m[i], rowend);
+	nmiss = row_count_missing(r, g->n);
+	raid_geom_parity(g, r->row, &r->pdev, &r->qdev);
+	for (d = 0; d < g->ndata; d++) {
+		bool t = r->ce[d] > r->cs[d];
+
+		touched += t;
+		if (r->cs[d] != r->lo || r->ce[d] != r->hi)
+			partial++;
+		if (r->cs[d] != 0 || r->ce[d] != g->chunk)
+			full = false;
+	}
+	if (nmiss > g->npar) {
+		r->pending = 0;
+		row_finish(r, -EIO);
+		return;
+	}
+	if (!rq->write) {
+		bool direct = true;
+
+		for (d = 0; d < g->ndata; d++)
+			if (r->ce[d] > r->cs[d] && r->missing[raid_geom_data_dev(g, r->row, d)])
+				direct = false;
+		r->mode = direct ? MODE_DIRECT : MODE_DEGRADED;
+	} else if (full) {
+		r->mode = MODE_FULL;
+	} else if (nmiss) {
+		r->mode = MODE_DEGRADED;
+	} else {
+		r->mode = touched + g->npar <= partial ? MODE_RMW : MODE_RCW;
+	}
+	for (d = 0; d < g->ndata; d++) {
+		unsigned dev = raid_geom_data_dev(g, r->row, d);
+		bool t = r->ce[d] > r->cs[d];
+		int rc = 0;
+
+		if (r->mode == MODE_DIRECT && t)
+			rc = row_submit(r, dev, RAID_MIO_READ, r->src[d], r->cs[d], r->ce[d] - r->cs[d]);
+		else if ((r->mode == MODE_DEGRADED && !r->missing[dev]) ||
+			 (r->mode == MODE_RMW && t) ||
+			 (r->mode == MODE_RCW && (r->cs[d] != r->lo || r->ce[d] != r->hi)))
+			rc = row_band(r, dev) ? row_submit(r, dev, RAID_MIO_READ, r->band[dev], r->lo, bl)
+					      : -ENOMEM;
+		if (rc)
+			r->err = true;
+	}
+	for (i = 0; i < 2; i++) {
+		int dev = i ? r->qdev : r->pdev;
+		int rc = 0;
+
+		if (dev < 0)
+			continue;
+		if ((r->mode == MODE_DEGRADED && !r->missing[dev]) || r->mode == MODE_RMW)
+			rc = row_band(r, (unsigned)dev)
+				     ? row_submit(r, (unsigned)dev, RAID_MIO_READ, r->band[dev], r->lo, bl)
+				     : -ENOMEM;
+		if (rc)
+			r->err = true;
+	}
+	if (--r->pending == 0)
+		row_reads_issued(r);
+}
+
+static void xor_into(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		dst[i] ^= src[i];
+}
+
+/* Reads are in: compute, then write (or copy out for reads). */
+static void row_after_read(struct row *r)
+{
+	struct req *rq = r->rq;
+	const struct raid_geom *g = &rq->p->g;
+	uint64_t bl = r->hi - r->lo;
+	uint8_t *bufs[RAID_MAX_SLOTS];
+	unsigned d, i;
+	int rc = 0;
+
+	if (r->mode == MODE_DIRECT) {
+		row_finish(r, 0);
+		return;
+	}
+	for (i = 0; i < g->n; i++)
+		if (!row_band(r, i)) {
+			row_finish(r, -ENOMEM);
+			return;
+		}
+	if (r->mode == MODE_DEGRADED) {
+		for (i = 0; i < g->n; i++)
+			bufs[i] = r->band[i];
+		rc = raid_par_recover(g, r->row, bufs, r->missing, bl);
+		if (rc) {
+			row_finish(r, rc);
+			return;
+		}
+		if (!rq->write) {
+			for (d = 0; d < g->ndata; d++)
+				if (r->ce[d] > r->cs[d])
+					memcpy(r->src[d], r->band[raid_geom_data_dev(g, r->row, d)] +
+					       (r->cs[d] - r->lo), r->ce[d] - r->cs[d]);
+			row_finish(r, 0);
+			return;
+		}
+	}
+	if (r->mode == MODE_RMW) {
+		/* Turn each touched data band into old^new (0 where untouched),
+		 * compute the parity of the deltas, add it to the old parity. */
+		uint8_t *zero = raid_alloc(bl), *dp = raid_alloc(bl), *dq = raid_alloc(bl);
+
+		if (!zero || !dp || !dq) {
+			free(zero);
+			free(dp);
+			free(dq);
+			row_finish(r, -ENOMEM);
+			return;
+		}
+		for (d = 0; d < g->ndata; d++) {
+			unsigned dev = raid_geom_data_dev(g, r->row, d);
+
+			if (r->ce[d] > r->cs[d]) {
+				uint8_t *b = r->band[dev];
+
+				memset(b, 0, r->cs[d] - r->lo);
+				memset(b + (r->ce[d] - r->lo), 0, r->hi - r->ce[d]);
+				xor_into(b + (r->cs[d] - r->lo), r->src[d], r->ce[d] - r->cs[d]);
+				bufs[dev] = b;
+			} else {
+				bufs[dev] = zero;
+			}
+		}
+		bufs[r->pdev] = dp;
+		if (r->qdev >= 0)
+			bufs[r->qdev] = dq;
+		rc = raid_par_gen(g, r->row, bufs, bl);
+		xor_into(r->band[r->pdev], dp, bl);
+		if (r->qdev >= 0)
+			xor_into(r->band[r->qdev], dq, bl);
+		free(zero);
+		free(dp);
+		free(dq);
+	} else {
+		/* FULL, RCW, DEGRADED: whole data band present, overlay new
+		 * data and compute parity from scratch. */
+		for (d = 0; d < g->ndata; d++) {
+			unsigned dev = raid_geom_data_dev(g, r->row, d);
+
+			if (r->ce[d] > r->cs[d])
+				memcpy(r->band[dev] + (r->cs[d] - r->lo), r->src[d], r->ce[d] - r->cs[d]);
+		}
+		for (i = 0; i < g->n; i++)
+			bufs[i] = r->band[i];
+		rc = raid_par_gen(g, r->row, bufs, bl);
+	}
+	if (rc) {
+		row_finish(r, rc);
+		return;
+	}
+	row_writes(r);
+}
+
+static void row_writes(struct row *r)
+{
+	struct req *rq = r->rq;
+	struct raid_pool *p = rq->p;
+	const struct raid_geom *g = &p->g;
+	unsigned d, i;
+
+	r->stage = ST_WRITE;
+	r->err = false;
+	r->pending = 1;
+	for (d = 0; d < g->ndata; d++) {
+		unsigned dev = raid_geom_data_dev(g, r->row, d);
+
+		if (r->ce[d] <= r->cs[d] || !p->m[dev] || !raid_member_writable(p->m[dev]))
+			continue;
+		if (row_submit(r, dev, RAID_MIO_WRITE, r->src[d], r->cs[d], r->ce[d] - r->cs[d]))
+			r->err = true;
+	}
+	for (i = 0; i < 2; i++) {
+		int dev = i ? r->qdev : r->pdev;
+
+		if (dev < 0 || !p->m[dev] || !raid_member_writable(p->m[dev]))
+			continue;
+		if (row_submit(r, (unsigned)dev, RAID_MIO_WRITE, r->band[dev], r->lo, r->hi - r->lo))
+			r->err = true;
+	}
+	if (--r->pending == 0)
+		row_stage_done(r);
+}
+
+static void parity_dispatch(struct req *rq)
+{
+	const struct raid_geom *g = &rq->p->g;
+	uint64_t pos = 0;
+
+	while (pos < rq->len) {
+		uint64_t loff = rq->loff + pos;
+		uint64_t rowno = loff / g->stripe_bytes;
+		uint64_t rend = (rowno + 1) * g->stripe_bytes;
+		uint64_t n = rq->len - pos < rend - loff ? rq->len - pos : rend - loff;
+		struct row *r = calloc(1, sizeof(*r));
+		uint64_t x;
+
+		rq->pending++;
+		if (!r) {
+			rq->result = -ENOMEM;
+			sub_done(rq);
+			pos += n;
+			continue;
+		}
+		r->rq = rq;
+		r->row = rowno;
+		r->lo = g->chunk;
+		r->hi = 0;
+		/* coverage of each data chunk of the row */
+		for (x = loff; x < loff + n;) {
+			uint64_t in = (x - rowno * g->stripe_bytes);
+			unsigned d = (unsigned)(in / g->chunk);
+			uint64_t cs = in % g->chunk;
+			uint64_t ce = g->chunk;
+
+			if (ce - cs > loff + n - x)
+				ce = cs + (loff + n - x);
+			r->cs[d] = cs;
+			r->ce[d] = ce;
+			r->src[d] = rq->data + pos + (x - loff);
+			if (cs < r->lo)
+				r->lo = cs;
+			if (ce > r->hi)
+				r->hi = ce;
+			x += ce - cs;
+		}
+		row_plan(r);
+		pos += n;
+	}
+}
+
+/* ---------------- request ---------------- */
+
+static void dispatch(struct req *rq)
+{
+	rq->pending = 1;          /* guard until every row/segment is issued */
+	if (raid_geom_is_parity_level(&rq->p->g))
+		parity_dispatch(rq);
+	else
+		mirror_dispatch(rq);
+	sub_done(rq);
+}
+
+static void main_done(struct req *rq)
+{
+	struct raid_io *io = rq->io;
+
+	if (rq->result) {
+		finish(rq, rq->result);
+		return;
+	}
+	if (rq->phase == PH_MAIN && io->op == RAID_OP_COMPARE_WRITE) {
+		for (uint64_t i = 0; i < rq->len; i++) {
+			if (rq->cmp[i] != io->buf[i]) {
+				io->miscompare_off = i;
+				finish(rq, -EILSEQ);
+				return;
+			}
+		}
+		rq->phase = PH_CAW_WRITE;
+		rq->write = true;
+		rq->data = io->buf + rq->len;
+		dispatch(rq);
+		return;
+	}
+	if (rq->write && (io->flags & RAID_IO_FUA)) {
+		start_fsync(rq, rq->touched);
+		return;
+	}
+	finish(rq, 0);
+}
+
+static void sub_done(struct req *rq)
+{
+	assert(req_check(rq));
+	if (--rq->pending == 0)
+		main_done(rq);
+}
+
+static void start_main(struct req *rq)
+{
+	struct raid_io *io = rq->io;
+
+	rq->phase = PH_MAIN;
+	if (io->op == RAID_OP_COMPARE_WRITE) {
+		rq->cmp = raid_alloc(rq->len);
+		if (!rq->cmp) {
+			finish(rq, -ENOMEM);
+			return;
+		}
+		rq->write = false;
+		rq->data = rq->cmp;
+	} else {
+		rq->write = io->op == RAID_OP_WRITE;
+		rq->data = io->buf;
+	}
+	dispatch(rq);
+}
+
+static void lock_granted(void *arg)
+{
+	struct req *rq = arg;
+
+	rq->locked = true;
+	start_main(rq);
+	raid_ioctx_kick(rq->ctx);
+}
+
+int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
+{
+	struct raid_pool *p = vol->pool;
+	const struct raid_geom *g = &p->g;
+	struct req *rq;
+	bool lock;
+
+	if (!io || !io->cb || (unsigned)io->op > RAID_OP_COMPARE_WRITE)
+		return -EINVAL;
+	if (io->op != RAID_OP_FLUSH) {
+		if (io->off % 512 || io->len % 512 || io->len == 0 || !io->buf)
+			return -EINVAL;
+		if (io->off > vol->size || io->len > vol->size - io->off)
+			return -ERANGE;
+	}
+	rq = calloc(1, sizeof(*rq));
+	if (!rq)
+		return -ENOMEM;
+	rq->io = io;
+	rq->vol = vol;
+	rq->p = p;
+	rq->ctx = ctx;
+	rq->loff = vol->start + io->off;
+	rq->len = io->len;
+	rq->in_submit = true;
+	io->result = 0;
+	io->miscompare_off = 0;
+	io->rpriv[0] = rq;
+	raid_ioctx_io_started(ctx);
+
+	if (io->op == RAID_OP_FLUSH) {
+		rq->write = true;
+		start_fsync(rq, ~0ull);
+		goto out;
+	}
+	lock = io->op != RAID_OP_READ || raid_geom_is_parity_level(g);
+	if (lock) {
+		uint64_t gran = raid_geom_is_parity_level(g) ? g->stripe_bytes : 512;
+
+		rq->lk.a = rq->loff / gran * gran;
+		rq->lk.b = (rq->loff + rq->len + gran - 1) / gran * gran;
+		rq->lk.excl = io->op != RAID_OP_READ;
+		rq->lk.ctx = ctx;
+		rq->lk.fn = lock_granted;
+		rq->lk.arg = rq;
+		rq->phase = PH_LOCKING;
+		if (!raid_slock_acquire(&p->lock, &rq->lk))
+			goto out;   /* lock_granted() continues on ctx */
+		rq->locked = true;
+	}
+	start_main(rq);
+out:
+	/* Still valid: a completion inside this call was deferred to ctx. */
+	rq->in_submit = false;
+	raid_ioctx_kick(ctx);
+	return 0;
+}

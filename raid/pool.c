@@ -1,0 +1,684 @@
+/*
+ * raid/pool.c - pool assembly, member state, superblock updates, management.
+ *
+ * Assembly (raid_pool_open):
+ *   1. open every configured member and spare (creating missing files sparse
+ *      when create_size is set) and read its superblock;
+ *   2. no superblock anywhere: a new pool is created over all members;
+ *   3. otherwise the pool UUID held by most members wins; members of another
+ *      pool are refused; the newest superblock (highest event counter) is the
+ *      reference; a member is accepted only when the reference lists its own
+ *      UUID in its slot as active/spare/rebuilding - a member the pool marked
+ *      faulty or replaced (its event counter is behind) is refused as stale;
+ *   4. slots left empty are missing: the pool starts degraded when the level
+ *      tolerates it, and not at all otherwise.
+ *
+ * Member states (struct raid_member.state): ACTIVE -> FAULTY
+ * (raid_member_fail: I/O error or rtgtctl fail); SPARE -> REBUILDING ->
+ * ACTIVE (rebuild); MISSING is only set at assembly. Every change is written
+ * to the superblocks of all present members with a bumped event counter
+ * before raid_member_fail returns. Invariant (pool_check): p->failed is set
+ * exactly when more raid disks are unusable than the level tolerates.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "raid/raid_int.h"
+
+static const char *level_name(enum conf_level l)
+{
+	switch (l) {
+	case CONF_RAID0: return "raid0";
+	case CONF_RAID1: return "raid1";
+	case CONF_RAID5: return "raid5";
+	case CONF_RAID6: return "raid6";
+	case CONF_RAID10: return "raid10";
+	default: return "rbd";
+	}
+}
+
+static void uuid_new(uint8_t u[16])
+{
+	size_t got = 0;
+
+	while (got < 16) {
+		ssize_t r = getrandom(u + got, 16 - got, 0);
+
+		if (r > 0)
+			got += (size_t)r;
+	}
+	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+}
+
+static void uuid_str(const uint8_t u[16], char out[37])
+{
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+		 u[13], u[14], u[15]);
+}
+
+bool raid_member_writable(const struct raid_member *m)
+{
+	int st = atomic_load(&m->state);
+
+	return m->fd >= 0 && (st == RAID_M_ACTIVE || st == RAID_M_REBUILDING);
+}
+
+bool raid_member_readable(const struct raid_member *m, uint64_t moff_end)
+{
+	int st = atomic_load(&m->state);
+
+	if (m->fd < 0)
+		return false;
+	if (st == RAID_M_ACTIVE)
+		return true;
+	return st == RAID_M_REBUILDING && moff_end <= atomic_load(&m->rebuild_pos);
+}
+
+unsigned raid_pool_unusable(struct raid_pool *p)
+{
+	unsigned i, c = 0;
+
+	for (i = 0; i < p->g.n; i++)
+		if (!p->m[i] || p->m[i]->fd < 0 || atomic_load(&p->m[i]->state) != RAID_M_ACTIVE)
+			c++;
+	return c;
+}
+
+static bool pool_check(struct raid_pool *p)
+{
+	return atomic_load(&p->failed) == (raid_pool_unusable(p) > p->g.npar);
+}
+
+/* Fill the pool-wide part of a superblock from the pool. meta_mu held. */
+static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
+{
+	unsigned i;
+
+	sb->version = RAID_SB_VERSION;
+	memcpy(sb->pool_uuid, p->uuid, 16);
+	snprintf(sb->name, sizeof(sb->name), "%s", p->name);
+	sb->level = (uint32_t)p->level;
+	sb->chunk = (uint32_t)p->g.chunk;
+	sb->n_members = p->g.n;
+	sb->flags = clean ? RAID_SB_CLEAN : 0;
+	sb->events = p->events;
+	sb->data_offset = RAID_DATA_OFF;
+	sb->data_size = p->g.member_bytes;
+	sb->bitmap_offset = RAID_BITMAP_OFF;
+	sb->bitmap_bytes = 0;
+	sb->bitmap_chunk = 0;
+	sb->rebuild_slot = UINT32_MAX;
+	sb->rebuild_pos = 0;
+	sb->n_slots = p->n_slots;
+	for (i = 0; i < p->n_slots; i++) {
+		struct raid_member *m = p->m[i];
+		int st = m ? atomic_load(&m->state) : RAID_M_FAULTY;
+
+		sb->slots[i].state = (uint32_t)(st == RAID_M_MISSING ? RAID_M_FAULTY : st);
+		if (m)
+			memcpy(sb->slots[i].uuid, m->uuid, 16);
+		if (m && st == RAID_M_REBUILDING) {
+			sb->rebuild_slot = i;
+			sb->rebuild_pos = atomic_load(&m->rebuild_pos);
+		}
+	}
+}
+
+/* meta_mu held. */
+int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean)
+{
+	unsigned i, tries;
+	int rc = 0;
+
+	for (tries = 0; tries < RAID_MAX_SLOTS; tries++) {
+		bool again = false;
+
+		p->events++;
+		sb_fill(p, &p->sb, clean);
+		for (i = 0; i < p->n_slots; i++) {
+			struct raid_member *m = p->m[i];
+			struct raid_sb sb;
+			int st;
+
+			if (!m || m->fd < 0)
+				continue;
+			st = atomic_load(&m->state);
+			if (st != RAID_M_ACTIVE && st != RAID_M_SPARE && st != RAID_M_REBUILDING)
+				continue;
+			sb = p->sb;
+			sb.slot = i;
+			memcpy(sb.member_uuid, m->uuid, 16);
+			rc = raid_sb_write(m->fd, &sb);
+			if (rc) {
+				LOG_ERR(RAID_MOD, "pool %s: member %s: superblock write failed: %s; member marked faulty",
+					p->name, m->path, strerror(-rc));
+				atomic_store(&m->state, RAID_M_FAULTY);
+				again = true;   /* the others must record that */
+			}
+		}
+		if (!again)
+			break;
+	}
+	atomic_store(&p->failed, raid_pool_unusable(p) > p->g.npar);
+	return rc;
+}
+
+int raid_pool_write_sbs(struct raid_pool *p, bool clean)
+{
+	int rc;
+
+	pthread_mutex_lock(&p->meta_mu);
+	rc = raid_pool_write_sbs_locked(p, clean);
+	pthread_mutex_unlock(&p->meta_mu);
+	return rc;
+}
+
+void raid_member_fail(struct raid_member *m, int err, const char *why)
+{
+	struct raid_pool *p = m->pool;
+	int st;
+
+	pthread_mutex_lock(&p->meta_mu);
+	st = atomic_load(&m->state);
+	if (st == RAID_M_FAULTY || st == RAID_M_MISSING) {
+		pthread_mutex_unlock(&p->meta_mu);
+		return;
+	}
+	atomic_store(&m->state, RAID_M_FAULTY);
+	LOG_ERR(RAID_MOD, "pool %s: member %s (slot %u) faulty: %s%s%s", p->name, m->path, m->slot,
+		why, err ? ": " : "", err ? strerror(-err) : "");
+	raid_pool_write_sbs_locked(p, false);
+	if (atomic_load(&p->failed))
+		LOG_ERR(RAID_MOD, "pool %s: %u of %u members unusable, %s tolerates %u: pool failed",
+			p->name, raid_pool_unusable(p), p->g.n, level_name(p->level), p->g.npar);
+	else if (m->slot < p->g.n)
+		LOG_WARN(RAID_MOD, "pool %s: degraded", p->name);
+	pthread_mutex_unlock(&p->meta_mu);
+}
+
+static void member_close(struct raid_member *m)
+{
+	if (!m)
+		return;
+	if (m->fd_buf >= 0 && m->fd_buf != m->fd)
+		close(m->fd_buf);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m->rpath);
+	free(m);
+}
+
+/* A configured device during assembly. */
+struct cand {
+	struct raid_member *m;
+	bool spare;               /* listed under spares */
+	int sbrc;                 /* raid_sb_read result */
+	struct raid_sb sb;
+	bool used;
+};
+
+static int cand_open(const struct conf_pool *cp, const char *path, const char *rpath,
+		     struct cand *c)
+{
+	struct raid_member *m = calloc(1, sizeof(*m));
+	int flags = O_RDWR | O_CLOEXEC;
+	struct stat st;
+
+	if (!m)
+		return -ENOMEM;
+	m->fd = m->fd_buf = -1;
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	m->rpath = strdup(rpath);
+	atomic_store(&m->state, RAID_M_MISSING);
+	c->m = m;
+	c->sbrc = -ENODEV;
+	if (!m->rpath)
+		return -ENOMEM;
+	if (access(rpath, F_OK) && errno == ENOENT && cp->create_size) {
+		int fd = open(rpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+		if (fd < 0) {
+			LOG_ERR(RAID_MOD, "pool %s: cannot create member %s: %s", cp->name, path,
+				strerror(errno));
+			return 0;
+		}
+		if (ftruncate(fd, (off_t)cp->create_size)) {
+			LOG_ERR(RAID_MOD, "pool %s: cannot size member %s: %s", cp->name, path,
+				strerror(errno));
+			close(fd);
+			unlink(rpath);
+			return 0;
+		}
+		close(fd);
+		LOG_INFO(RAID_MOD, "pool %s: created member %s (%llu bytes, sparse)", cp->name, path,
+			 (unsigned long long)cp->create_size);
+	}
+	m->fd = open(rpath, flags | (cp->direct_io ? O_DIRECT : 0));
+	if (m->fd < 0) {
+		LOG_ERR(RAID_MOD, "pool %s: member %s: %s", cp->name, path, strerror(errno));
+		return 0;
+	}
+	m->fd_buf = m->fd;
+	if (cp->direct_io) {
+		m->fd_buf = open(rpath, flags);
+		if (m->fd_buf < 0) {
+			LOG_ERR(RAID_MOD, "pool %s: member %s: %s", cp->name, path, strerror(errno));
+			close(m->fd);
+			m->fd = -1;
+			return 0;
+		}
+	}
+	if (fstat(m->fd, &st) == 0 && S_ISBLK(st.st_mode)) {
+		uint64_t b = 0;
+
+		if (ioctl(m->fd, BLKGETSIZE64, &b) == 0)
+			m->file_bytes = b;
+	} else if (fstat(m->fd, &st) == 0) {
+		m->file_bytes = (uint64_t)st.st_size;
+	}
+	c->sbrc = raid_sb_read(m->fd, &c->sb);
+	if (c->sbrc && c->sbrc != -ENOENT)
+		LOG_ERR(RAID_MOD, "pool %s: member %s: cannot read superblock: %s", cp->name, path,
+			strerror(-c->sbrc));
+	return 0;
+}
+
+static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
+		      unsigned nc)
+{
+	uint64_t minb = UINT64_MAX;
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < cp->n_members; i++) {
+		if (cs[i].m->fd < 0) {
+			LOG_ERR(RAID_MOD, "pool %s: cannot create the pool: member %s is missing",
+				cp->name, cs[i].m->path);
+			return -ENOENT;
+		}
+		if (cs[i].m->file_bytes < minb)
+			minb = cs[i].m->file_bytes;
+	}
+	if (minb < RAID_DATA_OFF + 16 * cp->chunk) {
+		LOG_ERR(RAID_MOD, "pool %s: members too small (%llu bytes; need at least %llu)",
+			cp->name, (unsigned long long)minb,
+			(unsigned long long)(RAID_DATA_OFF + 16 * cp->chunk));
+		return -ENOSPC;
+	}
+	rc = raid_geom_init(&p->g, cp->level, cp->n_members, cp->chunk, minb - RAID_DATA_OFF);
+	if (rc) {
+		LOG_ERR(RAID_MOD, "pool %s: %u members are not valid for %s", cp->name,
+			cp->n_members, level_name(cp->level));
+		return rc;
+	}
+	uuid_new(p->uuid);
+	p->n_slots = 0;
+	for (i = 0; i < nc; i++) {
+		struct raid_member *m = cs[i].m;
+
+		if (m->fd < 0)
+			continue;      /* a missing spare */
+		uuid_new(m->uuid);
+		m->slot = p->n_slots;
+		atomic_store(&m->state, cs[i].spare ? RAID_M_SPARE : RAID_M_ACTIVE);
+		p->m[p->n_slots++] = m;
+		cs[i].used = true;
+	}
+	{
+		char u[37];
+
+		uuid_str(p->uuid, u);
+		LOG_INFO(RAID_MOD, "pool %s: created %s, %u members, chunk %llu, uuid %s", cp->name,
+			 level_name(cp->level), cp->n_members, (unsigned long long)cp->chunk, u);
+	}
+	return 0;
+}
+
+static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
+		    unsigned nc)
+{
+	const struct raid_sb *ref = NULL;
+	unsigned i, j, best = 0, bestcnt = 0;
+	char u[37];
+	int rc;
+
+	/* The pool UUID most members agree on; ties go to the newest. */
+	for (i = 0; i < nc; i++) {
+		unsigned cnt = 0;
+
+		if (cs[i].sbrc)
+			continue;
+		for (j = 0; j < nc; j++)
+			if (!cs[j].sbrc && !memcmp(cs[j].sb.pool_uuid, cs[i].sb.pool_uuid, 16))
+				cnt++;
+		if (cnt > bestcnt || (cnt == bestcnt && cs[i].sb.events > cs[best].sb.events)) {
+			bestcnt = cnt;
+			best = i;
+		}
+	}
+	memcpy(p->uuid, cs[best].sb.pool_uuid, 16);
+	for (i = 0; i < nc; i++) {
+		if (cs[i].sbrc || memcmp(cs[i].sb.pool_uuid, p->uuid, 16))
+			continue;
+		if (!ref || cs[i].sb.events > ref->events)
+			ref = &cs[i].sb;
+	}
+	uuid_str(p->uuid, u);
+	if (ref->level != (uint32_t)cp->level || ref->chunk != cp->chunk ||
+	    ref->n_members != cp->n_members) {
+		LOG_ERR(RAID_MOD, "pool %s: on-disk pool is %s, %u members, chunk %u; the configuration says %s, %u members, chunk %llu",
+			cp->name, level_name((enum conf_level)ref->level), ref->n_members, ref->chunk,
+			level_name(cp->level), cp->n_members, (unsigned long long)cp->chunk);
+		return -EINVAL;
+	}
+	rc = raid_geom_init(&p->g, cp->level, cp->n_members, cp->chunk, ref->data_size);
+	if (rc || ref->data_offset != RAID_DATA_OFF) {
+		LOG_ERR(RAID_MOD, "pool %s: unsupported on-disk geometry", cp->name);
+		return -EINVAL;
+	}
+	p->events = ref->events;
+	p->n_slots = ref->n_slots;
+	for (i = 0; i < nc; i++) {
+		struct cand *c = &cs[i];
+		struct raid_member *m = c->m;
+		uint32_t st;
+
+		if (c->sbrc == -ENOENT && m->fd >= 0) {
+			if (c->spare && p->n_slots < RAID_MAX_SLOTS) {
+				/* A blank spare joins the pool. */
+				uuid_new(m->uuid);
+				m->slot = p->n_slots;
+				atomic_store(&m->state, RAID_M_SPARE);
+				p->m[p->n_slots++] = m;
+				c->used = true;
+				LOG_INFO(RAID_MOD, "pool %s: new spare %s", cp->name, m->path);
+			} else {
+				LOG_ERR(RAID_MOD, "pool %s: member %s has no superblock of this pool; not used",
+					cp->name, m->path);
+			}
+			continue;
+		}
+		if (c->sbrc)
+			continue;
+		if (memcmp(c->sb.pool_uuid, p->uuid, 16)) {
+			char o[37];
+
+			uuid_str(c->sb.pool_uuid, o);
+			LOG_ERR(RAID_MOD, "pool %s: member %s belongs to another pool (\"%s\", uuid %s; this pool is %s): refused",
+				cp->name, m->path, c->sb.name, o, u);
+			continue;
+		}
+		st = c->sb.slot < ref->n_slots ? ref->slots[c->sb.slot].state : RAID_M_EMPTY;
+		if (c->sb.slot >= ref->n_slots ||
+		    memcmp(ref->slots[c->sb.slot].uuid, c->sb.member_uuid, 16) ||
+		    (st != RAID_M_ACTIVE && st != RAID_M_SPARE && st != RAID_M_REBUILDING)) {
+			LOG_ERR(RAID_MOD, "pool %s: member %s is stale (event counter %llu, pool at %llu; the pool recorded it as %s): refused",
+				cp->name, m->path, (unsigned long long)c->sb.events,
+				(unsigned long long)ref->events, raid_mstate_name((int)st));
+			continue;
+		}
+		if (p->m[c->sb.slot]) {
+			LOG_ERR(RAID_MOD, "pool %s: member %s duplicates slot %u (held by %s): refused",
+				cp->name, m->path, c->sb.slot, p->m[c->sb.slot]->path);
+			continue;
+		}
+		memcpy(m->uuid, c->sb.member_uuid, 16);
+		m->slot = c->sb.slot;
+		atomic_store(&m->state, (int)st);
+		if (st == RAID_M_REBUILDING)
+			atomic_store(&m->rebuild_pos, ref->rebuild_slot == m->slot ? ref->rebuild_pos : 0);
+		p->m[m->slot] = m;
+		c->used = true;
+	}
+	/* Slots nobody filled: placeholders so status can show them. */
+	for (i = 0; i < p->n_slots; i++) {
+		struct raid_member *m;
+
+		if (p->m[i])
+			continue;
+		m = calloc(1, sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		m->fd = m->fd_buf = -1;
+		m->slot = i;
+		memcpy(m->uuid, ref->slots[i].uuid, 16);
+		atomic_store(&m->state, ref->slots[i].state == RAID_M_ACTIVE ||
+						ref->slots[i].state == RAID_M_REBUILDING
+					? RAID_M_MISSING
+					: RAID_M_FAULTY);
+		snprintf(m->path, sizeof(m->path), "%s",
+			 i < cp->n_members && !cs[i].used ? cp->members[i] : "(unknown)");
+		p->m[i] = m;
+		if (i < p->g.n)
+			LOG_WARN(RAID_MOD, "pool %s: slot %u (%s) is missing", cp->name, i, m->path);
+	}
+	memcpy(&p->sb, ref, sizeof(p->sb));
+	return 0;
+}
+
+int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out)
+{
+	struct raid_pool *p;
+	struct cand *cs;
+	unsigned i, nc = cp->n_members + cp->n_spares, valid = 0;
+	int rc;
+
+	if (cp->level == CONF_RBD) {
+		LOG_ERR(RAID_MOD, "pool %s: rbd pools are not supported by this build", cp->name);
+		return -ENOTSUP;
+	}
+	if (nc > RAID_MAX_SLOTS || cp->n_members == 0) {
+		LOG_ERR(RAID_MOD, "pool %s: %u members and spares (1..%u allowed)", cp->name, nc,
+			RAID_MAX_SLOTS);
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	cs = calloc(nc, sizeof(*cs));
+	if (!p || !cs) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	snprintf(p->name, sizeof(p->name), "%s", cp->name);
+	p->level = cp->level;
+	p->direct_io = cp->direct_io;
+	p->rebuild_mbps = cp->rebuild_mbps;
+	pthread_mutex_init(&p->meta_mu, NULL);
+	raid_slock_init(&p->lock);
+	for (i = 0; i < nc; i++) {
+		bool spare = i >= cp->n_members;
+		const char *path = spare ? cp->spares[i - cp->n_members] : cp->members[i];
+		const char *rpath = spare ? cp->spare_paths[i - cp->n_members] : cp->member_paths[i];
+
+		cs[i].spare = spare;
+		rc = cand_open(cp, path, rpath, &cs[i]);
+		if (rc)
+			goto err_cands;
+		cs[i].m->pool = p;
+		if (cs[i].sbrc == 0)
+			valid++;
+	}
+	rc = valid ? assemble(p, cp, cs, nc) : create_new(p, cp, cs, nc);
+	if (rc)
+		goto err_cands;
+	for (i = 0; i < nc; i++) {
+		if (!cs[i].used) {
+			member_close(cs[i].m);
+			cs[i].m = NULL;
+		}
+	}
+	if (raid_pool_unusable(p) > p->g.npar) {
+		LOG_ERR(RAID_MOD, "pool %s: %u of %u members unavailable, %s tolerates %u: not started",
+			p->name, raid_pool_unusable(p), p->g.n, level_name(p->level), p->g.npar);
+		rc = -EIO;
+		goto err_members;
+	}
+	if (raid_pool_unusable(p))
+		LOG_WARN(RAID_MOD, "pool %s: started degraded (%u of %u members unusable)", p->name,
+			 raid_pool_unusable(p), p->g.n);
+	pthread_mutex_lock(&p->meta_mu);
+	rc = raid_pool_write_sbs_locked(p, false);
+	pthread_mutex_unlock(&p->meta_mu);
+	if (rc || atomic_load(&p->failed)) {
+		rc = rc ? rc : -EIO;
+		goto err_members;
+	}
+	free(cs);
+	*out = p;
+	return 0;
+
+err_members:
+	for (i = 0; i < p->n_slots; i++) {
+		member_close(p->m[i]);
+		p->m[i] = NULL;
+	}
+	free(cs);
+	cs = NULL;
+	goto err_free;
+err_cands:
+	for (i = 0; i < nc; i++) {
+		bool in_pool = false;
+
+		for (unsigned k = 0; k < p->n_slots; k++)
+			if (cs[i].m && p->m[k] == cs[i].m)
+				in_pool = true;
+		if (!in_pool)
+			member_close(cs[i].m);
+	}
+	for (i = 0; i < p->n_slots; i++)
+		member_close(p->m[i]);
+err_free:
+	if (p) {
+		raid_slock_destroy(&p->lock);
+		pthread_mutex_destroy(&p->meta_mu);
+	}
+	free(cs);
+	free(p);
+	return rc;
+}
+
+void raid_pool_close(struct raid_pool *p)
+{
+	unsigned i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->meta_mu);
+	for (i = 0; i < p->n_slots; i++)
+		if (p->m[i] && raid_member_writable(p->m[i]) && fdatasync(p->m[i]->fd))
+			LOG_ERR(RAID_MOD, "pool %s: member %s: fdatasync: %s", p->name, p->m[i]->path,
+				strerror(errno));
+	raid_pool_write_sbs_locked(p, true);
+	pthread_mutex_unlock(&p->meta_mu);
+	if (!pool_check(p))
+		LOG_ERR(RAID_MOD, "pool %s: inconsistent failure state at close", p->name);
+	for (i = 0; i < p->n_slots; i++)
+		member_close(p->m[i]);
+	for (i = 0; i < RAID_MAX_VOLS; i++)
+		free(p->vols[i]);
+	raid_slock_destroy(&p->lock);
+	pthread_mutex_destroy(&p->meta_mu);
+	free(p);
+}
+
+const char *raid_pool_name(const struct raid_pool *pool)
+{
+	return pool->name;
+}
+
+uint64_t raid_pool_usable_bytes(const struct raid_pool *pool)
+{
+	return pool->g.usable;
+}
+
+static const char *pool_state(struct raid_pool *p)
+{
+	unsigned i;
+
+	if (atomic_load(&p->failed))
+		return "failed";
+	for (i = 0; i < p->n_slots; i++)
+		if (p->m[i] && atomic_load(&p->m[i]->state) == RAID_M_REBUILDING)
+			return "rebuilding";
+	return raid_pool_unusable(p) ? "degraded" : "optimal";
+}
+
+int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
+{
+	unsigned i;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&p->meta_mu);
+	snprintf(out->name, sizeof(out->name), "%s", p->name);
+	out->level = level_name(p->level);
+	out->state = pool_state(p);
+	out->rebuild_progress = 0.0;
+	out->rebuild_eta_s = -1.0;
+	out->usable_bytes = p->g.usable;
+	out->chunk = p->g.chunk;
+	out->n_members = p->n_slots;
+	for (i = 0; i < p->n_slots && i < 64; i++) {
+		struct raid_member *m = p->m[i];
+		struct raid_member_info *mi = &out->members[i];
+		int st = atomic_load(&m->state);
+
+		snprintf(mi->path, sizeof(mi->path), "%s", m->path);
+		mi->state = raid_mstate_name(st);
+		mi->read_bytes = atomic_load(&m->rd_bytes);
+		mi->write_bytes = atomic_load(&m->wr_bytes);
+		mi->read_ops = atomic_load(&m->rd_ops);
+		mi->write_ops = atomic_load(&m->wr_ops);
+		if (st == RAID_M_REBUILDING && p->g.member_bytes)
+			out->rebuild_progress = (double)atomic_load(&m->rebuild_pos) /
+						(double)p->g.member_bytes;
+	}
+	for (i = 0; i < p->sb.n_vols && i < 64; i++) {
+		snprintf(out->volumes[i].name, sizeof(out->volumes[i].name), "%s", p->sb.vols[i].name);
+		out->volumes[i].bytes = p->sb.vols[i].size;
+	}
+	out->n_volumes = i;
+	out->scrub_mismatches = 0;
+	out->scrub_state = "idle";
+	pthread_mutex_unlock(&p->meta_mu);
+	return 0;
+}
+
+static struct raid_member *find_member(struct raid_pool *p, const char *member)
+{
+	char *end;
+	unsigned long idx;
+	unsigned i;
+
+	errno = 0;
+	idx = strtoul(member, &end, 10);
+	if (*member && !*end && !errno && idx < p->n_slots)
+		return p->m[idx];
+	for (i = 0; i < p->n_slots; i++)
+		if (p->m[i] && (!strcmp(p->m[i]->path, member) ||
+				(p->m[i]->rpath && !strcmp(p->m[i]->rpath, member))))
+			return p->m[i];
+	return NULL;
+}
+
+int raid_pool_fail(struct raid_pool *p, const char *member)
+{
+	struct raid_member *m = find_member(p, member);
+	int st;
+
+	if (!m)
+		return -ENOENT;
+	st = atomic_load(&m->state);
+	if (st == RAID_M_FAULTY || st == RAID_M_MISSING)
+		return -EALREADY;
+	raid_member_fail(m, 0, "failed by operator");
+	return 0;
+}

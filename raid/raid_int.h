@@ -1,0 +1,269 @@
+/*
+ * raid/raid_int.h - private structures of the RAID engine, shared by the
+ * files of raid/ only. Nothing outside raid/ includes this.
+ */
+#ifndef RTGT_RAID_INT_H
+#define RTGT_RAID_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+#include "raid/raid.h"
+
+#define RAID_MOD "raid"
+
+/* ---- on-disk layout of a member ----
+ * [0, 64K)      superblock copy 0 (RAID_SB_SIZE used)
+ * [64K, 128K)   superblock copy 1
+ * [128K, 1M)    write-intent bitmap area
+ * [1M, ...)     data (data_offset)
+ */
+#define RAID_SB_SIZE      16384u
+#define RAID_SB_COPY_OFF(i) ((uint64_t)(i) * 65536u)
+#define RAID_BITMAP_OFF   131072u
+#define RAID_BITMAP_BYTES (1048576u - 131072u)
+#define RAID_DATA_OFF     1048576u
+#define RAID_MAX_SLOTS    64u
+#define RAID_MAX_VOLS     64u
+#define RAID_ALIGN        4096u
+#define RAID_SB_VERSION   1u
+#define RAID_SB_CLEAN     0x1u
+
+/* Slot states as stored on disk. */
+enum raid_mstate {
+	RAID_M_EMPTY = 0,
+	RAID_M_ACTIVE = 1,
+	RAID_M_FAULTY = 2,
+	RAID_M_SPARE = 3,
+	RAID_M_REBUILDING = 4,
+	RAID_M_MISSING = 5,       /* runtime only: configured, not found */
+};
+const char *raid_mstate_name(int st);
+
+/* ---- geometry (geom.c): pure functions, no I/O ---- */
+struct raid_geom {
+	enum conf_level level;
+	unsigned n;               /* raid disks */
+	unsigned ndata;           /* data chunks per row (1 for raid1) */
+	unsigned npar;            /* failures tolerated: 0, n-1 (raid1), 1, 2, 1 (raid10) */
+	uint64_t chunk;           /* bytes */
+	uint64_t member_bytes;    /* data bytes per member (multiple of chunk) */
+	uint64_t rows;            /* member_bytes / chunk */
+	uint64_t stripe_bytes;    /* logical bytes per row: ndata * chunk */
+	uint64_t usable;          /* logical bytes of the pool */
+};
+
+/* Where one logical byte lives. For raid1 copies == n, raid10 copies == 2. */
+struct raid_loc {
+	uint64_t row;             /* stripe row (member chunk index) of copy 0 */
+	unsigned dd;              /* data index inside the row (raid0/5/6) */
+	unsigned ncopies;
+	unsigned dev[RAID_MAX_SLOTS];
+	uint64_t moff[RAID_MAX_SLOTS]; /* byte offset in the member's data area */
+};
+
+int raid_geom_init(struct raid_geom *g, enum conf_level level, unsigned n, uint64_t chunk,
+		   uint64_t member_bytes);
+/* Map a logical byte offset (< usable). */
+void raid_geom_map(const struct raid_geom *g, uint64_t loff, struct raid_loc *out);
+/* Inverse: logical offset of member byte (dev, moff); -ENOENT for parity. */
+int raid_geom_unmap(const struct raid_geom *g, unsigned dev, uint64_t moff, uint64_t *loff);
+/* raid5/6: parity devices of a row (qdev = -1 for raid5). */
+void raid_geom_parity(const struct raid_geom *g, uint64_t row, int *pdev, int *qdev);
+/* raid0/5/6: device holding data index @dd of @row. */
+unsigned raid_geom_data_dev(const struct raid_geom *g, uint64_t row, unsigned dd);
+/* raid5/6: data index of @dev in @row, or -1 for a parity device. */
+int raid_geom_dev_dd(const struct raid_geom *g, uint64_t row, unsigned dev);
+bool raid_geom_is_parity_level(const struct raid_geom *g);
+
+/* ---- parity (parity.c) ---- */
+/* Compute P (and Q for raid6) of one row band: @bufs indexed by device,
+ * every data buffer filled, parity buffers are outputs. 32-byte aligned,
+ * @len a multiple of 32. */
+int raid_par_gen(const struct raid_geom *g, uint64_t row, uint8_t **bufs, size_t len);
+/* Rebuild the devices flagged in @missing (at most npar) from the others. */
+int raid_par_recover(const struct raid_geom *g, uint64_t row, uint8_t **bufs,
+		     const bool *missing, size_t len);
+/* GF(2^8) with generator 2 and polynomial 0x11d (isa-l's field). */
+uint8_t raid_gf_pow2(unsigned e);
+/* Compare parity devices with what the data says: returns a bitmask:
+ * bit0 P differs, bit1 Q differs. With raid6 and exactly one bad data device,
+ * *bad_dev names it (else -1). */
+int raid_par_check(const struct raid_geom *g, uint64_t row, uint8_t **bufs, size_t len,
+		   int *bad_dev);
+void *raid_alloc(size_t len);   /* RAID_ALIGN-aligned, zeroed; NULL on ENOMEM */
+
+/* ---- superblock (sb.c) ---- */
+struct raid_sb_slot {
+	uint32_t state;
+	uint8_t uuid[16];
+};
+
+struct raid_sb_vol {
+	char name[64];
+	uint8_t uuid[16];
+	uint64_t start;           /* logical byte offset in the pool, stripe-aligned */
+	uint64_t size;            /* bytes exposed */
+	uint64_t extent;          /* bytes reserved: size rounded up to the stripe */
+};
+
+struct raid_sb {
+	uint32_t version;
+	uint8_t pool_uuid[16];
+	uint8_t member_uuid[16];
+	char name[64];
+	uint32_t level;           /* enum conf_level */
+	uint32_t chunk;
+	uint32_t n_members;       /* raid disks */
+	uint32_t slot;            /* index in slots[] */
+	uint32_t flags;           /* RAID_SB_CLEAN */
+	uint64_t events;
+	uint64_t data_offset;
+	uint64_t data_size;       /* per member */
+	uint64_t bitmap_offset;
+	uint32_t bitmap_bytes;
+	uint32_t bitmap_chunk;    /* bytes of member data per bitmap bit */
+	uint32_t rebuild_slot;    /* slot being rebuilt, or UINT32_MAX */
+	uint64_t rebuild_pos;     /* checkpoint: member bytes done */
+	uint32_t n_slots;         /* members then spares */
+	struct raid_sb_slot slots[RAID_MAX_SLOTS];
+	uint32_t n_vols;
+	struct raid_sb_vol vols[RAID_MAX_VOLS];
+};
+
+void raid_sb_encode(const struct raid_sb *sb, uint8_t *buf);   /* RAID_SB_SIZE */
+/* -EINVAL (with *why) when the block is not a valid superblock. */
+int raid_sb_decode(const uint8_t *buf, struct raid_sb *sb, const char **why);
+/* Read both copies, return the valid one with the higher event counter.
+ * -ENOENT: no valid copy (blank member); -errno on I/O failure. */
+int raid_sb_read(int fd, struct raid_sb *sb);
+/* Write the copy selected by the event counter's parity, then fdatasync. */
+int raid_sb_write(int fd, const struct raid_sb *sb);
+
+/* ---- per-thread context (ioctx.c) ---- */
+struct raid_mio;
+typedef void (*raid_mio_fn)(struct raid_mio *mio, int res);
+
+struct raid_member;
+
+/* One member I/O. Owned by whoever submitted it until its callback ran. */
+struct raid_mio {
+	struct raid_member *m;
+	int op;                   /* RAID_MIO_READ/WRITE/FSYNC */
+	uint8_t *buf;             /* caller's buffer */
+	uint64_t off;             /* bytes in the member's data area */
+	uint64_t len;
+	raid_mio_fn cb;
+	void *arg;
+	/* private */
+	uint8_t *bounce;          /* aligned copy when buf is unaligned (O_DIRECT) */
+	int fd;
+	uint64_t done;
+	struct raid_mio *next;    /* ioctx backlog */
+};
+
+enum { RAID_MIO_READ, RAID_MIO_WRITE, RAID_MIO_FSYNC };
+
+typedef void (*raid_defer_fn)(void *arg);
+
+int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
+/* Thread-safe: run fn(arg) inside the next raid_ioctx_run() of @ctx. */
+int raid_defer(struct raid_ioctx *ctx, raid_defer_fn fn, void *arg);
+void raid_ioctx_io_started(struct raid_ioctx *ctx);
+void raid_ioctx_io_done(struct raid_ioctx *ctx);
+/* Blocks until at least one completion or deferred call is ready (poll on
+ * the eventfd), then runs them; for background threads and tests. */
+int raid_ioctx_wait(struct raid_ioctx *ctx, int timeout_ms);
+/* Submit prepared SQEs now. */
+void raid_ioctx_kick(struct raid_ioctx *ctx);
+
+/* ---- stripe lock (lock.c) ----
+ * Range locks over the pool's logical address space. Shared (readers) or
+ * exclusive (writers). Grants are FIFO: a request waits behind every earlier
+ * conflicting request, held or waiting, so writers are not starved. */
+struct raid_lk {
+	uint64_t a, b;            /* [a, b) logical bytes */
+	bool excl;
+	bool granted;
+	struct raid_ioctx *ctx;   /* where the grant callback runs */
+	raid_defer_fn fn;
+	void *arg;
+	struct raid_lk *next;
+};
+
+struct raid_slock {
+	pthread_mutex_t mu;
+	struct raid_lk *held;     /* unordered */
+	struct raid_lk *wait_head, *wait_tail;
+};
+
+void raid_slock_init(struct raid_slock *sl);
+void raid_slock_destroy(struct raid_slock *sl);
+/* Returns true when granted now (fn is not called); false when queued: fn
+ * runs on lk->ctx once granted. */
+bool raid_slock_acquire(struct raid_slock *sl, struct raid_lk *lk);
+void raid_slock_release(struct raid_slock *sl, struct raid_lk *lk);
+/* Whether the lock structure is sane (assert-able). */
+bool raid_slock_check(struct raid_slock *sl);
+
+/* ---- pool, members, volumes (pool.c, vol.c) ---- */
+struct raid_member {
+	struct raid_pool *pool;
+	char path[256];           /* as configured */
+	char *rpath;              /* resolved path, owned; NULL when unknown */
+	int fd;                   /* -1 when missing/closed; O_DIRECT with direct_io */
+	int fd_buf;               /* buffered fd for unaligned I/O (== fd without direct_io) */
+	unsigned slot;
+	_Atomic int state;        /* enum raid_mstate */
+	uint8_t uuid[16];
+	uint64_t file_bytes;
+	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
+	_Atomic uint64_t rebuild_pos; /* REBUILDING: data bytes below are valid */
+};
+
+struct raid_vol {
+	struct raid_pool *pool;
+	char name[64];
+	uint8_t uuid[16];
+	uint64_t start;           /* logical bytes in the pool */
+	uint64_t size;
+	uint64_t extent;
+};
+
+struct raid_pool {
+	char name[64];
+	enum conf_level level;
+	struct raid_geom g;
+	bool direct_io;
+	unsigned rebuild_mbps;
+	uint8_t uuid[16];
+	unsigned n_slots;                        /* members + spares */
+	struct raid_member *m[RAID_MAX_SLOTS];   /* by slot; owned */
+	pthread_mutex_t meta_mu;                 /* superblock, volumes, states */
+	uint64_t events;
+	struct raid_sb sb;                       /* last written view (slot fields unused) */
+	struct raid_vol *vols[RAID_MAX_VOLS];    /* owned; NULL until opened */
+	struct raid_slock lock;
+	_Atomic unsigned rr;                     /* mirror read spreading */
+	_Atomic bool failed;                     /* beyond redundancy */
+};
+
+/* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */
+void raid_member_fail(struct raid_member *m, int err, const char *why);
+/* Readable at member data offset @moff. */
+bool raid_member_readable(const struct raid_member *m, uint64_t moff);
+bool raid_member_writable(const struct raid_member *m);
+/* Write every present member's superblock with the pool's current view. */
+int raid_pool_write_sbs(struct raid_pool *p, bool clean);
+/* Same with meta_mu already held. */
+int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean);
+unsigned raid_pool_unusable(struct raid_pool *p);
+
+/* io.c */
+void raid_io_account(struct raid_member *m, bool write, uint64_t len);
+
+#endif

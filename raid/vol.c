@@ -1,0 +1,168 @@
+/*
+ * raid/vol.c - thick volumes: extents of a pool's logical space, recorded in
+ * the volume table of every member's superblock.
+ *
+ * A volume's extent starts on a full-stripe boundary and is its size rounded
+ * up to a full stripe, so a volume never shares a stripe (and so a parity
+ * block or a stripe lock) with another. Extents are allocated first-fit at
+ * creation and never move. A percentage size is N% of the pool's usable
+ * bytes, rounded down to a full stripe; an absolute size is kept exactly
+ * (it must be a multiple of 512).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "raid/raid_int.h"
+
+static uint64_t want_bytes(const struct raid_pool *p, const struct conf_size *size)
+{
+	if (size->bytes)
+		return size->bytes;
+	return p->g.usable / 100 * size->percent / p->g.stripe_bytes * p->g.stripe_bytes;
+}
+
+/* First-fit search for @extent bytes; meta_mu held. */
+static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *start)
+{
+	uint64_t pos = 0;
+
+	for (;;) {
+		bool moved = false;
+
+		for (unsigned i = 0; i < p->sb.n_vols; i++) {
+			const struct raid_sb_vol *v = &p->sb.vols[i];
+
+			if (pos < v->start + v->extent && v->start < pos + extent) {
+				pos = v->start + v->extent;
+				moved = true;
+			}
+		}
+		if (!moved)
+			break;
+	}
+	if (pos + extent > p->g.usable)
+		return -ENOSPC;
+	*start = pos;
+	return 0;
+}
+
+int raid_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
+		  struct raid_vol **out)
+{
+	struct raid_sb_vol *sv = NULL;
+	struct raid_vol *v;
+	uint64_t bytes;
+	unsigned i;
+	int rc = 0;
+
+	if (!name || !*name || strlen(name) >= sizeof(v->name)) {
+		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
+		return -EINVAL;
+	}
+	if ((!size->bytes && (size->percent < 1 || size->percent > 100)) || size->bytes % 512) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: size must be 1..100%% or a multiple of 512 bytes",
+			p->name, name);
+		return -EINVAL;
+	}
+	bytes = want_bytes(p, size);
+	pthread_mutex_lock(&p->meta_mu);
+	for (i = 0; i < p->sb.n_vols; i++)
+		if (!strcmp(p->sb.vols[i].name, name))
+			sv = &p->sb.vols[i];
+	if (sv) {
+		if (sv->size != bytes) {
+			LOG_ERR(RAID_MOD, "pool %s: volume %s is %llu bytes on disk but the configuration asks for %llu",
+				p->name, name, (unsigned long long)sv->size, (unsigned long long)bytes);
+			rc = -EINVAL;
+			goto out_unlock;
+		}
+	} else {
+		uint64_t extent = (bytes + p->g.stripe_bytes - 1) / p->g.stripe_bytes * p->g.stripe_bytes;
+		uint64_t start;
+
+		if (bytes == 0) {
+			LOG_ERR(RAID_MOD, "pool %s: volume %s: size rounds to 0 bytes", p->name, name);
+			rc = -EINVAL;
+			goto out_unlock;
+		}
+		if (p->sb.n_vols >= RAID_MAX_VOLS) {
+			LOG_ERR(RAID_MOD, "pool %s: volume table full (%u volumes)", p->name, RAID_MAX_VOLS);
+			rc = -ENOSPC;
+			goto out_unlock;
+		}
+		rc = find_space(p, extent, &start);
+		if (rc) {
+			LOG_ERR(RAID_MOD, "pool %s: no room for volume %s (%llu bytes)", p->name, name,
+				(unsigned long long)bytes);
+			goto out_unlock;
+		}
+		sv = &p->sb.vols[p->sb.n_vols];
+		memset(sv, 0, sizeof(*sv));
+		snprintf(sv->name, sizeof(sv->name), "%s", name);
+		if (getrandom(sv->uuid, 16, 0) != 16) {
+			rc = -EIO;
+			goto out_unlock;
+		}
+		sv->start = start;
+		sv->size = bytes;
+		sv->extent = extent;
+		p->sb.n_vols++;
+		rc = 0;
+		{
+			/* write_sbs rebuilds p->sb from the pool but keeps vols */
+			rc = raid_pool_write_sbs_locked(p, false);
+		}
+		if (rc) {
+			p->sb.n_vols--;
+			goto out_unlock;
+		}
+		LOG_INFO(RAID_MOD, "pool %s: created volume %s, %llu bytes at %llu", p->name, name,
+			 (unsigned long long)bytes, (unsigned long long)start);
+	}
+	i = (unsigned)(sv - p->sb.vols);
+	if (!p->vols[i]) {
+		v = calloc(1, sizeof(*v));
+		if (!v) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		v->pool = p;
+		snprintf(v->name, sizeof(v->name), "%s", sv->name);
+		memcpy(v->uuid, sv->uuid, 16);
+		v->start = sv->start;
+		v->size = sv->size;
+		v->extent = sv->extent;
+		p->vols[i] = v;
+	}
+	*out = p->vols[i];
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
+	return rc;
+}
+
+uint64_t raid_vol_bytes(const struct raid_vol *vol)
+{
+	return vol->size;
+}
+
+const char *raid_vol_name(const struct raid_vol *vol)
+{
+	return vol->name;
+}
+
+void raid_vol_uuid(const struct raid_vol *vol, uint8_t out[16])
+{
+	memcpy(out, vol->uuid, 16);
+}
+
+uint32_t raid_vol_opt_gran(const struct raid_vol *vol)
+{
+	return (uint32_t)vol->pool->g.chunk;
+}
+
+uint32_t raid_vol_opt_len(const struct raid_vol *vol)
+{
+	return (uint32_t)vol->pool->g.stripe_bytes;
+}
