@@ -1,0 +1,309 @@
+/* tests/unit/test_spc.c - target/scsi/spc.c: INQUIRY and VPD contents, mode
+ * pages, sense formats, write protect, REPORT LUNS, RSOC. */
+#include "tests/unit/scsi_fixture.h"
+
+static void setup(void)
+{
+	fx_setup();
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+}
+
+static struct scsi_cmd inquiry(struct scsi_nexus *n, bool evpd, uint8_t page, uint16_t alloc)
+{
+	uint8_t cdb[6] = { OP_INQUIRY, evpd ? 1 : 0, page, 0, 0, 0 };
+
+	put_be16(&cdb[3], alloc);
+	return fx_run(n, 0, cdb, 6, alloc, false);
+}
+
+START_TEST(t01_standard_inquiry)
+{
+	struct scsi_cmd c = inquiry(fx.a, false, 0, 255);
+
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[0], 0x00);
+	ck_assert_int_eq(fx.buf[2], 0x06);
+	ck_assert_int_eq(fx.buf[3] & 0x0f, 2);
+	ck_assert_uint_eq(c.xfer_len, fx.buf[4] + 5u);
+	ck_assert_int_eq(memcmp(&fx.buf[8], "RTGT    ", 8), 0);
+	ck_assert_int_eq(get_be16(&fx.buf[58 + 6]), 0x04c0); /* SBC-3 */
+	/* allocation length truncates */
+	c = inquiry(fx.a, false, 0, 5);
+	ck_assert_uint_eq(c.xfer_len, 5);
+	/* page code without EVPD */
+	c = inquiry(fx.a, false, 0x80, 64);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+}
+END_TEST
+
+START_TEST(t02_vpd_pages)
+{
+	struct scsi_cmd c;
+	uint8_t list[16];
+	unsigned i, n;
+
+	c = inquiry(fx.a, true, 0x00, 255);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	n = fx.buf[3];
+	ck_assert_uint_ge(n, 6);
+	memcpy(list, &fx.buf[4], n);
+	for (i = 0; i < n; i++) {
+		c = inquiry(fx.a, true, list[i], 255);
+		ck_assert_int_eq(c.status, SCSI_GOOD);
+		ck_assert_int_eq(fx.buf[1], list[i]);
+	}
+	c = inquiry(fx.a, true, 0xb2, 255);
+	ck_assert_int_eq(fx.buf[5] & 0xe0, 0); /* no LBPU/LBPWS */
+	c = inquiry(fx.a, true, 0xb1, 255);
+	ck_assert_int_eq(get_be16(&fx.buf[4]), 1); /* non-rotating */
+	c = inquiry(fx.a, true, 0xb0, 255);
+	ck_assert_uint_eq(get_be32(&fx.buf[8]), SCSI_MAX_XFER / SCSI_BS);
+	c = inquiry(fx.a, true, 0x42, 255);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+}
+END_TEST
+
+/* Finds designator (assoc, type) in a page 0x83 reply; returns its offset. */
+static int find_desig(const uint8_t *d, unsigned assoc, unsigned type)
+{
+	unsigned p = 4, end = 4 + get_be16(&d[2]);
+
+	while (p + 4 <= end) {
+		if (((d[p + 1] >> 4) & 3) == assoc && (d[p + 1] & 0x0f) == type)
+			return (int)p;
+		p += 4 + d[p + 3];
+	}
+	return -1;
+}
+
+START_TEST(t03_device_id_stable_and_port_specific)
+{
+	uint8_t naa_a[16], uuid[16];
+	struct scsi_cmd c;
+	int p;
+
+	c = inquiry(fx.a, true, 0x83, 255);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	p = find_desig(fx.buf, 0, 3);
+	ck_assert_int_ge(p, 0);
+	ck_assert_int_eq(fx.buf[p + 3], 16);
+	ck_assert_int_eq(fx.buf[p + 4] >> 4, 6); /* NAA IEEE Registered Extended */
+	memcpy(naa_a, &fx.buf[p + 4], 16);
+	raid_vol_uuid(fx.vol, uuid);
+	ck_assert_int_eq(memcmp(&naa_a[4], &uuid[1], 12), 0);
+	p = find_desig(fx.buf, 1, 4);
+	ck_assert_int_ge(p, 0);
+	ck_assert_int_eq(get_be16(&fx.buf[p + 6]), 1);
+	p = find_desig(fx.buf, 1, 8);
+	ck_assert_int_ge(p, 0);
+	ck_assert_str_eq((char *)&fx.buf[p + 4], "iqn.2026-11.org.rtgt:test,t,0x0001");
+	ck_assert_int_ge(find_desig(fx.buf, 2, 8), 0);
+	ck_assert_int_ge(find_desig(fx.buf, 1, 5), 0);
+	/* other port: same LU name, its own relative port */
+	c = inquiry(fx.b, true, 0x83, 255);
+	p = find_desig(fx.buf, 0, 3);
+	ck_assert_int_eq(memcmp(naa_a, &fx.buf[p + 4], 16), 0);
+	p = find_desig(fx.buf, 1, 4);
+	ck_assert_int_eq(get_be16(&fx.buf[p + 6]), 2);
+	/* and the same after the LU is rebuilt on the same volume */
+	fx_lu_down();
+	fx_lu_up();
+	c = inquiry(fx.a, true, 0x83, 255);
+	p = find_desig(fx.buf, 0, 3);
+	ck_assert_int_eq(memcmp(naa_a, &fx.buf[p + 4], 16), 0);
+}
+END_TEST
+
+static struct scsi_cmd mode_sense6(struct scsi_nexus *n, uint8_t pc, uint8_t page, uint8_t alloc)
+{
+	uint8_t cdb[6] = { OP_MODE_SENSE_6, 0, (uint8_t)(pc << 6 | page), 0, alloc, 0 };
+
+	return fx_run(n, 0, cdb, 6, alloc, false);
+}
+
+/* Sends the control page with D_SENSE / SWP set as asked. */
+static struct scsi_cmd set_control(bool d_sense, bool swp)
+{
+	uint8_t cdb[6] = { OP_MODE_SELECT_6, 0x10, 0, 0, 0, 0 };
+	uint8_t page[12];
+	struct scsi_cmd c = mode_sense6(fx.a, 0, 0x0a, 255);
+
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	memcpy(page, &fx.buf[4 + fx.buf[3]], 12);
+	page[2] = (uint8_t)((page[2] & ~0x04) | (d_sense ? 0x04 : 0));
+	page[4] = (uint8_t)((page[4] & ~0x08) | (swp ? 0x08 : 0));
+	memset(fx.buf, 0, 4);
+	memcpy(&fx.buf[4], page, 12);
+	cdb[4] = 16;
+	return fx_run(fx.a, 0, cdb, 6, 16, true);
+}
+
+START_TEST(t04_mode_sense_pages)
+{
+	struct scsi_cmd c = mode_sense6(fx.a, 0, 0x3f, 255);
+	unsigned p, seen = 0;
+
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(c.xfer_len, fx.buf[0] + 1u);
+	ck_assert_int_eq(fx.buf[2] & 0x10, 0x10); /* DPOFUA */
+	ck_assert_int_eq(fx.buf[3], 8);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), FX_VOL_BYTES / SCSI_BS);
+	for (p = 4 + 8; p < c.xfer_len; p += 2 + fx.buf[p + 1])
+		seen |= 1u << (fx.buf[p] & 0x1f);
+	ck_assert_uint_eq(seen, 1u << 1 | 1u << 8 | 1u << 0x0a | 1u << 0x1c);
+	c = mode_sense6(fx.a, 3, 0x3f, 255);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_SAVING_NOT_SUPPORTED);
+	c = mode_sense6(fx.a, 1, 0x0a, 255);
+	ck_assert_int_eq(fx.buf[4 + 8 + 2], 0x04);
+	ck_assert_int_eq(fx.buf[4 + 8 + 4], 0x08);
+	/* truncation keeps the full length in the header */
+	c = mode_sense6(fx.a, 0, 0x3f, 4);
+	ck_assert_uint_eq(c.xfer_len, 4);
+	ck_assert_uint_gt(fx.buf[0], 3);
+	ck_assert(spc_mode_check(fx.lu));
+}
+END_TEST
+
+START_TEST(t05_d_sense_switches_format)
+{
+	uint8_t cdb[10] = { OP_READ_10, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 1, 0 };
+	uint8_t tur[6] = { 0 };
+	struct scsi_cmd c;
+
+	c = set_control(true, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.a, 0, cdb, 10, SCSI_BS, false);
+	ck_assert_int_eq(c.sense[0], 0x72);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+	/* the other nexus learns about it */
+	c = fx_run(fx.b, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_MODE_PARAMS_CHANGED);
+	c = set_control(false, false);
+	c = fx_run(fx.a, 0, cdb, 10, SCSI_BS, false);
+	ck_assert_int_eq(c.sense[0], 0x70);
+	ck_assert(spc_mode_check(fx.lu));
+}
+END_TEST
+
+START_TEST(t06_swp_write_protects)
+{
+	uint8_t wr[10] = { OP_WRITE_10, 0, 0, 0, 0, 1, 0, 0, 1, 0 };
+	uint8_t rd[10] = { OP_READ_10, 0, 0, 0, 0, 1, 0, 0, 1, 0 };
+	struct scsi_cmd c;
+
+	c = set_control(false, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = mode_sense6(fx.a, 0, 0x3f, 255);
+	ck_assert_int_eq(fx.buf[2] & 0x80, 0x80);
+	c = fx_run(fx.a, 0, wr, 10, SCSI_BS, true);
+	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	c = fx_run(fx.a, 0, rd, 10, SCSI_BS, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = set_control(false, false);
+	c = fx_run(fx.a, 0, wr, 10, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+}
+END_TEST
+
+START_TEST(t07_mode_select_validation)
+{
+	uint8_t cdb[6] = { OP_MODE_SELECT_6, 0x10, 0, 0, 16, 0 };
+	struct scsi_cmd c = mode_sense6(fx.a, 0, 0x0a, 255);
+	uint8_t page[12];
+
+	memcpy(page, &fx.buf[12], 12);
+	memset(fx.buf, 0, 4);
+	memcpy(&fx.buf[4], page, 12);
+	fx.buf[4 + 3] ^= 0x80; /* QAM is not changeable */
+	c = fx_run(fx.a, 0, cdb, 6, 16, true);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	ck_assert_int_eq(get_be16(&c.sense[16]), 4 + 3);
+	fx.buf[4 + 3] ^= 0x80;
+	fx.buf[4 + 1] = 9; /* wrong page length */
+	c = fx_run(fx.a, 0, cdb, 6, 16, true);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	cdb[1] = 0x11; /* SP */
+	c = fx_run(fx.a, 0, cdb, 6, 16, true);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+}
+END_TEST
+
+START_TEST(t08_report_luns)
+{
+	uint8_t cdb[12] = { OP_REPORT_LUNS, 0, 0, 0, 0, 0, 0, 0, 0, 64, 0, 0 };
+	struct scsi_cmd c = fx_run(fx.a, 0, cdb, 12, 64, false);
+
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), 8);
+	ck_assert_uint_eq(c.xfer_len, 16);
+	cdb[9] = 8;
+	c = fx_run(fx.a, 0, cdb, 12, 8, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	cdb[9] = 64;
+	cdb[2] = 0x40;
+	c = fx_run(fx.a, 0, cdb, 12, 64, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+}
+END_TEST
+
+START_TEST(t09_report_supported_opcodes)
+{
+	uint8_t cdb[12] = { OP_MAINT_IN, MI_REPORT_OPCODES, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
+	struct scsi_cmd c;
+	unsigned p, len, found_read16 = 0, found_rc16 = 0;
+
+	c = fx_run(fx.a, 0, cdb, 12, 65535, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	len = get_be32(&fx.buf[0]);
+	for (p = 4; p < 4 + len; p += 8) {
+		if (fx.buf[p] == OP_READ_16)
+			found_read16 = 1;
+		if (fx.buf[p] == OP_SAI_16 && get_be16(&fx.buf[p + 2]) == SAI_READ_CAPACITY_16 &&
+		    (fx.buf[p + 5] & 1))
+			found_rc16 = 1;
+	}
+	ck_assert(found_read16 && found_rc16);
+	/* with timeouts descriptors: 20 bytes each */
+	cdb[2] = 0x80;
+	c = fx_run(fx.a, 0, cdb, 12, 65535, false);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]) % 20, 0);
+	/* one command: usage data starts with the opcode */
+	cdb[2] = 0x01;
+	cdb[3] = OP_WRITE_10;
+	c = fx_run(fx.a, 0, cdb, 12, 65535, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[1] & 0x07, 3);
+	ck_assert_int_eq(get_be16(&fx.buf[2]), 10);
+	ck_assert_int_eq(fx.buf[4], OP_WRITE_10);
+	/* reporting option 1 on a command with service actions */
+	cdb[3] = OP_SAI_16;
+	c = fx_run(fx.a, 0, cdb, 12, 65535, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	/* unsupported opcode: SUPPORT = 1 */
+	cdb[3] = 0x02;
+	c = fx_run(fx.a, 0, cdb, 12, 65535, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[1] & 0x07, 1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("scsi_spc");
+	TCase *tc = tcase_create("spc");
+
+	tcase_add_checked_fixture(tc, setup, fx_teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, t01_standard_inquiry);
+	tcase_add_test(tc, t02_vpd_pages);
+	tcase_add_test(tc, t03_device_id_stable_and_port_specific);
+	tcase_add_test(tc, t04_mode_sense_pages);
+	tcase_add_test(tc, t05_d_sense_switches_format);
+	tcase_add_test(tc, t06_swp_write_protects);
+	tcase_add_test(tc, t07_mode_select_validation);
+	tcase_add_test(tc, t08_report_luns);
+	tcase_add_test(tc, t09_report_supported_opcodes);
+	suite_add_tcase(s, tc);
+	return fx_main(s);
+}
