@@ -1,0 +1,149 @@
+/*
+ * tests/unit/test_raid_geom.c - geometry of every level and member count:
+ * logical -> member/offset -> logical round trips, every member byte used
+ * exactly once (or twice for raid10, n times for raid1), md's layouts.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raid/raid_int.h"
+
+static const enum conf_level levels[] = { CONF_RAID0, CONF_RAID1, CONF_RAID5, CONF_RAID6,
+					  CONF_RAID10 };
+
+START_TEST(t01_round_trip)
+{
+	enum conf_level level = levels[_i];
+	uint64_t chunk = 4096;
+
+	for (unsigned n = 2; n <= 8; n++) {
+		struct raid_geom g;
+		uint64_t rows = 3 * n + 1;
+		unsigned *uses;
+		int rc = raid_geom_init(&g, level, n, chunk, rows * chunk + 100);
+
+		if ((level == CONF_RAID5 && n < 3) || (level == CONF_RAID6 && n < 4) ||
+		    (level == CONF_RAID10 && n % 2)) {
+			ck_assert_int_eq(rc, -EINVAL);
+			continue;
+		}
+		ck_assert_int_eq(rc, 0);
+		ck_assert_uint_eq(g.member_bytes, rows * chunk);
+		ck_assert_uint_eq(g.usable, rows * g.ndata * chunk);
+		uses = calloc(n * rows * 8, sizeof(*uses));
+		/* every 512-byte sector of the logical space */
+		for (uint64_t l = 0; l < g.usable; l += 512) {
+			struct raid_loc loc;
+
+			raid_geom_map(&g, l, &loc);
+			ck_assert_uint_eq(loc.ncopies, level == CONF_RAID1 ? n : level == CONF_RAID10 ? 2 : 1);
+			for (unsigned c = 0; c < loc.ncopies; c++) {
+				uint64_t back = ~0ull;
+
+				ck_assert_uint_lt(loc.dev[c], n);
+				ck_assert_uint_lt(loc.moff[c], g.member_bytes);
+				ck_assert_int_eq(raid_geom_unmap(&g, loc.dev[c], loc.moff[c], &back), 0);
+				ck_assert_uint_eq(back, l);
+				uses[loc.dev[c] * rows * 8 + loc.moff[c] / 512]++;
+				if (raid_geom_is_parity_level(&g)) {
+					int pd, qd;
+
+					raid_geom_parity(&g, loc.row, &pd, &qd);
+					ck_assert_int_ne((int)loc.dev[c], pd);
+					ck_assert_int_ne((int)loc.dev[c], qd);
+					ck_assert_int_eq(raid_geom_dev_dd(&g, loc.row, loc.dev[c]), (int)loc.dd);
+				}
+			}
+			if (level == CONF_RAID10)
+				ck_assert_uint_ne(loc.dev[0], loc.dev[1]);
+		}
+		/* each member sector holds data once, or is parity */
+		for (unsigned d = 0; d < n; d++) {
+			for (uint64_t s = 0; s < rows * 8; s++) {
+				uint64_t back;
+				bool par = raid_geom_unmap(&g, d, s * 512, &back) == -ENOENT;
+
+				ck_assert_uint_eq(uses[d * rows * 8 + s], par ? 0 : 1);
+			}
+		}
+		free(uses);
+	}
+}
+END_TEST
+
+/* Known md layouts. */
+START_TEST(t02_md_layouts)
+{
+	struct raid_geom g;
+	struct raid_loc loc;
+	int pd, qd;
+
+	/* raid5 left-symmetric, 4 disks: row0 P=3 D=0,1,2; row1 P=2 D=3,0,1 */
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID5, 4, 65536, 1 << 24), 0);
+	raid_geom_parity(&g, 0, &pd, &qd);
+	ck_assert_int_eq(pd, 3);
+	ck_assert_int_eq(qd, -1);
+	raid_geom_parity(&g, 1, &pd, &qd);
+	ck_assert_int_eq(pd, 2);
+	ck_assert_uint_eq(raid_geom_data_dev(&g, 1, 0), 3);
+	ck_assert_uint_eq(raid_geom_data_dev(&g, 1, 1), 0);
+	ck_assert_uint_eq(raid_geom_data_dev(&g, 1, 2), 1);
+	raid_geom_parity(&g, 3, &pd, &qd);
+	ck_assert_int_eq(pd, 0);
+	raid_geom_map(&g, 4 * 65536 + 100, &loc);   /* logical chunk 4 = row 1, d1 */
+	ck_assert_uint_eq(loc.row, 1);
+	ck_assert_uint_eq(loc.dd, 1);
+	ck_assert_uint_eq(loc.dev[0], 0);
+	ck_assert_uint_eq(loc.moff[0], 65536 + 100);
+	/* raid6 left-symmetric, 5 disks: row0 P=4 Q=0 D=1,2,3; row1 P=3 Q=4 D=0,1,2 */
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID6, 5, 4096, 1 << 20), 0);
+	raid_geom_parity(&g, 0, &pd, &qd);
+	ck_assert_int_eq(pd, 4);
+	ck_assert_int_eq(qd, 0);
+	ck_assert_uint_eq(raid_geom_data_dev(&g, 0, 0), 1);
+	raid_geom_parity(&g, 1, &pd, &qd);
+	ck_assert_int_eq(pd, 3);
+	ck_assert_int_eq(qd, 4);
+	ck_assert_uint_eq(raid_geom_data_dev(&g, 1, 0), 0);
+	/* raid10 near-2, 4 disks: chunk0 on 0+1, chunk1 on 2+3, chunk2 on 0+1 row1 */
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID10, 4, 4096, 1 << 20), 0);
+	raid_geom_map(&g, 2 * 4096 + 8, &loc);
+	ck_assert_uint_eq(loc.dev[0], 0);
+	ck_assert_uint_eq(loc.dev[1], 1);
+	ck_assert_uint_eq(loc.moff[0], 4096 + 8);
+	raid_geom_map(&g, 4096, &loc);
+	ck_assert_uint_eq(loc.dev[0], 2);
+	ck_assert_uint_eq(loc.dev[1], 3);
+	/* raid0 3 disks: chunk 4 on disk 1 row 1 */
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID0, 3, 4096, 1 << 20), 0);
+	raid_geom_map(&g, 4 * 4096, &loc);
+	ck_assert_uint_eq(loc.dev[0], 1);
+	ck_assert_uint_eq(loc.moff[0], 4096);
+	/* bad shapes */
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID5, 4, 3000, 1 << 20), -EINVAL);
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RBD, 4, 4096, 1 << 20), -EINVAL);
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID1, 1, 4096, 1 << 20), -EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("raid_geom");
+	TCase *tc = tcase_create("01_round_trip");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_loop_test(tc, t01_round_trip, 0, 5);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("02_md_layouts");
+	tcase_add_test(tc, t02_md_layouts);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
