@@ -19,9 +19,10 @@ endif
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
-LIB_SRCS  := $(wildcard conf/*.c net/*.c raid/*.c target/scsi/*.c target/iscsi/*.c)
+LIB_SRCS  := $(wildcard conf/*.c net/*.c raid/*.c target/scsi/*.c target/iscsi/*.c) \
+             $(filter-out target/daemon/main.c,$(wildcard target/daemon/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/%.o)
-D_SRCS    := $(wildcard target/daemon/*.c)
+D_SRCS    := target/daemon/main.c
 D_OBJS    := $(D_SRCS:%.c=$(O)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=bin/tests/%)
