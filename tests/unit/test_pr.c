@@ -1,0 +1,333 @@
+/* tests/unit/test_pr.c - target/scsi/pr.c: RESERVE/RELEASE(6), persistent
+ * reservations across two nexuses, APTPL persistence. */
+#include "tests/unit/scsi_fixture.h"
+
+static void setup(void)
+{
+	fx_setup();
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+}
+
+static struct scsi_cmd prout(struct scsi_nexus *n, uint8_t sa, uint8_t type, uint64_t key,
+			     uint64_t sakey, uint8_t flags)
+{
+	uint8_t cdb[10] = { OP_PR_OUT, sa, type, 0, 0, 0, 0, 0, 24, 0 };
+
+	memset(fx.buf, 0, 24);
+	put_be64(&fx.buf[0], key);
+	put_be64(&fx.buf[8], sakey);
+	fx.buf[20] = flags;
+	return fx_run(n, 0, cdb, 10, 24, true);
+}
+
+static struct scsi_cmd prin(struct scsi_nexus *n, uint8_t sa, uint16_t alloc)
+{
+	uint8_t cdb[10] = { OP_PR_IN, sa, 0, 0, 0, 0, 0, 0, 0, 0 };
+
+	put_be16(&cdb[7], alloc);
+	return fx_run(n, 0, cdb, 10, alloc, false);
+}
+
+static struct scsi_cmd rw(struct scsi_nexus *n, bool write)
+{
+	uint8_t cdb[10] = { write ? OP_WRITE_10 : OP_READ_10, 0, 0, 0, 0, 9, 0, 0, 1, 0 };
+
+	return fx_run(n, 0, cdb, 10, SCSI_BS, write);
+}
+
+START_TEST(t01_reserve6_two_nexuses)
+{
+	uint8_t res[6] = { OP_RESERVE_6 }, rel[6] = { OP_RELEASE_6 };
+	uint8_t inq[6] = { OP_INQUIRY, 0, 0, 0, 36, 0 };
+	uint8_t ms[6] = { OP_MODE_SENSE_6, 0, 0x3f, 0, 255, 0 };
+	struct scsi_cmd c;
+
+	c = fx_run(fx.a, 0, res, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.a, 0, res, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.b, 0, res, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_RESERVATION_CONFLICT);
+	c = fx_run(fx.b, 0, rel, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.b, 0, ms, 6, 255, false);
+	ck_assert_int_eq(c.status, SCSI_RESERVATION_CONFLICT);
+	c = fx_run(fx.b, 0, inq, 6, 36, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.a, 0, ms, 6, 255, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* nexus loss drops it */
+	scsi_nexus_destroy(fx.a);
+	fx.a = NULL;
+	ck_assert_int_eq(scsi_nexus_create(fx.t, "iqn.1994-05.com.a,i,0x400000000001", 1, &fx.a), 0);
+	c = fx_run(fx.b, 0, res, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* LUN reset drops it too */
+	ck_assert_int_eq(scsi_tmf(fx.t, fx.a, 0, SCSI_TMF_LUN_RESET), 0);
+	fx_clear_ua(fx.a);
+	c = fx_run(fx.a, 0, res, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+}
+END_TEST
+
+START_TEST(t02_register_read_keys)
+{
+	struct scsi_cmd c;
+
+	c = prout(fx.a, 0, 0, 0, 0xaaaa, 0);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = prout(fx.b, 6, 0, 0x1234, 0xbbbb, 0); /* REGISTER AND IGNORE */
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* REGISTER with a wrong key */
+	c = prout(fx.a, 0, 0, 0x1, 0xcccc, 0);
+	ck_assert_int_eq(c.status, SCSI_RESERVATION_CONFLICT);
+	c = prin(fx.a, 0, 64);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2); /* generation */
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xaaaa);
+	ck_assert_uint_eq(get_be64(&fx.buf[16]), 0xbbbb);
+	/* truncated: full length still in the header */
+	c = prin(fx.a, 0, 12);
+	ck_assert_uint_eq(c.xfer_len, 12);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	/* unregister */
+	c = prout(fx.a, 0, 0, 0xaaaa, 0, 0);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = prin(fx.a, 0, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 8);
+	/* bad service action, bad parameter length */
+	c = prin(fx.a, 4, 64);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
+	{
+		uint8_t cdb[10] = { OP_PR_OUT, 0, 0, 0, 0, 0, 0, 0, 20, 0 };
+
+		c = fx_run(fx.a, 0, cdb, 10, 20, true);
+		ck_sense(c, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
+	}
+}
+END_TEST
+
+START_TEST(t03_write_exclusive_access)
+{
+	struct scsi_cmd c;
+
+	prout(fx.a, 0, 0, 0, 0xa, 0);
+	prout(fx.b, 0, 0, 0, 0xb, 0);
+	c = prout(fx.a, 1, PR_WE, 0xa, 0, 0);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = prin(fx.b, 1, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_int_eq(fx.buf[21], PR_WE);
+	ck_assert_int_eq(rw(fx.a, true).status, SCSI_GOOD);
+	ck_assert_int_eq(rw(fx.b, false).status, SCSI_GOOD);
+	ck_assert_int_eq(rw(fx.b, true).status, SCSI_RESERVATION_CONFLICT);
+	/* reserve by another nexus conflicts; same type by holder is fine */
+	ck_assert_int_eq(prout(fx.b, 1, PR_WE, 0xb, 0, 0).status, SCSI_RESERVATION_CONFLICT);
+	ck_assert_int_eq(prout(fx.a, 1, PR_WE, 0xa, 0, 0).status, SCSI_GOOD);
+	/* release with the wrong type */
+	c = prout(fx.a, 2, PR_EA, 0xa, 0, 0);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_RELEASE_PR);
+	ck_assert_int_eq(prout(fx.a, 2, PR_WE, 0xa, 0, 0).status, SCSI_GOOD);
+	ck_assert_int_eq(rw(fx.b, true).status, SCSI_GOOD);
+	ck_assert(pr_check(fx.lu));
+}
+END_TEST
+
+START_TEST(t04_exclusive_access_registrants_only)
+{
+	struct scsi_nexus *c3;
+	struct scsi_cmd c;
+
+	ck_assert_int_eq(scsi_nexus_create(fx.t, "iqn.1994-05.com.c,i,0x400000000003", 1, &c3), 0);
+	fx_clear_ua(c3);
+	prout(fx.a, 0, 0, 0, 0xa, 0);
+	prout(fx.b, 0, 0, 0, 0xb, 0);
+	ck_assert_int_eq(prout(fx.a, 1, PR_EARO, 0xa, 0, 0).status, SCSI_GOOD);
+	ck_assert_int_eq(rw(fx.b, true).status, SCSI_GOOD);   /* registrant */
+	ck_assert_int_eq(rw(c3, false).status, SCSI_RESERVATION_CONFLICT);
+	/* holder unregisters: reservation goes, b gets RESERVATIONS RELEASED */
+	ck_assert_int_eq(prout(fx.a, 0, 0, 0xa, 0, 0).status, SCSI_GOOD);
+	c = prin(fx.a, 1, 64);
+	ck_assert_int_eq(c.status, SCSI_GOOD); /* no UA for the one who did it */
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 0);
+	c = rw(fx.b, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_RESERVATIONS_RELEASED);
+	ck_assert_int_eq(rw(c3, false).status, SCSI_GOOD);
+	scsi_nexus_destroy(c3);
+}
+END_TEST
+
+START_TEST(t05_all_registrants)
+{
+	prout(fx.a, 0, 0, 0, 0xa, 0);
+	prout(fx.b, 0, 0, 0, 0xb, 0);
+	ck_assert_int_eq(prout(fx.a, 1, PR_WEAR, 0xa, 0, 0).status, SCSI_GOOD);
+	prin(fx.a, 1, 64);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0); /* key 0 for all-registrants */
+	ck_assert_int_eq(rw(fx.b, true).status, SCSI_GOOD);
+	/* the reserving nexus leaves: still reserved for b */
+	ck_assert_int_eq(prout(fx.a, 0, 0, 0xa, 0, 0).status, SCSI_GOOD);
+	ck_assert_int_eq(rw(fx.a, true).status, SCSI_RESERVATION_CONFLICT);
+	ck_assert_int_eq(rw(fx.b, true).status, SCSI_GOOD);
+	ck_assert_int_eq(prout(fx.b, 2, PR_WEAR, 0xb, 0, 0).status, SCSI_GOOD);
+	ck_assert_int_eq(rw(fx.a, true).status, SCSI_GOOD);
+	ck_assert(pr_check(fx.lu));
+}
+END_TEST
+
+START_TEST(t06_preempt_and_clear)
+{
+	struct scsi_cmd c;
+
+	prout(fx.a, 0, 0, 0, 0xa, 0);
+	prout(fx.b, 0, 0, 0, 0xb, 0);
+	ck_assert_int_eq(prout(fx.a, 1, PR_EA, 0xa, 0, 0).status, SCSI_GOOD);
+	ck_assert_int_eq(rw(fx.b, false).status, SCSI_RESERVATION_CONFLICT);
+	/* b preempts a: a's registration and reservation go */
+	c = prout(fx.b, 4, PR_WE, 0xb, 0xa, 0);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	prin(fx.b, 1, 64);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb);
+	ck_assert_int_eq(fx.buf[21], PR_WE);
+	c = rw(fx.a, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_REGISTRATIONS_PREEMPTED);
+	ck_assert_int_eq(rw(fx.a, true).status, SCSI_RESERVATION_CONFLICT);
+	/* preempting a key nobody has */
+	ck_assert_int_eq(prout(fx.b, 4, PR_WE, 0xb, 0x77, 0).status, SCSI_RESERVATION_CONFLICT);
+	/* CLEAR by an unregistered nexus conflicts, by b works */
+	ck_assert_int_eq(prout(fx.a, 3, 0, 0xa, 0, 0).status, SCSI_RESERVATION_CONFLICT);
+	prout(fx.a, 0, 0, 0, 0xa2, 0);
+	ck_assert_int_eq(prout(fx.b, 3, 0, 0xb, 0, 0).status, SCSI_GOOD);
+	c = rw(fx.a, true);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_RESERVATIONS_PREEMPTED);
+	prin(fx.b, 0, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 0);
+	ck_assert(pr_check(fx.lu));
+}
+END_TEST
+
+START_TEST(t07_report_capabilities_full_status)
+{
+	struct scsi_cmd c;
+
+	c = prin(fx.a, 2, 8);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(get_be16(&fx.buf[0]), 8);
+	ck_assert_int_eq(fx.buf[2] & 0x01, 1); /* PTPL_C: a pr_path is set */
+	ck_assert_int_eq(fx.buf[3] & 0x80, 0x80);
+	prout(fx.a, 0, 0, 0, 0xa, 0);
+	prout(fx.a, 1, PR_WE, 0xa, 0, 0);
+	c = prin(fx.a, 3, 1024);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_int_eq(fx.buf[8 + 12] & 1, 1);
+	ck_assert_int_eq(fx.buf[8 + 13], PR_WE);
+	ck_assert_int_eq(get_be16(&fx.buf[8 + 18]), 1);
+	ck_assert_int_eq(fx.buf[8 + 24], 0x45);
+	ck_assert_str_eq((char *)&fx.buf[8 + 28], "iqn.1994-05.com.a,i,0x400000000001");
+}
+END_TEST
+
+START_TEST(t08_aptpl_persists)
+{
+	struct scsi_cmd c;
+
+	prout(fx.a, 0, 0, 0, 0xa, 0x01); /* APTPL */
+	prout(fx.b, 0, 0, 0, 0xb, 0x01);
+	ck_assert_int_eq(prout(fx.a, 1, PR_WERO, 0xa, 0, 0).status, SCSI_GOOD);
+	ck_assert_int_eq(access(fx.pr, F_OK), 0);
+	fx_lu_down();
+	fx_lu_up();
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+	c = prin(fx.a, 0, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	c = prin(fx.a, 1, 64);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_int_eq(fx.buf[21], PR_WERO);
+	c = prin(fx.a, 2, 8);
+	ck_assert_int_eq(fx.buf[3] & 0x01, 1); /* PTPL_A */
+	(void)c;
+	/* registering with APTPL=0 stops persisting */
+	prout(fx.a, 0, 0, 0xa, 0xa, 0);
+	ck_assert_int_ne(access(fx.pr, F_OK), 0);
+	fx_lu_down();
+	fx_lu_up();
+	fx_clear_ua(fx.a);
+	prin(fx.a, 0, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 0);
+}
+END_TEST
+
+START_TEST(t09_corrupt_aptpl_file_refused)
+{
+	FILE *f;
+
+	fx_lu_down();
+	f = fopen(fx.pr, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("rtgt-pr 1\ntype 9 0\n", f);
+	fclose(f);
+	{
+		struct scsi_lu_params p = { .vol = fx.vol, .pr_path = fx.pr };
+		struct scsi_lu *lu = NULL;
+
+		ck_assert_int_eq(scsi_lu_create(&p, &lu), -EINVAL);
+	}
+	unlink(fx.pr);
+	fx_lu_up();
+}
+END_TEST
+
+START_TEST(t10_register_and_move)
+{
+	uint8_t cdb[10] = { OP_PR_OUT, 7, PR_WE, 0, 0, 0, 0, 0, 0, 0 };
+	const char *dst = "iqn.1994-05.com.b,i,0x400000000002";
+	unsigned tl = 40;
+	struct scsi_cmd c;
+
+	prout(fx.a, 0, 0, 0, 0xa, 0);
+	prout(fx.a, 1, PR_WE, 0xa, 0, 0);
+	memset(fx.buf, 0, 24 + tl);
+	put_be64(&fx.buf[0], 0xa);
+	put_be64(&fx.buf[8], 0xb0b);
+	fx.buf[17] = 0x02; /* UNREG */
+	put_be16(&fx.buf[18], 2);
+	put_be32(&fx.buf[20], tl);
+	fx.buf[24] = 0x45;
+	put_be16(&fx.buf[26], (uint16_t)(tl - 4));
+	memcpy(&fx.buf[28], dst, strlen(dst));
+	put_be32(&cdb[5], 24 + tl);
+	c = fx_run(fx.a, 0, cdb, 10, 24 + tl, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	prin(fx.b, 1, 64);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb0b);
+	ck_assert_int_eq(rw(fx.b, true).status, SCSI_GOOD);
+	ck_assert_int_eq(rw(fx.a, true).status, SCSI_RESERVATION_CONFLICT);
+	ck_assert(pr_check(fx.lu));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("scsi_pr");
+	TCase *tc = tcase_create("pr");
+
+	tcase_add_checked_fixture(tc, setup, fx_teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, t01_reserve6_two_nexuses);
+	tcase_add_test(tc, t02_register_read_keys);
+	tcase_add_test(tc, t03_write_exclusive_access);
+	tcase_add_test(tc, t04_exclusive_access_registrants_only);
+	tcase_add_test(tc, t05_all_registrants);
+	tcase_add_test(tc, t06_preempt_and_clear);
+	tcase_add_test(tc, t07_report_capabilities_full_status);
+	tcase_add_test(tc, t08_aptpl_persists);
+	tcase_add_test(tc, t09_corrupt_aptpl_file_refused);
+	tcase_add_test(tc, t10_register_and_move);
+	suite_add_tcase(s, tc);
+	return fx_main(s);
+}
