@@ -472,7 +472,11 @@ void harness_dump_log(const struct harness_daemon *d, FILE *f, unsigned max_line
 
 		if (!nl)
 			nl = p + strlen(p);
-		fprintf(f, "  | %.*s\n", (int)(nl - p), p);
+		/* a runaway log line must not drown the test report */
+		if (nl - p > 300)
+			fprintf(f, "  | %.300s... [%d bytes]\n", p, (int)(nl - p));
+		else
+			fprintf(f, "  | %.*s\n", (int)(nl - p), p);
 		p = *nl ? nl + 1 : nl;
 	}
 	fflush(f);

@@ -1,0 +1,493 @@
+/*
+ * tests/net/test_daemon.c - bin/rtgtd as a program: --check on bad and good
+ * configurations (exit codes, FILE:LINE messages, nothing created on disk),
+ * start-up failures (port in use, a member of another pool, a missing
+ * member) and SIGTERM in the middle of I/O (exit 0, acknowledged writes
+ * survive a restart).
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "tests/lib/harness.h"
+
+#define RUN_TIMEOUT_MS 30000
+
+static struct harness_daemon D;
+
+static void setup(void)
+{
+	ck_assert_int_eq(harness_init(&D), 0);
+	harness_fini_at_exit(&D);
+}
+
+static void teardown(void)
+{
+	harness_fini(&D);
+}
+
+/* Runs rtgtd -c d->conf [--check], stderr into @err. */
+static int run_rtgtd(bool check, char *err, size_t errlen)
+{
+	char *argv[] = { (char *)harness_rtgtd_path(), "-c", D.conf, check ? "--check" : NULL,
+			 NULL };
+
+	ck_assert_msg(access(argv[0], X_OK) == 0, "%s is missing: build it first", argv[0]);
+	return harness_run(argv, err, errlen, RUN_TIMEOUT_MS);
+}
+
+static void assert_dir_has_only(const char *dir, int want, const char *when)
+{
+	char names[1024];
+	int n = harness_dir_entries(dir, names, sizeof(names));
+
+	ck_assert_msg(n == want, "%s: %d entries in %s (%s), expected %d: something was created",
+		      when, n, dir, names, want);
+}
+
+/*
+ * The template, one setting per line so that the tests know the line of
+ * each one. A pool, a portal and a target each sit on a single line, so any
+ * line rtgtd could blame for them (the entry's or the setting's) is the same.
+ */
+enum { L_WORKERS = 2, L_CONTROL = 3, L_LOG_LEVEL = 4, L_POOL = 7, L_PORTAL = 10, L_TARGET = 13 };
+
+struct variant {
+	const char *workers, *control, *log_level, *pool, *portal, *target;
+};
+
+static void write_conf(const struct variant *v)
+{
+	char portal[160];
+
+	snprintf(portal, sizeof(portal), "{ name = \"lo\"; listen = \"127.0.0.1:%u\"; }", D.port);
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = {\n"
+		"  %s\n"
+		"  %s\n"
+		"  %s\n"
+		"};\n"
+		"pools = (\n"
+		"  %s\n"
+		");\n"
+		"portals = (\n"
+		"  %s\n"
+		");\n"
+		"targets = (\n"
+		"  %s\n"
+		");\n",
+		v->workers ? v->workers : "workers = 1;",
+		v->control ? v->control : "control = \"rtgtd.sock\";",
+		v->log_level ? v->log_level : "log_level = \"info\";",
+		v->pool ? v->pool : "{ name = \"p\"; level = \"raid1\"; chunk = \"64K\"; "
+				    "members = ( \"d0.img\", \"d1.img\" ); create_size = \"32M\"; }",
+		v->portal ? v->portal : portal,
+		v->target ? v->target : "{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" ); "
+					"luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; "
+					"size = \"80%\"; } ); allow = ( \"ALL\" ); }"), 0);
+}
+
+static bool has_line_prefix(const char *err, const char *prefix)
+{
+	const char *p = err;
+
+	while (p && *p) {
+		if (!strncmp(p, prefix, strlen(prefix)))
+			return true;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+/* A bad config: --check and a plain start both exit 2, blame each expected
+ * line, and leave nothing behind. */
+static void expect_bad(const struct variant *v, const int *lines, unsigned n_lines,
+		       const char *what)
+{
+	static char err[16384];
+	int rc;
+
+	write_conf(v);
+	rc = run_rtgtd(true, err, sizeof(err));
+	ck_assert_msg(rc == 2, "%s: --check exited %d, expected 2; stderr:\n%s", what, rc, err);
+	for (unsigned i = 0; i < n_lines; i++) {
+		char prefix[256];
+
+		snprintf(prefix, sizeof(prefix), "%s:%d: ", D.conf, lines[i]);
+		ck_assert_msg(has_line_prefix(err, prefix),
+			      "%s: no line starting with '%s'; stderr:\n%s", what, prefix, err);
+	}
+	assert_dir_has_only(D.dir, 1, what);
+
+	rc = run_rtgtd(false, err, sizeof(err));
+	ck_assert_msg(rc == 2, "%s: a start exited %d, expected 2; stderr:\n%s", what, rc, err);
+	assert_dir_has_only(D.dir, 1, what);
+}
+
+START_TEST(t01_check_unknown_key)
+{
+	struct variant v = { .control = "contrl = \"rtgtd.sock\";" };
+	const int lines[] = { L_CONTROL };
+
+	expect_bad(&v, lines, 1, "unknown key");
+}
+END_TEST
+
+START_TEST(t02_check_bad_log_level)
+{
+	struct variant v = { .log_level = "log_level = \"loud\";" };
+	const int lines[] = { L_LOG_LEVEL };
+
+	expect_bad(&v, lines, 1, "bad log level");
+}
+END_TEST
+
+START_TEST(t03_check_raid5_two_members)
+{
+	struct variant v = {
+		.pool = "{ name = \"p\"; level = \"raid5\"; chunk = \"64K\"; "
+			"members = ( \"d0.img\", \"d1.img\" ); create_size = \"32M\"; }",
+	};
+	const int lines[] = { L_POOL };
+
+	expect_bad(&v, lines, 1, "raid5 with 2 members");
+}
+END_TEST
+
+START_TEST(t04_check_lun_missing_pool)
+{
+	struct variant v = {
+		.target = "{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" ); "
+			  "luns = ( { lun = 0; pool = \"nope\"; volume = \"v0\"; size = \"80%\"; } ); "
+			  "allow = ( \"ALL\" ); }",
+	};
+	const int lines[] = { L_TARGET };
+
+	expect_bad(&v, lines, 1, "LUN on a missing pool");
+}
+END_TEST
+
+START_TEST(t05_check_bad_listen)
+{
+	const char *bad[] = {
+		"{ name = \"lo\"; listen = \"127.0.0.1:99999\"; }",
+		"{ name = \"lo\"; listen = \"300.1.2.3:4000\"; }",
+		"{ name = \"lo\"; listen = \"127.0.0.1\"; }",
+		"{ name = \"lo\"; listen = \"localhost:4000x\"; }",
+	};
+	const int lines[] = { L_PORTAL };
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct variant v = { .portal = bad[i] };
+
+		expect_bad(&v, lines, 1, bad[i]);
+	}
+}
+END_TEST
+
+START_TEST(t06_check_reports_every_problem)
+{
+	struct variant v = {
+		.control = "contrl = \"rtgtd.sock\";",
+		.log_level = "log_level = \"loud\";",
+		.portal = "{ name = \"lo\"; listen = \"127.0.0.1:99999\"; }",
+	};
+	const int lines[] = { L_CONTROL, L_LOG_LEVEL, L_PORTAL };
+
+	expect_bad(&v, lines, 3, "three problems in one file");
+}
+END_TEST
+
+START_TEST(t07_check_good_creates_nothing)
+{
+	struct variant v = { 0 };
+	static char err[16384];
+	char prefix[256];
+	int rc;
+
+	write_conf(&v);
+	rc = run_rtgtd(true, err, sizeof(err));
+	ck_assert_msg(rc == 0, "--check on a good config exited %d; stderr:\n%s", rc, err);
+	snprintf(prefix, sizeof(prefix), "%s:", D.conf);
+	ck_assert_msg(!strstr(err, prefix), "--check on a good config complained:\n%s", err);
+	assert_dir_has_only(D.dir, 1, "--check on a good config");
+}
+END_TEST
+
+START_TEST(t08_port_in_use)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(D.port) };
+	static char err[16384];
+	char addr[64];
+	int fd, rc, n = 0;
+	const char *p;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 4) == 0,
+		      "cannot hold port %u: %s", D.port, strerror(errno));
+	write_conf(&(struct variant){ 0 });
+	rc = run_rtgtd(false, err, sizeof(err));
+	close(fd);
+	ck_assert_msg(rc == 1, "a start on a busy port exited %d, expected 1; stderr:\n%s", rc,
+		      err);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", D.port);
+	for (p = err; (p = strstr(p, addr)); p++) {
+		const char *eol = strchr(p, '\n'), *in_use = strstr(p, "in use");
+
+		if (in_use && (!eol || in_use < eol))
+			n++;
+	}
+	ck_assert_msg(n == 1, "expected one line naming %s and 'in use', found %d; stderr:\n%s",
+		      addr, n, err);
+}
+END_TEST
+
+static void start_or_fail(void)
+{
+	int rc = harness_start(&D);
+
+	if (rc) {
+		harness_dump_log(&D, stderr, 40);
+		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
+	}
+}
+
+static void stop_expect_0(const char *when)
+{
+	int rc = harness_stop(&D);
+
+	if (rc)
+		harness_dump_log(&D, stderr, 40);
+	ck_assert_msg(rc == 0, "%s: rtgtd exited %d on SIGTERM, expected 0", when, rc);
+}
+
+START_TEST(t09_member_of_another_pool)
+{
+	static char err[16384];
+	char from[256], to[256];
+	int rc;
+
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 1; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
+		"pools = (\n"
+		"  { name = \"a\"; level = \"raid1\"; members = ( \"a0.img\", \"a1.img\" ); create_size = \"32M\"; },\n"
+		"  { name = \"b\"; level = \"raid1\"; members = ( \"b0.img\", \"b1.img\" ); create_size = \"32M\"; }\n"
+		");\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+		"  luns = ( { lun = 0; pool = \"a\"; volume = \"va\"; size = \"50%%\"; },\n"
+		"           { lun = 1; pool = \"b\"; volume = \"vb\"; size = \"50%%\"; } );\n"
+		"  allow = ( \"ALL\" ); } );\n", D.port), 0);
+	start_or_fail();
+	stop_expect_0("first start");
+	snprintf(from, sizeof(from), "%s/a0.img", D.dir);
+	snprintf(to, sizeof(to), "%s/b0.img", D.dir);
+	ck_assert_int_eq(harness_copy_file(from, to), 0);
+	rc = run_rtgtd(false, err, sizeof(err));
+	ck_assert_msg(rc == 1, "start with pool a's member in pool b's place exited %d, "
+		      "expected 1; stderr:\n%s", rc, err);
+	ck_assert_msg(strstr(err, "b0.img"), "no line names b0.img; stderr:\n%s", err);
+}
+END_TEST
+
+START_TEST(t10_missing_member)
+{
+	static char err[16384];
+	char path[256];
+	int rc;
+
+	write_conf(&(struct variant){ 0 });
+	start_or_fail();
+	stop_expect_0("first start");
+	/* the same pool without create_size, so nothing re-creates the file */
+	write_conf(&(struct variant){
+		.pool = "{ name = \"p\"; level = \"raid1\"; chunk = \"64K\"; "
+			"members = ( \"d0.img\", \"d1.img\" ); }" });
+	snprintf(path, sizeof(path), "%s/d1.img", D.dir);
+	ck_assert_int_eq(unlink(path), 0);
+	rc = run_rtgtd(false, err, sizeof(err));
+	ck_assert_msg(rc == 1, "start with a missing member exited %d, expected 1; stderr:\n%s",
+		      rc, err);
+	ck_assert_msg(strstr(err, "d1.img"), "no line names d1.img; stderr:\n%s", err);
+}
+END_TEST
+
+/* ---- SIGTERM during I/O ---- */
+
+#define IO_CHUNK (64 * 1024)
+
+struct writer {
+	pthread_t th;
+	uint16_t port;
+	uint32_t bs;
+	atomic_uint acked;      /* writes that returned GOOD, in order from LBA 0 */
+	atomic_int started;
+	char err[256];
+};
+
+static void fill_pattern(uint8_t *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 7;
+
+	for (size_t i = 0; i < len; i += 8) {
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		memcpy(buf + i, &x, len - i < 8 ? len - i : 8);
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	struct harness_login o = { 0 };
+	struct iscsi_context *c;
+	uint8_t *buf = malloc(IO_CHUNK);
+
+	if (!buf)
+		return NULL;
+	c = harness_iscsi_login(w->port, &o, w->err, sizeof(w->err));
+	if (!c) {
+		free(buf);
+		return NULL;
+	}
+	/* 32 MiB raid1 at 80%: keep within 16 MiB */
+	for (unsigned i = 0; i < 256; i++) {
+		uint64_t lba = (uint64_t)i * (IO_CHUNK / w->bs);
+		struct scsi_task *t;
+
+		fill_pattern(buf, IO_CHUNK, i + 1);
+		atomic_store(&w->started, 1);
+		t = iscsi_write16_sync(c, 0, lba, buf, IO_CHUNK, (int)w->bs, 0, 0, 0, 0, 0);
+		if (!t || t->status != SCSI_STATUS_GOOD) {
+			if (t)
+				scsi_free_scsi_task(t);
+			break;
+		}
+		scsi_free_scsi_task(t);
+		atomic_store(&w->acked, i + 1);
+	}
+	iscsi_destroy_context(c);
+	free(buf);
+	return NULL;
+}
+
+START_TEST(t11_sigterm_during_io)
+{
+	struct harness_login o = { 0 };
+	struct writer w = { .port = D.port };
+	struct scsi_readcapacity16 *rc16;
+	struct iscsi_context *c;
+	struct scsi_task *t;
+	uint8_t *buf;
+	char err[512];
+	unsigned acked;
+	int rc;
+
+	write_conf(&(struct variant){ 0 });
+	start_or_fail();
+	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
+	ck_assert_msg(c != NULL, "login: %s", err);
+	t = iscsi_readcapacity16_sync(c, 0);
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ CAPACITY 16 failed");
+	rc16 = scsi_datain_unmarshall(t);
+	ck_assert_ptr_nonnull(rc16);
+	w.bs = rc16->block_length;
+	scsi_free_scsi_task(t);
+	harness_iscsi_logout(c);
+
+	ck_assert_int_eq(pthread_create(&w.th, NULL, writer_main, &w), 0);
+	/* let some writes complete, then stop the daemon under load */
+	for (int i = 0; i < 500 && atomic_load(&w.acked) < 20; i++)
+		usleep(10000);
+	ck_assert_msg(atomic_load(&w.acked) >= 1, "no write completed before SIGTERM (%s)",
+		      w.err);
+	rc = harness_stop(&D);
+	pthread_join(w.th, NULL);
+	if (rc)
+		harness_dump_log(&D, stderr, 40);
+	ck_assert_msg(rc == 0, "SIGTERM during I/O: rtgtd exited %d, expected 0", rc);
+	acked = atomic_load(&w.acked);
+
+	/* every acknowledged write must be there after a restart */
+	start_or_fail();
+	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
+	ck_assert_msg(c != NULL, "login after restart: %s", err);
+	buf = malloc(IO_CHUNK);
+	ck_assert_ptr_nonnull(buf);
+	for (unsigned i = 0; i < acked; i++) {
+		uint64_t lba = (uint64_t)i * (IO_CHUNK / w.bs);
+
+		fill_pattern(buf, IO_CHUNK, i + 1);
+		t = iscsi_read16_sync(c, 0, lba, IO_CHUNK, (int)w.bs, 0, 0, 0, 0, 0);
+		ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ 16 lba %llu failed: %s",
+			      (unsigned long long)lba, iscsi_get_error(c));
+		ck_assert_msg(t->datain.size == IO_CHUNK && !memcmp(t->datain.data, buf, IO_CHUNK),
+			      "acknowledged write %u of %u (lba %llu) lost across SIGTERM",
+			      i, acked, (unsigned long long)lba);
+		scsi_free_scsi_task(t);
+	}
+	free(buf);
+	harness_iscsi_logout(c);
+	stop_expect_0("after the restart");
+}
+END_TEST
+
+static Suite *daemon_suite(void)
+{
+	const struct {
+		const char *name;
+		const TTest *fn;
+	} tests[] = {
+		{ "01_check_unknown_key", t01_check_unknown_key },
+		{ "02_check_bad_log_level", t02_check_bad_log_level },
+		{ "03_check_raid5_two_members", t03_check_raid5_two_members },
+		{ "04_check_lun_missing_pool", t04_check_lun_missing_pool },
+		{ "05_check_bad_listen", t05_check_bad_listen },
+		{ "06_check_reports_every_problem", t06_check_reports_every_problem },
+		{ "07_check_good_creates_nothing", t07_check_good_creates_nothing },
+		{ "08_port_in_use", t08_port_in_use },
+		{ "09_member_of_another_pool", t09_member_of_another_pool },
+		{ "10_missing_member", t10_missing_member },
+		{ "11_sigterm_during_io", t11_sigterm_during_io },
+	};
+	Suite *s = suite_create("net_daemon");
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, 120);
+		tcase_add_test(tc, tests[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(daemon_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
