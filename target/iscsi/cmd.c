@@ -1,0 +1,693 @@
+/*
+ * target/iscsi/cmd.c - SCSI command flow over iSCSI: task creation from the
+ * command PDU, immediate and unsolicited data, R2T and Data-Out, execution
+ * through target/scsi, Data-In and SCSI Response with residuals.
+ *
+ * Task state machine (struct iscsi_task.state):
+ *
+ *   TASK_NEW --iscsi_session_submit queues it (CmdSN gap)--> TASK_QUEUED
+ *   TASK_NEW / TASK_QUEUED --iscsi_cmd_dispatch, write still missing data--> TASK_DATA_OUT
+ *   TASK_NEW / TASK_QUEUED / TASK_DATA_OUT --task_exec (all data here)--> TASK_EXEC
+ *   TASK_EXEC --cmd_done: task_respond--> TASK_RESPONDING
+ *   TASK_NEW / TASK_QUEUED --iscsi_cmd_dispatch with early_status--> TASK_RESPONDING
+ *   TASK_RESPONDING --last queued PDU written (refs reach 0)--> freed
+ *   any --iscsi_task_abort (TMF, conn close, dropped request)--> dead: unlinked
+ *        at once unless inside scsi, where cmd_done unlinks it; no response
+ *
+ * References (refs): one for membership of conn->tasks, one while inside
+ * scsi, one per queued Data-In/Response PDU pointing at the task's buffer.
+ *
+ * Data-Out acceptance (ERL 0, DataPDUInOrder/DataSequenceInOrder honoured
+ * as Yes): the unsolicited sequence (TTT 0xffffffff) covers
+ * [imm_len, unsol_end) and each R2T sequence its own range; within a
+ * sequence DataSN counts from 0 and offsets are contiguous. Any violation
+ * loses the command's data and so drops the connection (the RFC's answer
+ * at ERL 0, and what libiscsi's iSCSIDataSnInvalid test expects). Windows
+ * sends Data-Out with a wrong LUN: tasks are found by ITT only.
+ *
+ * Invariants (task_check): received <= buf_len; unsol_next <= unsol_end;
+ * at most MaxOutstandingR2T active R2T slots; a dead task is never
+ * executed; in_scsi iff state == TASK_EXEC.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/conf.h"
+#include "target/iscsi/iscsi_int.h"
+
+#define MOD "iscsi"
+
+/* SPC sense used for commands refused before they reach scsi */
+#define SENSE_ILLEGAL_REQUEST 0x05
+#define ASC_INVALID_FIELD_IN_CDB 0x24
+
+static void cmd_done(struct scsi_cmd *cmd);
+
+static bool task_check(const struct iscsi_task *t)
+{
+	unsigned act = 0;
+
+	for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T; i++)
+		if (t->r2t[i].active)
+			act++;
+	if (t->received > t->cmd.buf_len && t->cmd.buf_len)
+		return false;
+	if (t->unsol_next > t->unsol_end && t->unsol_open)
+		return false;
+	return act <= ISCSI_TGT_MAX_R2T && t->in_scsi == (t->state == TASK_EXEC);
+}
+
+/* ---------------- pure helpers ---------------- */
+
+void iscsi_residual(uint32_t edtl, uint32_t xfer_len, uint8_t *flags, uint32_t *count)
+{
+	*flags = 0;
+	*count = 0;
+	if (xfer_len < edtl) {
+		*flags = ISCSI_FLAG_UNDERFLOW;
+		*count = edtl - xfer_len;
+	} else if (xfer_len > edtl) {
+		*flags = ISCSI_FLAG_OVERFLOW;
+		*count = xfer_len - edtl;
+	}
+}
+
+uint32_t iscsi_datain_count(uint32_t len, uint32_t max_dsl)
+{
+	if (max_dsl == 0)
+		max_dsl = 8192;
+	return (len + max_dsl - 1) / max_dsl;
+}
+
+bool iscsi_datain_final(uint32_t off, uint32_t seg, uint32_t len, uint32_t max_burst)
+{
+	uint32_t end = off + seg;
+
+	/* RFC 7143 11.7.1: F ends each Data-In sequence, which may not exceed
+	 * MaxBurstLength; bursts start at multiples of it because each PDU
+	 * is cut so as not to cross a burst boundary. */
+	if (end >= len)
+		return true;
+	return max_burst && end % max_burst == 0;
+}
+
+/* ---------------- task lifetime ---------------- */
+
+struct iscsi_task *iscsi_task_find(struct iscsi_conn *c, uint32_t itt)
+{
+	for (struct iscsi_task *t = c->tasks; t; t = t->next)
+		if (t->itt == itt)
+			return t;
+	return NULL;
+}
+
+static void task_free(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+
+	if (t->immediate && c->n_imm)
+		c->n_imm--;
+	free(t->cmd.buf);
+	free(t);
+	iscsi_conn_task_released(c);
+}
+
+void iscsi_task_put(struct iscsi_task *t)
+{
+	if (--t->refs == 0)
+		task_free(t);
+}
+
+static void task_unlink(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+
+	if (!t->listed)
+		return;
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		c->tasks = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	t->prev = t->next = NULL;
+	t->listed = false;
+	t->counted = false;
+	c->n_tasks--;
+	iscsi_task_put(t);
+}
+
+void iscsi_task_abort(struct iscsi_task *t, uint32_t tmf_id)
+{
+	if (t->req) {
+		/* its request still waits for its CmdSN turn: that slot is
+		 * consumed without running anything */
+		t->req->task = NULL;
+		t->req = NULL;
+	}
+	t->dead = true;
+	t->cmd.aborted = 1;
+	if (tmf_id > t->tmf_id)
+		t->tmf_id = tmf_id;
+	/* Inside scsi it stays listed so that a TMF can wait for it; cmd_done
+	 * unlinks it. */
+	if (!t->in_scsi)
+		task_unlink(t);
+}
+
+void iscsi_tasks_abort_all(struct iscsi_conn *c)
+{
+	while (c->tasks) {
+		struct iscsi_task *t = c->tasks;
+
+		if (t->req) {
+			t->req->task = NULL;
+			t->req = NULL;
+		}
+		t->dead = true;
+		t->cmd.aborted = 1;
+		task_unlink(t);
+	}
+}
+
+static struct iscsi_task *task_new(struct iscsi_conn *c)
+{
+	struct iscsi_task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->conn = c;
+	t->cmd.tpriv = t;
+	t->cmd.done = cmd_done;
+	t->cmd.ioctx = c->w->ioctx;
+	t->refs = 1;
+	t->listed = true;
+	t->next = c->tasks;
+	if (t->next)
+		t->next->prev = t;
+	c->tasks = t;
+	c->n_tasks++;
+	return t;
+}
+
+/* ---------------- command header ---------------- */
+
+/* Extended CDB and bidirectional-length AHS (RFC 7143 11.2.1.2). Returns 0,
+ * or a Reject reason. */
+static int parse_ahs(const uint8_t *ahs, uint32_t len, struct scsi_cmd *cmd, bool *bidi)
+{
+	uint32_t pos = 0;
+
+	while (pos < len) {
+		uint32_t alen, total;
+		uint8_t type;
+
+		if (len - pos < 4)
+			return ISCSI_REJECT_PROTOCOL;
+		alen = iscsi_get16(ahs + pos);
+		type = ahs[pos + 2];
+		total = 3 + alen;
+		total += iscsi_pad4(total);
+		if (total > len - pos || alen == 0)
+			return ISCSI_REJECT_PROTOCOL;
+		if (type == ISCSI_AHS_EXT_CDB) {
+			uint32_t extra = alen - 1;
+
+			if (ISCSI_CDB_BHS_LEN + extra > SCSI_CDB_MAX)
+				return ISCSI_REJECT_INVALID_FIELD;
+			memcpy(cmd->cdb + ISCSI_CDB_BHS_LEN, ahs + pos + 4, extra);
+			cmd->cdb_len = (uint8_t)(ISCSI_CDB_BHS_LEN + extra);
+		} else if (type == ISCSI_AHS_BIDI_LEN) {
+			*bidi = true;
+		} else {
+			return ISCSI_REJECT_INVALID_FIELD;
+		}
+		pos += total;
+	}
+	return 0;
+}
+
+int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
+{
+	const uint8_t *bhs = req->bhs;
+	uint8_t flags = iscsi_bhs_flags(bhs);
+	uint32_t itt = iscsi_bhs_itt(bhs);
+	uint32_t edtl = iscsi_get32(bhs + ISCSI_OFF_EDTL);
+	uint32_t dsl = iscsi_bhs_dsl(bhs);
+	bool bidi = false, final = flags & ISCSI_FLAG_FINAL;
+	struct iscsi_session *sess = c->sess;
+	struct iscsi_task *t;
+	int r;
+
+	if (sess->type != ISCSI_SESSION_NORMAL)
+		return ISCSI_REJECT_PROTOCOL;
+	if (itt == ISCSI_RSVD_TAG || iscsi_task_find(c, itt))
+		return ISCSI_REJECT_TASK_IN_PROGRESS;
+	if (req->immediate && c->n_imm >= ISCSI_MAX_IMMEDIATE_TASKS)
+		return ISCSI_REJECT_IMM_CMD;
+	if (dsl > 0 && !c->params.immediate_data)
+		return ISCSI_REJECT_PROTOCOL;
+	if (dsl > edtl || dsl > c->params.first_burst)
+		return ISCSI_REJECT_PROTOCOL;
+	if (!final && c->params.initial_r2t)
+		return ISCSI_REJECT_PROTOCOL;
+	if (edtl > 0 && !(flags & (ISCSI_CMD_READ | ISCSI_CMD_WRITE)))
+		return ISCSI_REJECT_INVALID_FIELD;
+
+	t = task_new(c);
+	if (!t)
+		return -ENOMEM;
+	req->task = t;
+	t->req = req;
+	t->itt = itt;
+	t->cmdsn = req->cmdsn;
+	t->immediate = req->immediate;
+	t->counted = !req->immediate;
+	if (req->immediate)
+		c->n_imm++;
+	memcpy(t->lun_raw, bhs + ISCSI_OFF_LUN, 8);
+	t->state = TASK_NEW;
+
+	t->cmd.target = c->srv->targets[sess->target];
+	t->cmd.nexus = sess->nexus;
+	t->cmd.lun = scsi_lun_decode(t->lun_raw);
+	memcpy(t->cmd.cdb, bhs + ISCSI_OFF_CDB, ISCSI_CDB_BHS_LEN);
+	t->cmd.cdb_len = ISCSI_CDB_BHS_LEN;
+	r = parse_ahs(bhs + ISCSI_BHS_LEN, req->ahs_len, &t->cmd, &bidi);
+	if (r)
+		return r;
+	t->cmd.task_attr = flags & ISCSI_CMD_ATTR_MASK;
+	t->cmd.dir_read = flags & ISCSI_CMD_READ;
+	t->cmd.dir_write = flags & ISCSI_CMD_WRITE;
+	t->cmd.edtl = edtl;
+	t->imm_len = dsl;
+
+	if (bidi || (t->cmd.dir_read && t->cmd.dir_write) || edtl > SCSI_MAX_XFER) {
+		/* Refused before scsi: still take (and drop) the data the
+		 * initiator sends for it. */
+		t->early_status = true;
+		t->cmd.xfer_len = edtl;
+		scsi_set_sense(&t->cmd, SENSE_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB, 0);
+		t->unsol_open = false;
+		return 0;
+	}
+	if (edtl) {
+		t->cmd.buf = malloc(edtl);
+		if (!t->cmd.buf)
+			return -ENOMEM;
+		t->cmd.buf_len = edtl;
+	}
+	if (t->cmd.dir_write) {
+		t->received = dsl;
+		t->unsol_next = dsl;
+		t->unsol_end = final ? dsl : (edtl < c->params.first_burst ? edtl : c->params.first_burst);
+		if (t->unsol_end < dsl)
+			t->unsol_end = dsl;
+		t->unsol_open = !final && t->unsol_end > dsl;
+		t->r2t_next = t->unsol_end;
+	}
+	return 0;
+}
+
+/* ---------------- execution ---------------- */
+
+static void task_exec(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+
+	t->state = TASK_EXEC;
+	t->in_scsi = true;
+	t->refs++;
+	c->n_scsi++;
+	LOG_DBG(MOD, "%s: exec ITT 0x%x CDB 0x%02x edtl %u", c->peer_str, t->itt, t->cmd.cdb[0],
+		t->cmd.edtl);
+	scsi_cmd_exec(&t->cmd);
+}
+
+static void send_r2ts(struct iscsi_task *t)
+{
+	struct iscsi_conn *c = t->conn;
+	uint32_t edtl = t->cmd.edtl;
+	uint32_t max_r2t = c->params.max_outstanding_r2t;
+	unsigned active = 0;
+
+	if (max_r2t == 0 || max_r2t > ISCSI_TGT_MAX_R2T)
+		max_r2t = ISCSI_TGT_MAX_R2T;
+	for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T; i++)
+		if (t->r2t[i].active)
+			active++;
+	while (active < max_r2t && t->r2t_next < edtl && c->state == CONN_FFP) {
+		struct iscsi_r2t *slot = NULL;
+		struct iscsi_tx *tx;
+		uint32_t len = edtl - t->r2t_next;
+
+		for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T && !slot; i++)
+			if (!t->r2t[i].active)
+				slot = &t->r2t[i];
+		if (!slot)
+			return;
+		if (len > c->params.max_burst)
+			len = c->params.max_burst;
+		tx = iscsi_tx_new();
+		if (!tx) {
+			iscsi_conn_close(c, "out of memory");
+			return;
+		}
+		if (++c->next_ttt == ISCSI_RSVD_TAG)
+			c->next_ttt = 1;
+		slot->ttt = c->next_ttt;
+		slot->off = slot->next_off = t->r2t_next;
+		slot->len = len;
+		slot->datasn = 0;
+		slot->active = true;
+		t->r2t_next += len;
+		active++;
+
+		tx->hdr[0] = ISCSI_OP_R2T;
+		tx->hdr[1] = ISCSI_FLAG_FINAL;
+		memcpy(tx->hdr + ISCSI_OFF_LUN, t->lun_raw, 8);
+		iscsi_put32(tx->hdr + ISCSI_OFF_ITT, t->itt);
+		iscsi_put32(tx->hdr + ISCSI_OFF_TTT, slot->ttt);
+		iscsi_conn_fill_sn(c, tx->hdr, false);
+		iscsi_put32(tx->hdr + ISCSI_OFF_R2TSN, t->r2tsn++);
+		iscsi_put32(tx->hdr + ISCSI_OFF_BUFOFF, slot->off);
+		iscsi_put32(tx->hdr + ISCSI_OFF_DDTL, len);
+		iscsi_conn_queue(c, tx);
+	}
+}
+
+static void task_respond(struct iscsi_task *t);
+
+void iscsi_cmd_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
+{
+	struct iscsi_task *t = req->task;
+
+	req->task = NULL;
+	iscsi_req_free(req);
+	if (!t)
+		return;
+	t->req = NULL;
+	if (t->dead) {
+		task_unlink(t);
+		return;
+	}
+	if (t->early_status) {
+		task_respond(t);
+		return;
+	}
+	if (!t->cmd.dir_write || t->received >= t->cmd.edtl) {
+		task_exec(t);
+		return;
+	}
+	t->state = TASK_DATA_OUT;
+	send_r2ts(t);
+}
+
+/* ---------------- Data-Out ---------------- */
+
+int iscsi_dataout_prepare(struct iscsi_conn *c, const char **why)
+{
+	const uint8_t *bhs = c->rx_hdr;
+	uint32_t itt = iscsi_bhs_itt(bhs);
+	uint32_t ttt = iscsi_get32(bhs + ISCSI_OFF_TTT);
+	uint32_t datasn = iscsi_get32(bhs + ISCSI_OFF_DATASN);
+	uint32_t off = iscsi_get32(bhs + ISCSI_OFF_BUFOFF);
+	uint32_t dsl = c->rx_dsl;
+	bool final = iscsi_bhs_flags(bhs) & ISCSI_FLAG_FINAL;
+	struct iscsi_task *t = iscsi_task_find(c, itt);
+	uint32_t end;
+
+	c->rx_task = NULL;
+	c->rx_data = NULL;
+	if (!t || t->dead || t->early_status || t->state == TASK_EXEC ||
+	    t->state == TASK_RESPONDING) {
+		/* Data for a command that ended or was refused: drop it. */
+		LOG_DBG(MOD, "%s: Data-Out for unknown/finished ITT 0x%x discarded", c->peer_str,
+			itt);
+		return 0;
+	}
+	if (!t->cmd.dir_write) {
+		*why = "Data-Out for a command that is not a write";
+		return -EPROTO;
+	}
+	if (off > t->cmd.buf_len || dsl > t->cmd.buf_len - off) {
+		*why = "Data-Out beyond the expected data transfer length";
+		return -EPROTO;
+	}
+	end = off + dsl;
+	if (ttt == ISCSI_RSVD_TAG) {
+		if (!t->unsol_open) {
+			*why = "unexpected unsolicited Data-Out";
+			return -EPROTO;
+		}
+		if (datasn != t->unsol_datasn) {
+			*why = "Data-Out with a wrong DataSN";
+			return -EPROTO;
+		}
+		if (off != t->unsol_next || end > t->unsol_end) {
+			*why = "unsolicited Data-Out with a wrong offset";
+			return -EPROTO;
+		}
+		if (final && end != t->unsol_end) {
+			*why = "unsolicited data shorter than FirstBurstLength";
+			return -EPROTO;
+		}
+	} else {
+		struct iscsi_r2t *slot = NULL;
+
+		for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T; i++)
+			if (t->r2t[i].active && t->r2t[i].ttt == ttt)
+				slot = &t->r2t[i];
+		if (!slot) {
+			*why = "Data-Out with an unknown Target Transfer Tag";
+			return -EPROTO;
+		}
+		if (datasn != slot->datasn) {
+			*why = "Data-Out with a wrong DataSN";
+			return -EPROTO;
+		}
+		if (off != slot->next_off || end > slot->off + slot->len) {
+			*why = "solicited Data-Out with a wrong offset";
+			return -EPROTO;
+		}
+		if (final && end != slot->off + slot->len) {
+			*why = "R2T sequence ended early";
+			return -EPROTO;
+		}
+	}
+	c->rx_task = t;
+	c->rx_data = t->cmd.buf ? t->cmd.buf + off : NULL;
+	return 0;
+}
+
+void iscsi_dataout_done(struct iscsi_conn *c)
+{
+	struct iscsi_task *t = c->rx_task;
+	const uint8_t *bhs = c->rx_hdr;
+	uint32_t ttt = iscsi_get32(bhs + ISCSI_OFF_TTT);
+	bool final = iscsi_bhs_flags(bhs) & ISCSI_FLAG_FINAL;
+	uint32_t dsl = c->rx_dsl;
+	bool seq_done = false;
+
+	c->rx_task = NULL;
+	if (!t)
+		return;
+	if (t->dead) {
+		/* aborted while its payload was arriving */
+		return;
+	}
+	t->received += dsl;
+	if (ttt == ISCSI_RSVD_TAG) {
+		t->unsol_next += dsl;
+		t->unsol_datasn++;
+		if (final)
+			t->unsol_open = false;
+	} else {
+		for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T; i++) {
+			struct iscsi_r2t *slot = &t->r2t[i];
+
+			if (!slot->active || slot->ttt != ttt)
+				continue;
+			slot->next_off += dsl;
+			slot->datasn++;
+			if (final) {
+				slot->active = false;
+				seq_done = true;
+			}
+		}
+	}
+	if (t->state != TASK_DATA_OUT)
+		return;    /* still waiting for its CmdSN turn */
+	if (t->received >= t->cmd.edtl && !t->unsol_open) {
+		bool any = false;
+
+		for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T; i++)
+			any |= t->r2t[i].active;
+		if (!any) {
+			task_exec(t);
+			return;
+		}
+	}
+	if (seq_done)
+		send_r2ts(t);
+}
+
+/* ---------------- completion ---------------- */
+
+static void count_stats(struct iscsi_task *t, uint32_t data_len)
+{
+	struct iscsi_tgt_stats *st = iscsi_server_stats(t->conn->srv, t->conn->sess->target);
+
+	if (!st)
+		return;
+	if (t->cmd.dir_read) {
+		atomic_fetch_add(&st->read_ops, 1);
+		atomic_fetch_add(&st->read_bytes, data_len);
+	} else if (t->cmd.dir_write) {
+		atomic_fetch_add(&st->write_ops, 1);
+		atomic_fetch_add(&st->write_bytes, t->received);
+	} else {
+		atomic_fetch_add(&st->other_ops, 1);
+	}
+}
+
+static bool queue_datain(struct iscsi_task *t, uint32_t data_len, bool with_status,
+			 uint8_t res_flags, uint32_t res_count)
+{
+	struct iscsi_conn *c = t->conn;
+	uint32_t max = c->params.max_xmit_dsl ? c->params.max_xmit_dsl : 8192;
+	uint32_t burst = c->params.max_burst;
+	uint32_t off = 0;
+
+	while (off < data_len) {
+		struct iscsi_tx *tx = iscsi_tx_new();
+		uint32_t seg = data_len - off;
+		bool last;
+
+		if (!tx) {
+			iscsi_conn_close(c, "out of memory");
+			return false;
+		}
+		if (seg > max)
+			seg = max;
+		/* never cross a MaxBurstLength boundary inside one PDU */
+		if (burst && seg > burst - off % burst)
+			seg = burst - off % burst;
+		last = off + seg >= data_len;
+		tx->hdr[0] = ISCSI_OP_DATA_IN;
+		tx->hdr[1] = iscsi_datain_final(off, seg, data_len, burst) ? ISCSI_FLAG_FINAL : 0;
+		iscsi_put32(tx->hdr + ISCSI_OFF_ITT, t->itt);
+		iscsi_put32(tx->hdr + ISCSI_OFF_TTT, ISCSI_RSVD_TAG);
+		if (last && with_status) {
+			tx->hdr[1] |= ISCSI_FLAG_FINAL | ISCSI_DATAIN_STATUS | res_flags;
+			tx->hdr[3] = t->cmd.status;
+			iscsi_conn_fill_sn(c, tx->hdr, true);
+			iscsi_put32(tx->hdr + ISCSI_OFF_RESIDUAL, res_count);
+		} else {
+			iscsi_conn_fill_sn(c, tx->hdr, false);
+			/* StatSN is reserved without the S bit */
+			iscsi_put32(tx->hdr + ISCSI_OFF_STATSN, 0);
+		}
+		iscsi_put32(tx->hdr + ISCSI_OFF_DATASN, t->datain_pdus++);
+		iscsi_put32(tx->hdr + ISCSI_OFF_BUFOFF, off);
+		tx->data = t->cmd.buf + off;
+		tx->dlen = seg;
+		tx->task = t;
+		t->refs++;
+		iscsi_conn_queue(c, tx);
+		if (c->state == CONN_CLEANUP)
+			return false;
+		off += seg;
+	}
+	return true;
+}
+
+static void queue_response(struct iscsi_task *t, uint8_t res_flags, uint32_t res_count)
+{
+	struct iscsi_conn *c = t->conn;
+	struct iscsi_tx *tx = iscsi_tx_new();
+
+	if (!tx) {
+		iscsi_conn_close(c, "out of memory");
+		return;
+	}
+	tx->hdr[0] = ISCSI_OP_SCSI_RSP;
+	tx->hdr[1] = ISCSI_FLAG_FINAL | res_flags;
+	tx->hdr[2] = 0;    /* command completed at target */
+	tx->hdr[3] = t->cmd.status;
+	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, t->itt);
+	iscsi_conn_fill_sn(c, tx->hdr, true);
+	iscsi_put32(tx->hdr + ISCSI_OFF_EXPDATASN, t->datain_pdus + t->r2tsn);
+	iscsi_put32(tx->hdr + ISCSI_OFF_RESIDUAL, res_count);
+	if (t->cmd.sense_len) {
+		uint32_t n = t->cmd.sense_len;
+
+		if (n > SCSI_SENSE_MAX)
+			n = SCSI_SENSE_MAX;
+		tx->own = malloc(2 + n);
+		if (!tx->own) {
+			free(tx);
+			iscsi_conn_close(c, "out of memory");
+			return;
+		}
+		iscsi_put16(tx->own, (uint16_t)n);
+		memcpy(tx->own + 2, t->cmd.sense, n);
+		tx->data = tx->own;
+		tx->dlen = 2 + n;
+	}
+	iscsi_conn_queue(c, tx);
+}
+
+static void task_respond(struct iscsi_task *t)
+{
+	uint32_t edtl = t->cmd.edtl;
+	uint32_t data_len = 0;
+	uint8_t res_flags;
+	uint32_t res_count;
+	bool piggyback;
+
+	t->state = TASK_RESPONDING;
+	iscsi_residual(edtl, t->cmd.xfer_len, &res_flags, &res_count);
+	if (t->cmd.dir_read && !t->early_status) {
+		data_len = t->cmd.data_in_len;
+		if (data_len > t->cmd.buf_len)
+			data_len = t->cmd.buf_len;
+	}
+	count_stats(t, data_len);
+	/* Status rides in the last Data-In unless there is sense data, which
+	 * only a SCSI Response can carry (RFC 7143 11.7.4). */
+	piggyback = data_len > 0 && t->cmd.sense_len == 0;
+	/* the response PDUs hold their own references */
+	t->refs++;
+	task_unlink(t);
+	if (data_len > 0 && !queue_datain(t, data_len, piggyback, res_flags, res_count))
+		goto out;
+	if (!piggyback)
+		queue_response(t, res_flags, res_count);
+out:
+	iscsi_task_put(t);
+}
+
+static void cmd_done(struct scsi_cmd *cmd)
+{
+	struct iscsi_task *t = cmd->tpriv;
+	struct iscsi_conn *c = t->conn;
+
+	t->in_scsi = false;
+	c->n_scsi--;
+	if (t->dead || cmd->aborted || c->state != CONN_FFP) {
+		/* aborted: RFC 7143 4.2.3.3, no response for it */
+		t->dead = true;
+		task_unlink(t);
+		iscsi_task_put(t);
+		if (c->state != CONN_CLEANUP)
+			iscsi_tmf_progress(c);
+		return;
+	}
+	if (!task_check(t))
+		LOG_ERR(MOD, "%s: task 0x%x invariant violated", c->peer_str, t->itt);
+	task_respond(t);
+	iscsi_task_put(t);
+	iscsi_tmf_progress(c);
+}

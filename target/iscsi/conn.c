@@ -1,0 +1,837 @@
+/*
+ * target/iscsi/conn.c - one iSCSI connection: socket I/O, the receive and
+ * transmit state machines, keepalive, close and cleanup.
+ *
+ * Connection state machine (struct iscsi_conn.state):
+ *
+ *   (accept) --iscsi_conn_accepted/conn_attach--> CONN_LOGIN
+ *   CONN_LOGIN --iscsi_conn_enter_ffp (final login response queued)--> CONN_FFP
+ *   CONN_LOGIN / CONN_FFP --tx with close_after queued (login failure,
+ *        logout response)--> CONN_CLOSING
+ *   any --iscsi_conn_close (error, EOF, timeout, shutdown, CLOSING drained)--> CONN_CLEANUP
+ *   CONN_CLEANUP --conn_free_cb once n_scsi == 0--> freed
+ *
+ * Receive state machine (struct iscsi_conn.rx), one PDU at a time:
+ *
+ *   RX_BHS --48 bytes, iscsi_bhs_check ok/reject--> RX_AHS (AHS > 0)
+ *          | RX_HDIGEST (header digest on) | header_done
+ *   RX_AHS --> RX_HDIGEST | header_done
+ *   RX_HDIGEST --CRC ok--> header_done
+ *   header_done: payload destination chosen (task buffer, own buffer, or
+ *          discard) --> RX_DATA (DSL > 0) | pdu_done
+ *   RX_DATA --> RX_PAD (DSL % 4) | RX_DDIGEST (data digest on) | pdu_done
+ *   RX_PAD --> RX_DDIGEST | pdu_done
+ *   RX_DDIGEST --> pdu_done (digest error: Reject, or drop for Data-Out)
+ *   pdu_done --> RX_BHS
+ *   any --framing lost / fatal protocol error--> RX_ERROR (sticky; the conn
+ *          is closed in the same step)
+ *
+ * Invariants (iscsi_conn_check): rx_got is below the current piece's size;
+ * RX_ERROR iff state == CONN_CLEANUP or the socket is gone; txq_len counts
+ * the tx list; n_scsi <= n_tasks; a conn in CONN_FFP has a session and no
+ * login; a conn in CONN_LOGIN has a login.
+ *
+ * Memory bounds: a PDU payload is at most what we declared
+ * (MaxRecvDataSegmentLength, 8192 during login) or is discarded while read;
+ * tasks are bounded by the CmdSN window plus ISCSI_MAX_IMMEDIATE_TASKS.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+#include "net/net.h"
+#include "target/iscsi/iscsi_int.h"
+
+#define MOD "iscsi"
+#define TX_IOV_MAX 64
+#define RX_BUDGET 64
+
+static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg);
+static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg);
+
+bool iscsi_conn_check(const struct iscsi_conn *c)
+{
+	unsigned n = 0;
+	const struct iscsi_tx *tx;
+
+	for (tx = c->txq; tx; tx = tx->next)
+		n++;
+	if (n != c->txq_len)
+		return false;
+	if (c->n_scsi > c->n_tasks)
+		return false;
+	if (c->state == CONN_FFP && (!c->sess || c->login))
+		return false;
+	if (c->state == CONN_LOGIN && !c->login)
+		return false;
+	if (c->state == CONN_CLEANUP && c->fd >= 0)
+		return false;
+	switch (c->rx) {
+	case RX_BHS:
+		return c->rx_got < ISCSI_BHS_LEN;
+	case RX_AHS:
+		return c->rx_got < c->rx_ahs;
+	case RX_HDIGEST:
+	case RX_DDIGEST:
+		return c->rx_got < ISCSI_DIGEST_LEN;
+	case RX_DATA:
+		return c->rx_got < c->rx_dsl;
+	case RX_PAD:
+		return c->rx_got < iscsi_pad4(c->rx_dsl);
+	case RX_ERROR:
+		return c->state == CONN_CLEANUP || c->state == CONN_CLOSING;
+	}
+	return false;
+}
+
+/* ---------------- transmit ---------------- */
+
+struct iscsi_tx *iscsi_tx_new(void)
+{
+	return calloc(1, sizeof(struct iscsi_tx));
+}
+
+static void tx_free(struct iscsi_tx *tx)
+{
+	if (tx->task)
+		iscsi_task_put(tx->task);
+	free(tx->own);
+	free(tx);
+}
+
+void iscsi_conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance)
+{
+	iscsi_put32(bhs + ISCSI_OFF_STATSN, c->stat_sn);
+	if (advance)
+		c->stat_sn++;
+	if (c->sess) {
+		iscsi_session_update_window(c);
+		iscsi_put32(bhs + ISCSI_OFF_EXPCMDSN, c->sess->exp_cmdsn);
+		iscsi_put32(bhs + ISCSI_OFF_MAXCMDSN, c->sess->max_cmdsn);
+	}
+}
+
+void iscsi_conn_queue(struct iscsi_conn *c, struct iscsi_tx *tx)
+{
+	uint32_t pad = iscsi_pad4(tx->dlen);
+
+	iscsi_bhs_set_dsl(tx->hdr, tx->dlen);
+	tx->hdr_len = ISCSI_BHS_LEN;
+	if (c->hdigest) {
+		uint32_t crc = iscsi_crc_update(ISCSI_CRC_INIT, tx->hdr, ISCSI_BHS_LEN);
+
+		iscsi_digest_put(tx->hdr + ISCSI_BHS_LEN, iscsi_crc_final(crc));
+		tx->hdr_len += ISCSI_DIGEST_LEN;
+	}
+	memset(tx->trailer, 0, sizeof(tx->trailer));
+	tx->trailer_len = pad;
+	if (tx->dlen && c->ddigest) {
+		uint32_t crc = iscsi_crc_update(ISCSI_CRC_INIT, tx->data, tx->dlen);
+
+		crc = iscsi_crc_update(crc, tx->trailer, pad);
+		iscsi_digest_put(tx->trailer + pad, iscsi_crc_final(crc));
+		tx->trailer_len += ISCSI_DIGEST_LEN;
+	}
+	iscsi_conn_send(c, tx);
+}
+
+static void tx_want_write(struct iscsi_conn *c, bool on)
+{
+	if (c->fd < 0 || c->want_write == on)
+		return;
+	c->want_write = on;
+	ev_io_mod(c->w->loop, c->fd, on ? (EV_READ | EV_WRITE) : EV_READ);
+}
+
+/* Writes as much of the queue as the socket takes. Returns -EPIPE when the
+ * conn was closed here. */
+static int tx_flush(struct iscsi_conn *c)
+{
+	while (c->txq && c->fd >= 0) {
+		struct iovec iov[TX_IOV_MAX];
+		int n = 0;
+		ssize_t w;
+
+		for (struct iscsi_tx *tx = c->txq; tx && n + 3 <= TX_IOV_MAX; tx = tx->next) {
+			uint32_t skip = tx->sent;
+			struct {
+				const void *p;
+				uint32_t len;
+			} parts[3] = { { tx->hdr, tx->hdr_len },
+				       { tx->data, tx->dlen },
+				       { tx->trailer, tx->trailer_len } };
+
+			for (int i = 0; i < 3; i++) {
+				if (skip >= parts[i].len) {
+					skip -= parts[i].len;
+					continue;
+				}
+				iov[n].iov_base = (uint8_t *)parts[i].p + skip;
+				iov[n].iov_len = parts[i].len - skip;
+				skip = 0;
+				n++;
+			}
+			if (tx->close_after)
+				break;
+		}
+		w = writev(c->fd, iov, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				tx_want_write(c, true);
+				return 0;
+			}
+			iscsi_conn_close(c, "write error");
+			return -EPIPE;
+		}
+		c->tx_bytes += (uint64_t)w;
+		while (w > 0 && c->txq) {
+			struct iscsi_tx *tx = c->txq;
+			uint32_t total = tx->hdr_len + tx->dlen + tx->trailer_len;
+			uint32_t left = total - tx->sent;
+
+			if ((size_t)w < left) {
+				tx->sent += (uint32_t)w;
+				w = 0;
+				break;
+			}
+			w -= left;
+			c->txq = tx->next;
+			if (!c->txq)
+				c->txq_tail = NULL;
+			c->txq_len--;
+			c->tx_pdus++;
+			if (tx->close_after) {
+				tx_free(tx);
+				iscsi_conn_close(c, NULL);
+				return -EPIPE;
+			}
+			tx_free(tx);
+		}
+	}
+	tx_want_write(c, false);
+	return 0;
+}
+
+void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx)
+{
+	if (c->state == CONN_CLEANUP) {
+		tx_free(tx);
+		return;
+	}
+	if (tx->close_after)
+		c->state = CONN_CLOSING;
+	tx->next = NULL;
+	if (c->txq_tail)
+		c->txq_tail->next = tx;
+	else
+		c->txq = tx;
+	c->txq_tail = tx;
+	c->txq_len++;
+	/* Write at once when nothing was waiting: most responses leave in the
+	 * call that produced them, without a trip through epoll. */
+	if (!c->want_write)
+		tx_flush(c);
+}
+
+void iscsi_conn_send_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason)
+{
+	struct iscsi_tx *tx = iscsi_tx_new();
+
+	if (!tx) {
+		iscsi_conn_close(c, "out of memory");
+		return;
+	}
+	tx->own = malloc(ISCSI_BHS_LEN);
+	if (!tx->own) {
+		free(tx);
+		iscsi_conn_close(c, "out of memory");
+		return;
+	}
+	memcpy(tx->own, bhs, ISCSI_BHS_LEN);
+	tx->data = tx->own;
+	tx->dlen = ISCSI_BHS_LEN;
+	tx->hdr[0] = ISCSI_OP_REJECT;
+	tx->hdr[1] = ISCSI_FLAG_FINAL;
+	tx->hdr[2] = reason;
+	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
+	iscsi_conn_fill_sn(c, tx->hdr, true);
+	LOG_DBG(MOD, "%s: Reject opcode 0x%02x reason 0x%02x", c->peer_str,
+		iscsi_bhs_opcode(bhs), reason);
+	iscsi_conn_queue(c, tx);
+}
+
+/* ---------------- close and free ---------------- */
+
+static void conn_free_cb(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	struct iscsi_server *s = c->srv;
+
+	c->free_posted = false;
+	if (c->n_scsi > 0)
+		return;    /* the last scsi completion posts us again */
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (c->w->conns == c)
+		c->w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	iscsi_tmf_free_all(c);
+	if (c->sess)
+		iscsi_session_free(c->sess);
+	if (c->login)
+		iscsi_login_free(c->login);
+	free(c);
+	iscsi_server_conn_gone(s);
+}
+
+static void conn_post_free(struct iscsi_conn *c)
+{
+	if (c->free_posted || c->n_scsi > 0)
+		return;
+	if (ev_call(c->w->loop, conn_free_cb, c) == 0)
+		c->free_posted = true;
+	else
+		LOG_ERR(MOD, "%s: cannot schedule connection cleanup (ENOMEM)", c->peer_str);
+}
+
+void iscsi_conn_task_released(struct iscsi_conn *c)
+{
+	if (c->state == CONN_CLEANUP)
+		conn_post_free(c);
+}
+
+void iscsi_conn_close(struct iscsi_conn *c, const char *why)
+{
+	struct iscsi_req *r;
+
+	if (c->state == CONN_CLEANUP)
+		return;
+	if (why)
+		LOG_INFO(MOD, "%s: closing connection: %s", c->peer_str, why);
+	else
+		LOG_DBG(MOD, "%s: connection closed", c->peer_str);
+	c->state = CONN_CLEANUP;
+	c->rx = RX_ERROR;
+	if (c->fd >= 0) {
+		ev_io_del(c->w->loop, c->fd);
+		close(c->fd);
+		c->fd = -1;
+	}
+	if (c->login_timer) {
+		ev_timer_cancel(c->w->loop, c->login_timer);
+		c->login_timer = NULL;
+	}
+	if (c->nop_timer) {
+		ev_timer_cancel(c->w->loop, c->nop_timer);
+		c->nop_timer = NULL;
+	}
+	while (c->txq) {
+		struct iscsi_tx *tx = c->txq;
+
+		c->txq = tx->next;
+		tx_free(tx);
+	}
+	c->txq_tail = NULL;
+	c->txq_len = 0;
+	if (c->rx_req) {
+		iscsi_req_free(c->rx_req);
+		c->rx_req = NULL;
+	}
+	if (c->text) {
+		iscsi_textop_free(c->text);
+		c->text = NULL;
+	}
+	if (c->sess) {
+		while ((r = c->sess->pending)) {
+			c->sess->pending = r->next;
+			iscsi_req_free(r);
+		}
+		c->sess->n_pending = 0;
+	}
+	/* Every task ends here: those inside scsi are flagged and finish on
+	 * their own (no response goes out); the others go now. */
+	iscsi_tasks_abort_all(c);
+	iscsi_tmf_free_all(c);
+	conn_post_free(c);
+}
+
+/* ---------------- receive ---------------- */
+
+static void rx_reset(struct iscsi_conn *c)
+{
+	c->rx = RX_BHS;
+	c->rx_got = 0;
+	c->rx_ahs = c->rx_dsl = 0;
+	c->rx_data = NULL;
+	c->rx_task = NULL;
+	c->rx_reject = 0;
+	c->rx_crc = ISCSI_CRC_INIT;
+}
+
+static void rx_fatal(struct iscsi_conn *c, const char *why)
+{
+	c->rx = RX_ERROR;
+	iscsi_conn_close(c, why);
+}
+
+static enum iscsi_phase conn_phase(const struct iscsi_conn *c)
+{
+	return c->state == CONN_LOGIN ? ISCSI_PHASE_LOGIN : ISCSI_PHASE_FFP;
+}
+
+static uint32_t conn_max_recv(const struct iscsi_conn *c)
+{
+	return c->state == CONN_LOGIN ? ISCSI_LOGIN_DSL : c->params.max_recv_dsl;
+}
+
+static void pdu_done(struct iscsi_conn *c);
+
+/* Header complete (and digest checked): decide where the payload goes. */
+static void header_done(struct iscsi_conn *c)
+{
+	uint8_t op = iscsi_bhs_opcode(c->rx_hdr);
+	struct iscsi_req *req;
+
+	c->rx_data = NULL;
+	if (c->state == CONN_LOGIN || c->state == CONN_CLOSING) {
+		if (c->rx_dsl) {
+			c->rx_req = calloc(1, sizeof(*c->rx_req));
+			if (!c->rx_req || !(c->rx_req->data = malloc(c->rx_dsl))) {
+				rx_fatal(c, "out of memory");
+				return;
+			}
+			c->rx_data = c->rx_req->data;
+		}
+		goto payload;
+	}
+
+	if (op == ISCSI_OP_DATA_OUT && !c->rx_reject) {
+		const char *why = NULL;
+
+		if (iscsi_dataout_prepare(c, &why) < 0) {
+			rx_fatal(c, why);
+			return;
+		}
+		goto payload;
+	}
+
+	req = calloc(1, sizeof(*req));
+	if (!req) {
+		rx_fatal(c, "out of memory");
+		return;
+	}
+	memcpy(req->bhs, c->rx_hdr, ISCSI_BHS_LEN + c->rx_ahs);
+	req->ahs_len = c->rx_ahs;
+	req->immediate = iscsi_bhs_immediate(c->rx_hdr);
+	req->cmdsn = iscsi_get32(c->rx_hdr + ISCSI_OFF_CMDSN);
+	req->reject_reason = c->rx_reject;
+	c->rx_req = req;
+	if (op == ISCSI_OP_DATA_OUT || op == ISCSI_OP_SNACK) {
+		/* no CmdSN: rejected outside the window machinery */
+		goto payload;
+	}
+	if (!req->reject_reason && op == ISCSI_OP_SCSI_CMD) {
+		int r = iscsi_cmd_prepare(c, req);
+
+		if (r < 0) {
+			rx_fatal(c, "out of memory");
+			return;
+		}
+		if (r > 0)
+			req->reject_reason = (uint8_t)r;
+		else if (req->task && c->rx_dsl <= req->task->cmd.buf_len)
+			c->rx_data = req->task->cmd.buf;
+		goto payload;
+	}
+	if (!req->reject_reason && c->rx_dsl) {
+		req->data = malloc(c->rx_dsl);
+		if (!req->data) {
+			rx_fatal(c, "out of memory");
+			return;
+		}
+		req->dlen = c->rx_dsl;
+		c->rx_data = req->data;
+	}
+
+payload:
+	if (c->rx_dsl == 0) {
+		pdu_done(c);
+		return;
+	}
+	c->rx = RX_DATA;
+	c->rx_got = 0;
+}
+
+static void pdu_done(struct iscsi_conn *c)
+{
+	uint8_t op = iscsi_bhs_opcode(c->rx_hdr);
+	struct iscsi_req *req = c->rx_req;
+
+	c->rx_req = NULL;
+	c->rx_pdus++;
+	if (c->state == CONN_LOGIN || c->state == CONN_CLOSING) {
+		if (c->state == CONN_LOGIN)
+			iscsi_login_rx(c, c->rx_hdr, req ? req->data : NULL, c->rx_dsl);
+		if (req)
+			iscsi_req_free(req);
+		if (c->state != CONN_CLEANUP)
+			rx_reset(c);
+		return;
+	}
+	if (op == ISCSI_OP_DATA_OUT && !req) {
+		iscsi_dataout_done(c);
+	} else if (!req) {
+		/* nothing */
+	} else if (op == ISCSI_OP_DATA_OUT || op == ISCSI_OP_SNACK) {
+		iscsi_conn_send_reject(c, req->bhs, req->reject_reason ? req->reject_reason
+								      : ISCSI_REJECT_PROTOCOL);
+		iscsi_req_free(req);
+	} else {
+		iscsi_session_submit(c, req);
+	}
+	if (c->state != CONN_CLEANUP)
+		rx_reset(c);
+}
+
+/* One piece of the current rx state is complete: advance. */
+static void rx_advance(struct iscsi_conn *c)
+{
+	uint32_t crc;
+	const char *why;
+
+	switch (c->rx) {
+	case RX_BHS: {
+		enum iscsi_bhs_verdict v;
+
+		c->last_rx_ms = ev_now_ms(c->w->loop);
+		v = iscsi_bhs_check(c->rx_hdr, conn_phase(c), conn_max_recv(c), &c->rx_reject,
+				    &why);
+		if (v == ISCSI_BHS_DROP) {
+			rx_fatal(c, why);
+			return;
+		}
+		if (v == ISCSI_BHS_REJECT)
+			LOG_WARN(MOD, "%s: rejecting PDU opcode 0x%02x: %s", c->peer_str,
+				 iscsi_bhs_opcode(c->rx_hdr), why);
+		c->rx_ahs = iscsi_bhs_ahs_len(c->rx_hdr);
+		c->rx_dsl = iscsi_bhs_dsl(c->rx_hdr);
+		c->rx_got = 0;
+		if (c->rx_ahs) {
+			c->rx = RX_AHS;
+			return;
+		}
+		if (c->hdigest) {
+			c->rx = RX_HDIGEST;
+			return;
+		}
+		header_done(c);
+		return;
+	}
+	case RX_AHS:
+		c->rx_got = 0;
+		if (c->hdigest) {
+			c->rx = RX_HDIGEST;
+			return;
+		}
+		header_done(c);
+		return;
+	case RX_HDIGEST:
+		crc = iscsi_crc_update(ISCSI_CRC_INIT, c->rx_hdr, ISCSI_BHS_LEN + c->rx_ahs);
+		if (iscsi_crc_final(crc) != iscsi_digest_get(c->rx_dig)) {
+			/* The lengths cannot be trusted: framing is lost. */
+			rx_fatal(c, "header digest error");
+			return;
+		}
+		c->rx_got = 0;
+		header_done(c);
+		return;
+	case RX_DATA:
+		c->rx_got = 0;
+		if (iscsi_pad4(c->rx_dsl)) {
+			c->rx = RX_PAD;
+			return;
+		}
+		/* fall through */
+	case RX_PAD:
+		c->rx_got = 0;
+		if (c->ddigest) {
+			c->rx = RX_DDIGEST;
+			return;
+		}
+		pdu_done(c);
+		return;
+	case RX_DDIGEST:
+		c->rx_got = 0;
+		if (iscsi_crc_final(c->rx_crc) != iscsi_digest_get(c->rx_dig)) {
+			if (iscsi_bhs_opcode(c->rx_hdr) == ISCSI_OP_DATA_OUT) {
+				/* ERL 0: no recovery of a lost data sequence. */
+				rx_fatal(c, "data digest error on Data-Out");
+				return;
+			}
+			LOG_WARN(MOD, "%s: data digest error on opcode 0x%02x", c->peer_str,
+				 iscsi_bhs_opcode(c->rx_hdr));
+			if (c->rx_req) {
+				c->rx_req->reject_reason = ISCSI_REJECT_DATA_DIGEST;
+			} else {
+				rx_fatal(c, "data digest error during login");
+				return;
+			}
+		}
+		pdu_done(c);
+		return;
+	case RX_ERROR:
+		return;
+	}
+}
+
+static void conn_rx(struct iscsi_conn *c)
+{
+	static __thread uint8_t scratch[16384];
+
+	for (int budget = RX_BUDGET; budget > 0 && c->rx != RX_ERROR;) {
+		uint8_t *dst;
+		uint32_t want;
+		ssize_t n;
+
+		switch (c->rx) {
+		case RX_BHS:
+			dst = c->rx_hdr + c->rx_got;
+			want = ISCSI_BHS_LEN - c->rx_got;
+			break;
+		case RX_AHS:
+			dst = c->rx_hdr + ISCSI_BHS_LEN + c->rx_got;
+			want = c->rx_ahs - c->rx_got;
+			break;
+		case RX_HDIGEST:
+		case RX_DDIGEST:
+			dst = c->rx_dig + c->rx_got;
+			want = ISCSI_DIGEST_LEN - c->rx_got;
+			break;
+		case RX_DATA:
+			want = c->rx_dsl - c->rx_got;
+			if (c->rx_data) {
+				dst = c->rx_data + c->rx_got;
+			} else {
+				dst = scratch;
+				if (want > sizeof(scratch))
+					want = sizeof(scratch);
+			}
+			break;
+		case RX_PAD:
+			dst = c->rx_pad + c->rx_got;
+			want = iscsi_pad4(c->rx_dsl) - c->rx_got;
+			break;
+		default:
+			return;
+		}
+		n = read(c->fd, dst, want);
+		if (n == 0) {
+			iscsi_conn_close(c, c->state == CONN_FFP && c->rx == RX_BHS && c->rx_got == 0
+						    ? NULL
+						    : "peer closed the connection");
+			return;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				iscsi_conn_close(c, "read error");
+			return;
+		}
+		c->rx_bytes += (uint64_t)n;
+		if (c->ddigest && (c->rx == RX_DATA || c->rx == RX_PAD))
+			c->rx_crc = iscsi_crc_update(c->rx_crc, dst, (size_t)n);
+		c->rx_got += (uint32_t)n;
+		switch (c->rx) {
+		case RX_BHS:
+			if (c->rx_got < ISCSI_BHS_LEN)
+				continue;
+			break;
+		case RX_AHS:
+			if (c->rx_got < c->rx_ahs)
+				continue;
+			break;
+		case RX_HDIGEST:
+		case RX_DDIGEST:
+			if (c->rx_got < ISCSI_DIGEST_LEN)
+				continue;
+			break;
+		case RX_DATA:
+			if (c->rx_got < c->rx_dsl)
+				continue;
+			break;
+		case RX_PAD:
+			if (c->rx_got < iscsi_pad4(c->rx_dsl))
+				continue;
+			break;
+		default:
+			return;
+		}
+		if (c->rx == RX_BHS)
+			budget--;
+		rx_advance(c);
+	}
+}
+
+static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg)
+{
+	struct iscsi_conn *c = arg;
+
+	if (events & EPOLLIN) {
+		conn_rx(c);
+		if (c->state == CONN_CLEANUP)
+			return;
+	} else if (events & (EPOLLERR | EPOLLHUP)) {
+		iscsi_conn_close(c, "socket error");
+		return;
+	}
+	if (events & EPOLLOUT)
+		tx_flush(c);
+}
+
+/* ---------------- keepalive ---------------- */
+
+static void conn_nop_arm(struct iscsi_conn *c)
+{
+	c->nop_timer = ev_timer_add(c->w->loop, 1000, conn_nop_tick, c);
+}
+
+static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg)
+{
+	struct iscsi_conn *c = arg;
+	const struct conf_daemon *d = &c->srv->c->daemon;
+	uint64_t now = ev_now_ms(loop);
+	struct iscsi_tx *tx;
+
+	c->nop_timer = NULL;
+	if (c->state != CONN_FFP)
+		return;
+	if (c->nop_outstanding) {
+		if (now - c->nop_sent_ms >= (uint64_t)d->nop_timeout_s * 1000) {
+			iscsi_conn_close(c, "no answer to NOP-In ping");
+			return;
+		}
+	} else if (now - c->last_rx_ms >= (uint64_t)d->nop_interval_s * 1000) {
+		tx = iscsi_tx_new();
+		if (tx) {
+			if (++c->next_ttt == ISCSI_RSVD_TAG)
+				c->next_ttt = 1;
+			c->nop_ttt = c->next_ttt;
+			c->nop_outstanding = true;
+			c->nop_sent_ms = now;
+			tx->hdr[0] = ISCSI_OP_NOP_IN;
+			tx->hdr[1] = ISCSI_FLAG_FINAL;
+			iscsi_put32(tx->hdr + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
+			iscsi_put32(tx->hdr + ISCSI_OFF_TTT, c->nop_ttt);
+			/* A ping does not consume a StatSN (RFC 7143 11.19). */
+			iscsi_conn_fill_sn(c, tx->hdr, false);
+			iscsi_conn_queue(c, tx);
+			if (c->state == CONN_CLEANUP)
+				return;
+		}
+	}
+	conn_nop_arm(c);
+}
+
+void iscsi_conn_enter_ffp(struct iscsi_conn *c)
+{
+	c->state = CONN_FFP;
+	if (c->login_timer) {
+		ev_timer_cancel(c->w->loop, c->login_timer);
+		c->login_timer = NULL;
+	}
+	if (c->login) {
+		iscsi_login_free(c->login);
+		c->login = NULL;
+	}
+	c->last_rx_ms = ev_now_ms(c->w->loop);
+	if (c->srv->c->daemon.nop_interval_s > 0 && c->sess &&
+	    c->sess->type == ISCSI_SESSION_NORMAL)
+		conn_nop_arm(c);
+}
+
+/* ---------------- accept ---------------- */
+
+static void conn_attach(void *arg)
+{
+	struct iscsi_conn *c = arg;
+	struct iscsi_server *s = c->srv;
+	bool stopping;
+
+	pthread_mutex_lock(&s->lock);
+	stopping = s->stopping;
+	pthread_mutex_unlock(&s->lock);
+
+	c->next = c->w->conns;
+	if (c->next)
+		c->next->prev = c;
+	c->w->conns = c;
+	if (stopping) {
+		iscsi_conn_close(c, "server shutting down");
+		return;
+	}
+	if (ev_io_add(c->w->loop, c->fd, EV_READ, conn_io, c) < 0) {
+		iscsi_conn_close(c, "cannot register socket");
+		return;
+	}
+	c->last_rx_ms = ev_now_ms(c->w->loop);
+	c->login_timer = ev_timer_add(c->w->loop, (uint64_t)s->c->daemon.login_timeout_s * 1000,
+				      iscsi_login_timeout, c);
+	if (!c->login_timer)
+		iscsi_conn_close(c, "out of memory");
+}
+
+void iscsi_conn_accepted(struct iscsi_server *s, int fd, unsigned portal,
+			 const struct sockaddr_storage *peer, bool over_limit)
+{
+	struct iscsi_conn *c = calloc(1, sizeof(*c));
+	socklen_t len;
+
+	if (!c)
+		goto err_close;
+	c->srv = s;
+	c->fd = fd;
+	c->portal = portal;
+	c->peer = *peer;
+	c->over_limit = over_limit;
+	c->state = CONN_LOGIN;
+	c->next_ttt = 1;
+	c->stat_sn = 1;
+	iscsi_params_default(&c->params);
+	sock_addr_str(peer, c->peer_str, sizeof(c->peer_str), true);
+	if (sock_local_addr(fd, &c->local, &len) < 0)
+		memset(&c->local, 0, sizeof(c->local));
+	rx_reset(c);
+	if (iscsi_login_init(c) < 0)
+		goto err_free;
+	c->w = &s->w[s->rr++ % s->n_workers];
+	if (ev_call(c->w->loop, conn_attach, c) < 0)
+		goto err_login;
+	return;
+
+err_login:
+	iscsi_login_free(c->login);
+err_free:
+	free(c);
+err_close:
+	LOG_ERR(MOD, "cannot take a new connection: out of memory");
+	close(fd);
+	iscsi_server_conn_gone(s);
+}
+
+void iscsi_conn_shutdown_worker(void *arg)
+{
+	struct iscsi_wstate *w = arg;
+	struct iscsi_conn *c, *next;
+
+	for (c = w->conns; c; c = next) {
+		next = c->next;
+		iscsi_conn_close(c, "server shutting down");
+	}
+}

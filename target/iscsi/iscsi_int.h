@@ -1,0 +1,394 @@
+/*
+ * target/iscsi/iscsi_int.h - private to target/iscsi: the server, worker,
+ * connection, session, request and task objects shared by conn.c, login.c,
+ * session.c, cmd.c, tmf.c, textreq.c and server.c.
+ *
+ * Threading: everything reachable from a struct iscsi_conn (its session,
+ * tasks, requests, TMF operations) is touched only on the conn's reactor
+ * thread. The server's session registry and counters are shared between
+ * threads and guarded by iscsi_server.lock; a session's registry fields
+ * (names, ISID, TSIH, target, params, reinstated) are written before it is
+ * published and then only read, except `reinstated` (under the lock).
+ */
+#ifndef RTGT_ISCSI_INT_H
+#define RTGT_ISCSI_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "target/iscsi/iscsi.h"
+#include "target/iscsi/iscsi_text.h"
+#include "target/iscsi/pdu.h"
+#include "target/scsi/scsi.h"
+
+struct conf_portal;
+struct conf_target;
+struct ev_timer;
+struct iscsi_conn;
+struct iscsi_session;
+struct iscsi_task;
+struct iscsi_tmfop;
+
+/* Our side of the negotiation (what we declare / accept). */
+#define ISCSI_TGT_MAX_RECV_DSL (256u << 10)
+#define ISCSI_TGT_MAX_BURST (1u << 20)
+#define ISCSI_TGT_FIRST_BURST (256u << 10)
+#define ISCSI_TGT_MAX_R2T 4u
+/* Immediate commands do not consume the CmdSN window; cap them per
+ * connection so a flood cannot grow memory without bound. */
+#define ISCSI_MAX_IMMEDIATE_TASKS 64u
+
+/* Per-target counters, updated from every worker thread. */
+struct iscsi_tgt_stats {
+	atomic_uint_fast64_t read_ops, write_ops, other_ops;
+	atomic_uint_fast64_t read_bytes, write_bytes;
+	atomic_uint_fast64_t login_ok, login_failed;
+};
+
+struct iscsi_wstate {
+	struct iscsi_server *srv;
+	unsigned idx;
+	struct ev_loop *loop;          /* borrowed from the daemon */
+	struct raid_ioctx *ioctx;      /* borrowed */
+	struct iscsi_conn *conns;      /* list of live conns on this loop; loop thread only */
+};
+
+struct iscsi_listener {
+	struct iscsi_server *srv;
+	const struct conf_portal *cp;  /* borrowed from conf */
+	unsigned idx;                  /* index in conf->portals */
+	int fd;                        /* -1 when not listening */
+};
+
+struct iscsi_server {
+	const struct conf *c;          /* borrowed */
+	struct scsi_target **targets;  /* owned array of borrowed pointers */
+	struct iscsi_wstate *w;        /* owned, n_workers */
+	unsigned n_workers;
+	struct iscsi_listener *ls;     /* owned, one per conf portal */
+	unsigned n_ls;
+	struct iscsi_limits lim;
+	struct iscsi_tgt_stats *stats; /* owned, one per conf target */
+	unsigned rr;                   /* next worker for an accepted conn (workers[0] thread) */
+
+	pthread_mutex_t lock;          /* guards everything below */
+	struct iscsi_session *sessions; /* registry: every session not yet freed */
+	unsigned n_sessions;
+	unsigned n_conns;              /* accepted and not yet freed */
+	uint16_t next_tsih;
+	bool stopping;
+	void (*shutdown_done)(void *arg);
+	void *shutdown_arg;
+};
+
+/* ---------------- transmit ---------------- */
+
+/* One PDU waiting to be written. Header digest and data digest are
+ * computed when the PDU is queued, so the digest state in force then is
+ * the one that applies (the last login response has none). */
+struct iscsi_tx {
+	struct iscsi_tx *next;
+	uint8_t hdr[ISCSI_BHS_LEN + ISCSI_DIGEST_LEN];
+	uint32_t hdr_len;
+	const uint8_t *data;           /* NULL when dlen == 0; into own or a task buffer */
+	uint8_t *own;                  /* owned payload to free when sent, may be NULL */
+	uint32_t dlen;
+	uint8_t trailer[3 + ISCSI_DIGEST_LEN]; /* pad bytes then data digest */
+	uint32_t trailer_len;
+	uint32_t sent;                 /* bytes of this PDU already written */
+	struct iscsi_task *task;       /* holds a reference while queued, may be NULL */
+	bool close_after;              /* close the connection once written */
+};
+
+/* ---------------- requests (PDUs that carry a CmdSN) ---------------- */
+
+struct iscsi_req {
+	struct iscsi_req *next;        /* CmdSN-ordered pending list */
+	uint8_t bhs[ISCSI_BHS_LEN + ISCSI_AHS_MAX];
+	uint32_t ahs_len;
+	uint8_t *data;                 /* owned, NULL when the payload went to a task */
+	uint32_t dlen;
+	struct iscsi_task *task;       /* SCSI command's task, owned until dispatched */
+	uint32_t cmdsn;
+	uint8_t reject_reason;         /* != 0: answer with a Reject when its turn comes */
+	bool immediate;
+	bool placeholder;              /* CmdSN consumed by an ABORT TASK, no PDU */
+};
+
+/* ---------------- tasks (SCSI commands) ---------------- */
+
+/*
+ * Task states (see cmd.c for the transitions):
+ *   TASK_NEW        created from the command header, taking immediate data
+ *   TASK_QUEUED     waiting in the CmdSN gap queue (inside its req)
+ *   TASK_DATA_OUT   dispatched, collecting unsolicited / solicited Data-Out
+ *   TASK_EXEC       inside scsi_cmd_exec(), waiting for cmd->done
+ *   TASK_RESPONDING response PDUs queued; freed when the last one is sent
+ */
+enum iscsi_task_state {
+	TASK_NEW,
+	TASK_QUEUED,
+	TASK_DATA_OUT,
+	TASK_EXEC,
+	TASK_RESPONDING,
+};
+
+struct iscsi_r2t {
+	uint32_t ttt;
+	uint32_t off, len;             /* requested range */
+	uint32_t next_off;             /* next byte expected */
+	uint32_t datasn;               /* next DataSN expected */
+	bool active;
+};
+
+struct iscsi_task {
+	struct scsi_cmd cmd;           /* cmd.tpriv == this; cmd.buf owned */
+	struct iscsi_conn *conn;
+	struct iscsi_task *prev, *next; /* conn->tasks list */
+	enum iscsi_task_state state;
+	int refs;                      /* list membership + queued tx PDUs + scsi */
+	uint32_t itt, cmdsn;
+	uint8_t lun_raw[8];
+	bool immediate;
+	bool counted;                  /* non-immediate: counts against the window */
+	bool in_scsi;
+	bool listed;                   /* on conn->tasks */
+	struct iscsi_req *req;         /* the request holding it until dispatch, may be NULL */
+	bool dead;                     /* aborted by us: no response, discard data */
+	bool early_status;             /* answered without scsi (status already set) */
+	uint32_t tmf_id;               /* highest TMF that aborted it, 0: none */
+	uint32_t imm_len;              /* immediate data bytes */
+	uint32_t unsol_end;            /* end of the unsolicited range */
+	uint32_t unsol_next;           /* next unsolicited offset expected */
+	uint32_t unsol_datasn;
+	bool unsol_open;               /* unsolicited Data-Out may still come */
+	uint32_t received;             /* bytes of data-out received in total */
+	uint32_t r2t_next;             /* next offset to solicit */
+	uint32_t r2tsn;                /* R2Ts sent */
+	uint32_t datain_pdus;          /* Data-In PDUs sent */
+	struct iscsi_r2t r2t[ISCSI_TGT_MAX_R2T];
+};
+
+/* ---------------- connection ---------------- */
+
+/*
+ * Connection states (transitions in conn.c):
+ *   CONN_LOGIN      accepted, login PDUs only; login timer armed
+ *   CONN_FFP        full feature phase
+ *   CONN_CLOSING    last PDU (login reject, logout response) queued; close when written
+ *   CONN_CLEANUP    socket closed; waiting for commands inside scsi to finish
+ */
+enum iscsi_conn_state {
+	CONN_LOGIN,
+	CONN_FFP,
+	CONN_CLOSING,
+	CONN_CLEANUP,
+};
+
+enum iscsi_rx_state {
+	RX_BHS,
+	RX_AHS,
+	RX_HDIGEST,
+	RX_DATA,
+	RX_PAD,
+	RX_DDIGEST,
+	RX_ERROR,                      /* sticky: nothing more is read */
+};
+
+struct iscsi_login;
+struct iscsi_textop;
+
+struct iscsi_conn {
+	struct iscsi_server *srv;
+	struct iscsi_wstate *w;
+	struct iscsi_conn *prev, *next; /* w->conns */
+	int fd;                        /* -1 after close */
+	enum iscsi_conn_state state;
+	unsigned portal;               /* index of the conf portal it came in on */
+	struct sockaddr_storage local, peer;
+	char peer_str[64];
+	bool over_limit;               /* accepted beyond max_connections: refuse the login */
+
+	/* receive */
+	enum iscsi_rx_state rx;
+	uint8_t rx_hdr[ISCSI_BHS_LEN + ISCSI_AHS_MAX];
+	uint8_t rx_dig[ISCSI_DIGEST_LEN];
+	uint8_t rx_pad[4];
+	uint32_t rx_got;               /* bytes of the current state's piece */
+	uint32_t rx_ahs, rx_dsl;
+	uint8_t *rx_data;              /* payload destination; NULL: discard */
+	struct iscsi_req *rx_req;      /* request being received, owned */
+	struct iscsi_task *rx_task;    /* Data-Out target task (borrowed) */
+	uint32_t rx_crc;
+	uint8_t rx_reject;             /* != 0: the PDU gets a Reject */
+	bool hdigest, ddigest;
+	uint64_t last_rx_ms;
+
+	/* transmit */
+	struct iscsi_tx *txq, *txq_tail;
+	unsigned txq_len;
+	bool want_write;
+	uint32_t stat_sn;              /* next StatSN to assign */
+
+	/* login phase, owned, NULL once in full feature phase */
+	struct iscsi_login *login;
+	struct ev_timer *login_timer;
+
+	/* full feature phase */
+	struct iscsi_session *sess;    /* owned by the conn (one conn per session) */
+	struct iscsi_params params;
+	struct iscsi_neg neg;          /* kept for text renegotiation */
+	struct iscsi_task *tasks;
+	unsigned n_tasks, n_imm, n_scsi;
+	uint32_t next_ttt;
+	struct iscsi_tmfop *tmfs;      /* TMFs waiting for their tasks, in arrival order */
+	uint32_t next_tmf_id;
+	struct iscsi_textop *text;     /* Text request continuation, may be NULL */
+	struct ev_timer *nop_timer;
+	bool nop_outstanding;
+	uint32_t nop_ttt;
+	uint64_t nop_sent_ms;
+	bool free_posted;
+
+	/* counters */
+	uint64_t rx_bytes, tx_bytes, rx_pdus, tx_pdus;
+};
+
+/* ---------------- session ---------------- */
+
+/*
+ * Session states: LOGGED_IN (in the registry, conn attached) ->
+ * REINSTATED (another login took its place: conn being closed) -> freed by
+ * its conn's cleanup. A session without a conn does not exist (ERL 0).
+ */
+struct iscsi_session {
+	struct iscsi_session *next;    /* srv->sessions, under srv->lock */
+	struct iscsi_server *srv;
+	char *initiator;               /* owned */
+	char *alias;                   /* owned, may be NULL */
+	uint8_t isid[6];
+	uint16_t tsih;
+	enum iscsi_session_type type;
+	int target;                    /* conf target index, -1 for discovery */
+	unsigned portal;
+	struct scsi_nexus *nexus;      /* owned, NULL for discovery */
+	struct iscsi_params params;
+	struct ev_loop *loop;          /* the conn's reactor */
+	struct iscsi_conn *conn;       /* loop thread only */
+	bool reinstated;               /* under srv->lock */
+
+	/* CmdSN window; loop thread only */
+	uint32_t exp_cmdsn, max_cmdsn;
+	unsigned depth;
+	struct iscsi_req *pending;     /* CmdSN-sorted, all after exp_cmdsn */
+	unsigned n_pending;
+};
+
+/* ---------------- conn.c ---------------- */
+void iscsi_conn_accepted(struct iscsi_server *s, int fd, unsigned portal,
+			 const struct sockaddr_storage *peer, bool over_limit);
+void iscsi_conn_close(struct iscsi_conn *c, const char *why);
+void iscsi_conn_shutdown_worker(void *arg);
+void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx);
+struct iscsi_tx *iscsi_tx_new(void);
+/* Finishes a tx whose hdr (48 bytes) and data are filled: DSL, digests,
+ * padding; then queues it. */
+void iscsi_conn_queue(struct iscsi_conn *c, struct iscsi_tx *tx);
+/* Fills StatSN (consuming one when @advance), ExpCmdSN and MaxCmdSN. */
+void iscsi_conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance);
+void iscsi_conn_send_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason);
+void iscsi_conn_enter_ffp(struct iscsi_conn *c);
+void iscsi_conn_task_released(struct iscsi_conn *c);
+bool iscsi_conn_check(const struct iscsi_conn *c);
+
+/* ---------------- login.c ---------------- */
+int iscsi_login_init(struct iscsi_conn *c);
+void iscsi_login_free(struct iscsi_login *l);
+void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
+void iscsi_login_timeout(struct ev_loop *loop, struct ev_timer *t, void *arg);
+/* Status class/detail for a login refused because of server limits. */
+uint16_t iscsi_login_limit_status(unsigned n_sessions, unsigned max_sessions,
+				  unsigned n_conns, unsigned max_conns);
+
+/* ---------------- session.c ---------------- */
+enum iscsi_cmdsn_verdict {
+	ISCSI_CMDSN_NOW,               /* == ExpCmdSN: run it and advance */
+	ISCSI_CMDSN_QUEUE,             /* inside the window but ahead: hold */
+	ISCSI_CMDSN_DROP,              /* outside: silently ignore */
+};
+enum iscsi_cmdsn_verdict iscsi_cmdsn_classify(uint32_t exp, uint32_t max, uint32_t sn);
+/* The MaxCmdSN to advertise: never below the last one, at most
+ * depth - active commands ahead of ExpCmdSN. */
+uint32_t iscsi_cmdsn_max(uint32_t exp, uint32_t prev_max, unsigned depth, unsigned active);
+
+int iscsi_session_create(struct iscsi_conn *c, struct iscsi_session **out);
+/* Registers @sess (assigning a TSIH) and returns the session it replaces
+ * (already flagged reinstated) in *old_tsih (0 when none). Returns 0 or
+ * -EUSERS when max_sessions is reached. */
+int iscsi_session_register(struct iscsi_server *s, struct iscsi_session *sess,
+			   uint16_t *old_tsih, struct ev_loop **old_loop);
+void iscsi_session_kill(struct iscsi_server *s, struct ev_loop *loop, uint16_t tsih);
+void iscsi_session_free(struct iscsi_session *sess);
+/* Hands a received request to the CmdSN machinery: runs it now, queues it
+ * or drops it; takes ownership of @req. */
+void iscsi_session_submit(struct iscsi_conn *c, struct iscsi_req *req);
+/* Consumes @cmdsn as if received (ABORT TASK of a command not yet here). */
+void iscsi_session_consume(struct iscsi_conn *c, uint32_t cmdsn);
+void iscsi_session_update_window(struct iscsi_conn *c);
+void iscsi_req_free(struct iscsi_req *req);
+/* Dispatches one in-order request to its handler (owns @req). */
+void iscsi_req_dispatch(struct iscsi_conn *c, struct iscsi_req *req);
+bool iscsi_session_check(const struct iscsi_session *sess);
+
+/* ---------------- cmd.c ---------------- */
+/* Header of a SCSI Command received: create its task and say where the
+ * immediate data goes. Returns 0, or a Reject reason (> 0). */
+int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req);
+void iscsi_cmd_dispatch(struct iscsi_conn *c, struct iscsi_req *req);
+/* Header of a Data-Out received: returns 0 (c->rx_data set, maybe NULL to
+ * discard) or -EPROTO when the connection must be dropped (*why set). */
+int iscsi_dataout_prepare(struct iscsi_conn *c, const char **why);
+void iscsi_dataout_done(struct iscsi_conn *c);
+struct iscsi_task *iscsi_task_find(struct iscsi_conn *c, uint32_t itt);
+void iscsi_task_put(struct iscsi_task *t);
+void iscsi_task_abort(struct iscsi_task *t, uint32_t tmf_id);
+/* Connection teardown: every task is aborted; those inside scsi are
+ * unlinked and freed by their completion. */
+void iscsi_tasks_abort_all(struct iscsi_conn *c);
+/* Residual for edtl vs. what the command asked: flags (O/U) and count. */
+void iscsi_residual(uint32_t edtl, uint32_t xfer_len, uint8_t *flags, uint32_t *count);
+/* Splits @len bytes of Data-In by @max_dsl and @max_burst; returns the
+ * number of PDUs and whether PDU @i ends a sequence (F bit). */
+uint32_t iscsi_datain_count(uint32_t len, uint32_t max_dsl);
+bool iscsi_datain_final(uint32_t off, uint32_t seg, uint32_t len, uint32_t max_burst);
+
+/* ---------------- tmf.c ---------------- */
+void iscsi_tmf_dispatch(struct iscsi_conn *c, struct iscsi_req *req);
+/* A task that a TMF may wait for ended: re-check pending TMFs. */
+void iscsi_tmf_progress(struct iscsi_conn *c);
+void iscsi_tmf_free_all(struct iscsi_conn *c);
+uint8_t iscsi_tmf_scsi_fn(uint8_t iscsi_fn, int *scsi_fn);
+
+/* ---------------- textreq.c ---------------- */
+void iscsi_text_dispatch(struct iscsi_conn *c, struct iscsi_req *req);
+void iscsi_textop_free(struct iscsi_textop *t);
+/* SendTargets answer for @initiator: "All", a target name or "" (the
+ * session's own target, @own >= 0). Appends to @out. */
+int iscsi_sendtargets(struct iscsi_server *s, const char *initiator, const char *what,
+		      int own, const struct sockaddr_storage *local, struct iscsi_textbuf *out);
+bool iscsi_target_allows(const struct conf_target *t, const char *initiator);
+bool iscsi_target_on_portal(const struct conf_target *t, unsigned portal);
+/* "host:port,tpgt" with brackets for IPv6; a wildcard listen address is
+ * replaced by @local's address. */
+void iscsi_format_portal(const struct conf_portal *p, const struct sockaddr_storage *local,
+			 char *buf, size_t len);
+
+/* ---------------- server.c ---------------- */
+/* Called on any thread when a conn is freed: may finish a shutdown. */
+void iscsi_server_conn_gone(struct iscsi_server *s);
+struct iscsi_tgt_stats *iscsi_server_stats(struct iscsi_server *s, int target);
+
+#endif
