@@ -5,23 +5,28 @@
  * Everything runs on one reactor (the loop given to iscsi_ctl_start()), so
  * nothing here is locked. Each client is a small state machine:
  *
- *   READING  -- a full line is buffered --------------> (answered in place)
- *            -- the answer cannot be sent at once ----> WRITING   [client_flush]
- *            -- EOF / over-long line / read error ----> CLOSING   [client_read]
- *   WRITING  -- everything sent ----------------------> READING   [client_flush]
- *                 (buffered lines are answered before reading more)
- *   CLOSING  -- everything sent, or a send error -----> freed     [client_flush,
- *                                                                   client_close]
- *   any      -- iscsi_ctl_stop() or EPOLLERR ----------> freed     [client_close]
+ *   READING  -- a line is complete: answer it; the answer cannot be sent
+ *               at once ------------------------------> WRITING  [client_flush]
+ *            -- line longer than ICTL_MAX_REQUEST ----> CLOSING  [on_client]
+ *            -- EOF: remaining lines answered --------> freed    [on_client]
+ *            -- read/send error, EPOLLERR ------------> freed    [client_close]
+ *   WRITING  -- answer sent --------------------------> READING  [client_flush]
+ *               (buffered lines are answered before reading more)
+ *   CLOSING  -- error answer sent, input drained -----> freed    [client_flush]
+ *   any      -- iscsi_ctl_stop() ---------------------> freed    [client_close]
+ *
+ * client_pump() drives READING/WRITING: flush what is pending, then answer
+ * the next buffered line, until something has to wait for the socket.
  *
  * Invariants (client_check): out_off <= out_len; in_len <= ICTL_MAX_REQUEST;
- * READING has nothing pending in out; WRITING and CLOSING wait for EV_WRITE
- * only, so a client that does not read its answers cannot make us buffer
- * more than one answer plus one request; the client is in ctl->clients.
+ * out is NULL exactly when nothing is pending; in READING nothing is
+ * pending; WRITING and CLOSING wait for EV_WRITE only, so a client that does
+ * not read its answers cannot make us buffer more than one answer plus one
+ * request; CLOSING has no input buffered; the client is in ctl->clients.
  *
- * A request is answered as soon as its line is complete; requests are
- * answered in order. The last request of a client that half-closes without
- * a final newline is still answered (`printf '{"cmd":"status"}' | nc -U`).
+ * Requests are answered in order. The last request of a client that
+ * half-closes without a final newline is still answered
+ * (`printf '{"cmd":"status"}' | nc -U SOCKET`).
  */
 #include <assert.h>
 #include <errno.h>
@@ -53,6 +58,7 @@ struct ctl_client {
 	struct iscsi_ctl *ctl;      /* owner; never NULL */
 	int fd;
 	enum client_state state;
+	bool eof;                   /* the peer will send nothing more */
 	char *in;                   /* owned, ICTL_MAX_REQUEST + 1 bytes */
 	size_t in_len;
 	char *out;                  /* owned, NULL when nothing is pending */
@@ -77,7 +83,8 @@ static void client_check(const struct ctl_client *cl)
 
 	assert(cl->out_off <= cl->out_len);
 	assert(cl->in_len <= ICTL_MAX_REQUEST);
-	assert(cl->state != CLIENT_READING || cl->out_off == cl->out_len);
+	assert(cl->state != CLIENT_READING || cl->out_len == 0);
+	assert(cl->state != CLIENT_CLOSING || cl->in_len == 0);
 	assert((cl->out == NULL) == (cl->out_len == 0));
 	for (it = cl->ctl->clients; it && it != cl; it = it->next)
 		;
@@ -240,6 +247,18 @@ static int client_process(struct ctl_client *cl, bool at_eof)
 	return 0;
 }
 
+/* Closing a unix socket with unread input resets the peer, which may then
+ * lose our last answer: read and drop what is already queued (bounded). */
+static void drain_input(struct ctl_client *cl)
+{
+	char sink[4096];
+
+	for (int i = 0; i < 64; i++)
+		if (recv(cl->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+			break;
+	shutdown(cl->fd, SHUT_WR);
+}
+
 /* Sends what is pending and moves the state machine along. Returns 0, or
  * a negative errno when the client has to go. */
 static int client_flush(struct ctl_client *cl)
@@ -261,8 +280,10 @@ static int client_flush(struct ctl_client *cl)
 		free(cl->out);
 		cl->out = NULL;
 		cl->out_len = cl->out_off = 0;
-		if (cl->state == CLIENT_CLOSING)
+		if (cl->state == CLIENT_CLOSING) {
+			drain_input(cl);
 			return -ECONNRESET; /* done: nothing more to say */
+		}
 		if (cl->state == CLIENT_WRITING) {
 			cl->state = CLIENT_READING;
 			if (ev_io_mod(cl->ctl->loop, cl->fd, EV_READ))
@@ -305,67 +326,61 @@ static int client_read(struct ctl_client *cl)
 	}
 }
 
+/* Flush, answer the next buffered line, repeat, until something has to
+ * wait for the socket. Returns 0 or a negative errno (client must go). */
+static int client_pump(struct ctl_client *cl)
+{
+	int rc;
+
+	for (;;) {
+		if (cl->out_len) {
+			rc = client_flush(cl);
+			if (rc || cl->out_len)
+				return rc;
+		}
+		rc = client_process(cl, cl->eof);
+		if (rc || cl->out_len == 0)
+			return rc;
+	}
+}
+
 static void on_client(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 {
 	struct ctl_client *cl = arg;
-	bool eof = false;
 	int rc = 0;
 
 	client_check(cl);
-	if (cl->state == CLIENT_READING && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+	if (events & EPOLLERR) {
+		rc = -EPIPE;
+		goto done;
+	}
+	if (cl->state == CLIENT_READING && (events & (EPOLLIN | EPOLLHUP))) {
 		rc = client_read(cl);
 		if (rc == -EMSGSIZE) {
 			struct json_object *r;
 			char msg[96];
 
 			snprintf(msg, sizeof(msg), "request longer than %d bytes", ICTL_MAX_REQUEST);
-			LOG_WARN(MOD, "client fd %d: %s; closing", fd, msg);
+			LOG_WARN(MOD, "control client: %s; closing", msg);
 			r = error_reply(msg);
 			cl->in_len = 0;
 			cl->state = CLIENT_CLOSING;
 			rc = r ? client_queue(cl, r) : -ENOMEM;
 			json_object_put(r);
-			if (rc == 0)
-				rc = ev_io_mod(loop, fd, EV_WRITE);
-			if (rc == 0)
-				rc = client_flush(cl);
-			goto done;
-		}
-		if (rc < 0)
-			goto done;
-		eof = rc == 1;
-		rc = client_process(cl, eof);
-		if (rc)
-			goto done;
-		if (eof) {
-			/* half-closed: say what is left, then go */
-			cl->state = CLIENT_CLOSING;
-			if (cl->out_len == 0)
-				rc = -ECONNRESET;
-			else if (ev_io_mod(loop, fd, EV_WRITE))
+			if (rc == 0 && ev_io_mod(loop, fd, EV_WRITE))
 				rc = -EIO;
 			if (rc)
 				goto done;
-		}
-		rc = client_flush(cl);
-		goto done;
-	}
-	if (events & EPOLLERR) {
-		rc = -EPIPE;
-		goto done;
-	}
-	if (events & (EPOLLOUT | EPOLLHUP)) {
-		rc = client_flush(cl);
-		/* back to READING: answer lines that arrived meanwhile */
-		while (rc == 0 && cl->state == CLIENT_READING && cl->in_len > 0 &&
-		       memchr(cl->in, '\n', cl->in_len)) {
-			rc = client_process(cl, false);
-			if (rc == 0)
-				rc = client_flush(cl);
-			if (cl->state != CLIENT_READING)
-				break;
+		} else if (rc < 0) {
+			goto done;
+		} else if (rc == 1) {
+			cl->eof = true;
 		}
 	}
+	rc = client_pump(cl);
+	/* everything the peer sent before EOF is answered: hang up */
+	if (rc == 0 && cl->eof && cl->out_len == 0)
+		rc = -ECONNRESET;
 done:
 	if (rc) {
 		if (rc != -ECONNRESET && rc != -EPIPE)

@@ -1,0 +1,598 @@
+/*
+ * target/tools/rtgtctl.c - command line client of rtgtd's control socket.
+ *
+ *   rtgtctl [-s SOCKET | -c CONFIG] COMMAND [ARGS] [--json]
+ *
+ * Sends one request line {"cmd":..., "args":[...]} and reads one reply line
+ * (protocol: target/daemon/ctl.h). Prints the reply as tables, or with
+ * --json as the daemon's object minus "ok".
+ *
+ * Exit status: 0 success, 1 the daemon reported an error, 2 usage error,
+ * 3 the daemon could not be reached or did not answer.
+ *
+ * One request, one reply: no state machine beyond connect, send, receive.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+
+#define EXIT_DAEMON_ERR 1
+#define EXIT_USAGE 2
+#define EXIT_UNREACHABLE 3
+#define DEFAULT_SOCKET "var/rtgtd.sock"
+#define SYSTEM_CONF "/etc/rtgt/rtgt.conf"
+#define REPLY_TIMEOUT_MS 60000
+#define REPLY_MAX (16u << 20)
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rtgtctl [-s SOCKET | -c CONFIG] COMMAND [ARGS] [--json]\n"
+		"\n"
+		"commands:\n"
+		"  status                   pools, members, volumes, targets, sessions\n"
+		"  stats                    per member and per target counters\n"
+		"  sessions                 logged-in initiators per target\n"
+		"  fail POOL MEMBER         mark a member faulty (MEMBER: 0-based index or path)\n"
+		"  add-spare POOL PATH      add an existing file or device as a hot spare\n"
+		"                           (a relative PATH is taken from the current directory)\n"
+		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
+		"\n"
+		"options:\n"
+		"  -s, --socket SOCKET      control socket; default: $RTGT_SOCKET, else\n"
+		"                           daemon.control of " SYSTEM_CONF " if it exists,\n"
+		"                           else " DEFAULT_SOCKET "\n"
+		"  -c, --config CONFIG      take the socket from CONFIG's daemon.control\n"
+		"      --json               print the daemon's JSON reply\n"
+		"  -h, --help               this text\n"
+		"\n"
+		"exit status: 0 ok, 1 the daemon reported an error, 2 usage error,\n"
+		"             3 the daemon cannot be reached\n");
+}
+
+/* ---- choosing the socket ---- */
+
+/* daemon.control of @path; NULL (with a message when @loud) if unusable. */
+static char *control_from_conf(const char *path, bool loud)
+{
+	struct conf *c;
+	char *sock;
+	FILE *errs = loud ? stderr : fopen("/dev/null", "w");
+	int rc = conf_load(path, &c, errs ? errs : stderr);
+
+	if (errs && errs != stderr)
+		fclose(errs);
+	if (rc) {
+		if (loud)
+			fprintf(stderr, "rtgtctl: %s: unusable configuration\n", path);
+		return NULL;
+	}
+	sock = strdup(c->daemon.control);
+	conf_free(c);
+	return sock;
+}
+
+/* ---- talking to the daemon ---- */
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static int send_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads up to the first newline. Returns a malloc'd NUL-terminated line,
+ * or NULL with errno set (ETIMEDOUT, ECONNRESET for EOF first, ...). */
+static char *recv_line(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	struct timespec start, now;
+
+	if (!buf)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long waited;
+		ssize_t n;
+		char *nl;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (waited >= REPLY_TIMEOUT_MS) {
+			errno = ETIMEDOUT;
+			goto fail;
+		}
+		n = poll(&pfd, 1, (int)(REPLY_TIMEOUT_MS - waited));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			continue; /* the deadline check above ends it */
+		if (len + 1 >= cap) {
+			char *nb;
+
+			if (cap >= REPLY_MAX) {
+				errno = EMSGSIZE;
+				goto fail;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				goto fail;
+			buf = nb;
+			cap *= 2;
+		}
+		n = recv(fd, buf + len, cap - len - 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0) {
+			errno = ECONNRESET;
+			goto fail;
+		}
+		nl = memchr(buf + len, '\n', (size_t)n);
+		len += (size_t)n;
+		if (nl) {
+			*nl = '\0';
+			return buf;
+		}
+	}
+fail:
+	{
+		int e = errno;
+
+		free(buf);
+		errno = e;
+	}
+	return NULL;
+}
+
+/* ---- human output ---- */
+
+static const char *human_bytes(int64_t v, char *buf, size_t len)
+{
+	static const char units[] = "BKMGTPE";
+	double d = (double)v;
+	unsigned u = 0;
+
+	while (d >= 1024 && u < sizeof(units) - 2) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%lldB", (long long)v);
+	else
+		snprintf(buf, len, "%.1f%c", d, units[u]);
+	return buf;
+}
+
+static struct json_object *get(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	if (o && json_object_is_type(o, json_type_object))
+		json_object_object_get_ex(o, key, &v);
+	return v;
+}
+
+static const char *get_str(struct json_object *o, const char *key, const char *dflt)
+{
+	struct json_object *v = get(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : dflt;
+}
+
+static int64_t get_i64(struct json_object *o, const char *key)
+{
+	struct json_object *v = get(o, key);
+
+	return v ? json_object_get_int64(v) : 0;
+}
+
+static size_t arr_len(struct json_object *a)
+{
+	return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+}
+
+static void print_pools(struct json_object *reply, bool counters)
+{
+	struct json_object *pools = get(reply, "pools");
+	char b1[32], b2[32];
+
+	if (!arr_len(pools)) {
+		printf("no pools\n");
+		return;
+	}
+	printf("%-16s %-7s %-11s %8s %9s %7s  %s\n", "POOL", "LEVEL", "STATE", "REBUILD",
+	       "USABLE", "CHUNK", "SCRUB");
+	for (size_t i = 0; i < arr_len(pools); i++) {
+		struct json_object *p = json_object_array_get_idx(pools, i);
+		struct json_object *members = get(p, "members"), *vols = get(p, "volumes");
+		struct json_object *prog = get(p, "rebuild_progress");
+		char rebuild[16] = "-", scrub[48] = "-";
+		const char *state = get_str(p, "state", "?");
+
+		if (prog && strcmp(state, "rebuilding") == 0)
+			snprintf(rebuild, sizeof(rebuild), "%.1f%%",
+				 json_object_get_double(prog) * 100.0);
+		if (get(p, "scrub_state"))
+			snprintf(scrub, sizeof(scrub), "%s, %lld mismatches",
+				 get_str(p, "scrub_state", "?"),
+				 (long long)get_i64(p, "scrub_mismatches"));
+		printf("%-16s %-7s %-11s %8s %9s %7s  %s\n", get_str(p, "name", "?"),
+		       get_str(p, "level", "?"), state, rebuild,
+		       get(p, "usable_bytes") ? human_bytes(get_i64(p, "usable_bytes"), b1, sizeof(b1)) : "-",
+		       get(p, "chunk") ? human_bytes(get_i64(p, "chunk"), b2, sizeof(b2)) : "-",
+		       scrub);
+		if (get(p, "rebuild_eta_s") && strcmp(state, "rebuilding") == 0)
+			printf("  rebuild eta %.0f s\n", json_object_get_double(get(p, "rebuild_eta_s")));
+		if (counters)
+			printf("  %3s %-36s %-10s %10s %10s %10s %10s\n", "#", "MEMBER", "STATE",
+			       "READ", "WRITTEN", "READ OPS", "WRITE OPS");
+		else
+			printf("  %3s %-36s %-10s %10s %10s\n", "#", "MEMBER", "STATE", "READ",
+			       "WRITTEN");
+		for (size_t m = 0; m < arr_len(members); m++) {
+			struct json_object *mo = json_object_array_get_idx(members, m);
+
+			printf("  %3zu %-36s %-10s %10s %10s", m, get_str(mo, "path", "?"),
+			       get_str(mo, "state", "?"),
+			       human_bytes(get_i64(mo, "read_bytes"), b1, sizeof(b1)),
+			       human_bytes(get_i64(mo, "write_bytes"), b2, sizeof(b2)));
+			if (counters)
+				printf(" %10lld %10lld", (long long)get_i64(mo, "read_ops"),
+				       (long long)get_i64(mo, "write_ops"));
+			printf("\n");
+		}
+		if (arr_len(vols)) {
+			printf("  volumes:");
+			for (size_t v = 0; v < arr_len(vols); v++) {
+				struct json_object *vo = json_object_array_get_idx(vols, v);
+
+				printf(" %s (%s)", get_str(vo, "name", "?"),
+				       human_bytes(get_i64(vo, "bytes"), b1, sizeof(b1)));
+			}
+			printf("\n");
+		}
+	}
+}
+
+static void print_sessions(struct json_object *t)
+{
+	struct json_object *list = get(t, "session_list");
+
+	for (size_t s = 0; s < arr_len(list); s++) {
+		struct json_object *so = json_object_array_get_idx(list, s);
+		struct json_object *tsih = get(so, "tsih");
+
+		printf("    %-48s isid %-14s tsih %-6s via %s\n", get_str(so, "initiator", "?"),
+		       get_str(so, "isid", "?"), tsih ? json_object_get_string(tsih) : "?",
+		       get_str(so, "portal", "?"));
+	}
+}
+
+static void print_targets(struct json_object *reply, bool sessions, bool counters)
+{
+	struct json_object *targets = get(reply, "targets");
+
+	if (!arr_len(targets)) {
+		printf("no targets\n");
+		return;
+	}
+	printf("%-56s %8s\n", "TARGET", "SESSIONS");
+	for (size_t i = 0; i < arr_len(targets); i++) {
+		struct json_object *t = json_object_array_get_idx(targets, i);
+
+		printf("%-56s %8lld\n", get_str(t, "iqn", "?"), (long long)get_i64(t, "sessions"));
+		if (counters) {
+			/* whatever numeric counters the daemon reports per target */
+			json_object_object_foreach(t, key, val) {
+				if (json_object_is_type(val, json_type_int) ||
+				    json_object_is_type(val, json_type_double)) {
+					if (strcmp(key, "sessions") == 0)
+						continue;
+					printf("    %-24s %s\n", key, json_object_get_string(val));
+				}
+			}
+		}
+		if (sessions)
+			print_sessions(t);
+	}
+}
+
+/* Fields of an action's reply, one "key: value" line each. */
+static void print_fields(struct json_object *reply)
+{
+	json_object_object_foreach(reply, key, val) {
+		if (json_object_is_type(val, json_type_object) ||
+		    json_object_is_type(val, json_type_array))
+			printf("%s: %s\n", key,
+			       json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN));
+		else
+			printf("%s: %s\n", key, json_object_get_string(val));
+	}
+}
+
+static void print_human(const char *cmd, char **args, struct json_object *reply)
+{
+	if (strcmp(cmd, "status") == 0) {
+		print_pools(reply, false);
+		printf("\n");
+		print_targets(reply, true, false);
+	} else if (strcmp(cmd, "stats") == 0) {
+		print_pools(reply, true);
+		printf("\n");
+		print_targets(reply, false, true);
+	} else if (strcmp(cmd, "sessions") == 0) {
+		print_targets(reply, true, false);
+	} else {
+		if (strcmp(cmd, "fail") == 0)
+			printf("pool %s: member %s marked faulty\n", args[0], args[1]);
+		else if (strcmp(cmd, "add-spare") == 0)
+			printf("pool %s: spare %s added\n", args[0], args[1]);
+		else if (strcmp(cmd, "scrub") == 0)
+			printf("pool %s: scrub%s started\n", args[0],
+			       args[1] ? " with repair" : "");
+		print_fields(reply);
+	}
+}
+
+/* ---- main ---- */
+
+struct command {
+	const char *name;
+	int min_args, max_args;
+	const char *usage;
+};
+
+static const struct command commands[] = {
+	{ "status", 0, 0, "status" },
+	{ "stats", 0, 0, "stats" },
+	{ "sessions", 0, 0, "sessions" },
+	{ "fail", 2, 2, "fail POOL MEMBER" },
+	{ "add-spare", 2, 2, "add-spare POOL PATH" },
+	{ "scrub", 1, 1, "scrub POOL [--repair]" },
+};
+
+/* add-spare takes paths from the user's point of view; the daemon's
+ * working directory is not the user's. */
+static char *absolute(const char *path)
+{
+	char cwd[PATH_MAX];
+	char *out;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	if (asprintf(&out, "%s/%s", cwd, path) < 0)
+		return NULL;
+	return out;
+}
+
+/* "-s X", "-sX", "--socket X", "--socket=X": the value, or NULL if @a is not
+ * this option. Advances *i past a separate value. */
+static const char *opt_value(int argc, char **argv, int *i, char shortc, const char *longname,
+			     bool *missing)
+{
+	const char *a = argv[*i];
+	size_t ll = strlen(longname);
+
+	if (a[0] == '-' && a[1] == shortc && a[2])
+		return a + 2;
+	if (strncmp(a, "--", 2) == 0 && strncmp(a + 2, longname, ll) == 0 && a[2 + ll] == '=')
+		return a + 3 + ll;
+	if ((a[0] == '-' && a[1] == shortc && !a[2]) ||
+	    (strncmp(a, "--", 2) == 0 && strcmp(a + 2, longname) == 0)) {
+		if (*i + 1 >= argc) {
+			*missing = true;
+			return NULL;
+		}
+		return argv[++*i];
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sock_opt = NULL, *conf_opt = NULL;
+	bool json = false, repair = false, dashdash = false, missing = false;
+	const struct command *cmd = NULL;
+	struct json_object *req, *jargs, *reply, *ok;
+	char *sock = NULL, *line, *spare = NULL;
+	char *args[3] = { NULL, NULL, NULL };
+	char *pos[4];
+	const char *txt, *val;
+	int npos = 0, fd, rc = EXIT_UNREACHABLE;
+
+	/* options may come before or after the command and its arguments */
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (dashdash || a[0] != '-' || !a[1]) {
+			if (npos == 4) {
+				fprintf(stderr, "rtgtctl: too many arguments (see --help)\n");
+				return EXIT_USAGE;
+			}
+			pos[npos++] = argv[i];
+		} else if (strcmp(a, "--") == 0) {
+			dashdash = true;
+		} else if (strcmp(a, "--json") == 0) {
+			json = true;
+		} else if (strcmp(a, "--repair") == 0) {
+			repair = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			return 0;
+		} else if ((val = opt_value(argc, argv, &i, 's', "socket", &missing))) {
+			sock_opt = val;
+		} else if (!missing && (val = opt_value(argc, argv, &i, 'c', "config", &missing))) {
+			conf_opt = val;
+		} else {
+			if (missing)
+				fprintf(stderr, "rtgtctl: %s needs a value\n", a);
+			else
+				fprintf(stderr, "rtgtctl: unknown option '%s' (see --help)\n", a);
+			return EXIT_USAGE;
+		}
+	}
+	if (npos == 0) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(pos[0], commands[i].name) == 0)
+			cmd = &commands[i];
+	if (!cmd) {
+		fprintf(stderr, "rtgtctl: unknown command '%s' (see --help)\n", pos[0]);
+		return EXIT_USAGE;
+	}
+	if (npos - 1 < cmd->min_args || npos - 1 > cmd->max_args) {
+		fprintf(stderr, "rtgtctl: usage: rtgtctl %s\n", cmd->usage);
+		return EXIT_USAGE;
+	}
+	for (int i = 1; i < npos; i++)
+		args[i - 1] = pos[i];
+	if (repair && strcmp(cmd->name, "scrub") != 0) {
+		fprintf(stderr, "rtgtctl: --repair only goes with scrub\n");
+		return EXIT_USAGE;
+	}
+	if (sock_opt && conf_opt) {
+		fprintf(stderr, "rtgtctl: give -s or -c, not both\n");
+		return EXIT_USAGE;
+	}
+
+	if (sock_opt) {
+		sock = strdup(sock_opt);
+	} else if (conf_opt) {
+		sock = control_from_conf(conf_opt, true);
+		if (!sock)
+			return EXIT_USAGE;
+	} else if (getenv("RTGT_SOCKET") && *getenv("RTGT_SOCKET")) {
+		sock = strdup(getenv("RTGT_SOCKET"));
+	} else if (access(SYSTEM_CONF, F_OK) == 0 &&
+		   (sock = control_from_conf(SYSTEM_CONF, false)) != NULL) {
+		/* sock set */
+	} else {
+		sock = strdup(DEFAULT_SOCKET);
+	}
+	if (!sock) {
+		fprintf(stderr, "rtgtctl: out of memory\n");
+		return EXIT_UNREACHABLE;
+	}
+
+	req = json_object_new_object();
+	jargs = json_object_new_array();
+	if (!req || !jargs)
+		goto nomem;
+	json_object_object_add(req, "cmd", json_object_new_string(cmd->name));
+	if (strcmp(cmd->name, "add-spare") == 0) {
+		spare = absolute(args[1]);
+		if (!spare)
+			goto nomem;
+		args[1] = spare;
+	}
+	if (repair)
+		args[1] = "--repair";
+	for (int i = 0; i < 2 && args[i]; i++)
+		json_object_array_add(jargs, json_object_new_string(args[i]));
+	json_object_object_add(req, "args", jargs);
+
+	fd = connect_to(sock);
+	if (fd < 0) {
+		fprintf(stderr, "rtgtctl: cannot connect to %s: %s\n", sock, strerror(errno));
+		goto free_req;
+	}
+	txt = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	if (send_all(fd, txt, strlen(txt)) || send_all(fd, "\n", 1)) {
+		fprintf(stderr, "rtgtctl: cannot send to %s: %s\n", sock, strerror(errno));
+		goto close_fd;
+	}
+	line = recv_line(fd);
+	if (!line) {
+		fprintf(stderr, "rtgtctl: no reply from %s: %s\n", sock,
+			errno == ECONNRESET ? "connection closed" : strerror(errno));
+		goto close_fd;
+	}
+	reply = json_tokener_parse(line);
+	if (!reply || !json_object_is_type(reply, json_type_object) ||
+	    !json_object_object_get_ex(reply, "ok", &ok)) {
+		fprintf(stderr, "rtgtctl: unreadable reply from %s: %.200s\n", sock, line);
+		json_object_put(reply);
+		free(line);
+		goto close_fd;
+	}
+	if (!json_object_get_boolean(ok)) {
+		fprintf(stderr, "rtgtctl: %s\n", get_str(reply, "error", "the daemon reported an error"));
+		rc = EXIT_DAEMON_ERR;
+	} else {
+		json_object_object_del(reply, "ok");
+		if (json)
+			printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN));
+		else
+			print_human(cmd->name, args, reply);
+		rc = fflush(stdout) ? EXIT_DAEMON_ERR : 0;
+	}
+	json_object_put(reply);
+	free(line);
+close_fd:
+	close(fd);
+free_req:
+	json_object_put(req);
+	free(spare);
+	free(sock);
+	return rc;
+
+nomem:
+	fprintf(stderr, "rtgtctl: out of memory\n");
+	json_object_put(req);
+	json_object_put(jargs);
+	free(sock);
+	return EXIT_UNREACHABLE;
+}
