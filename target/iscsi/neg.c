@@ -12,9 +12,9 @@
  *   per key in keys[]:   UNSEEN --iscsi_neg_key()--> ANSWERED (bit in n->seen)
  *                        ANSWERED --iscsi_neg_key()--> error -EINVAL
  *                        (RFC 7143 6.3: renegotiating a key within one login
- *                        is an initiator error; the caller clears n->seen
- *                        before each new Text negotiation in full feature
- *                        phase)
+ *                        is an initiator error; in full feature phase the
+ *                        mask is neither checked nor updated, each Text
+ *                        negotiation being a new one)
  *   MRDSL declaration:   UNDECLARED --iscsi_neg_key(MaxRecvDataSegmentLength)
  *                        or iscsi_neg_finish()--> DECLARED (n->declared_mrdsl)
  *
@@ -358,9 +358,14 @@ int iscsi_neg_key(struct iscsi_neg *n, const char *key, const char *value, bool 
 		iscsi_text_add(resp, key, "NotUnderstood");
 		return 0;
 	}
-	if (n->seen & (1ull << i))
-		return -EINVAL;
-	n->seen |= 1ull << i;
+	/* Within a login a key is negotiated once. In full feature phase
+	 * every Text negotiation starts afresh (a repeat inside one request
+	 * is already refused by iscsi_kv_parse), so the mask is not used. */
+	if (!ffp) {
+		if (n->seen & (1ull << i))
+			return -EINVAL;
+		n->seen |= 1ull << i;
+	}
 
 	if (ffp && k->use != USE_ALL) {
 		/* IO/LO keys are fixed once the login is over. */
