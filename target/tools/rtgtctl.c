@@ -317,6 +317,42 @@ static void print_sessions(struct json_object *t)
 	}
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+/* Whatever numeric counters the daemon reports for an object, nested
+ * objects ("stats": {...}) flattened to "stats.read_ops"; byte counts in
+ * human units. New counters show up without a client change. */
+static void print_counters(struct json_object *o, const char *prefix)
+{
+	json_object_object_foreach(o, key, val) {
+		char name[128], b[32];
+
+		snprintf(name, sizeof(name), "%s%s", prefix, key);
+		if (json_object_is_type(val, json_type_object)) {
+			char sub[sizeof(name) + 1];
+
+			snprintf(sub, sizeof(sub), "%s.", name);
+			print_counters(val, sub);
+		} else if (json_object_is_type(val, json_type_int)) {
+			if (strcmp(name, "sessions") == 0)
+				continue;
+			if (ends_with(key, "bytes"))
+				printf("    %-28s %s\n", name,
+				       human_bytes(json_object_get_int64(val), b, sizeof(b)));
+			else
+				printf("    %-28s %lld\n", name,
+				       (long long)json_object_get_int64(val));
+		} else if (json_object_is_type(val, json_type_double)) {
+			printf("    %-28s %.3f\n", name, json_object_get_double(val));
+		}
+	}
+}
+
 static void print_targets(struct json_object *reply, bool sessions, bool counters)
 {
 	struct json_object *targets = get(reply, "targets");
@@ -330,17 +366,8 @@ static void print_targets(struct json_object *reply, bool sessions, bool counter
 		struct json_object *t = json_object_array_get_idx(targets, i);
 
 		printf("%-56s %8lld\n", get_str(t, "iqn", "?"), (long long)get_i64(t, "sessions"));
-		if (counters) {
-			/* whatever numeric counters the daemon reports per target */
-			json_object_object_foreach(t, key, val) {
-				if (json_object_is_type(val, json_type_int) ||
-				    json_object_is_type(val, json_type_double)) {
-					if (strcmp(key, "sessions") == 0)
-						continue;
-					printf("    %-24s %s\n", key, json_object_get_string(val));
-				}
-			}
-		}
+		if (counters)
+			print_counters(t, "");
 		if (sessions)
 			print_sessions(t);
 	}
