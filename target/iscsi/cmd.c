@@ -674,6 +674,8 @@ static void cmd_done(struct scsi_cmd *cmd)
 	struct iscsi_task *t = cmd->tpriv;
 	struct iscsi_conn *c = t->conn;
 
+	if (!task_check(t))
+		LOG_ERR(MOD, "%s: task 0x%x invariant violated", c->peer_str, t->itt);
 	t->in_scsi = false;
 	c->n_scsi--;
 	if (t->dead || cmd->aborted || c->state != CONN_FFP) {
@@ -685,8 +687,6 @@ static void cmd_done(struct scsi_cmd *cmd)
 			iscsi_tmf_progress(c);
 		return;
 	}
-	if (!task_check(t))
-		LOG_ERR(MOD, "%s: task 0x%x invariant violated", c->peer_str, t->itt);
 	task_respond(t);
 	iscsi_task_put(t);
 	iscsi_tmf_progress(c);

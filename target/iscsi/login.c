@@ -305,7 +305,9 @@ static uint16_t login_keys(struct iscsi_conn *c, int csg, const struct iscsi_kvl
 		}
 	}
 
-	if (csg == ISCSI_STAGE_SECURITY && !l->chap_required)
+	/* Without CHAP configured there is nothing to prove: an initiator
+	 * may even skip the security stage (CSG=1 in its first request). */
+	if (!l->chap_required)
 		l->auth_done = true;
 	if (csg == ISCSI_STAGE_SECURITY && l->chap_required && has_chap) {
 		const struct conf_chap *ch = &c->srv->c->targets[l->target].chap;
