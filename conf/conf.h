@@ -145,7 +145,8 @@ const char *conf_level_name(enum conf_level level);
 /* Parses "64K", "1G", "512" (bytes) or "80%" (when @allow_percent). */
 int conf_parse_size(const char *s, bool allow_percent, struct conf_size *out);
 
-/* Logging: one line per event to stderr, "LEVEL [module] message". Thread-safe. */
+/* Logging: one line per event to stderr, "TIMESTAMP LEVEL [module] message".
+ * Thread-safe. */
 void conf_log_set_level(enum conf_log_level level);
 enum conf_log_level conf_log_get_level(void);
 void conf_log(enum conf_log_level level, const char *module, const char *fmt, ...)

@@ -22,7 +22,10 @@
 #include <unistd.h>
 
 #include "net/net.h"
-#include "target/daemon/ctl.c"
+#include <fcntl.h>
+
+#include "conf/conf.h"
+#include "target/daemon/ctl.h"
 
 static char tmpdir[64];
 static char sockpath[128];
