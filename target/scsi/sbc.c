@@ -319,7 +319,7 @@ void sbc_write(struct scsi_cmd *cmd)
 	bool verify = op == OP_WRITE_VERIFY_10 || op == OP_WRITE_VERIFY_12 ||
 		      op == OP_WRITE_VERIFY_16;
 	uint64_t lba;
-	uint32_t n;
+	uint32_t n, len;
 	struct sbc_ctx *c;
 
 	decode_lba(cmd->cdb, &lba, &n);
@@ -334,14 +334,17 @@ void sbc_write(struct scsi_cmd *cmd)
 		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 		return scsi_cmd_complete(cmd);
 	}
-	if (n == 0)
-		return scsi_cmd_complete(cmd);
-	if (cmd->buf_len < cmd->xfer_len) {
-		/* EDTL shorter than the CDB asks: write nothing (FCP-4 option b) */
+	/* EDTL shorter than the CDB asks: write the whole blocks the
+	 * initiator sent (the transport reports the overflow); a partial
+	 * block cannot be written, so then nothing is (FCP-4 option b) */
+	len = cmd->xfer_len < cmd->buf_len ? cmd->xfer_len : cmd->buf_len;
+	if (len % SCSI_BS) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
 		return scsi_cmd_complete(cmd);
 	}
-	c = ctx_new(cmd, K_WRITE, lba << SCSI_BS_SHIFT, cmd->xfer_len);
+	if (len == 0)
+		return scsi_cmd_complete(cmd);
+	c = ctx_new(cmd, K_WRITE, lba << SCSI_BS_SHIFT, len);
 	if (!c)
 		return;
 	/* FUA, and WRITE AND VERIFY: the data must be on the medium to verify */
@@ -402,8 +405,11 @@ void sbc_write_same(struct scsi_cmd *cmd)
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
 		return scsi_cmd_complete(cmd);
 	}
-	if (cmd->cdb[1] & 0x10) { /* ANCHOR: needs thin provisioning */
-		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 4);
+	/* ANCHOR and UNMAP need thin provisioning, which we do not
+	 * advertise (LBPME=0, LBPWS=0 in the provisioning VPD page) */
+	if (cmd->cdb[1] & 0x18) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1,
+				 cmd->cdb[1] & 0x10 ? 4 : 3);
 		return scsi_cmd_complete(cmd);
 	}
 	if (n == 0) { /* WSNZ=1 in the Block Limits page */
@@ -423,8 +429,6 @@ void sbc_write_same(struct scsi_cmd *cmd)
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
 		return scsi_cmd_complete(cmd);
 	}
-	/* The UNMAP bit is only a hint on a fully provisioned LU: the blocks
-	 * get the data (or zeros) either way. */
 	c = ctx_new(cmd, K_WSAME, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
 	if (!c)
 		return;
@@ -463,6 +467,11 @@ void sbc_compare_write(struct scsi_cmd *cmd)
 	cmd->xfer_len = 2 * n * SCSI_BS;
 	if (write_protected(lu)) {
 		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+		return scsi_cmd_complete(cmd);
+	}
+	if (n == 0 && cmd->edtl) {
+		/* data-out for a zero-length compare cannot be right */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 13, -1);
 		return scsi_cmd_complete(cmd);
 	}
 	if (n == 0)

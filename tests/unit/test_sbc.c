@@ -100,11 +100,23 @@ START_TEST(t03_residuals)
 	c = fx_run(fx.a, 0, cdb, 10, 10000, false);
 	ck_assert_uint_eq(c.data_in_len, SCSI_BS);
 	ck_assert_uint_eq(c.xfer_len, SCSI_BS);
-	/* write: EDTL short: nothing written, INVALID FIELD IN IU */
+	/* write: EDTL short by whole blocks: what was sent is written */
+	memset(fx.buf, 'a', 2 * SCSI_BS);
 	cdb10(cdb, OP_WRITE_10, 0, 2);
+	c = fx_run(fx.a, 0, cdb, 10, 2 * SCSI_BS, true);
+	memset(fx.buf, 'b', 2 * SCSI_BS);
 	c = fx_run(fx.a, 0, cdb, 10, SCSI_BS, true);
-	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
 	ck_assert_uint_eq(c.xfer_len, 2 * SCSI_BS);
+	cdb10(cdb, OP_READ_10, 0, 2);
+	c = fx_run(fx.a, 0, cdb, 10, 2 * SCSI_BS, false);
+	ck_assert_int_eq(fx.buf[SCSI_BS - 1], 'b');
+	ck_assert_int_eq(fx.buf[SCSI_BS], 'a');
+	/* short by a partial block: nothing written, INVALID FIELD IN IU */
+	cdb10(cdb, OP_WRITE_10, 0, 1);
+	c = fx_run(fx.a, 0, cdb, 10, 200, true);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	ck_assert_uint_eq(c.xfer_len, SCSI_BS);
 	/* write: EDTL long: SPDTL written */
 	cdb10(cdb, OP_WRITE_10, 0, 1);
 	c = fx_run(fx.a, 0, cdb, 10, 10000, true);
@@ -206,6 +218,11 @@ START_TEST(t06_write_same_pieces_and_ndob)
 	cdb16(cdb, OP_READ_16, 1000, 1);
 	c = fx_run(fx.a, 0, cdb, 16, SCSI_BS, false);
 	ck_assert_int_eq(fx.buf[0], 0);
+	/* UNMAP bit without thin provisioning */
+	cdb16(cdb, OP_WRITE_SAME_16, 1000, 8);
+	cdb[1] = 0x08;
+	c = fx_run(fx.a, 0, cdb, 16, SCSI_BS, true);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
 	/* zero blocks: WSNZ */
 	cdb10(cdb, OP_WRITE_SAME_10, 0, 0);
 	c = fx_run(fx.a, 0, cdb, 10, SCSI_BS, true);
