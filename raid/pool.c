@@ -204,6 +204,7 @@ void raid_member_fail(struct raid_member *m, int err, const char *why)
 	else if (m->slot < p->g.n)
 		LOG_WARN(RAID_MOD, "pool %s: degraded", p->name);
 	pthread_mutex_unlock(&p->meta_mu);
+	raid_bg_kick(p);
 }
 
 static void member_close(struct raid_member *m)
@@ -533,16 +534,25 @@ int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		goto err_members;
 	}
 	free(cs);
+	if (p->g.npar) {
+		rc = raid_bg_start(p);
+		if (rc) {
+			LOG_ERR(RAID_MOD, "pool %s: cannot start the background thread: %s", p->name,
+				strerror(-rc));
+			goto err_members_nocs;
+		}
+	}
 	*out = p;
 	return 0;
 
 err_members:
+	free(cs);
+	cs = NULL;
+err_members_nocs:
 	for (i = 0; i < p->n_slots; i++) {
 		member_close(p->m[i]);
 		p->m[i] = NULL;
 	}
-	free(cs);
-	cs = NULL;
 	goto err_free;
 err_cands:
 	for (i = 0; i < nc; i++) {
@@ -572,6 +582,7 @@ void raid_pool_close(struct raid_pool *p)
 
 	if (!p)
 		return;
+	raid_bg_stop(p);
 	pthread_mutex_lock(&p->meta_mu);
 	for (i = 0; i < p->n_slots; i++)
 		if (p->m[i] && raid_member_writable(p->m[i]) && fdatasync(p->m[i]->fd))
@@ -583,6 +594,12 @@ void raid_pool_close(struct raid_pool *p)
 		LOG_ERR(RAID_MOD, "pool %s: inconsistent failure state at close", p->name);
 	for (i = 0; i < p->n_slots; i++)
 		member_close(p->m[i]);
+	while (p->retired) {
+		struct raid_member *m = p->retired;
+
+		p->retired = m->retired_next;
+		member_close(m);
+	}
 	for (i = 0; i < RAID_MAX_VOLS; i++)
 		free(p->vols[i]);
 	raid_slock_destroy(&p->lock);
@@ -646,8 +663,21 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		out->volumes[i].bytes = p->sb.vols[i].size;
 	}
 	out->n_volumes = i;
-	out->scrub_mismatches = 0;
-	out->scrub_state = "idle";
+	if (atomic_load(&p->rebuild_slot) >= 0) {
+		struct raid_member *m = p->m[atomic_load(&p->rebuild_slot)];
+		uint64_t rate = atomic_load(&p->rebuild_rate);
+
+		out->rebuild_progress = (double)atomic_load(&m->rebuild_pos) / (double)p->g.member_bytes;
+		if (rate)
+			out->rebuild_eta_s = (double)(p->g.member_bytes - atomic_load(&m->rebuild_pos)) /
+					     (double)rate;
+	}
+	out->scrub_mismatches = atomic_load(&p->scrub_mismatch);
+	switch (atomic_load(&p->scrub_state)) {
+	case 1: out->scrub_state = "running"; break;
+	case 2: out->scrub_state = "done"; break;
+	default: out->scrub_state = "idle"; break;
+	}
 	pthread_mutex_unlock(&p->meta_mu);
 	return 0;
 }
@@ -681,4 +711,70 @@ int raid_pool_fail(struct raid_pool *p, const char *member)
 		return -EALREADY;
 	raid_member_fail(m, 0, "failed by operator");
 	return 0;
+}
+
+int raid_pool_add_spare(struct raid_pool *p, const char *path)
+{
+	struct conf_pool cp;
+	struct cand c;
+	unsigned i, idx;
+	int rc;
+
+	if (p->g.npar == 0) {
+		LOG_ERR(RAID_MOD, "pool %s: raid0 cannot use spares", p->name);
+		return -EINVAL;
+	}
+	for (i = 0; i < p->n_slots; i++) {
+		if (p->m[i]->fd >= 0 && (!strcmp(p->m[i]->path, path) ||
+					 (p->m[i]->rpath && !strcmp(p->m[i]->rpath, path)))) {
+			LOG_ERR(RAID_MOD, "pool %s: %s is already in the pool", p->name, path);
+			return -EEXIST;
+		}
+	}
+	memset(&cp, 0, sizeof(cp));
+	cp.name = p->name;
+	cp.direct_io = p->direct_io;
+	memset(&c, 0, sizeof(c));
+	rc = cand_open(&cp, path, path, &c);
+	if (rc || c.m->fd < 0) {
+		member_close(c.m);
+		return rc ? rc : -ENOENT;
+	}
+	if (c.m->file_bytes < RAID_DATA_OFF + p->g.member_bytes) {
+		LOG_ERR(RAID_MOD, "pool %s: spare %s is too small (%llu bytes, need %llu)", p->name, path,
+			(unsigned long long)c.m->file_bytes,
+			(unsigned long long)(RAID_DATA_OFF + p->g.member_bytes));
+		member_close(c.m);
+		return -ENOSPC;
+	}
+	c.m->pool = p;
+	uuid_new(c.m->uuid);
+	atomic_store(&c.m->state, RAID_M_SPARE);
+	pthread_mutex_lock(&p->meta_mu);
+	/* reuse a dead slot past the raid disks, else append */
+	for (idx = p->g.n; idx < p->n_slots; idx++) {
+		int st = atomic_load(&p->m[idx]->state);
+
+		if (st == RAID_M_FAULTY || st == RAID_M_MISSING)
+			break;
+	}
+	if (idx == p->n_slots && p->n_slots >= RAID_MAX_SLOTS) {
+		pthread_mutex_unlock(&p->meta_mu);
+		LOG_ERR(RAID_MOD, "pool %s: no free slot for spare %s", p->name, path);
+		member_close(c.m);
+		return -ENOSPC;
+	}
+	if (idx < p->n_slots) {
+		p->m[idx]->retired_next = p->retired;
+		p->retired = p->m[idx];
+	} else {
+		p->n_slots++;
+	}
+	c.m->slot = idx;
+	p->m[idx] = c.m;
+	rc = raid_pool_write_sbs_locked(p, false);
+	pthread_mutex_unlock(&p->meta_mu);
+	LOG_INFO(RAID_MOD, "pool %s: added spare %s", p->name, path);
+	raid_bg_kick(p);
+	return rc;
 }

@@ -223,6 +223,7 @@ struct raid_member {
 	uint64_t file_bytes;
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
 	_Atomic uint64_t rebuild_pos; /* REBUILDING: data bytes below are valid */
+	struct raid_member *retired_next; /* on pool->retired once replaced */
 };
 
 struct raid_vol {
@@ -250,6 +251,20 @@ struct raid_pool {
 	struct raid_slock lock;
 	_Atomic unsigned rr;                     /* mirror read spreading */
 	_Atomic bool failed;                     /* beyond redundancy */
+	struct raid_member *retired;             /* replaced members, freed at close
+	                                          * (in-flight I/O may still point at them) */
+
+	/* background thread (rebuild.c): rebuild, resync, scrub */
+	pthread_t bg;
+	bool bg_started;
+	pthread_mutex_t bg_mu;                   /* protects the bg_* requests */
+	pthread_cond_t bg_cv;
+	bool bg_stop, bg_kick, scrub_req, scrub_repair;
+	_Atomic int rebuild_slot;                /* slot being rebuilt, -1 none */
+	_Atomic uint64_t rebuild_rate;           /* bytes/s, measured */
+	_Atomic uint64_t scrub_mismatch;
+	_Atomic int scrub_state;                 /* 0 idle, 1 running, 2 done */
+	_Atomic uint64_t scrub_pos;
 };
 
 /* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */
@@ -262,6 +277,12 @@ int raid_pool_write_sbs(struct raid_pool *p, bool clean);
 /* Same with meta_mu already held. */
 int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean);
 unsigned raid_pool_unusable(struct raid_pool *p);
+
+/* rebuild.c: the pool's background thread */
+int raid_bg_start(struct raid_pool *p);
+void raid_bg_stop(struct raid_pool *p);
+/* Wake the background thread: something changed (failure, spare, scrub). */
+void raid_bg_kick(struct raid_pool *p);
 
 /* io.c */
 void raid_io_account(struct raid_member *m, bool write, uint64_t len);

@@ -1,0 +1,492 @@
+/*
+ * raid/rebuild.c - the pool's background thread: rebuild onto hot spares,
+ * resync after an unclean shutdown, and scrub. It has its own raid_ioctx and
+ * works in steps of whole rows (about 1 MiB of member data), each under an
+ * exclusive stripe lock, so foreground I/O waits at most one step. Steps are
+ * paced to rebuild_mbps (10^6 bytes/s of member data per member written).
+ *
+ * Thread states: IDLE (waiting on bg_cv) -> REBUILD (a raid disk slot is
+ * unusable and a spare exists, or a REBUILDING member was found at assembly:
+ * start_rebuild() swaps the spare into the slot) -> IDLE when done, stopped
+ * or failed; IDLE -> SCRUB (scrub_req, or resync_req after an unclean
+ * shutdown) -> IDLE; any state -> EXIT on bg_stop (raid_bg_stop). A stopped
+ * rebuild leaves its checkpoint (rebuild_pos, written to the superblocks at
+ * least once a second and at stop) and resumes from there on the next start.
+ *
+ * Rebuild invariant: below member->rebuild_pos the rebuilding member holds
+ * exactly what its slot should hold; rebuild_pos only grows, and only while
+ * the stripe lock of the rows below it is held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "raid/raid_int.h"
+
+#define STEP_BYTES (1u << 20)
+
+struct bgio {
+	unsigned pending;
+	int err;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void bg_mio_done(struct raid_mio *mio, int res)
+{
+	struct bgio *b = mio->arg;
+
+	if (res < 0) {
+		raid_member_fail(mio->m, res, mio->op == RAID_MIO_READ ? "read failed" : "write failed");
+		b->err = res;
+	}
+	b->pending--;
+}
+
+static void bg_io(struct raid_ioctx *ctx, struct bgio *b, struct raid_mio *mio, struct raid_member *m,
+		  int op, uint8_t *buf, uint64_t off, uint64_t len)
+{
+	mio->m = m;
+	mio->op = op;
+	mio->buf = buf;
+	mio->off = off;
+	mio->len = len;
+	mio->cb = bg_mio_done;
+	mio->arg = b;
+	if (raid_mio_submit(ctx, mio) == 0)
+		b->pending++;
+	else
+		b->err = -EIO;
+}
+
+static int bg_wait(struct raid_ioctx *ctx, struct bgio *b)
+{
+	while (b->pending)
+		raid_ioctx_wait(ctx, 100);
+	return b->err;
+}
+
+static void bg_granted(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+static void bg_lock(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_lk *lk, uint64_t a,
+		    uint64_t b)
+{
+	bool got = false;
+
+	memset(lk, 0, sizeof(*lk));
+	lk->a = a;
+	lk->b = b;
+	lk->excl = true;
+	lk->ctx = ctx;
+	lk->fn = bg_granted;
+	lk->arg = &got;
+	if (raid_slock_acquire(&p->lock, lk))
+		return;
+	while (!got)
+		raid_ioctx_wait(ctx, 100);
+}
+
+static bool stop_requested(struct raid_pool *p)
+{
+	bool s;
+
+	pthread_mutex_lock(&p->bg_mu);
+	s = p->bg_stop;
+	pthread_mutex_unlock(&p->bg_mu);
+	return s;
+}
+
+/* Sleep so that @bytes since @t0 do not exceed the cap. */
+static void pace(struct raid_pool *p, double t0, uint64_t bytes)
+{
+	double el = now_s() - t0;
+
+	if (el > 0)
+		atomic_store(&p->rebuild_rate, (uint64_t)((double)bytes / el));
+	if (!p->rebuild_mbps)
+		return;
+	for (;;) {
+		double want = (double)bytes / ((double)p->rebuild_mbps * 1e6);
+
+		el = now_s() - t0;
+		if (el >= want || stop_requested(p))
+			break;
+		usleep((useconds_t)((want - el > 0.05 ? 0.05 : want - el) * 1e6) + 1);
+	}
+}
+
+/* Logical range covering member rows [r0, r1) of device @dev. */
+static void rows_range(const struct raid_geom *g, unsigned dev, uint64_t r0, uint64_t r1,
+		       uint64_t *a, uint64_t *b)
+{
+	/* Every level here (raid10 has an even n) keeps member row r's data
+	 * at logical [r * stripe, (r + 1) * stripe). */
+	(void)dev;
+	*a = r0 * g->stripe_bytes;
+	*b = r1 * g->stripe_bytes;
+}
+
+/* Choose a slot to rebuild and a spare; swap the spare in. meta_mu held. */
+static struct raid_member *start_rebuild(struct raid_pool *p)
+{
+	struct raid_member *t = NULL, *sp = NULL, *old;
+	unsigned i, s = 0, k = 0;
+
+	if (p->g.npar == 0 || atomic_load(&p->failed))
+		return NULL;
+	for (i = 0; i < p->g.n; i++) {
+		int st = atomic_load(&p->m[i]->state);
+
+		if (st == RAID_M_REBUILDING && p->m[i]->fd >= 0)
+			return p->m[i];   /* resume */
+		if (!t && st != RAID_M_ACTIVE) {
+			t = p->m[i];
+			s = i;
+		}
+	}
+	if (!t)
+		return NULL;
+	for (i = p->g.n; i < p->n_slots; i++) {
+		if (atomic_load(&p->m[i]->state) == RAID_M_SPARE && p->m[i]->fd >= 0) {
+			sp = p->m[i];
+			k = i;
+			break;
+		}
+	}
+	if (!sp)
+		return NULL;
+	old = t;
+	atomic_store(&sp->rebuild_pos, 0);
+	atomic_store(&sp->state, RAID_M_REBUILDING);
+	sp->slot = s;
+	old->slot = k;
+	atomic_store(&old->state, RAID_M_FAULTY);
+	p->m[k] = old;
+	p->m[s] = sp;
+	raid_pool_write_sbs_locked(p, false);
+	LOG_INFO(RAID_MOD, "pool %s: rebuilding slot %u onto spare %s (replacing %s)", p->name, s,
+		 sp->path, old->path);
+	return sp;
+}
+
+static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member *t)
+{
+	const struct raid_geom *g = &p->g;
+	uint64_t k = STEP_BYTES / g->chunk ? STEP_BYTES / g->chunk : 1;
+	uint64_t step = k * g->chunk, row, done = 0;
+	unsigned n = g->n, s = t->slot, i;
+	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
+	double t0 = now_s(), last_cp = t0;
+	bool ok = false;
+
+	atomic_store(&p->rebuild_slot, (int)s);
+	for (i = 0; i < n; i++) {
+		bufs[i] = raid_alloc(step);
+		if (!bufs[i]) {
+			LOG_ERR(RAID_MOD, "pool %s: rebuild: out of memory", p->name);
+			goto out_free;
+		}
+	}
+	row = atomic_load(&t->rebuild_pos) / g->chunk;
+	if (row)
+		LOG_INFO(RAID_MOD, "pool %s: rebuild of slot %u resumes at %.1f%%", p->name, s,
+			 100.0 * (double)row / (double)g->rows);
+	while (row < g->rows) {
+		uint64_t r1 = row + k > g->rows ? g->rows : row + k, nb = (r1 - row) * g->chunk;
+		uint64_t a, b;
+		struct raid_mio mio[RAID_MAX_SLOTS];
+		struct bgio io = { 0, 0 };
+		struct raid_lk lk;
+		bool missing[RAID_MAX_SLOTS] = { false };
+		unsigned nmiss = 0;
+		int src = -1;
+
+		if (stop_requested(p) || atomic_load(&t->state) != RAID_M_REBUILDING ||
+		    atomic_load(&p->failed))
+			break;
+		rows_range(g, s, row, r1, &a, &b);
+		bg_lock(p, ctx, &lk, a, b);
+		if (raid_geom_is_parity_level(g)) {
+			for (i = 0; i < n; i++) {
+				missing[i] = i == s || !raid_member_readable(p->m[i], r1 * g->chunk);
+				nmiss += missing[i];
+				if (!missing[i])
+					bg_io(ctx, &io, &mio[i], p->m[i], RAID_MIO_READ, bufs[i],
+					      row * g->chunk, nb);
+			}
+		} else {
+			/* a mirror copy of the same member rows */
+			for (i = 0; i < n && src < 0; i++) {
+				unsigned d = g->level == CONF_RAID10 ? (s ^ 1u) : i;
+
+				if (d != s && raid_member_readable(p->m[d], r1 * g->chunk))
+					src = (int)d;
+			}
+			if (src >= 0)
+				bg_io(ctx, &io, &mio[0], p->m[src], RAID_MIO_READ, bufs[s], row * g->chunk, nb);
+		}
+		if (bg_wait(ctx, &io) || nmiss > g->npar || (!raid_geom_is_parity_level(g) && src < 0)) {
+			raid_slock_release(&p->lock, &lk);
+			if (atomic_load(&p->failed) || (!raid_geom_is_parity_level(g) && src < 0) ||
+			    nmiss > g->npar) {
+				LOG_ERR(RAID_MOD, "pool %s: rebuild of slot %u stopped: no redundancy left",
+					p->name, s);
+				break;
+			}
+			continue;   /* a source failed: plan the step again */
+		}
+		if (raid_geom_is_parity_level(g)) {
+			for (uint64_t r = row; r < r1; r++) {
+				uint8_t *rb[RAID_MAX_SLOTS];
+
+				for (i = 0; i < n; i++)
+					rb[i] = bufs[i] + (r - row) * g->chunk;
+				if (raid_par_recover(g, r, rb, missing, g->chunk))
+					io.err = -EIO;
+			}
+		}
+		if (!io.err)
+			bg_io(ctx, &io, &mio[s], t, RAID_MIO_WRITE, bufs[s], row * g->chunk, nb);
+		if (bg_wait(ctx, &io)) {
+			raid_slock_release(&p->lock, &lk);
+			if (atomic_load(&t->state) != RAID_M_REBUILDING)
+				break;
+			continue;
+		}
+		atomic_store(&t->rebuild_pos, r1 * g->chunk);
+		raid_slock_release(&p->lock, &lk);
+		row = r1;
+		done += nb;
+		pace(p, t0, done);
+		if (now_s() - last_cp >= 1.0) {
+			raid_pool_write_sbs(p, false);    /* checkpoint */
+			last_cp = now_s();
+		}
+	}
+	ok = row >= g->rows;
+out_free:
+	for (i = 0; i < n; i++)
+		free(bufs[i]);
+	pthread_mutex_lock(&p->meta_mu);
+	if (ok && atomic_load(&t->state) == RAID_M_REBUILDING) {
+		atomic_store(&t->state, RAID_M_ACTIVE);
+		LOG_INFO(RAID_MOD, "pool %s: rebuild of slot %u onto %s complete", p->name, s, t->path);
+	}
+	raid_pool_write_sbs_locked(p, false);
+	pthread_mutex_unlock(&p->meta_mu);
+	atomic_store(&p->rebuild_slot, -1);
+}
+
+/* Check (and with @repair fix) every row; pool must be optimal. */
+static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair)
+{
+	const struct raid_geom *g = &p->g;
+	uint64_t k = STEP_BYTES / g->chunk ? STEP_BYTES / g->chunk : 1;
+	uint64_t step = k * g->chunk, row = 0, done = 0;
+	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
+	unsigned n = g->n, i;
+	double t0 = now_s();
+
+	atomic_store(&p->scrub_mismatch, 0);
+	atomic_store(&p->scrub_pos, 0);
+	atomic_store(&p->scrub_state, 1);
+	for (i = 0; i < n; i++)
+		if (!(bufs[i] = raid_alloc(step)))
+			goto out;
+	LOG_INFO(RAID_MOD, "pool %s: scrub%s started", p->name, repair ? " (repair)" : "");
+	while (row < g->rows && !stop_requested(p)) {
+		uint64_t r1 = row + k > g->rows ? g->rows : row + k, nb = (r1 - row) * g->chunk;
+		struct raid_mio mio[RAID_MAX_SLOTS];
+		struct bgio io = { 0, 0 };
+		struct raid_lk lk;
+		uint64_t fixmask = 0;
+
+		if (raid_pool_unusable(p)) {
+			LOG_ERR(RAID_MOD, "pool %s: scrub stopped: pool not optimal", p->name);
+			break;
+		}
+		bg_lock(p, ctx, &lk, row * g->stripe_bytes, r1 * g->stripe_bytes);
+		for (i = 0; i < n; i++)
+			bg_io(ctx, &io, &mio[i], p->m[i], RAID_MIO_READ, bufs[i], row * g->chunk, nb);
+		if (bg_wait(ctx, &io)) {
+			raid_slock_release(&p->lock, &lk);
+			continue;
+		}
+		for (uint64_t r = row; r < r1; r++) {
+			uint8_t *rb[RAID_MAX_SLOTS];
+			uint64_t o = (r - row) * g->chunk;
+
+			for (i = 0; i < n; i++)
+				rb[i] = bufs[i] + o;
+			if (raid_geom_is_parity_level(g)) {
+				int bad = -1, mask = raid_par_check(g, r, rb, g->chunk, &bad);
+
+				if (mask <= 0)
+					continue;
+				atomic_fetch_add(&p->scrub_mismatch, 1);
+				LOG_WARN(RAID_MOD, "pool %s: scrub: row %llu mismatch%s%s", p->name,
+					 (unsigned long long)r, bad >= 0 ? ", bad member " : "",
+					 bad >= 0 ? p->m[bad]->path : "");
+				if (!repair)
+					continue;
+				if (g->level == CONF_RAID6 && bad >= 0) {
+					bool miss[RAID_MAX_SLOTS] = { false };
+
+					miss[bad] = true;
+					raid_par_recover(g, r, rb, miss, g->chunk);
+					fixmask |= 1ull << bad;
+				} else {
+					int pd, qd;
+
+					raid_par_gen(g, r, rb, g->chunk);
+					raid_geom_parity(g, r, &pd, &qd);
+					fixmask |= 1ull << pd;
+					if (qd >= 0)
+						fixmask |= 1ull << qd;
+				}
+			} else if (g->npar) {
+				/* mirrors: raid1 all devices, raid10 pairs (0,1), (2,3)... */
+				for (i = 0; i < n; i++) {
+					unsigned ref = g->level == CONF_RAID1 ? 0 : (i & ~1u);
+
+					if (i == ref || !memcmp(rb[i], rb[ref], g->chunk))
+						continue;
+					atomic_fetch_add(&p->scrub_mismatch, 1);
+					if (repair) {
+						memcpy(rb[i], rb[ref], g->chunk);
+						fixmask |= 1ull << i;
+					}
+				}
+			}
+		}
+		for (i = 0; i < n; i++)
+			if (fixmask & (1ull << i))
+				bg_io(ctx, &io, &mio[i], p->m[i], RAID_MIO_WRITE, bufs[i], row * g->chunk, nb);
+		bg_wait(ctx, &io);
+		raid_slock_release(&p->lock, &lk);
+		row = r1;
+		done += nb;
+		atomic_store(&p->scrub_pos, row * g->chunk);
+		pace(p, t0, done);
+	}
+	LOG_INFO(RAID_MOD, "pool %s: scrub done: %llu mismatched rows%s", p->name,
+		 (unsigned long long)atomic_load(&p->scrub_mismatch), repair ? " (repaired)" : "");
+out:
+	for (i = 0; i < n; i++)
+		free(bufs[i]);
+	atomic_store(&p->scrub_state, 2);
+}
+
+static void *bg_main(void *arg)
+{
+	struct raid_pool *p = arg;
+	struct raid_ioctx *ctx;
+
+	if (raid_ioctx_create(&ctx)) {
+		LOG_ERR(RAID_MOD, "pool %s: background thread has no io context", p->name);
+		return NULL;
+	}
+	for (;;) {
+		struct raid_member *t;
+		bool do_scrub, repair;
+
+		pthread_mutex_lock(&p->bg_mu);
+		while (!p->bg_stop && !p->bg_kick && !p->scrub_req)
+			pthread_cond_wait(&p->bg_cv, &p->bg_mu);
+		if (p->bg_stop) {
+			pthread_mutex_unlock(&p->bg_mu);
+			break;
+		}
+		p->bg_kick = false;
+		do_scrub = p->scrub_req;
+		repair = p->scrub_repair;
+		p->scrub_req = false;
+		pthread_mutex_unlock(&p->bg_mu);
+
+		pthread_mutex_lock(&p->meta_mu);
+		t = start_rebuild(p);
+		pthread_mutex_unlock(&p->meta_mu);
+		if (t) {
+			rebuild(p, ctx, t);
+			raid_bg_kick(p);     /* another slot may need a spare */
+		}
+		if (do_scrub)
+			scrub(p, ctx, repair);
+	}
+	raid_ioctx_destroy(ctx);
+	return NULL;
+}
+
+int raid_bg_start(struct raid_pool *p)
+{
+	int rc;
+
+	pthread_mutex_init(&p->bg_mu, NULL);
+	pthread_cond_init(&p->bg_cv, NULL);
+	atomic_store(&p->rebuild_slot, -1);
+	p->bg_kick = true;     /* look for work left from the last run */
+	rc = pthread_create(&p->bg, NULL, bg_main, p);
+	if (rc) {
+		pthread_cond_destroy(&p->bg_cv);
+		pthread_mutex_destroy(&p->bg_mu);
+		return -rc;
+	}
+	p->bg_started = true;
+	return 0;
+}
+
+void raid_bg_stop(struct raid_pool *p)
+{
+	if (!p->bg_started)
+		return;
+	pthread_mutex_lock(&p->bg_mu);
+	p->bg_stop = true;
+	pthread_cond_signal(&p->bg_cv);
+	pthread_mutex_unlock(&p->bg_mu);
+	pthread_join(p->bg, NULL);
+	pthread_cond_destroy(&p->bg_cv);
+	pthread_mutex_destroy(&p->bg_mu);
+	p->bg_started = false;
+}
+
+void raid_bg_kick(struct raid_pool *p)
+{
+	if (!p->bg_started)
+		return;
+	pthread_mutex_lock(&p->bg_mu);
+	p->bg_kick = true;
+	pthread_cond_signal(&p->bg_cv);
+	pthread_mutex_unlock(&p->bg_mu);
+}
+
+int raid_pool_scrub(struct raid_pool *p, bool repair)
+{
+	if (p->g.npar == 0) {
+		LOG_ERR(RAID_MOD, "pool %s: raid0 has nothing to scrub", p->name);
+		return -EINVAL;
+	}
+	if (raid_pool_unusable(p) || atomic_load(&p->rebuild_slot) >= 0) {
+		LOG_ERR(RAID_MOD, "pool %s: scrub needs an optimal pool", p->name);
+		return -EBUSY;
+	}
+	if (atomic_load(&p->scrub_state) == 1)
+		return -EALREADY;
+	pthread_mutex_lock(&p->bg_mu);
+	p->scrub_req = true;
+	p->scrub_repair = repair;
+	atomic_store(&p->scrub_state, 1);
+	pthread_cond_signal(&p->bg_cv);
+	pthread_mutex_unlock(&p->bg_mu);
+	return 0;
+}
