@@ -65,8 +65,6 @@ enum iscsi_bhs_verdict iscsi_bhs_check(const uint8_t *bhs, enum iscsi_phase phas
 	*why = "";
 	if (ahs > ISCSI_AHS_MAX)
 		return drop(why, "TotalAHSLength too large");
-	if (dsl > ISCSI_DSL_ABSURD)
-		return drop(why, "absurd DataSegmentLength");
 
 	if (phase == ISCSI_PHASE_LOGIN) {
 		/* RFC 7143 6.1: only Login Requests until the login is done;

@@ -19,9 +19,6 @@
  * bidirectional read length 8); more is treated as garbage. */
 #define ISCSI_AHS_MAX 256
 #define ISCSI_DIGEST_LEN 4
-/* No PDU may carry more than this, whatever was negotiated: larger values
- * mean the stream is not iSCSI (or is hostile) and the connection goes. */
-#define ISCSI_DSL_ABSURD (16u << 20)
 /* RFC 7143 section 6.2: login PDUs carry at most 8192 bytes. */
 #define ISCSI_LOGIN_DSL 8192u
 #define ISCSI_RSVD_TAG 0xffffffffu

@@ -1,0 +1,151 @@
+/* tests/unit/test_textreq.c - target/iscsi/textreq.c: SendTargets answers
+ * with access control, portal formatting (IPv6 brackets, wildcard listen
+ * address replaced by the local address). */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "conf/conf.h"
+#include "target/iscsi/iscsi_int.h"
+
+static struct conf_portal portals[3];
+static unsigned p_t1[] = { 0, 1 }, p_t2[] = { 2 };
+static char *allow_t2[] = { "iqn.2000-01.com.example:good" };
+static struct conf_target targets[2];
+static struct conf cf;
+static struct iscsi_server srv;
+
+static void setup(void)
+{
+	memset(portals, 0, sizeof(portals));
+	portals[0] = (struct conf_portal){ .name = "a", .listen = "127.0.0.1:3260",
+					   .host = "127.0.0.1", .port = 3260,
+					   .family = AF_INET, .tpgt = 1 };
+	portals[1] = (struct conf_portal){ .name = "b", .listen = "[::1]:3261", .host = "::1",
+					   .port = 3261, .family = AF_INET6, .tpgt = 2 };
+	portals[2] = (struct conf_portal){ .name = "c", .listen = "0.0.0.0:3262",
+					   .host = "0.0.0.0", .port = 3262, .family = AF_INET,
+					   .tpgt = 3 };
+	memset(targets, 0, sizeof(targets));
+	targets[0] = (struct conf_target){ .iqn = "iqn.2026-11.org.rtgt:one", .portals = p_t1,
+					   .n_portals = 2, .allow_all = true };
+	targets[1] = (struct conf_target){ .iqn = "iqn.2026-11.org.rtgt:two", .portals = p_t2,
+					   .n_portals = 1, .allow = allow_t2, .n_allow = 1 };
+	memset(&cf, 0, sizeof(cf));
+	cf.portals = portals;
+	cf.n_portals = 3;
+	cf.targets = targets;
+	cf.n_targets = 2;
+	memset(&srv, 0, sizeof(srv));
+	srv.c = &cf;
+}
+
+/* The answer as one string with '|' for the NULs. */
+static void flatten(const struct iscsi_textbuf *b, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < b->len && i + 1 < len; i++)
+		out[i] = b->data[i] ? (char)b->data[i] : '|';
+	out[i] = '\0';
+}
+
+START_TEST(t01_format_portal)
+{
+	char buf[128];
+	struct sockaddr_storage local;
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&local;
+
+	setup();
+	iscsi_format_portal(&portals[0], NULL, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "127.0.0.1:3260,1");
+	iscsi_format_portal(&portals[1], NULL, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "[::1]:3261,2");
+	memset(&local, 0, sizeof(local));
+	in4->sin_family = AF_INET;
+	inet_pton(AF_INET, "127.0.0.9", &in4->sin_addr);
+	iscsi_format_portal(&portals[2], &local, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "127.0.0.9:3262,3");
+}
+END_TEST
+
+START_TEST(t02_acl)
+{
+	setup();
+	ck_assert(iscsi_target_allows(&targets[0], "iqn.1999-01.any:thing"));
+	ck_assert(iscsi_target_allows(&targets[1], "iqn.2000-01.com.example:good"));
+	ck_assert(iscsi_target_allows(&targets[1], "IQN.2000-01.COM.EXAMPLE:GOOD"));
+	ck_assert(!iscsi_target_allows(&targets[1], "iqn.2000-01.com.example:bad"));
+	ck_assert(iscsi_target_on_portal(&targets[0], 1));
+	ck_assert(!iscsi_target_on_portal(&targets[0], 2));
+}
+END_TEST
+
+START_TEST(t03_sendtargets)
+{
+	struct iscsi_textbuf b = { 0 };
+	char s[512];
+
+	setup();
+	/* an initiator not allowed on "two" sees only "one" */
+	ck_assert_int_eq(iscsi_sendtargets(&srv, "iqn.2000-01.com.example:bad", "All", -1, NULL, &b),
+			 0);
+	flatten(&b, s, sizeof(s));
+	ck_assert_str_eq(s, "TargetName=iqn.2026-11.org.rtgt:one|TargetAddress=127.0.0.1:3260,1|"
+			    "TargetAddress=[::1]:3261,2|");
+	iscsi_text_free(&b);
+
+	memset(&b, 0, sizeof(b));
+	ck_assert_int_eq(iscsi_sendtargets(&srv, "iqn.2000-01.com.example:good",
+					   "iqn.2026-11.org.rtgt:two", -1, NULL, &b),
+			 0);
+	flatten(&b, s, sizeof(s));
+	/* wildcard without a local address falls back to the configured host */
+	ck_assert_str_eq(s, "TargetName=iqn.2026-11.org.rtgt:two|TargetAddress=0.0.0.0:3262,3|");
+	iscsi_text_free(&b);
+
+	/* empty value: the session's own target only */
+	memset(&b, 0, sizeof(b));
+	ck_assert_int_eq(iscsi_sendtargets(&srv, "iqn.2000-01.com.example:good", "", 0, NULL, &b), 0);
+	flatten(&b, s, sizeof(s));
+	ck_assert(strncmp(s, "TargetName=iqn.2026-11.org.rtgt:one|", 36) == 0);
+	ck_assert_ptr_null(strstr(s, ":two"));
+	iscsi_text_free(&b);
+
+	/* an unknown name gives an empty answer */
+	memset(&b, 0, sizeof(b));
+	ck_assert_int_eq(iscsi_sendtargets(&srv, "iqn.2000-01.com.example:good", "iqn.x:none", -1,
+					   NULL, &b),
+			 0);
+	ck_assert_uint_eq(b.len, 0);
+	iscsi_text_free(&b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("textreq");
+	SRunner *sr;
+	int failed;
+	struct {
+		const char *name;
+		const TTest *t;
+	} cases[] = {
+		{ "01_format_portal", t01_format_portal },
+		{ "02_acl", t02_acl },
+		{ "03_sendtargets", t03_sendtargets },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+
+		tcase_add_test(tc, cases[i].t);
+		suite_add_tcase(s, tc);
+	}
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
