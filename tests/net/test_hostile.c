@@ -359,10 +359,21 @@ static void absurd_one(const char *key, const char *value)
 	expect_login_refused(kv, n, false, what);
 }
 
-START_TEST(t06_absurd_values)
+START_TEST(t06_mrdsl_zero)
 {
 	absurd_one("MaxRecvDataSegmentLength", "0");
+}
+END_TEST
+
+START_TEST(t07_mrdsl_huge)
+{
+	/* RFC 7143 13.12: 512 to 2^24-1 */
 	absurd_one("MaxRecvDataSegmentLength", "99999999999");
+}
+END_TEST
+
+START_TEST(t08_maxburst_not_a_number)
+{
 	absurd_one("MaxBurstLength", "abc");
 }
 END_TEST
@@ -382,7 +393,7 @@ static char *many_keys(unsigned count, size_t *len)
 	return buf;
 }
 
-START_TEST(t07_ten_thousand_keys)
+START_TEST(t09_ten_thousand_keys)
 {
 	size_t len;
 	char *kv = many_keys(10000, &len);
@@ -393,7 +404,7 @@ START_TEST(t07_ten_thousand_keys)
 }
 END_TEST
 
-START_TEST(t08_huge_value)
+START_TEST(t10_huge_value)
 {
 	size_t vlen = 9000, cap = vlen + 64, n;
 	char *kv = malloc(cap), *v = malloc(vlen + 1);
@@ -410,7 +421,7 @@ START_TEST(t08_huge_value)
 }
 END_TEST
 
-START_TEST(t09_many_idle_connections)
+START_TEST(t11_many_idle_connections)
 {
 	enum { N = 300 };
 	int fds[N], opened = 0;
@@ -438,10 +449,12 @@ static Suite *hostile_suite(void)
 		{ "03_huge_data_segment", t03_huge_data_segment },
 		{ "04_truncated_pdus", t04_truncated_pdus },
 		{ "05_scsi_command_before_login", t05_scsi_command_before_login },
-		{ "06_absurd_values", t06_absurd_values },
-		{ "07_ten_thousand_keys", t07_ten_thousand_keys },
-		{ "08_huge_value", t08_huge_value },
-		{ "09_many_idle_connections", t09_many_idle_connections },
+		{ "06_mrdsl_zero", t06_mrdsl_zero },
+		{ "07_mrdsl_huge", t07_mrdsl_huge },
+		{ "08_maxburst_not_a_number", t08_maxburst_not_a_number },
+		{ "09_ten_thousand_keys", t09_ten_thousand_keys },
+		{ "10_huge_value", t10_huge_value },
+		{ "11_many_idle_connections", t11_many_idle_connections },
 	};
 	Suite *s = suite_create("net_hostile");
 

@@ -62,7 +62,8 @@ static struct iscsi_context *login_ok(const struct harness_login *o)
 		harness_dump_log(&D, stderr, 30);
 	ck_assert_msg(c != NULL, "login as %s to %s failed: %s",
 		      o->initiator ? o->initiator : HARNESS_INITIATOR,
-		      o->target ? o->target : HARNESS_TARGET, err);
+		      o->discovery ? "a discovery session" : o->target ? o->target : HARNESS_TARGET,
+		      err);
 	return c;
 }
 
