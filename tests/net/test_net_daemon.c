@@ -1,5 +1,5 @@
 /*
- * tests/net/test_daemon.c - bin/rtgtd as a program: --check on bad and good
+ * tests/net/test_net_daemon.c - bin/rtgtd as a program: --check on bad and good
  * configurations (exit codes, FILE:LINE messages, nothing created on disk),
  * start-up failures (port in use, a member of another pool, a missing
  * member) and SIGTERM in the middle of I/O (exit 0, acknowledged writes

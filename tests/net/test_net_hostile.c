@@ -1,5 +1,5 @@
 /*
- * tests/net/test_hostile.c - hostile input over raw TCP against one rtgtd
+ * tests/net/test_net_hostile.c - hostile input over raw TCP against one rtgtd
  * shared by every test: random bytes, oversized and truncated PDUs, SCSI
  * commands before login, absurd login keys, hundreds of idle connections.
  * After each of them the daemon must still serve a normal libiscsi login and
@@ -506,7 +506,7 @@ int main(void)
 	int failed, rc;
 
 	if (harness_init(&D)) {
-		fprintf(stderr, "test_hostile: cannot create a temp dir\n");
+		fprintf(stderr, "test_net_hostile: cannot create a temp dir\n");
 		return EXIT_FAILURE;
 	}
 	harness_fini_at_exit(&D);
@@ -514,7 +514,7 @@ int main(void)
 	if (!rc)
 		rc = harness_start(&D);
 	if (rc) {
-		fprintf(stderr, "test_hostile: rtgtd did not start: %s (exit %d)\n",
+		fprintf(stderr, "test_net_hostile: rtgtd did not start: %s (exit %d)\n",
 			strerror(-rc), D.last_status);
 		harness_dump_log(&D, stderr, 40);
 		harness_fini(&D);

@@ -1,5 +1,5 @@
 /*
- * tests/net/test_io.c - end to end I/O through libiscsi against a real
+ * tests/net/test_net_io.c - end to end I/O through libiscsi against a real
  * bin/rtgtd: capacity, write/read round trips of random data at several
  * offsets and sizes, persistence across a restart (data and VPD 0x83), two
  * concurrent sessions, and out-of-range reads.

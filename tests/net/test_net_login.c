@@ -1,5 +1,5 @@
 /*
- * tests/net/test_login.c - end to end: login, unknown targets, ACLs, CHAP,
+ * tests/net/test_net_login.c - end to end: login, unknown targets, ACLs, CHAP,
  * mutual CHAP and SendTargets discovery against a real bin/rtgtd.
  * Each test starts its own daemon on a free loopback port and a temp dir.
  */
