@@ -20,10 +20,15 @@
  * Data-Out acceptance (ERL 0, DataPDUInOrder/DataSequenceInOrder honoured
  * as Yes): the unsolicited sequence (TTT 0xffffffff) covers
  * [imm_len, unsol_end) and each R2T sequence its own range; within a
- * sequence DataSN counts from 0 and offsets are contiguous. Any violation
- * loses the command's data and so drops the connection (the RFC's answer
- * at ERL 0, and what libiscsi's iSCSIDataSnInvalid test expects). Windows
- * sends Data-Out with a wrong LUN: tasks are found by ITT only.
+ * sequence DataSN counts from 0 and offsets are contiguous. A violation
+ * (wrong DataSN, offset, TTT, length) fails that command with CHECK
+ * CONDITION / ABORTED COMMAND / DATA PHASE ERROR and discards the rest of
+ * its data; the framing is intact, so the connection and the other
+ * commands carry on (libiscsi's iSCSIDataSnInvalid test depends on the
+ * session surviving: a drop makes its reconnect renegotiate ImmediateData
+ * and hides the next case). Only a Data-Out for a non-write command or a
+ * data digest error drops the connection. Windows sends Data-Out with a
+ * wrong LUN: tasks are found by ITT only.
  *
  * Invariants (task_check): received <= buf_len; unsol_next <= unsol_end;
  * at most MaxOutstandingR2T active R2T slots; a dead task is never
@@ -41,6 +46,8 @@
 /* SPC sense used for commands refused before they reach scsi */
 #define SENSE_ILLEGAL_REQUEST 0x05
 #define ASC_INVALID_FIELD_IN_CDB 0x24
+#define SENSE_ABORTED_COMMAND 0x0b
+#define ASC_DATA_PHASE_ERROR 0x4b
 
 static void cmd_done(struct scsi_cmd *cmd);
 
@@ -240,6 +247,8 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 	struct iscsi_task *t;
 	int r;
 
+	LOG_DBG(MOD, "%s: SCSI command ITT 0x%x CmdSN %u flags 0x%02x edtl %u immediate data %u",
+		c->peer_str, itt, req->cmdsn, flags, edtl, dsl);
 	if (sess->type != ISCSI_SESSION_NORMAL)
 		return ISCSI_REJECT_PROTOCOL;
 	if (itt == ISCSI_RSVD_TAG || iscsi_task_find(c, itt))
@@ -406,6 +415,24 @@ void iscsi_cmd_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
 
 /* ---------------- Data-Out ---------------- */
 
+/* A Data-Out that breaks the sequence rules (DataSN, offset, TTT, length):
+ * its payload is dropped and the command fails with CHECK CONDITION,
+ * ABORTED COMMAND / DATA PHASE ERROR, while the connection (whose framing
+ * is intact) stays up. Later Data-Out for the command are discarded. */
+static void task_fail_data(struct iscsi_conn *c, struct iscsi_task *t, const char *why)
+{
+	LOG_WARN(MOD, "%s: ITT 0x%x failed: %s", c->peer_str, t->itt, why);
+	t->early_status = true;
+	t->unsol_open = false;
+	for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T; i++)
+		t->r2t[i].active = false;
+	t->cmd.xfer_len = t->cmd.edtl;
+	scsi_set_sense(&t->cmd, SENSE_ABORTED_COMMAND, ASC_DATA_PHASE_ERROR, 0);
+	/* a command still waiting for its CmdSN answers when its turn comes */
+	if (t->state == TASK_DATA_OUT)
+		task_respond(t);
+}
+
 int iscsi_dataout_prepare(struct iscsi_conn *c, const char **why)
 {
 	const uint8_t *bhs = c->rx_hdr;
@@ -416,65 +443,52 @@ int iscsi_dataout_prepare(struct iscsi_conn *c, const char **why)
 	uint32_t dsl = c->rx_dsl;
 	bool final = iscsi_bhs_flags(bhs) & ISCSI_FLAG_FINAL;
 	struct iscsi_task *t = iscsi_task_find(c, itt);
+	const char *bad = NULL;
 	uint32_t end;
 
 	c->rx_task = NULL;
 	c->rx_data = NULL;
+	LOG_DBG(MOD, "%s: Data-Out ITT 0x%x TTT 0x%x DataSN %u offset %u len %u%s", c->peer_str, itt,
+		ttt, datasn, off, dsl, final ? " F" : "");
 	if (!t || t->dead || t->early_status || t->state == TASK_EXEC ||
 	    t->state == TASK_RESPONDING) {
 		/* Data for a command that ended or was refused: drop it. */
-		LOG_DBG(MOD, "%s: Data-Out for unknown/finished ITT 0x%x discarded", c->peer_str,
-			itt);
 		return 0;
 	}
 	if (!t->cmd.dir_write) {
 		*why = "Data-Out for a command that is not a write";
 		return -EPROTO;
 	}
-	if (off > t->cmd.buf_len || dsl > t->cmd.buf_len - off) {
-		*why = "Data-Out beyond the expected data transfer length";
-		return -EPROTO;
-	}
 	end = off + dsl;
-	if (ttt == ISCSI_RSVD_TAG) {
-		if (!t->unsol_open) {
-			*why = "unexpected unsolicited Data-Out";
-			return -EPROTO;
-		}
-		if (datasn != t->unsol_datasn) {
-			*why = "Data-Out with a wrong DataSN";
-			return -EPROTO;
-		}
-		if (off != t->unsol_next || end > t->unsol_end) {
-			*why = "unsolicited Data-Out with a wrong offset";
-			return -EPROTO;
-		}
-		if (final && end != t->unsol_end) {
-			*why = "unsolicited data shorter than FirstBurstLength";
-			return -EPROTO;
-		}
+	if (off > t->cmd.buf_len || dsl > t->cmd.buf_len - off) {
+		bad = "Data-Out beyond the expected data transfer length";
+	} else if (ttt == ISCSI_RSVD_TAG) {
+		if (!t->unsol_open)
+			bad = "unexpected unsolicited Data-Out";
+		else if (datasn != t->unsol_datasn)
+			bad = "Data-Out with a wrong DataSN";
+		else if (off != t->unsol_next || end > t->unsol_end)
+			bad = "unsolicited Data-Out with a wrong offset";
+		else if (final && end != t->unsol_end)
+			bad = "unsolicited data shorter than FirstBurstLength";
 	} else {
 		struct iscsi_r2t *slot = NULL;
 
 		for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T; i++)
 			if (t->r2t[i].active && t->r2t[i].ttt == ttt)
 				slot = &t->r2t[i];
-		if (!slot) {
-			*why = "Data-Out with an unknown Target Transfer Tag";
-			return -EPROTO;
-		}
-		if (datasn != slot->datasn) {
-			*why = "Data-Out with a wrong DataSN";
-			return -EPROTO;
-		}
-		if (off != slot->next_off || end > slot->off + slot->len) {
-			*why = "solicited Data-Out with a wrong offset";
-			return -EPROTO;
-		}
-		if (final && end != slot->off + slot->len) {
-			*why = "R2T sequence ended early";
-			return -EPROTO;
-		}
+		if (!slot)
+			bad = "Data-Out with an unknown Target Transfer Tag";
+		else if (datasn != slot->datasn)
+			bad = "Data-Out with a wrong DataSN";
+		else if (off != slot->next_off || end > slot->off + slot->len)
+			bad = "solicited Data-Out with a wrong offset";
+		else if (final && end != slot->off + slot->len)
+			bad = "R2T sequence ended early";
+	}
+	if (bad) {
+		task_fail_data(c, t, bad);
+		return 0;
 	}
 	c->rx_task = t;
 	c->rx_data = t->cmd.buf ? t->cmd.buf + off : NULL;
