@@ -11,6 +11,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -500,9 +501,38 @@ static Suite *final_suite(void)
 	return s;
 }
 
+/* Repeats the failures after the daemon's log, then one summary in Check's
+ * format, so that the tail of the output (what scripts/run-tests.sh shows)
+ * says what failed. */
+static void report(SRunner *const *runners, unsigned n)
+{
+	int checks = 0, failures = 0, errors = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		TestResult **trs = srunner_failures(runners[i]);
+		int nf = srunner_ntests_failed(runners[i]);
+
+		checks += srunner_ntests_run(runners[i]);
+		for (int k = 0; k < nf; k++) {
+			bool err = tr_rtype(trs[k]) == CK_ERROR;
+
+			if (err)
+				errors++;
+			else
+				failures++;
+			printf("%s:%d:%c:%s: %s\n", tr_lfile(trs[k]), tr_lno(trs[k]), err ? 'E' : 'F',
+			       tr_tcname(trs[k]), tr_msg(trs[k]));
+		}
+		free(trs);
+	}
+	printf("%d%%: Checks: %d, Failures: %d, Errors: %d\n",
+	       checks ? 100 * (checks - failures - errors) / checks : 0, checks, failures, errors);
+	fflush(stdout);
+}
+
 int main(void)
 {
-	SRunner *sr;
+	SRunner *sr[2];
 	int failed, rc;
 
 	if (harness_init(&D)) {
@@ -520,19 +550,23 @@ int main(void)
 		harness_fini(&D);
 		return EXIT_FAILURE;
 	}
-	sr = srunner_create(hostile_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	sr[0] = srunner_create(hostile_suite());
+	srunner_run_all(sr[0], CK_NORMAL);
+	failed = srunner_ntests_failed(sr[0]);
 
 	/* in this process: only rtgtd's parent sees its exit status */
-	sr = srunner_create(final_suite());
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed += srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (failed)
-		harness_dump_log(&D, stderr, 60);
+	sr[1] = srunner_create(final_suite());
+	srunner_set_fork_status(sr[1], CK_NOFORK);
+	srunner_run_all(sr[1], CK_NORMAL);
+	failed += srunner_ntests_failed(sr[1]);
+	if (failed) {
+		fflush(stdout);
+		harness_dump_log(&D, stderr, 25);
+		fflush(stderr);
+		report(sr, 2);
+	}
+	srunner_free(sr[0]);
+	srunner_free(sr[1]);
 	harness_fini(&D);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
