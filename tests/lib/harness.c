@@ -190,19 +190,26 @@ int harness_write_file(const struct harness_daemon *d, const char *name, const c
 	return rc;
 }
 
-int harness_conf_std(struct harness_daemon *d, const char *level, const char *targets)
+int harness_conf_std_ex(struct harness_daemon *d, const char *daemon_extra, const char *level,
+			const char *targets)
 {
 	bool four = !strcmp(level, "raid5") || !strcmp(level, "raid6") || !strcmp(level, "raid10");
 
 	return harness_write_file(d, "rtgt.conf",
-		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\";\n"
+		"           %s };\n"
 		"pools = ( { name = \"p\"; level = \"%s\"; chunk = \"64K\";\n"
 		"            members = ( \"d0.img\", \"d1.img\"%s );\n"
 		"            create_size = \"32M\"; } );\n"
 		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
 		"targets = ( %s );\n",
-		level, four ? ", \"d2.img\", \"d3.img\"" : "", d->port,
-		targets ? targets : HARNESS_TARGET_DEFAULT);
+		daemon_extra ? daemon_extra : "", level, four ? ", \"d2.img\", \"d3.img\"" : "",
+		d->port, targets ? targets : HARNESS_TARGET_DEFAULT);
+}
+
+int harness_conf_std(struct harness_daemon *d, const char *level, const char *targets)
+{
+	return harness_conf_std_ex(d, NULL, level, targets);
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)

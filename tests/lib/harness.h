@@ -64,6 +64,10 @@ int harness_write_file(const struct harness_daemon *d, const char *name, const c
  * @targets as the body of the targets list (HARNESS_TARGET_DEFAULT if NULL).
  */
 int harness_conf_std(struct harness_daemon *d, const char *level, const char *targets);
+/* The same with @daemon_extra (e.g. "login_timeout = 2; max_sessions = 2;")
+ * added to the daemon group; NULL for none. */
+int harness_conf_std_ex(struct harness_daemon *d, const char *daemon_extra, const char *level,
+			const char *targets);
 
 /* The rtgtd binary: $RTGTD or bin/rtgtd (relative to the repo root). */
 const char *harness_rtgtd_path(void);

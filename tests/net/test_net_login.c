@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
@@ -258,6 +260,107 @@ START_TEST(t07_header_digest)
 }
 END_TEST
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+START_TEST(t08_login_timeout)
+{
+	struct harness_login o = { 0 };
+	struct harness_login_hdr h = { .transit = true, .csg = 0, .nsg = 1, .itt = 1, .cmdsn = 1 };
+	struct iscsi_context *c;
+	uint8_t pdu[HARNESS_BHS_LEN + 128];
+	uint64_t t0, dt;
+	int fd, rc;
+
+	ck_assert_int_eq(harness_conf_std_ex(&D, "login_timeout = 2;", "raid1", NULL), 0);
+	rc = harness_start(&D);
+	if (rc) {
+		harness_dump_log(&D, stderr, 40);
+		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
+	}
+	/* a logged-in session is not subject to the login timeout */
+	c = login_ok(&o);
+
+	/* silent after connect */
+	fd = harness_tcp_connect(D.port);
+	ck_assert_int_ge(fd, 0);
+	t0 = now_ms();
+	rc = harness_tcp_wait_closed(fd, 8000);
+	dt = now_ms() - t0;
+	close(fd);
+	ck_assert_msg(rc == 1, "a silent connection was not dropped within 8 s (login_timeout 2)");
+	ck_assert_msg(dt >= 1500, "a silent connection was dropped after %llu ms, before the "
+		      "2 s login timeout", (unsigned long long)dt);
+
+	/* stuck in the middle of a login: half a BHS */
+	ck_assert(harness_build_login(pdu, sizeof(pdu), &h, "", 0) > 0);
+	fd = harness_tcp_connect(D.port);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(harness_tcp_send(fd, pdu, 30), 0);
+	rc = harness_tcp_wait_closed(fd, 8000);
+	close(fd);
+	ck_assert_msg(rc == 1, "a connection stuck mid-PDU in login was not dropped within 8 s");
+
+	tur_good(c);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+START_TEST(t09_session_reinstatement)
+{
+	struct harness_login o = { .isid_rnd = 0x4242 };
+	struct iscsi_context *old, *new;
+	struct scsi_task *t;
+
+	start(NULL);
+	old = login_ok(&o);
+	tur_good(old);
+	/* same initiator name and ISID, TSIH 0: RFC 7143 6.3.5 reinstates */
+	new = login_ok(&o);
+	tur_good(new);
+	t = iscsi_testunitready_sync(old, 0);
+	ck_assert_msg(t == NULL || t->status != SCSI_STATUS_GOOD,
+		      "the reinstated (old) session still executes commands");
+	if (t)
+		scsi_free_scsi_task(t);
+	iscsi_destroy_context(old);
+	tur_good(new);
+	harness_iscsi_logout(new);
+	stop_expect_0();
+}
+END_TEST
+
+START_TEST(t10_max_sessions)
+{
+	struct harness_login a = { .isid_rnd = 0xa }, b = { .isid_rnd = 0xb }, c = { .isid_rnd = 0xc };
+	struct iscsi_context *ca, *cb, *cc;
+	int rc;
+
+	ck_assert_int_eq(harness_conf_std_ex(&D, "max_sessions = 2;", "raid1", NULL), 0);
+	rc = harness_start(&D);
+	if (rc) {
+		harness_dump_log(&D, stderr, 40);
+		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
+	}
+	ca = login_ok(&a);
+	cb = login_ok(&b);
+	login_fails(&c, "a third session with max_sessions = 2");
+	harness_iscsi_logout(ca);
+	cc = login_ok(&c);
+	tur_good(cc);
+	tur_good(cb);
+	harness_iscsi_logout(cc);
+	harness_iscsi_logout(cb);
+	stop_expect_0();
+}
+END_TEST
+
 static Suite *login_suite(void)
 {
 	const struct {
@@ -271,6 +374,9 @@ static Suite *login_suite(void)
 		{ "05_mutual_chap", t05_mutual_chap },
 		{ "06_discovery_lists_allowed_only", t06_discovery_lists_allowed_only },
 		{ "07_header_digest", t07_header_digest },
+		{ "08_login_timeout", t08_login_timeout },
+		{ "09_session_reinstatement", t09_session_reinstatement },
+		{ "10_max_sessions", t10_max_sessions },
 	};
 	Suite *s = suite_create("net_login");
 
