@@ -805,8 +805,8 @@ static void abort_matching(struct scsi_lu *lu, const struct scsi_nexus *only)
 			c->aborted = 1;
 }
 
-/* A reset of @lu requested through @by: SPC-4 / SAM-5 side effects. */
-static void lu_reset(struct scsi_lu *lu, const struct scsi_nexus *by, uint16_t ua_code,
+/* A reset of @lu: SPC-4 / SAM-5 side effects. */
+static void lu_reset(struct scsi_lu *lu, uint16_t ua_code,
 		     bool target_reset)
 {
 	pthread_mutex_lock(&lu->lock);
@@ -819,7 +819,9 @@ static void lu_reset(struct scsi_lu *lu, const struct scsi_nexus *by, uint16_t u
 		lu->mode.swp = false;
 		lu->mode.wce = true;
 	}
-	scsi_ua_add_all(lu, by, ua_code);
+	/* SAM-5: every I_T nexus, the requesting one included, learns of it
+	 * (multipath initiators count the UA on each path) */
+	scsi_ua_add_all(lu, NULL, ua_code);
 	pthread_mutex_unlock(&lu->lock);
 }
 
@@ -845,14 +847,14 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 		lu = target_lu(t, lun);
 		if (!lu)
 			return -ENOENT;
-		lu_reset(lu, by, ASC_BUS_DEVICE_RESET, false);
+		lu_reset(lu, ASC_BUS_DEVICE_RESET, false);
 		return 0;
 	case SCSI_TMF_TARGET_WARM_RESET:
 	case SCSI_TMF_TARGET_COLD_RESET:
 		for (i = 0; i < SCSI_MAX_LUNS; i++) {
 			lu = target_lu(t, i);
 			if (lu)
-				lu_reset(lu, by, ASC_POWER_ON_RESET, true);
+				lu_reset(lu, ASC_POWER_ON_RESET, true);
 		}
 		return 0;
 	}

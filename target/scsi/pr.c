@@ -473,6 +473,9 @@ struct prout {
 	bool aptpl, all_tg_pt;
 	const uint8_t *param;
 	uint32_t plen;
+	/* REGISTER AND MOVE: the destination relative port exists (looked up
+	 * before lu->lock is taken: the lock order is target, then LU) */
+	bool move_port_ok;
 };
 
 /* Return codes of the prout_* handlers: 0 done (GOOD, generation bumped
@@ -643,14 +646,13 @@ static int prout_preempt(struct prout *o, bool abort)
 static int prout_move(struct prout *o)
 {
 	struct scsi_lu *lu = o->lu;
-	struct scsi_target *t = o->cmd->target;
 	const uint8_t *p = o->param;
 	uint32_t tlen;
 	uint16_t rel;
 	char name[300];
 	struct scsi_pr_reg *dst, *r;
-	bool unreg, port_ok = false;
-	unsigned i, nlen;
+	bool unreg;
+	unsigned nlen;
 
 	if (o->plen < 24)
 		return PRO_BAD_PARAM;
@@ -672,12 +674,7 @@ static int prout_move(struct prout *o)
 	name[nlen] = 0;
 	if (strlen(name) == 0)
 		return PRO_BAD_PARAM;
-	pthread_mutex_lock(&t->lock);
-	for (i = 0; i < t->n_ports; i++)
-		if (t->ports[i].rel_port == rel)
-			port_ok = true;
-	pthread_mutex_unlock(&t->lock);
-	if (!port_ok)
+	if (!o->move_port_ok)
 		return PRO_BAD_PARAM;
 	if (reg_matches(o->reg, name, rel))
 		return PRO_BAD_PARAM;
@@ -751,6 +748,17 @@ void pr_out(struct scsi_cmd *cmd)
 		}
 	}
 
+	if (sa == PRO_REGISTER_MOVE) {
+		struct scsi_target *t = cmd->target;
+		uint16_t rel = get_be16(&o.param[18]);
+		unsigned i;
+
+		pthread_mutex_lock(&t->lock);
+		for (i = 0; i < t->n_ports; i++)
+			if (t->ports[i].rel_port == rel)
+				o.move_port_ok = true;
+		pthread_mutex_unlock(&t->lock);
+	}
 	pthread_mutex_lock(&lu->lock);
 	o.reg = reg_find(lu, o.n);
 	switch (sa) {

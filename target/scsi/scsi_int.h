@@ -5,7 +5,8 @@
  * commands) and pr.c (reservations).
  *
  * Locking: every field of struct scsi_lu below "lock" is protected by it.
- * The lock is never held across volume I/O or across cmd->done.
+ * The lock is never held across volume I/O or across cmd->done. Lock order:
+ * scsi_target.lock before scsi_lu.lock, never the other way round.
  */
 #ifndef RTGT_SCSI_INT_H
 #define RTGT_SCSI_INT_H

@@ -95,7 +95,7 @@ START_TEST(t06_lun_codec)
 }
 END_TEST
 
-START_TEST(t07_lun_reset_ua_for_others)
+START_TEST(t07_lun_reset_ua_for_all)
 {
 	uint8_t tur[6] = { 0 };
 	struct scsi_cmd c;
@@ -104,6 +104,8 @@ START_TEST(t07_lun_reset_ua_for_others)
 	fx_clear_ua(fx.b);
 	ck_assert_int_eq(scsi_tmf(fx.t, fx.a, 0, SCSI_TMF_LUN_RESET), 0);
 	ck_assert_int_eq(scsi_tmf(fx.t, fx.a, 9, SCSI_TMF_LUN_RESET), -ENOENT);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_BUS_DEVICE_RESET);
 	c = fx_run(fx.a, 0, tur, 6, 0, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	c = fx_run(fx.b, 0, tur, 6, 0, false);
@@ -167,7 +169,7 @@ int main(void)
 	tcase_add_test(tc, t04_invalid_opcode_and_sa);
 	tcase_add_test(tc, t05_naca_refused);
 	tcase_add_test(tc, t06_lun_codec);
-	tcase_add_test(tc, t07_lun_reset_ua_for_others);
+	tcase_add_test(tc, t07_lun_reset_ua_for_all);
 	tcase_add_test(tc, t08_request_sense_takes_ua);
 	tcase_add_test(tc, t09_public_set_sense_fixed);
 	tcase_add_test(tc, t10_nexus_requires_known_port);
