@@ -5,11 +5,13 @@
  * concurrent sessions, and out-of-range reads.
  */
 #include <check.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
@@ -430,6 +432,109 @@ START_TEST(t06_read_beyond_end)
 }
 END_TEST
 
+/* ---- many commands in flight on one session (libiscsi async API) ---- */
+
+struct aio {
+	struct scsi_task *task;   /* set by the callback; freed by the test */
+	int done;
+	int status;
+};
+
+static void aio_cb(struct iscsi_context *c, int status, void *command_data, void *priv)
+{
+	struct aio *a = priv;
+
+	a->task = command_data;
+	a->status = status;
+	a->done = 1;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void drive(struct iscsi_context *c, struct aio *a, unsigned n)
+{
+	uint64_t deadline = mono_ms() + 60000;
+
+	for (;;) {
+		struct pollfd pfd;
+		unsigned left = 0;
+
+		for (unsigned i = 0; i < n; i++)
+			left += !a[i].done;
+		if (!left)
+			return;
+		ck_assert_msg(mono_ms() < deadline, "%u of %u commands still outstanding after 60 s",
+			      left, n);
+		pfd.fd = iscsi_get_fd(c);
+		pfd.events = (short)iscsi_which_events(c);
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 100) < 0)
+			continue;
+		ck_assert_msg(iscsi_service(c, pfd.revents) == 0, "iscsi_service: %s",
+			      iscsi_get_error(c));
+	}
+}
+
+START_TEST(t07_queued_commands)
+{
+	enum { N = 48 };
+	struct aio w[N], r[N];
+	uint8_t *data[N];
+	uint32_t len[N];
+	uint64_t lba[N], blocks;
+	struct iscsi_context *c;
+	uint32_t bs;
+
+	start_std("raid5");
+	c = login(0);
+	capacity(c, &blocks, &bs);
+	memset(w, 0, sizeof(w));
+	memset(r, 0, sizeof(r));
+	for (unsigned i = 0; i < N; i++) {
+		len[i] = (1 + (i * 7) % 32) * 8192;    /* 8 KiB .. 256 KiB */
+		lba[i] = (uint64_t)i * (384 * 1024 / bs) + (i % 5);
+		ck_assert_msg(lba[i] + len[i] / bs <= blocks, "volume too small");
+		data[i] = malloc(len[i]);
+		ck_assert_ptr_nonnull(data[i]);
+		fill_random(data[i], len[i], 7000 + i);
+	}
+	/* all writes at once: the target sees up to N commands in its window */
+	for (unsigned i = 0; i < N; i++)
+		ck_assert_msg(iscsi_write16_task(c, 0, lba[i], data[i], len[i], (int)bs, 0, 0, 0, 0,
+						 0, aio_cb, &w[i]) != NULL,
+			      "cannot queue write %u: %s", i, iscsi_get_error(c));
+	drive(c, w, N);
+	for (unsigned i = 0; i < N; i++) {
+		ck_assert_msg(w[i].status == SCSI_STATUS_GOOD, "queued write %u: status %d (%s)",
+			      i, w[i].status, iscsi_get_error(c));
+		scsi_free_scsi_task(w[i].task);
+	}
+	for (unsigned i = 0; i < N; i++)
+		ck_assert_msg(iscsi_read16_task(c, 0, lba[i], len[i], (int)bs, 0, 0, 0, 0, 0,
+						aio_cb, &r[i]) != NULL,
+			      "cannot queue read %u: %s", i, iscsi_get_error(c));
+	drive(c, r, N);
+	for (unsigned i = 0; i < N; i++) {
+		ck_assert_msg(r[i].status == SCSI_STATUS_GOOD, "queued read %u: status %d", i,
+			      r[i].status);
+		ck_assert_msg(r[i].task->datain.size == (int)len[i] &&
+			      !memcmp(r[i].task->datain.data, data[i], len[i]),
+			      "queued read %u (lba %llu, %u bytes) returned other data", i,
+			      (unsigned long long)lba[i], len[i]);
+		scsi_free_scsi_task(r[i].task);
+		free(data[i]);
+	}
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	const struct {
@@ -442,6 +547,7 @@ static Suite *io_suite(void)
 		{ "04_persist_across_restart", t04_persist_across_restart },
 		{ "05_two_sessions", t05_two_sessions },
 		{ "06_read_beyond_end", t06_read_beyond_end },
+		{ "07_queued_commands", t07_queued_commands },
 	};
 	Suite *s = suite_create("net_io");
 
