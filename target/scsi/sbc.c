@@ -90,6 +90,18 @@ static bool write_protected(struct scsi_lu *lu)
 	return wp;
 }
 
+/* WCE=0 in the caching page: every write must be durable when it
+ * completes, as if FUA were set. */
+static bool write_through(struct scsi_lu *lu)
+{
+	bool wt;
+
+	pthread_mutex_lock(&lu->lock);
+	wt = !lu->mode.wce;
+	pthread_mutex_unlock(&lu->lock);
+	return wt;
+}
+
 /* ---- completion ---- */
 
 static void ctx_finish(struct sbc_ctx *c)
@@ -348,7 +360,7 @@ void sbc_write(struct scsi_cmd *cmd)
 	if (!c)
 		return;
 	/* FUA, and WRITE AND VERIFY: the data must be on the medium to verify */
-	if (verify || (op != OP_WRITE_6 && (cmd->cdb[1] & 0x08)))
+	if (verify || (op != OP_WRITE_6 && (cmd->cdb[1] & 0x08)) || write_through(lu))
 		c->flags |= RAID_IO_FUA;
 	ctx_step(c);
 }
@@ -432,6 +444,8 @@ void sbc_write_same(struct scsi_cmd *cmd)
 	c = ctx_new(cmd, K_WSAME, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
 	if (!c)
 		return;
+	if (write_through(lu))
+		c->flags |= RAID_IO_FUA;
 	piece = (uint64_t)n * SCSI_BS < WS_PIECE ? n * SCSI_BS : WS_PIECE;
 	if (!ctx_bounce(c, piece))
 		return;
@@ -483,7 +497,7 @@ void sbc_compare_write(struct scsi_cmd *cmd)
 	c = ctx_new(cmd, K_CAW, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
 	if (!c)
 		return;
-	if (cmd->cdb[1] & 0x08)
+	if ((cmd->cdb[1] & 0x08) || write_through(lu))
 		c->flags |= RAID_IO_FUA;
 	ctx_step(c);
 }
