@@ -41,8 +41,8 @@
 
 #define MAX_TRIES 4
 
-enum { PH_LOCKING, PH_MAIN, PH_CAW_WRITE, PH_FUA, PH_DONE };
-enum { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED };
+enum { PH_LOCKING, PH_CACHE, PH_MAIN, PH_CAW_WRITE, PH_FUA, PH_DONE };
+enum { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED, MODE_FILL };
 enum { ST_PLAN, ST_READ, ST_WRITE, ST_DONE };
 
 struct req {
@@ -61,6 +61,8 @@ struct req {
 	int result;
 	uint64_t touched;         /* devices written, for FUA */
 	struct raid_mio *fs;      /* FUA/FLUSH mios, owned */
+	struct req *parent;       /* cache-flush child: the FLUSH it works for */
+	bool nofsync;             /* internal cache flush: no fsync after */
 };
 
 struct row {
@@ -75,6 +77,7 @@ struct row {
 	int mode, stage, tries;
 	unsigned pending;
 	bool err;
+	struct raid_sc_ent *ent;  /* writing out a stripe-cache entry, owned */
 	struct raid_mio mio[RAID_MAX_SLOTS];
 };
 
@@ -90,6 +93,7 @@ struct seg {
 
 static void sub_done(struct req *rq);
 static void row_plan(struct row *r);
+static void cache_sub_done(struct req *rq);
 
 void raid_io_account(struct raid_member *m, bool write, uint64_t len)
 {
@@ -130,6 +134,15 @@ static void finish(struct req *rq, int result)
 	if (rq->locked) {
 		rq->locked = false;
 		raid_slock_release(&rq->p->lock, &rq->lk);
+	}
+	if (rq->parent) {
+		struct req *parent = rq->parent;
+
+		if (result && !parent->result)
+			parent->result = result;
+		free(rq);
+		cache_sub_done(parent);
+		return;
 	}
 	rq->io->result = result;
 	if (rq->in_submit) {
@@ -334,12 +347,23 @@ static void row_free(struct row *r)
 {
 	for (unsigned i = 0; i < RAID_MAX_SLOTS; i++)
 		free(r->band[i]);
+	raid_sc_ent_free(r->ent);
 	free(r);
 }
 
 static void row_finish(struct row *r, int res)
 {
 	struct req *rq = r->rq;
+
+	if (!res && !rq->write) {
+		/* cached rows are newer than the members */
+		const struct raid_geom *g = &rq->p->g;
+
+		for (unsigned d = 0; d < g->ndata; d++)
+			if (r->ce[d] > r->cs[d])
+				raid_sc_overlay(&rq->p->sc, r->row, d * g->chunk + r->cs[d],
+						r->ce[d] - r->cs[d], r->src[d]);
+	}
 
 	if (res && !rq->result)
 		rq->result = res;
@@ -467,6 +491,8 @@ static void row_plan(struct row *r)
 			if (r->ce[d] > r->cs[d] && r->missing[raid_geom_data_dev(g, r->row, d)])
 				direct = false;
 		r->mode = direct ? MODE_DIRECT : MODE_DEGRADED;
+	} else if (r->ent && !raid_sc_ent_full(&p->sc, r->ent)) {
+		r->mode = nmiss ? MODE_DEGRADED : MODE_FILL;
 	} else if (full) {
 		r->mode = MODE_FULL;
 	} else if (nmiss) {
@@ -481,7 +507,7 @@ static void row_plan(struct row *r)
 
 		if (r->mode == MODE_DIRECT && t)
 			rc = row_submit(r, dev, RAID_MIO_READ, r->src[d], r->cs[d], r->ce[d] - r->cs[d]);
-		else if ((r->mode == MODE_DEGRADED && !r->missing[dev]) ||
+		else if ((r->mode == MODE_DEGRADED && !r->missing[dev]) || r->mode == MODE_FILL ||
 			 (r->mode == MODE_RMW && t) ||
 			 (r->mode == MODE_RCW && (r->cs[d] != r->lo || r->ce[d] != r->hi)))
 			rc = row_band(r, dev) ? row_submit(r, dev, RAID_MIO_READ, r->band[dev], r->lo, bl)
@@ -585,13 +611,19 @@ static void row_after_read(struct row *r)
 		free(dp);
 		free(dq);
 	} else {
-		/* FULL, RCW, DEGRADED: whole data band present, overlay new
-		 * data and compute parity from scratch. */
+		/* FULL, RCW, DEGRADED, FILL: whole data band present, overlay
+		 * new data and compute parity from scratch. */
 		for (d = 0; d < g->ndata; d++) {
 			unsigned dev = raid_geom_data_dev(g, r->row, d);
 
-			if (r->ce[d] > r->cs[d])
+			if (r->ent && r->mode != MODE_FULL) {
+				/* only the cached sectors are new */
+				for (uint64_t o = 0; o < g->chunk; o += 512)
+					if (raid_sc_ent_valid(r->ent, (d * g->chunk + o) / 512))
+						memcpy(r->band[dev] + o, r->src[d] + o, 512);
+			} else if (r->ce[d] > r->cs[d]) {
 				memcpy(r->band[dev] + (r->cs[d] - r->lo), r->src[d], r->ce[d] - r->cs[d]);
+			}
 		}
 		for (i = 0; i < g->n; i++)
 			bufs[i] = r->band[i];
@@ -619,8 +651,12 @@ static void row_writes(struct row *r)
 
 		if (r->ce[d] <= r->cs[d] || !p->m[dev] || !raid_member_writable(p->m[dev]))
 			continue;
-		if (row_submit(r, dev, RAID_MIO_WRITE, r->src[d], r->cs[d], r->ce[d] - r->cs[d]))
+		if (r->ent && r->mode != MODE_FULL) {
+			if (row_submit(r, dev, RAID_MIO_WRITE, r->band[dev], 0, g->chunk))
+				r->err = true;
+		} else if (row_submit(r, dev, RAID_MIO_WRITE, r->src[d], r->cs[d], r->ce[d] - r->cs[d])) {
 			r->err = true;
+		}
 	}
 	for (i = 0; i < 2; i++) {
 		int dev = i ? r->qdev : r->pdev;
@@ -634,6 +670,66 @@ static void row_writes(struct row *r)
 		row_stage_done(r);
 }
 
+/* A row writing out cache entry @e (taken), as part of @rq. */
+static void ent_row(struct req *rq, struct raid_sc_ent *e)
+{
+	const struct raid_geom *g = &rq->p->g;
+	struct row *r = calloc(1, sizeof(*r));
+
+	rq->pending++;
+	if (!r) {
+		raid_sc_ent_free(e);
+		rq->result = -ENOMEM;
+		sub_done(rq);
+		return;
+	}
+	r->rq = rq;
+	r->row = e->row;
+	r->lo = 0;
+	r->hi = g->chunk;
+	r->ent = e;
+	for (unsigned d = 0; d < g->ndata; d++) {
+		r->cs[d] = 0;
+		r->ce[d] = g->chunk;
+		r->src[d] = e->data + d * g->chunk;
+	}
+	row_plan(r);
+}
+
+/* Stripe cache for a write's part [x0, x0+n) of row @row. Returns true when
+ * the part is fully handled (cached, or written out with its entry). */
+static bool cache_write(struct req *rq, uint64_t row, uint64_t x0, uint64_t n, const uint8_t *src)
+{
+	struct raid_pool *p = rq->p;
+	uint64_t stripe = p->g.stripe_bytes;
+	struct raid_sc_ent *e;
+
+	if (!p->sc.max)
+		return false;
+	if (x0 == 0 && n == stripe) {
+		/* supersedes whatever is cached for the row */
+		raid_sc_ent_free(raid_sc_take(&p->sc, row));
+		return false;
+	}
+	if (rq->io->flags & RAID_IO_FUA) {
+		e = raid_sc_take(&p->sc, row);
+		if (!e)
+			return false;
+		raid_sc_ent_put(e, x0, n, src);
+		ent_row(rq, e);
+		return true;
+	}
+	/* Only the tail of a streaming write opens an entry: the next
+	 * sequential write will complete the row. */
+	e = raid_sc_merge(&p->sc, row, x0, n, src,
+			  rq->len >= stripe && x0 + n < stripe && src + n == rq->data + rq->len);
+	if (!e)
+		return false;
+	if (raid_sc_ent_full(&p->sc, e))
+		ent_row(rq, raid_sc_take(&p->sc, row));
+	return true;
+}
+
 static void parity_dispatch(struct req *rq)
 {
 	const struct raid_geom *g = &rq->p->g;
@@ -644,9 +740,14 @@ static void parity_dispatch(struct req *rq)
 		uint64_t rowno = loff / g->stripe_bytes;
 		uint64_t rend = (rowno + 1) * g->stripe_bytes;
 		uint64_t n = rq->len - pos < rend - loff ? rq->len - pos : rend - loff;
-		struct row *r = calloc(1, sizeof(*r));
+		struct row *r;
 		uint64_t x;
 
+		if (rq->write && cache_write(rq, rowno, loff - rowno * g->stripe_bytes, n, rq->data + pos)) {
+			pos += n;
+			continue;
+		}
+		r = calloc(1, sizeof(*r));
 		rq->pending++;
 		if (!r) {
 			rq->result = -ENOMEM;
@@ -697,6 +798,10 @@ static void main_done(struct req *rq)
 {
 	struct raid_io *io = rq->io;
 
+	if (rq->parent) {
+		finish(rq, rq->result);
+		return;
+	}
 	if (rq->result) {
 		finish(rq, rq->result);
 		return;
@@ -727,6 +832,92 @@ static void sub_done(struct req *rq)
 	assert(req_check(rq));
 	if (--rq->pending == 0)
 		main_done(rq);
+}
+
+/* ---- writing out the stripe cache (FLUSH, age, close) ---- */
+
+static void cache_sub_done(struct req *rq)
+{
+	if (--rq->pending)
+		return;
+	if (rq->result || rq->nofsync)
+		finish(rq, rq->result);
+	else
+		start_fsync(rq, ~0ull);
+}
+
+static void child_run(struct req *c)
+{
+	struct raid_sc_ent *e = raid_sc_take(&c->p->sc, c->lk.a / c->p->g.stripe_bytes);
+
+	c->phase = PH_MAIN;
+	c->pending = 1;
+	if (e)
+		ent_row(c, e);
+	sub_done(c);
+}
+
+static void child_granted(void *arg)
+{
+	struct req *c = arg;
+
+	c->locked = true;
+	child_run(c);
+	raid_ioctx_kick(c->ctx);
+}
+
+static void cache_flush_start(struct req *rq, uint64_t min_age_ms)
+{
+	struct raid_pool *p = rq->p;
+	uint64_t rows[128];
+	unsigned n = raid_sc_rows(&p->sc, min_age_ms, rows, 128);
+
+	rq->phase = PH_CACHE;
+	rq->pending = 1;
+	for (unsigned i = 0; i < n; i++) {
+		struct req *c = calloc(1, sizeof(*c));
+
+		if (!c) {
+			rq->result = -ENOMEM;
+			break;
+		}
+		c->parent = rq;
+		c->p = p;
+		c->ctx = rq->ctx;
+		c->write = true;
+		c->lk.a = rows[i] * p->g.stripe_bytes;
+		c->lk.b = c->lk.a + p->g.stripe_bytes;
+		c->lk.excl = true;
+		c->lk.ctx = rq->ctx;
+		c->lk.fn = child_granted;
+		c->lk.arg = c;
+		rq->pending++;
+		if (raid_slock_acquire(&p->lock, &c->lk)) {
+			c->locked = true;
+			child_run(c);
+		}
+	}
+	cache_sub_done(rq);
+}
+
+int raid_pool_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_io *io,
+			  uint64_t min_age_ms)
+{
+	struct req *rq = calloc(1, sizeof(*rq));
+
+	if (!rq)
+		return -ENOMEM;
+	rq->io = io;
+	rq->p = p;
+	rq->ctx = ctx;
+	rq->nofsync = true;
+	rq->in_submit = true;
+	io->result = 0;
+	raid_ioctx_io_started(ctx);
+	cache_flush_start(rq, min_age_ms);
+	rq->in_submit = false;
+	raid_ioctx_kick(ctx);
+	return 0;
 }
 
 static void start_main(struct req *rq)
@@ -790,7 +981,10 @@ int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io
 
 	if (io->op == RAID_OP_FLUSH) {
 		rq->write = true;
-		start_fsync(rq, ~0ull);
+		if (p->sc.max)
+			cache_flush_start(rq, 0);   /* then fsync */
+		else
+			start_fsync(rq, ~0ull);
 		goto out;
 	}
 	lock = io->op != RAID_OP_READ || raid_geom_is_parity_level(g);

@@ -464,6 +464,11 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 			LOG_WARN(RAID_MOD, "pool %s: slot %u (%s) is missing", cp->name, i, m->path);
 	}
 	memcpy(&p->sb, ref, sizeof(p->sb));
+	if (!(ref->flags & RAID_SB_CLEAN) && p->g.npar) {
+		p->resync_req = true;
+		LOG_WARN(RAID_MOD, "pool %s: was not shut down cleanly: resynchronising in the background",
+			 cp->name);
+	}
 	return 0;
 }
 
@@ -534,11 +539,14 @@ int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		goto err_members;
 	}
 	free(cs);
+	/* 64 rows: enough for a few streams of sequential writes */
+	raid_sc_init(&p->sc, p->g.stripe_bytes, raid_geom_is_parity_level(&p->g) ? 64 : 0);
 	if (p->g.npar) {
 		rc = raid_bg_start(p);
 		if (rc) {
 			LOG_ERR(RAID_MOD, "pool %s: cannot start the background thread: %s", p->name,
 				strerror(-rc));
+			raid_sc_destroy(&p->sc);
 			goto err_members_nocs;
 		}
 	}
@@ -583,6 +591,17 @@ void raid_pool_close(struct raid_pool *p)
 	if (!p)
 		return;
 	raid_bg_stop(p);
+	if (atomic_load(&p->sc.n)) {
+		struct raid_ioctx *ctx;
+
+		if (raid_ioctx_create(&ctx) == 0) {
+			raid_bg_cache_flush(p, ctx, 0);
+			raid_ioctx_destroy(ctx);
+		} else {
+			LOG_ERR(RAID_MOD, "pool %s: cannot write out cached stripes", p->name);
+		}
+	}
+	raid_sc_destroy(&p->sc);
 	pthread_mutex_lock(&p->meta_mu);
 	for (i = 0; i < p->n_slots; i++)
 		if (p->m[i] && raid_member_writable(p->m[i]) && fdatasync(p->m[i]->fd))

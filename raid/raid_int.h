@@ -210,6 +210,43 @@ void raid_slock_release(struct raid_slock *sl, struct raid_lk *lk);
 /* Whether the lock structure is sane (assert-able). */
 bool raid_slock_check(struct raid_slock *sl);
 
+/* ---- stripe cache (scache.c) ---- */
+struct raid_sc_ent {
+	uint64_t row;
+	uint8_t *data;            /* stripe_bytes of the row's logical data, owned */
+	uint8_t *valid;           /* one bit per 512-byte sector, owned */
+	uint64_t nvalid;
+	uint64_t t_ms;            /* when it was created */
+	struct raid_sc_ent *next;
+};
+
+struct raid_scache {
+	pthread_mutex_t mu;
+	struct raid_sc_ent *head;
+	_Atomic unsigned n;
+	unsigned max;
+	uint64_t stripe;
+};
+
+void raid_sc_init(struct raid_scache *sc, uint64_t stripe_bytes, unsigned max);
+void raid_sc_destroy(struct raid_scache *sc);
+/* Merge new data into row @row's entry (creating it when @create and there
+ * is room). NULL when the row is not cached. Caller holds the row's
+ * exclusive stripe lock. */
+struct raid_sc_ent *raid_sc_merge(struct raid_scache *sc, uint64_t row, uint64_t off, uint64_t len,
+				  const uint8_t *src, bool create);
+/* Remove row @row's entry and hand it to the caller (NULL: none). */
+struct raid_sc_ent *raid_sc_take(struct raid_scache *sc, uint64_t row);
+/* Copy the cached sectors of [off, off+len) of @row over @dst. */
+void raid_sc_overlay(struct raid_scache *sc, uint64_t row, uint64_t off, uint64_t len, uint8_t *dst);
+/* Rows cached for at least @min_age_ms, up to @max. */
+unsigned raid_sc_rows(struct raid_scache *sc, uint64_t min_age_ms, uint64_t *rows, unsigned max);
+void raid_sc_ent_put(struct raid_sc_ent *e, uint64_t off, uint64_t len, const uint8_t *src);
+bool raid_sc_ent_full(const struct raid_scache *sc, const struct raid_sc_ent *e);
+bool raid_sc_ent_valid(const struct raid_sc_ent *e, uint64_t sector);
+void raid_sc_ent_free(struct raid_sc_ent *e);
+bool raid_sc_check(struct raid_scache *sc);
+
 /* ---- pool, members, volumes (pool.c, vol.c) ---- */
 struct raid_member {
 	struct raid_pool *pool;
@@ -249,6 +286,7 @@ struct raid_pool {
 	struct raid_sb sb;                       /* last written view (slot fields unused) */
 	struct raid_vol *vols[RAID_MAX_VOLS];    /* owned; NULL until opened */
 	struct raid_slock lock;
+	struct raid_scache sc;                   /* raid5/6 only (sc.max == 0 otherwise) */
 	_Atomic unsigned rr;                     /* mirror read spreading */
 	_Atomic bool failed;                     /* beyond redundancy */
 	struct raid_member *retired;             /* replaced members, freed at close
@@ -260,6 +298,7 @@ struct raid_pool {
 	pthread_mutex_t bg_mu;                   /* protects the bg_* requests */
 	pthread_cond_t bg_cv;
 	bool bg_stop, bg_kick, scrub_req, scrub_repair;
+	bool resync_req;                         /* unclean shutdown: resync parity/mirrors */
 	_Atomic int rebuild_slot;                /* slot being rebuilt, -1 none */
 	_Atomic uint64_t rebuild_rate;           /* bytes/s, measured */
 	_Atomic uint64_t scrub_mismatch;
@@ -283,8 +322,14 @@ int raid_bg_start(struct raid_pool *p);
 void raid_bg_stop(struct raid_pool *p);
 /* Wake the background thread: something changed (failure, spare, scrub). */
 void raid_bg_kick(struct raid_pool *p);
+/* Write out stripe-cache rows older than @min_age_ms, waiting on @ctx. */
+int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t min_age_ms);
 
 /* io.c */
+/* Write out cached rows older than @min_age_ms (all with 0); @io->cb runs on
+ * @ctx when done (io->result 0 or -errno). */
+int raid_pool_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_io *io,
+			  uint64_t min_age_ms);
 void raid_io_account(struct raid_member *m, bool write, uint64_t len);
 
 #endif

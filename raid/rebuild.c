@@ -26,6 +26,7 @@
 #include "raid/raid_int.h"
 
 #define STEP_BYTES (1u << 20)
+#define CACHE_MAX_AGE_MS 100
 
 struct bgio {
 	unsigned pending;
@@ -388,6 +389,32 @@ out:
 	atomic_store(&p->scrub_state, 2);
 }
 
+static void flush_cb(struct raid_io *io)
+{
+	*(bool *)io->arg = true;
+}
+
+int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t min_age_ms)
+{
+	struct raid_io io;
+	bool done = false;
+	int rc;
+
+	memset(&io, 0, sizeof(io));
+	io.op = RAID_OP_FLUSH;
+	io.cb = flush_cb;
+	io.arg = &done;
+	rc = raid_pool_cache_flush(p, ctx, &io, min_age_ms);
+	if (rc)
+		return rc;
+	while (!done)
+		raid_ioctx_wait(ctx, 100);
+	if (io.result)
+		LOG_ERR(RAID_MOD, "pool %s: writing out cached stripes failed: %s", p->name,
+			strerror(-io.result));
+	return io.result;
+}
+
 static void *bg_main(void *arg)
 {
 	struct raid_pool *p = arg;
@@ -402,8 +429,24 @@ static void *bg_main(void *arg)
 		bool do_scrub, repair;
 
 		pthread_mutex_lock(&p->bg_mu);
-		while (!p->bg_stop && !p->bg_kick && !p->scrub_req)
-			pthread_cond_wait(&p->bg_cv, &p->bg_mu);
+		while (!p->bg_stop && !p->bg_kick && !p->scrub_req &&
+		       !(p->resync_req && !raid_pool_unusable(p))) {
+			if (atomic_load(&p->sc.n)) {
+				/* cached rows: look again soon */
+				struct timespec ts;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += 50 * 1000000L;
+				if (ts.tv_nsec >= 1000000000L) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000L;
+				}
+				if (pthread_cond_timedwait(&p->bg_cv, &p->bg_mu, &ts) == ETIMEDOUT)
+					break;
+			} else {
+				pthread_cond_wait(&p->bg_cv, &p->bg_mu);
+			}
+		}
 		if (p->bg_stop) {
 			pthread_mutex_unlock(&p->bg_mu);
 			break;
@@ -412,8 +455,17 @@ static void *bg_main(void *arg)
 		do_scrub = p->scrub_req;
 		repair = p->scrub_repair;
 		p->scrub_req = false;
+		if (p->resync_req && !do_scrub && !raid_pool_unusable(p)) {
+			/* After a crash, rows written at that moment may have
+			 * parity (or mirrors) that disagree with the data: make
+			 * them agree before a failure needs them. */
+			p->resync_req = false;
+			do_scrub = repair = true;
+		}
 		pthread_mutex_unlock(&p->bg_mu);
 
+		if (atomic_load(&p->sc.n))
+			raid_bg_cache_flush(p, ctx, CACHE_MAX_AGE_MS);
 		pthread_mutex_lock(&p->meta_mu);
 		t = start_rebuild(p);
 		pthread_mutex_unlock(&p->meta_mu);

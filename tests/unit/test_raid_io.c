@@ -443,6 +443,79 @@ START_TEST(t08_direct_io)
 }
 END_TEST
 
+static void totals(struct raid_pool *p, uint64_t *rb, uint64_t *wb, uint64_t *ro, uint64_t *wo)
+{
+	struct raid_pool_info info;
+
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	*rb = *wb = *ro = *wo = 0;
+	for (unsigned i = 0; i < info.n_members; i++) {
+		*rb += info.members[i].read_bytes;
+		*wb += info.members[i].write_bytes;
+		*ro += info.members[i].read_ops;
+		*wo += info.members[i].write_ops;
+	}
+}
+
+/* Member traffic: 1 MiB sequential writes gather into full stripes through
+ * the stripe cache; 4 KiB random writes cost at most 2 reads + 2 writes. */
+START_TEST(t09_io_costs)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	enum conf_level level = _i ? CONF_RAID6 : CONF_RAID5;
+	uint64_t rb, wb, ro, wo, rb0, wb0, ro0, wo0, data = 0;
+	uint8_t *buf = malloc(1 << 20), *shadow;
+	double factor = _i ? 2.0 : 4.0 / 3.0;
+
+	srandom(21);
+	tp_init(&t, "cost", level, 4, 65536);
+	t.cp.create_size = 32u << 20;
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	shadow = calloc(1, raid_vol_bytes(v));
+	totals(p, &rb0, &wb0, &ro0, &wo0);
+	for (uint64_t off = 0; off + (1 << 20) <= raid_vol_bytes(v); off += 1 << 20) {
+		fill(buf, 1 << 20);
+		memcpy(shadow + off, buf, 1 << 20);
+		ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, off, 1 << 20, buf, NULL), 0);
+		data += 1 << 20;
+	}
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_FLUSH, 0, 0, 0, NULL, NULL), 0);
+	ck_assert_uint_eq(atomic_load(&p->sc.n), 0);
+	ck_assert(raid_sc_check(&p->sc));
+	totals(p, &rb, &wb, &ro, &wo);
+	ck_assert_msg(rb - rb0 < data / 20, "sequential: read %llu of %llu written",
+		      (unsigned long long)(rb - rb0), (unsigned long long)data);
+	ck_assert_msg((double)(wb - wb0) < (double)data * factor * 1.1 &&
+			      (double)(wb - wb0) > (double)data * factor * 0.9,
+		      "sequential: member writes %llu for %llu", (unsigned long long)(wb - wb0),
+		      (unsigned long long)data);
+	verify(v, ctx, shadow);
+
+	totals(p, &rb0, &wb0, &ro0, &wo0);
+	for (unsigned i = 0; i < 200; i++) {
+		uint64_t off = (rnd() % (raid_vol_bytes(v) / 4096)) * 4096;
+
+		fill(buf, 4096);
+		memcpy(shadow + off, buf, 4096);
+		ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, off, 4096, buf, NULL), 0);
+	}
+	totals(p, &rb, &wb, &ro, &wo);
+	ck_assert_uint_le(ro - ro0, 200u * (_i ? 3 : 2));
+	ck_assert_uint_le(wo - wo0, 200u * (_i ? 3 : 2));
+	verify(v, ctx, shadow);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+	free(buf);
+	tp_free(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("raid_io");
@@ -483,6 +556,11 @@ static Suite *suite(void)
 	tc = tcase_create("08_direct_io");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, t08_direct_io);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("09_io_costs");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, t09_io_costs, 0, 2);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
