@@ -439,6 +439,89 @@ START_TEST(t11_many_idle_connections)
 }
 END_TEST
 
+/* A connection in full feature phase (hand-made login), for abuse after login. */
+static int logged_in_connection(void)
+{
+	int fd = connect_or_fail(), rc = raw_login(fd, "", 0, false);
+
+	ck_assert_msg(rc == RAW_ACCEPTED, "hand-made login failed (%d)", rc);
+	return fd;
+}
+
+/*
+ * After login RFC 7143 lets the target answer a bad PDU with a Reject and go
+ * on (11.17), or drop the connection. Either is fine; silence is not: the
+ * garbage must neither be swallowed unnoticed nor executed. Returns after a
+ * Reject or a close within CLOSE_WITHIN_MS, skipping other PDUs.
+ */
+static void expect_reject_or_close(int fd, const char *what)
+{
+	uint8_t rsp[HARNESS_BHS_LEN], data[512];
+	unsigned others = 0;
+
+	for (;;) {
+		ssize_t r = harness_recv_pdu(fd, rsp, data, sizeof(data), CLOSE_WITHIN_MS);
+
+		if (r == -EPIPE)
+			return;
+		ck_assert_msg(r >= 0, "%s: neither a Reject nor a close within %d ms (%u other "
+			      "PDUs): %s", what, CLOSE_WITHIN_MS, others, strerror((int)-r));
+		if ((rsp[0] & 0x3f) == HARNESS_OP_REJECT)
+			return;
+		ck_assert_msg((rsp[0] & 0x3f) != 0x21 || rsp[3] != 0,
+			      "%s: garbage was executed (SCSI Response with GOOD status)", what);
+		others++;
+	}
+}
+
+START_TEST(t12_random_bytes_after_login)
+{
+	uint8_t buf[4096];
+
+	for (uint64_t seed = 11; seed <= 13; seed++) {
+		char what[64];
+		int fd = logged_in_connection(), rc;
+
+		snprintf(what, sizeof(what), "random bytes after login (seed %llu)",
+			 (unsigned long long)seed);
+		fill_random(buf, sizeof(buf), seed);
+		rc = harness_tcp_send(fd, buf, sizeof(buf));
+		ck_assert_msg(rc == 0 || rc == -EPIPE || rc == -ECONNRESET, "send: %s",
+			      strerror(-rc));
+		expect_reject_or_close(fd, what);
+		close(fd);
+		still_serving(what);
+	}
+}
+END_TEST
+
+START_TEST(t13_oversized_command_after_login)
+{
+	const char *what = "a SCSI command with DataSegmentLength 16 MiB after login";
+	uint8_t bhs[HARNESS_BHS_LEN] = { 0 }, junk[4096] = { 0 };
+	int fd = logged_in_connection(), rc;
+
+	/* WRITE 10 of 1 block with immediate data, claiming 16 MiB - 1 of data:
+	 * far over the MaxRecvDataSegmentLength the target declared */
+	bhs[0] = 0x01;
+	bhs[1] = 0x80 | 0x20 | 0x01;              /* F, W, SIMPLE */
+	harness_put_be24(bhs + 5, 0xffffff);
+	harness_put_be32(bhs + 16, 0x77);         /* ITT */
+	harness_put_be32(bhs + 20, 512);          /* EDTL */
+	harness_put_be32(bhs + 24, 1);            /* CmdSN */
+	harness_put_be32(bhs + 28, 2);            /* ExpStatSN */
+	bhs[32] = 0x2a;                           /* WRITE 10 */
+	bhs[40] = 1;                              /* transfer length 1 (CDB bytes 7-8) */
+	rc = harness_tcp_send(fd, bhs, sizeof(bhs));
+	if (!rc)
+		rc = harness_tcp_send(fd, junk, sizeof(junk));
+	ck_assert_msg(rc == 0 || rc == -EPIPE || rc == -ECONNRESET, "send: %s", strerror(-rc));
+	expect_reject_or_close(fd, what);
+	close(fd);
+	still_serving(what);
+}
+END_TEST
+
 static Suite *hostile_suite(void)
 {
 	const struct {
@@ -456,6 +539,8 @@ static Suite *hostile_suite(void)
 		{ "09_ten_thousand_keys", t09_ten_thousand_keys },
 		{ "10_huge_value", t10_huge_value },
 		{ "11_many_idle_connections", t11_many_idle_connections },
+		{ "12_random_bytes_after_login", t12_random_bytes_after_login },
+		{ "13_oversized_command_after_login", t13_oversized_command_after_login },
 	};
 	Suite *s = suite_create("net_hostile");
 
