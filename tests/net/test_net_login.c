@@ -108,6 +108,33 @@ START_TEST(t01_login_ok)
 }
 END_TEST
 
+/* The way users and rtgt-bench name a LUN: an iscsi:// URL. */
+START_TEST(t11_login_by_url)
+{
+	struct iscsi_context *c;
+	struct iscsi_url *u;
+	char url[256];
+
+	start(NULL);
+	ck_assert_int_eq(harness_url(url, sizeof(url), D.port, HARNESS_TARGET, 0), 0);
+	c = iscsi_create_context(HARNESS_INITIATOR);
+	ck_assert_ptr_nonnull(c);
+	iscsi_set_noautoreconnect(c, 1);
+	u = iscsi_parse_full_url(c, url);
+	ck_assert_msg(u != NULL, "libiscsi cannot parse %s: %s", url, iscsi_get_error(c));
+	ck_assert_str_eq(u->target, HARNESS_TARGET);
+	ck_assert_int_eq(u->lun, 0);
+	ck_assert_int_eq(iscsi_set_targetname(c, u->target), 0);
+	iscsi_set_session_type(c, ISCSI_SESSION_NORMAL);
+	ck_assert_msg(iscsi_full_connect_sync(c, u->portal, u->lun) == 0, "login to %s: %s", url,
+		      iscsi_get_error(c));
+	tur_good(c);
+	iscsi_destroy_url(u);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
 START_TEST(t02_unknown_target)
 {
 	struct harness_login o = { .target = "iqn.2026-11.org.rtgt:does-not-exist" };
@@ -377,6 +404,7 @@ static Suite *login_suite(void)
 		{ "08_login_timeout", t08_login_timeout },
 		{ "09_session_reinstatement", t09_session_reinstatement },
 		{ "10_max_sessions", t10_max_sessions },
+		{ "11_login_by_url", t11_login_by_url },
 	};
 	Suite *s = suite_create("net_login");
 
