@@ -860,10 +860,11 @@ static void child_run(struct req *c)
 static void child_granted(void *arg)
 {
 	struct req *c = arg;
+	struct raid_ioctx *ctx = c->ctx;    /* c may be gone after child_run */
 
 	c->locked = true;
 	child_run(c);
-	raid_ioctx_kick(c->ctx);
+	raid_ioctx_kick(ctx);
 }
 
 static void cache_flush_start(struct req *rq, uint64_t min_age_ms)
@@ -943,10 +944,11 @@ static void start_main(struct req *rq)
 static void lock_granted(void *arg)
 {
 	struct req *rq = arg;
+	struct raid_ioctx *ctx = rq->ctx;   /* rq may be gone after start_main */
 
 	rq->locked = true;
 	start_main(rq);
-	raid_ioctx_kick(rq->ctx);
+	raid_ioctx_kick(ctx);
 }
 
 int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -516,6 +517,122 @@ START_TEST(t09_io_costs)
 }
 END_TEST
 
+/* Two threads, each with its own ctx, 8 requests in flight each, writes
+ * and reads overlapping in one region: afterwards the stripes must be
+ * consistent, so reading with a member failed returns the same bytes. */
+struct thr {
+	struct raid_vol *v;
+	unsigned seed;
+	uint64_t region;
+	int err;
+};
+
+struct slot {
+	struct raid_io io;
+	uint8_t *buf;
+	int busy;
+};
+
+static void slot_cb(struct raid_io *io)
+{
+	struct slot *sl = io->arg;
+
+	sl->busy = 0;
+}
+
+static void *thr_main(void *arg)
+{
+	struct thr *t = arg;
+	struct raid_ioctx *ctx;
+	struct slot sl[8];
+	unsigned done = 0, issued = 0, seed = t->seed;
+
+	if (raid_ioctx_create(&ctx))
+		return NULL;
+	memset(sl, 0, sizeof(sl));
+	for (unsigned i = 0; i < 8; i++)
+		sl[i].buf = malloc(256 * 1024);
+	while (done < 400) {
+		for (unsigned i = 0; i < 8; i++) {
+			struct slot *x = &sl[i];
+			uint64_t len = 512 * (1 + rand_r(&seed) % 512);
+
+			if (x->busy)
+				continue;
+			if (x->io.cb) {
+				if (x->io.result)
+					t->err = x->io.result;
+				done++;
+				x->io.cb = NULL;
+			}
+			if (issued >= 400)
+				continue;
+			memset(&x->io, 0, sizeof(x->io));
+			x->io.op = rand_r(&seed) % 3 ? RAID_OP_WRITE : RAID_OP_READ;
+			x->io.off = (rand_r(&seed) % ((t->region - len) / 512)) * 512;
+			x->io.len = len;
+			x->io.buf = x->buf;
+			memset(x->buf, (int)rand_r(&seed), len);
+			x->io.cb = slot_cb;
+			x->io.arg = x;
+			x->busy = 1;
+			if (raid_vol_submit(t->v, ctx, &x->io)) {
+				t->err = -EINVAL;
+				x->busy = 0;
+			}
+			issued++;
+		}
+		raid_ioctx_wait(ctx, 100);
+	}
+	raid_ioctx_destroy(ctx);
+	for (unsigned i = 0; i < 8; i++)
+		free(sl[i].buf);
+	return NULL;
+}
+
+START_TEST(t10_threads)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct thr th[2];
+	pthread_t tid[2];
+	uint8_t *snap, *buf;
+	uint64_t region = 3u << 20;
+
+	tp_init(&t, "thr", shapes[_i].level, shapes[_i].n, shapes[_i].chunk);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		th[i].v = v;
+		th[i].seed = 31 + i;
+		th[i].region = region;
+		th[i].err = 0;
+		ck_assert_int_eq(pthread_create(&tid[i], NULL, thr_main, &th[i]), 0);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		pthread_join(tid[i], NULL);
+		ck_assert_int_eq(th[i].err, 0);
+	}
+	ck_assert(raid_slock_check(&p->lock));
+	snap = malloc(region);
+	buf = malloc(region);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, 0, region, snap, NULL), 0);
+	if (shapes[_i].level != CONF_RAID0) {
+		ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+		ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, 0, region, buf, NULL), 0);
+		ck_assert(memcmp(buf, snap, region) == 0);
+	}
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(snap);
+	free(buf);
+	tp_free(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("raid_io");
@@ -561,6 +678,11 @@ static Suite *suite(void)
 	tc = tcase_create("09_io_costs");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, t09_io_costs, 0, 2);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("10_threads");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, t10_threads, 0, (int)nshapes);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
