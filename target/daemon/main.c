@@ -177,6 +177,8 @@ static int open_volumes(struct daemon *d)
 			lp.vol = e->vol;
 			lp.name = name;
 			lp.pr_path = e->pr_path;
+			/* VPD B1 reports a rotating medium only for the HDD model */
+			lp.hdd_rpm = c->pools[p].hdd.enabled ? c->pools[p].hdd.rpm : 0;
 			rc = scsi_lu_create(&lp, &e->lu);
 			if (rc) {
 				LOG_ERR(MOD, "volume %s: %s", name, strerror(-rc));
