@@ -112,7 +112,7 @@ static void client_close(struct ctl_client *cl)
 /* Queues one reply line; the JSON text is copied. */
 static int client_queue(struct ctl_client *cl, struct json_object *reply)
 {
-	const char *txt = json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN);
+	const char *txt = json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	size_t len = strlen(txt);
 	char *buf;
 

@@ -380,7 +380,7 @@ static void print_fields(struct json_object *reply)
 		if (json_object_is_type(val, json_type_object) ||
 		    json_object_is_type(val, json_type_array))
 			printf("%s: %s\n", key,
-			       json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN));
+			       json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 		else
 			printf("%s: %s\n", key, json_object_get_string(val));
 	}
@@ -576,7 +576,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rtgtctl: cannot connect to %s: %s\n", sock, strerror(errno));
 		goto free_req;
 	}
-	txt = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	txt = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (send_all(fd, txt, strlen(txt)) || send_all(fd, "\n", 1)) {
 		fprintf(stderr, "rtgtctl: cannot send to %s: %s\n", sock, strerror(errno));
 		goto close_fd;
@@ -601,7 +601,7 @@ int main(int argc, char **argv)
 	} else {
 		json_object_object_del(reply, "ok");
 		if (json)
-			printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN));
+			printf("%s\n", json_object_to_json_string_ext(reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 		else
 			print_human(cmd->name, args, reply);
 		rc = fflush(stdout) ? EXIT_DAEMON_ERR : 0;
