@@ -33,7 +33,7 @@ TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 
 BINS := bin/rtgtd bin/rtgtctl bin/rtgt-bench
 
-.PHONY: all run check unit nettest conformance clean deps
+.PHONY: all run check unit nettest conformance clean deps lab
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -84,6 +84,10 @@ check: deps
 	$(MAKE) all $(UNIT_BINS) $(NET_BINS)
 	@scripts/run-tests.sh all $(UNIT_BINS) $(NET_BINS)
 	@scripts/conformance.sh
+
+lab: deps
+	$(MAKE) all
+	scripts/lab.sh $(LAB_ARGS)
 
 clean:
 	rm -rf build build-san bin
