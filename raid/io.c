@@ -263,6 +263,7 @@ static void seg_write_done(struct raid_mio *mio, int res)
 		s->ok++;
 	if (--s->pending)
 		return;
+	raid_bm_end(s->rq->p, s->loc.moff[0], s->len);
 	if (!s->ok && !s->rq->result)
 		s->rq->result = -EIO;
 	sub_done(s->rq);
@@ -298,6 +299,7 @@ static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
 		return;
 	}
 	s->pending = 1;
+	raid_bm_start(p, loc.moff[0], len);
 	for (c = 0; c < loc.ncopies; c++) {
 		struct raid_member *m = p->m[loc.dev[c]];
 		struct raid_mio *mio = &s->mio[c];
@@ -318,6 +320,7 @@ static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
 	}
 	/* drop the guard */
 	if (--s->pending == 0) {
+		raid_bm_end(p, loc.moff[0], len);
 		if (!s->ok && !rq->result)
 			rq->result = -EIO;
 		free(s);
@@ -431,6 +434,7 @@ static void row_stage_done(struct row *r)
 		return;
 	}
 	/* ST_WRITE: fine while the surviving members hold the new stripe. */
+	raid_bm_end(r->rq->p, r->row * g->chunk + r->lo, r->hi - r->lo);
 	r->stage = ST_DONE;
 	row_finish(r, raid_pool_unusable(r->rq->p) > g->npar && r->err ? -EIO : 0);
 }
@@ -483,6 +487,21 @@ static void row_plan(struct row *r)
 		r->pending = 0;
 		row_finish(r, -EIO);
 		return;
+	}
+	if (nmiss && raid_bm_unsynced(p, r->row * g->chunk, g->chunk)) {
+		bool need = rq->write;
+
+		for (d = 0; d < g->ndata; d++)
+			if (r->ce[d] > r->cs[d] && r->missing[raid_geom_data_dev(g, r->row, d)])
+				need = true;
+		if (need) {
+			/* parity here may belong to a write cut by the crash */
+			LOG_ERR(RAID_MOD, "pool %s: row %llu not resynced since the crash: cannot reconstruct",
+				p->name, (unsigned long long)r->row);
+			r->pending = 0;
+			row_finish(r, -EIO);
+			return;
+		}
 	}
 	if (!rq->write) {
 		bool direct = true;
@@ -646,6 +665,7 @@ static void row_writes(struct row *r)
 	r->stage = ST_WRITE;
 	r->err = false;
 	r->pending = 1;
+	raid_bm_start(p, r->row * g->chunk + r->lo, r->hi - r->lo);
 	for (d = 0; d < g->ndata; d++) {
 		unsigned dev = raid_geom_data_dev(g, r->row, d);
 

@@ -115,8 +115,8 @@ static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
 	sb->data_offset = RAID_DATA_OFF;
 	sb->data_size = p->g.member_bytes;
 	sb->bitmap_offset = RAID_BITMAP_OFF;
-	sb->bitmap_bytes = 0;
-	sb->bitmap_chunk = 0;
+	sb->bitmap_bytes = (uint32_t)p->bm.bytes;
+	sb->bitmap_chunk = (uint32_t)p->bm.region;
 	sb->rebuild_slot = UINT32_MAX;
 	sb->rebuild_pos = 0;
 	sb->n_slots = p->n_slots;
@@ -542,13 +542,31 @@ int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 	/* 64 rows: enough for a few streams of sequential writes */
 	raid_sc_init(&p->sc, p->g.stripe_bytes, raid_geom_is_parity_level(&p->g) ? 64 : 0);
 	if (p->g.npar) {
+		uint64_t region = p->sb.bitmap_chunk ? p->sb.bitmap_chunk
+						     : raid_bm_region_for(p->g.member_bytes, p->g.chunk);
+
+		rc = raid_bm_init(p, region, p->resync_req);
+		if (rc) {
+			LOG_ERR(RAID_MOD, "pool %s: cannot set up the write-intent bitmap: %s", p->name,
+				strerror(-rc));
+			raid_bm_free(p);
+			raid_sc_destroy(&p->sc);
+			goto err_members_nocs;
+		}
+		if (p->resync_req)
+			LOG_WARN(RAID_MOD, "pool %s: %llu dirty bitmap regions to resync", p->name,
+				 (unsigned long long)atomic_load(&p->bm.n_unsynced));
+		if (!atomic_load(&p->bm.n_unsynced))
+			p->resync_req = false;
 		rc = raid_bg_start(p);
 		if (rc) {
 			LOG_ERR(RAID_MOD, "pool %s: cannot start the background thread: %s", p->name,
 				strerror(-rc));
+			raid_bm_free(p);
 			raid_sc_destroy(&p->sc);
 			goto err_members_nocs;
 		}
+		raid_pool_write_sbs(p, false);   /* records the bitmap geometry */
 	}
 	*out = p;
 	return 0;
@@ -602,13 +620,16 @@ void raid_pool_close(struct raid_pool *p)
 		}
 	}
 	raid_sc_destroy(&p->sc);
+	raid_bm_clear_idle(p, true);
 	pthread_mutex_lock(&p->meta_mu);
 	for (i = 0; i < p->n_slots; i++)
 		if (p->m[i] && raid_member_writable(p->m[i]) && fdatasync(p->m[i]->fd))
 			LOG_ERR(RAID_MOD, "pool %s: member %s: fdatasync: %s", p->name, p->m[i]->path,
 				strerror(errno));
-	raid_pool_write_sbs_locked(p, true);
+	/* regions still waiting for resync keep the pool "unclean" */
+	raid_pool_write_sbs_locked(p, atomic_load(&p->bm.n_unsynced) == 0);
 	pthread_mutex_unlock(&p->meta_mu);
+	raid_bm_free(p);
 	if (!pool_check(p))
 		LOG_ERR(RAID_MOD, "pool %s: inconsistent failure state at close", p->name);
 	for (i = 0; i < p->n_slots; i++)

@@ -247,6 +247,33 @@ bool raid_sc_ent_valid(const struct raid_sc_ent *e, uint64_t sector);
 void raid_sc_ent_free(struct raid_sc_ent *e);
 bool raid_sc_check(struct raid_scache *sc);
 
+/* ---- write-intent bitmap (bitmap.c) ---- */
+struct raid_bitmap {
+	pthread_mutex_t mu;
+	uint64_t region;          /* member bytes per bit; 0: no bitmap */
+	uint64_t nbits;
+	size_t bytes;             /* on-disk size, multiple of RAID_ALIGN */
+	uint8_t *disk;            /* the bits as written on the members */
+	uint8_t *unsynced;        /* regions to resync after a crash */
+	uint32_t *cnt;            /* member writes in flight per region */
+	uint32_t *gen;            /* bumped at every write start */
+	uint64_t *seen;           /* idle at the previous clearing pass */
+	_Atomic uint64_t n_unsynced;
+};
+
+uint64_t raid_bm_region_for(uint64_t member_bytes, uint64_t chunk);
+/* @load: read the members' bitmaps (after an unclean shutdown). */
+int raid_bm_init(struct raid_pool *p, uint64_t region, bool load);
+void raid_bm_free(struct raid_pool *p);
+/* Member write of [moff, moff+len) on every member about to start / ended. */
+void raid_bm_start(struct raid_pool *p, uint64_t moff, uint64_t len);
+void raid_bm_end(struct raid_pool *p, uint64_t moff, uint64_t len);
+bool raid_bm_unsynced(struct raid_pool *p, uint64_t moff, uint64_t len);
+bool raid_bm_region_unsynced(struct raid_pool *p, uint64_t region);
+void raid_bm_synced(struct raid_pool *p, uint64_t region);
+void raid_bm_clear_idle(struct raid_pool *p, bool force);
+bool raid_bm_check(struct raid_pool *p);
+
 /* ---- pool, members, volumes (pool.c, vol.c) ---- */
 struct raid_member {
 	struct raid_pool *pool;
@@ -287,6 +314,7 @@ struct raid_pool {
 	struct raid_vol *vols[RAID_MAX_VOLS];    /* owned; NULL until opened */
 	struct raid_slock lock;
 	struct raid_scache sc;                   /* raid5/6 only (sc.max == 0 otherwise) */
+	struct raid_bitmap bm;                   /* levels with redundancy */
 	_Atomic unsigned rr;                     /* mirror read spreading */
 	_Atomic bool failed;                     /* beyond redundancy */
 	struct raid_member *retired;             /* replaced members, freed at close

@@ -290,7 +290,7 @@ out_free:
 }
 
 /* Check (and with @repair fix) every row; pool must be optimal. */
-static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair)
+static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool resync)
 {
 	const struct raid_geom *g = &p->g;
 	uint64_t k = STEP_BYTES / g->chunk ? STEP_BYTES / g->chunk : 1;
@@ -315,7 +315,16 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair)
 
 		if (raid_pool_unusable(p)) {
 			LOG_ERR(RAID_MOD, "pool %s: scrub stopped: pool not optimal", p->name);
+			if (resync) {
+				pthread_mutex_lock(&p->bg_mu);
+				p->resync_req = true;   /* again once optimal */
+				pthread_mutex_unlock(&p->bg_mu);
+			}
 			break;
+		}
+		if (resync && !raid_bm_region_unsynced(p, row * g->chunk / p->bm.region)) {
+			row = r1;   /* a step never straddles two regions */
+			continue;
 		}
 		bg_lock(p, ctx, &lk, row * g->stripe_bytes, r1 * g->stripe_bytes);
 		for (i = 0; i < n; i++)
@@ -376,6 +385,8 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair)
 				bg_io(ctx, &io, &mio[i], p->m[i], RAID_MIO_WRITE, bufs[i], row * g->chunk, nb);
 		bg_wait(ctx, &io);
 		raid_slock_release(&p->lock, &lk);
+		if (resync && (r1 * g->chunk % p->bm.region == 0 || r1 == g->rows))
+			raid_bm_synced(p, (r1 * g->chunk - 1) / p->bm.region);
 		row = r1;
 		done += nb;
 		atomic_store(&p->scrub_pos, row * g->chunk);
@@ -426,7 +437,7 @@ static void *bg_main(void *arg)
 	}
 	for (;;) {
 		struct raid_member *t;
-		bool do_scrub, repair;
+		bool do_scrub, repair, resync = false;
 
 		pthread_mutex_lock(&p->bg_mu);
 		while (!p->bg_stop && !p->bg_kick && !p->scrub_req &&
@@ -444,7 +455,13 @@ static void *bg_main(void *arg)
 				if (pthread_cond_timedwait(&p->bg_cv, &p->bg_mu, &ts) == ETIMEDOUT)
 					break;
 			} else {
-				pthread_cond_wait(&p->bg_cv, &p->bg_mu);
+				/* once a second: clear idle bitmap regions */
+				struct timespec ts;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_sec++;
+				if (pthread_cond_timedwait(&p->bg_cv, &p->bg_mu, &ts) == ETIMEDOUT)
+					break;
 			}
 		}
 		if (p->bg_stop) {
@@ -460,7 +477,7 @@ static void *bg_main(void *arg)
 			 * parity (or mirrors) that disagree with the data: make
 			 * them agree before a failure needs them. */
 			p->resync_req = false;
-			do_scrub = repair = true;
+			do_scrub = repair = resync = true;
 		}
 		pthread_mutex_unlock(&p->bg_mu);
 
@@ -474,7 +491,8 @@ static void *bg_main(void *arg)
 			raid_bg_kick(p);     /* another slot may need a spare */
 		}
 		if (do_scrub)
-			scrub(p, ctx, repair);
+			scrub(p, ctx, repair, resync);
+		raid_bm_clear_idle(p, false);
 	}
 	raid_ioctx_destroy(ctx);
 	return NULL;
