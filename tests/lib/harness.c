@@ -71,18 +71,68 @@ int harness_free_port(uint16_t *port)
 	return rc;
 }
 
+static int start_janitor(struct harness_daemon *d)
+{
+	int p[2], rc;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		char c;
+
+		/* Check SIGKILLs a finished test's whole process group: leave it */
+		setsid();
+		/* hold nothing of the test's (Check's pipes, sockets) but our end */
+		for (int fd = 3; fd < 4096; fd++)
+			if (fd != p[0])
+				close(fd);
+		while (read(p[0], &c, 1) != 0 && (errno == EINTR || errno == EAGAIN))
+			;
+		harness_rm_rf(d->dir);
+		_exit(0);
+	}
+	close(p[0]);
+	d->janitor_fd = p[1];
+	d->janitor = pid;
+	return 0;
+}
+
+static void stop_janitor(struct harness_daemon *d)
+{
+	if (d->janitor_fd >= 0) {
+		close(d->janitor_fd);
+		d->janitor_fd = -1;
+	}
+	/* not our child in a forked test: the parent reaps it */
+	if (d->janitor > 0)
+		waitpid(d->janitor, NULL, 0);
+	d->janitor = 0;
+}
+
 int harness_init(struct harness_daemon *d)
 {
 	int rc;
 
 	memset(d, 0, sizeof(*d));
 	d->last_status = -1;
+	d->janitor_fd = -1;
 	snprintf(d->dir, sizeof(d->dir), "/tmp/rtgt-net.XXXXXX");
 	if (!mkdtemp(d->dir)) {
 		rc = -errno;
 		d->dir[0] = '\0';
 		return rc;
 	}
+	rc = start_janitor(d);
+	if (rc)
+		goto fail_dir;
 	snprintf(d->conf, sizeof(d->conf), "%s/rtgt.conf", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/rtgtd.log", d->dir);
 	rc = harness_free_port(&d->port);
@@ -90,6 +140,7 @@ int harness_init(struct harness_daemon *d)
 		goto fail_dir;
 	return 0;
 fail_dir:
+	stop_janitor(d);
 	harness_rm_rf(d->dir);
 	d->dir[0] = '\0';
 	return rc;
@@ -109,6 +160,7 @@ void harness_fini(struct harness_daemon *d)
 		harness_rm_rf(d->dir);
 		d->dir[0] = '\0';
 	}
+	stop_janitor(d);
 }
 
 /* Who registered each entry: a forked Check child inherits the list and must

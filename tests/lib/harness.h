@@ -41,6 +41,11 @@ struct harness_daemon {
 	pid_t pid;            /* running rtgtd, 0 when none */
 	int last_status;      /* exit code of the last rtgtd that ended (128+sig
 	                       * when killed by a signal), -1 when none ended */
+	/* A failed ck_assert leaves a forked test with _exit(), so neither
+	 * teardown nor atexit runs: a janitor process removes dir once every
+	 * holder of janitor_fd (this process, its forks) is gone. */
+	int janitor_fd;       /* write end of the janitor's pipe, -1 when none */
+	pid_t janitor;        /* 0 when none */
 };
 
 /* Creates the temp dir under /tmp and picks a free port. */
