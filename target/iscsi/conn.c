@@ -48,6 +48,9 @@
 #define MOD "iscsi"
 #define TX_IOV_MAX 64
 #define RX_BUDGET 64
+/* How long a last PDU (login failure, Logout Response, Reject before a
+ * close) may wait for the peer to read it. */
+#define CLOSING_TIMEOUT_MS 5000
 
 static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg);
 static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg);
@@ -138,12 +141,28 @@ void iscsi_conn_queue(struct iscsi_conn *c, struct iscsi_tx *tx)
 	iscsi_conn_send(c, tx);
 }
 
+/* The epoll interest: reading unless the receive side stopped (RX_ERROR
+ * while a last PDU drains: level-triggered input we no longer read would
+ * wake us for nothing), writing while the queue waits on the socket. */
+static void conn_update_events(struct iscsi_conn *c)
+{
+	uint32_t ev = 0;
+
+	if (c->fd < 0)
+		return;
+	if (c->rx != RX_ERROR)
+		ev |= EV_READ;
+	if (c->want_write)
+		ev |= EV_WRITE;
+	ev_io_mod(c->w->loop, c->fd, ev);
+}
+
 static void tx_want_write(struct iscsi_conn *c, bool on)
 {
 	if (c->fd < 0 || c->want_write == on)
 		return;
 	c->want_write = on;
-	ev_io_mod(c->w->loop, c->fd, on ? (EV_READ | EV_WRITE) : EV_READ);
+	conn_update_events(c);
 }
 
 /* Writes as much of the queue as the socket takes. Returns -EPIPE when the
@@ -217,14 +236,28 @@ static int tx_flush(struct iscsi_conn *c)
 	return 0;
 }
 
+static void conn_close_timeout(struct ev_loop *loop, struct ev_timer *t, void *arg)
+{
+	struct iscsi_conn *c = arg;
+
+	c->close_timer = NULL;
+	iscsi_conn_close(c, "peer does not read the last PDU");
+}
+
 void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx)
 {
 	if (c->state == CONN_CLEANUP) {
 		tx_free(tx);
 		return;
 	}
-	if (tx->close_after)
+	if (tx->close_after) {
 		c->state = CONN_CLOSING;
+		/* If the timer cannot be had, the conn still closes once the
+		 * peer reads or goes away; only a stuck peer keeps it. */
+		if (!c->close_timer)
+			c->close_timer = ev_timer_add(c->w->loop, CLOSING_TIMEOUT_MS,
+						      conn_close_timeout, c);
+	}
 	tx->next = NULL;
 	if (c->txq_tail)
 		c->txq_tail->next = tx;
@@ -238,7 +271,8 @@ void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx)
 		tx_flush(c);
 }
 
-void iscsi_conn_send_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason)
+static void conn_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason,
+			bool close_after)
 {
 	struct iscsi_tx *tx = iscsi_tx_new();
 
@@ -260,17 +294,49 @@ void iscsi_conn_send_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t re
 	tx->hdr[2] = reason;
 	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
 	iscsi_conn_fill_sn(c, tx->hdr, true);
+	tx->close_after = close_after;
 	LOG_DBG(MOD, "%s: Reject opcode 0x%02x reason 0x%02x", c->peer_str,
 		iscsi_bhs_opcode(bhs), reason);
 	iscsi_conn_queue(c, tx);
 }
 
+void iscsi_conn_send_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason)
+{
+	conn_reject(c, bhs, reason, false);
+}
+
 /* ---------------- close and free ---------------- */
+
+void iscsi_conn_login_unlist_locked(struct iscsi_conn *c)
+{
+	struct iscsi_server *s = c->srv;
+
+	if (!c->login_listed)
+		return;
+	if (c->lprev)
+		c->lprev->lnext = c->lnext;
+	else
+		s->login_head = c->lnext;
+	if (c->lnext)
+		c->lnext->lprev = c->lprev;
+	else
+		s->login_tail = c->lprev;
+	c->lprev = c->lnext = NULL;
+	c->login_listed = false;
+}
+
+void iscsi_conn_login_unlist(struct iscsi_conn *c)
+{
+	pthread_mutex_lock(&c->srv->lock);
+	iscsi_conn_login_unlist_locked(c);
+	pthread_mutex_unlock(&c->srv->lock);
+}
 
 static void conn_free_cb(void *arg)
 {
 	struct iscsi_conn *c = arg;
 	struct iscsi_server *s = c->srv;
+	bool evicted;
 
 	c->free_posted = false;
 	if (c->n_scsi > 0)
@@ -286,8 +352,12 @@ static void conn_free_cb(void *arg)
 		iscsi_session_free(c->sess);
 	if (c->login)
 		iscsi_login_free(c->login);
+	pthread_mutex_lock(&s->lock);
+	iscsi_conn_login_unlist_locked(c);
+	evicted = c->evicted;
+	pthread_mutex_unlock(&s->lock);
 	free(c);
-	iscsi_server_conn_gone(s);
+	iscsi_server_conn_gone(s, evicted);
 }
 
 static void conn_post_free(struct iscsi_conn *c)
@@ -318,6 +388,7 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 		LOG_DBG(MOD, "%s: connection closed", c->peer_str);
 	c->state = CONN_CLEANUP;
 	c->rx = RX_ERROR;
+	iscsi_conn_login_unlist(c);
 	if (c->fd >= 0) {
 		ev_io_del(c->w->loop, c->fd);
 		close(c->fd);
@@ -330,6 +401,10 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 	if (c->nop_timer) {
 		ev_timer_cancel(c->w->loop, c->nop_timer);
 		c->nop_timer = NULL;
+	}
+	if (c->close_timer) {
+		ev_timer_cancel(c->w->loop, c->close_timer);
+		c->close_timer = NULL;
 	}
 	while (c->txq) {
 		struct iscsi_tx *tx = c->txq;
@@ -514,6 +589,16 @@ static void rx_advance(struct iscsi_conn *c)
 				    &why);
 		if (v == ISCSI_BHS_DROP) {
 			rx_fatal(c, why);
+			return;
+		}
+		if (v == ISCSI_BHS_REJECT_CLOSE) {
+			/* Nothing more is read; the Reject leaves, then the
+			 * socket closes (conn_reject's close_after). */
+			LOG_WARN(MOD, "%s: closing after opcode 0x%02x: %s", c->peer_str,
+				 iscsi_bhs_opcode(c->rx_hdr), why);
+			c->rx = RX_ERROR;
+			conn_update_events(c);
+			conn_reject(c, c->rx_hdr, c->rx_reject, true);
 			return;
 		}
 		if (v == ISCSI_BHS_REJECT)
@@ -742,6 +827,7 @@ static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg)
 void iscsi_conn_enter_ffp(struct iscsi_conn *c)
 {
 	c->state = CONN_FFP;
+	iscsi_conn_login_unlist(c);
 	if (c->login_timer) {
 		ev_timer_cancel(c->w->loop, c->login_timer);
 		c->login_timer = NULL;
@@ -811,18 +897,49 @@ void iscsi_conn_accepted(struct iscsi_server *s, int fd, unsigned portal,
 	if (iscsi_login_init(c) < 0)
 		goto err_free;
 	c->w = &s->w[s->rr++ % s->n_workers];
+	pthread_mutex_lock(&s->lock);
+	c->id = ++s->next_conn_id;
+	c->lprev = s->login_tail;
+	if (s->login_tail)
+		s->login_tail->lnext = c;
+	else
+		s->login_head = c;
+	s->login_tail = c;
+	c->login_listed = true;
+	pthread_mutex_unlock(&s->lock);
 	if (ev_call(c->w->loop, conn_attach, c) < 0)
-		goto err_login;
+		goto err_unlist;
 	return;
 
-err_login:
+err_unlist:
+	iscsi_conn_login_unlist(c);
 	iscsi_login_free(c->login);
+	if (c->evicted) {
+		/* chosen for eviction in the meantime: its count goes too */
+		free(c);
+		close(fd);
+		iscsi_server_conn_gone(s, true);
+		return;
+	}
+	goto err_free;
 err_free:
 	free(c);
 err_close:
 	LOG_ERR(MOD, "cannot take a new connection: out of memory");
 	close(fd);
-	iscsi_server_conn_gone(s);
+	iscsi_server_conn_gone(s, false);
+}
+
+void iscsi_conn_evict(struct iscsi_wstate *w, uint64_t id)
+{
+	for (struct iscsi_conn *c = w->conns; c; c = c->next) {
+		if (c->id != id)
+			continue;
+		if (c->state == CONN_LOGIN)
+			iscsi_conn_close(c, "evicted: oldest connection still not logged in "
+					    "while at max_connections");
+		return;
+	}
 }
 
 void iscsi_conn_shutdown_worker(void *arg)

@@ -78,6 +78,12 @@ struct iscsi_server {
 	struct iscsi_session *sessions; /* registry: every session not yet freed */
 	unsigned n_sessions;
 	unsigned n_conns;              /* accepted and not yet freed */
+	/* Conns still in the login phase, oldest first (lprev/lnext): at
+	 * max_connections the oldest is evicted for a newcomer, so that idle
+	 * sockets cannot lock every initiator out. */
+	struct iscsi_conn *login_head, *login_tail;
+	unsigned n_evicting;           /* evicted, not yet freed (still in n_conns) */
+	uint64_t next_conn_id;
 	uint16_t next_tsih;
 	bool stopping;
 	void (*shutdown_done)(void *arg);
@@ -211,6 +217,11 @@ struct iscsi_conn {
 	struct sockaddr_storage local, peer;
 	char peer_str[64];
 	bool over_limit;               /* accepted beyond max_connections: refuse the login */
+	uint64_t id;                   /* unique per server, for cross-thread lookups */
+	/* srv->login_head list membership; all three under srv->lock */
+	struct iscsi_conn *lprev, *lnext;
+	bool login_listed;
+	bool evicted;                  /* chosen for eviction (counted in n_evicting) */
 
 	/* receive */
 	enum iscsi_rx_state rx;
@@ -236,6 +247,9 @@ struct iscsi_conn {
 	/* login phase, owned, NULL once in full feature phase */
 	struct iscsi_login *login;
 	struct ev_timer *login_timer;
+	/* CONN_CLOSING: bounds how long a last PDU may wait for a peer that
+	 * does not read; NULL otherwise */
+	struct ev_timer *close_timer;
 
 	/* full feature phase */
 	struct iscsi_session *sess;    /* owned by the conn (one conn per session) */
@@ -292,6 +306,11 @@ void iscsi_conn_accepted(struct iscsi_server *s, int fd, unsigned portal,
 			 const struct sockaddr_storage *peer, bool over_limit);
 void iscsi_conn_close(struct iscsi_conn *c, const char *why);
 void iscsi_conn_shutdown_worker(void *arg);
+/* On @w's thread: closes conn @id if it is still logging in (eviction). */
+void iscsi_conn_evict(struct iscsi_wstate *w, uint64_t id);
+/* Takes @c off srv's login list (under srv->lock); harmless if not on it. */
+void iscsi_conn_login_unlist(struct iscsi_conn *c);
+void iscsi_conn_login_unlist_locked(struct iscsi_conn *c);
 void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx);
 struct iscsi_tx *iscsi_tx_new(void);
 /* Finishes a tx whose hdr (48 bytes) and data are filled: DSL, digests,
@@ -388,7 +407,10 @@ void iscsi_format_portal(const struct conf_portal *p, const struct sockaddr_stor
 
 /* ---------------- server.c ---------------- */
 /* Called on any thread when a conn is freed: may finish a shutdown. */
-void iscsi_server_conn_gone(struct iscsi_server *s);
+void iscsi_server_conn_gone(struct iscsi_server *s, bool evicted);
+/* Connections that count against max_connections: accepted, not freed, and
+ * not already evicted. Caller holds s->lock. */
+unsigned iscsi_server_live_conns(const struct iscsi_server *s);
 struct iscsi_tgt_stats *iscsi_server_stats(struct iscsi_server *s, int target);
 
 #endif

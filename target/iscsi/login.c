@@ -462,7 +462,7 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 		}
 		pthread_mutex_lock(&s->lock);
 		n_sessions = s->n_sessions;
-		n_conns = s->n_conns;
+		n_conns = iscsi_server_live_conns(s);
 		pthread_mutex_unlock(&s->lock);
 		if (l->tsih == 0 &&
 		    iscsi_login_limit_status(n_sessions, s->c->daemon.max_sessions, n_conns,

@@ -85,7 +85,7 @@ static const struct keydef keys[] = {
 	{ "MaxConnections", K_MIN, USE_LO, true, 1, 65535, OUR_MAX_CONN, 0, P(max_connections) },
 	{ "InitialR2T", K_OR, USE_LO, true, 0, 0, OUR_CONST, 0, P(initial_r2t) },
 	{ "ImmediateData", K_AND, USE_LO, true, 0, 0, OUR_CONST, 1, P(immediate_data) },
-	{ "MaxRecvDataSegmentLength", K_MRDSL, USE_ALL, false, MIN_DSL_LIMIT, UINT64_MAX,
+	{ "MaxRecvDataSegmentLength", K_MRDSL, USE_ALL, false, MIN_DSL_LIMIT, MAX_DSL_LIMIT,
 	  OUR_NONE, 0, P(max_xmit_dsl) },
 	{ "MaxBurstLength", K_MIN, USE_LO, true, MIN_DSL_LIMIT, MAX_DSL_LIMIT, OUR_MAX_BURST, 0,
 	  P(max_burst) },
@@ -256,7 +256,13 @@ static int neg_numeric(struct iscsi_neg *n, const struct keydef *k, const char *
 {
 	uint64_t v, ours, res;
 
-	if (iscsi_text_parse_number(value, &v) < 0 || v < k->min || v > k->max) {
+	/* Syntax is not negotiable: a value that is not a numerical-value
+	 * at all (RFC 7143 6.1) shows a broken initiator and fails the login
+	 * (initiator error). A well-formed value outside the key's range is
+	 * only not acceptable to us: answered Reject (6.2), the default stays. */
+	if (iscsi_text_parse_number(value, &v) < 0)
+		return -EINVAL;
+	if (v < k->min || v > k->max) {
 		iscsi_text_add(resp, k->name, "Reject");
 		return 0;
 	}
@@ -276,10 +282,10 @@ static int neg_bool(struct iscsi_neg *n, const struct keydef *k, const char *val
 	int v = parse_bool(value);
 	bool res;
 
-	if (v < 0) {
-		iscsi_text_add(resp, k->name, "Reject");
-		return 0;
-	}
+	/* Only "Yes" and "No" are boolean-values (RFC 7143 6.1): anything
+	 * else is a syntax error, which fails the login like a bad number. */
+	if (v < 0)
+		return -EINVAL;
 	switch (k->kind) {
 	case K_OR:
 		res = v || k->our_const;
@@ -310,13 +316,11 @@ static int neg_mrdsl(struct iscsi_neg *n, const struct keydef *k, const char *va
 {
 	uint64_t v;
 
-	/* A declaration cannot be answered with Reject; a value we cannot
-	 * use means the initiator is broken. Above 2^24-1 it only limits what
-	 * we send further, so it is clamped rather than refused. */
-	if (iscsi_text_parse_number(value, &v) < 0 || v < MIN_DSL_LIMIT)
+	/* A declaration cannot be answered with Reject (RFC 7143 6.2); a
+	 * value outside 512..2^24-1 (13.12) means the initiator is broken, and
+	 * the login fails with an initiator error. */
+	if (iscsi_text_parse_number(value, &v) < 0 || v < MIN_DSL_LIMIT || v > MAX_DSL_LIMIT)
 		return -EINVAL;
-	if (v > MAX_DSL_LIMIT)
-		v = MAX_DSL_LIMIT;
 	set_field(n, k, v);
 	declare_mrdsl(n, resp);
 	return 0;

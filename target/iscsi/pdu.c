@@ -80,19 +80,23 @@ enum iscsi_bhs_verdict iscsi_bhs_check(const uint8_t *bhs, enum iscsi_phase phas
 		return ISCSI_BHS_OK;
 	}
 
+	/* Over our MaxRecvDataSegmentLength, whatever the opcode: a broken
+	 * (or hostile) sender, or garbage that lost the framing. Reading up to
+	 * 16 MiB just to discard it would leave the connection waiting on a
+	 * peer that may never send it; a Data-Out we cannot take leaves its
+	 * command in an unknown state anyway (ERL 0). */
+	if (dsl > max_dsl) {
+		*reason = ISCSI_REJECT_PROTOCOL;
+		*why = "DataSegmentLength over MaxRecvDataSegmentLength";
+		return ISCSI_BHS_REJECT_CLOSE;
+	}
+
 	switch (op) {
 	case ISCSI_OP_DATA_OUT:
-		/* A Data-Out whose payload we cannot take leaves its command
-		 * in an unknown state: with ERL 0 the connection must go. */
-		if (dsl > max_dsl)
-			return drop(why, "Data-Out over MaxRecvDataSegmentLength");
 		if (ahs != 0)
 			return drop(why, "AHS on a Data-Out");
 		return ISCSI_BHS_OK;
 	case ISCSI_OP_SCSI_CMD:
-		if (dsl > max_dsl)
-			return reject(reason, why, ISCSI_REJECT_PROTOCOL,
-				      "immediate data over MaxRecvDataSegmentLength");
 		if (!(flags & ISCSI_FLAG_FINAL) && !(flags & ISCSI_CMD_WRITE))
 			return reject(reason, why, ISCSI_REJECT_INVALID_FIELD,
 				      "SCSI command without F and W");
@@ -101,9 +105,6 @@ enum iscsi_bhs_verdict iscsi_bhs_check(const uint8_t *bhs, enum iscsi_phase phas
 				      "immediate data on a command without W");
 		return ISCSI_BHS_OK;
 	case ISCSI_OP_NOP_OUT:
-		if (dsl > max_dsl)
-			return reject(reason, why, ISCSI_REJECT_PROTOCOL,
-				      "NOP-Out over MaxRecvDataSegmentLength");
 		if (!(flags & ISCSI_FLAG_FINAL))
 			return reject(reason, why, ISCSI_REJECT_INVALID_FIELD, "NOP-Out without F");
 		if (iscsi_bhs_itt(bhs) == ISCSI_RSVD_TAG && !iscsi_bhs_immediate(bhs))
@@ -115,14 +116,8 @@ enum iscsi_bhs_verdict iscsi_bhs_check(const uint8_t *bhs, enum iscsi_phase phas
 		if (!(flags & ISCSI_FLAG_FINAL))
 			return reject(reason, why, ISCSI_REJECT_INVALID_FIELD,
 				      "TMF/Logout without F");
-		if (dsl > max_dsl)
-			return reject(reason, why, ISCSI_REJECT_PROTOCOL,
-				      "PDU over MaxRecvDataSegmentLength");
 		return ISCSI_BHS_OK;
 	case ISCSI_OP_TEXT_REQ:
-		if (dsl > max_dsl)
-			return reject(reason, why, ISCSI_REJECT_PROTOCOL,
-				      "Text over MaxRecvDataSegmentLength");
 		if ((flags & ISCSI_FLAG_FINAL) && (flags & ISCSI_TEXT_CONTINUE))
 			return reject(reason, why, ISCSI_REJECT_INVALID_FIELD,
 				      "Text request with both F and C");

@@ -288,13 +288,18 @@ enum iscsi_bhs_verdict {
 	ISCSI_BHS_OK = 0,
 	ISCSI_BHS_REJECT = 1,      /* read and discard the payload, then Reject */
 	ISCSI_BHS_DROP = 2,        /* framing lost or login violated: close */
+	ISCSI_BHS_REJECT_CLOSE = 3, /* Reject (*reason), then close without
+	                             * reading the payload: its length is over
+	                             * what we declared, and waiting for up to
+	                             * 16 MiB we would throw away lets one header
+	                             * stall the connection */
 };
 
 /*
  * Checks what can be checked from the header alone: opcode allowed in
  * @phase, AHS and data segment lengths against @max_dsl (what we declared;
  * ISCSI_LOGIN_DSL during login), flag combinations that RFC 7143 forbids.
- * On ISCSI_BHS_REJECT *reason holds the Reject reason code; on any verdict
+ * On ISCSI_BHS_REJECT(_CLOSE) *reason holds the Reject reason code; on any verdict
  * but OK, *why a static string for the log.
  */
 enum iscsi_bhs_verdict iscsi_bhs_check(const uint8_t *bhs, enum iscsi_phase phase,

@@ -12,9 +12,16 @@
  *            done() to workers[0]
  *   STOPPED  done() called; iscsi_server_destroy() frees
  *
+ * Accepting at max_connections (server_accept): the oldest conn still in
+ * the login phase (srv->login_head) is evicted: flagged, counted in
+ * n_evicting, closed on its own thread by evict_cb -> iscsi_conn_evict; the
+ * newcomer takes its place. With no such conn the newcomer is accepted
+ * over the limit (its login is refused with "too many connections"), up to
+ * OVER_LIMIT_SLACK more; beyond that it is closed at once.
+ *
  * Invariant (server_check): n_conns counts accepted, not yet freed conns;
- * n_sessions equals the registry length; a listener fd is >= 0 only while
- * RUNNING.
+ * n_evicting <= n_conns; n_sessions equals the registry length; the login
+ * list only holds listed conns; a listener fd is >= 0 only while RUNNING.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -39,7 +46,12 @@ static bool server_check(struct iscsi_server *s)
 
 	for (struct iscsi_session *o = s->sessions; o; o = o->next)
 		n++;
-	return n == s->n_sessions;
+	if (n != s->n_sessions || s->n_evicting > s->n_conns)
+		return false;
+	for (const struct iscsi_conn *c = s->login_head; c; c = c->lnext)
+		if (!c->login_listed || c->evicted || (c->lnext && c->lnext->lprev != c))
+			return false;
+	return true;
 }
 
 int iscsi_server_create(const struct conf *c, struct scsi_target **targets,
@@ -95,6 +107,24 @@ err_free:
 	return -ENOMEM;
 }
 
+unsigned iscsi_server_live_conns(const struct iscsi_server *s)
+{
+	return s->n_conns - s->n_evicting;
+}
+
+struct evict_msg {
+	struct iscsi_wstate *w;
+	uint64_t id;
+};
+
+static void evict_cb(void *arg)
+{
+	struct evict_msg *m = arg;
+
+	iscsi_conn_evict(m->w, m->id);
+	free(m);
+}
+
 static void server_accept(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 {
 	struct iscsi_listener *l = arg;
@@ -106,6 +136,8 @@ static void server_accept(struct ev_loop *loop, int fd, uint32_t events, void *a
 		int cfd = sock_accept(fd, &peer, &plen);
 		bool over, refuse;
 		unsigned max = s->c->daemon.max_connections;
+		struct iscsi_wstate *victim_w = NULL;
+		uint64_t victim_id = 0;
 
 		if (cfd == -EAGAIN || cfd == -EWOULDBLOCK)
 			return;
@@ -116,11 +148,36 @@ static void server_accept(struct ev_loop *loop, int fd, uint32_t events, void *a
 			return;
 		}
 		pthread_mutex_lock(&s->lock);
-		over = max && s->n_conns >= max;
-		refuse = s->stopping || (max && s->n_conns >= max + OVER_LIMIT_SLACK);
+		over = max && iscsi_server_live_conns(s) >= max;
+		if (over && !s->stopping && s->login_head) {
+			/* Full: the oldest conn still logging in makes room.
+			 * It stays counted in n_conns until freed, but no
+			 * longer against the limit. */
+			struct iscsi_conn *v = s->login_head;
+
+			iscsi_conn_login_unlist_locked(v);
+			v->evicted = true;
+			s->n_evicting++;
+			victim_w = v->w;
+			victim_id = v->id;
+			over = false;
+		}
+		refuse = s->stopping || (max && iscsi_server_live_conns(s) >= max + OVER_LIMIT_SLACK);
 		if (!refuse)
 			s->n_conns++;
 		pthread_mutex_unlock(&s->lock);
+		if (victim_w) {
+			struct evict_msg *m = malloc(sizeof(*m));
+
+			/* Without memory the victim is not closed now; the
+			 * login timeout still ends it. */
+			if (m) {
+				m->w = victim_w;
+				m->id = victim_id;
+				if (ev_call(victim_w->loop, evict_cb, m) < 0)
+					free(m);
+			}
+		}
 		if (refuse) {
 			char who[64];
 
@@ -194,11 +251,13 @@ static void server_done_cb(void *arg)
 		done(darg);
 }
 
-void iscsi_server_conn_gone(struct iscsi_server *s)
+void iscsi_server_conn_gone(struct iscsi_server *s, bool evicted)
 {
 	bool finish;
 
 	pthread_mutex_lock(&s->lock);
+	if (evicted && s->n_evicting)
+		s->n_evicting--;
 	if (s->n_conns)
 		s->n_conns--;
 	finish = s->stopping && s->n_conns == 0 && s->shutdown_done;

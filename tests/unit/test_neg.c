@@ -147,7 +147,6 @@ START_TEST(t04_numeric_bad_values_rejected)
 	ck_assert_str_eq(answer(&n, "MaxOutstandingR2T", "0", false), "Reject");
 	ck_assert_str_eq(answer(&n, "MaxConnections", "65536", false), "Reject");
 	ck_assert_str_eq(answer(&n, "DefaultTime2Wait", "3601", false), "Reject");
-	ck_assert_str_eq(answer(&n, "DefaultTime2Retain", "abc", false), "Reject");
 	ck_assert_str_eq(answer(&n, "ErrorRecoveryLevel", "3", false), "Reject");
 	/* rejected keys keep their defaults */
 	ck_assert_uint_eq(n.p.max_burst, 262144);
@@ -155,11 +154,31 @@ START_TEST(t04_numeric_bad_values_rejected)
 	ck_assert_uint_eq(n.p.max_outstanding_r2t, 1);
 
 	fresh(&n);
-	ck_assert_str_eq(answer(&n, "MaxBurstLength", "99999999999999999999999", false), "Reject");
 	ck_assert_str_eq(answer(&n, "FirstBurstLength", "4294967808", false), "Reject");
-	ck_assert_str_eq(answer(&n, "MaxOutstandingR2T", "1x", false), "Reject");
-	ck_assert_str_eq(answer(&n, "MaxConnections", "", false), "Reject");
-	ck_assert_str_eq(answer(&n, "DefaultTime2Wait", "02", false), "Reject");
+	ck_assert_uint_eq(n.p.first_burst, 65536);
+}
+END_TEST
+
+START_TEST(t11_numeric_syntax_fails_login)
+{
+	/* not a numerical-value at all: the login fails (initiator error) */
+	static const char *const bad[][2] = {
+		{ "DefaultTime2Retain", "abc" },
+		{ "MaxBurstLength", "abc" },
+		{ "MaxBurstLength", "99999999999999999999999" },
+		{ "MaxOutstandingR2T", "1x" },
+		{ "MaxConnections", "" },
+		{ "DefaultTime2Wait", "02" },
+		{ "FirstBurstLength", "-1" },
+	};
+	struct iscsi_neg n;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fresh(&n);
+		ck_assert_msg(strcmp(answer(&n, bad[i][0], bad[i][1], false), "ERR") == 0,
+			      "%s=%s accepted", bad[i][0], bad[i][1]);
+		ck_assert_uint_eq(n.p.max_burst, 262144);
+	}
 }
 END_TEST
 
@@ -189,9 +208,10 @@ START_TEST(t05_booleans)
 	ck_assert(n.p.initial_r2t);
 	ck_assert_str_eq(answer(&n, "ImmediateData", "Yes", false), "Yes");
 	ck_assert(n.p.immediate_data);
-	ck_assert_str_eq(answer(&n, "DataPDUInOrder", "yes", false), "Reject");
-	ck_assert_str_eq(answer(&n, "DataSequenceInOrder", "1", false), "Reject");
-	ck_assert_str_eq(answer(&n, "IFMarker", "Maybe", false), "Reject");
+	/* only "Yes" and "No" are booleans: anything else fails the login */
+	ck_assert_str_eq(answer(&n, "DataPDUInOrder", "yes", false), "ERR");
+	ck_assert_str_eq(answer(&n, "DataSequenceInOrder", "1", false), "ERR");
+	ck_assert_str_eq(answer(&n, "IFMarker", "Maybe", false), "ERR");
 }
 END_TEST
 
@@ -221,10 +241,15 @@ START_TEST(t06_mrdsl_declaration)
 	iscsi_text_free(&b);
 	ck_assert_uint_eq(n.p.max_xmit_dsl, 8192);
 
-	/* above 2^24-1 is clamped, below 512 or garbage fails the login */
+	/* outside 512..2^24-1 or garbage fails the login (RFC 7143 13.12) */
 	fresh(&n);
-	ck_assert_str_eq(answer(&n, "MaxRecvDataSegmentLength", "33554432", false), "262144");
+	ck_assert_str_eq(answer(&n, "MaxRecvDataSegmentLength", "16777215", false), "262144");
 	ck_assert_uint_eq(n.p.max_xmit_dsl, 16777215);
+	fresh(&n);
+	ck_assert_str_eq(answer(&n, "MaxRecvDataSegmentLength", "16777216", false), "ERR");
+	fresh(&n);
+	ck_assert_str_eq(answer(&n, "MaxRecvDataSegmentLength", "99999999999", false), "ERR");
+	ck_assert_uint_eq(n.p.max_xmit_dsl, 8192);
 	fresh(&n);
 	ck_assert_str_eq(answer(&n, "MaxRecvDataSegmentLength", "511", false), "ERR");
 	fresh(&n);
@@ -291,8 +316,8 @@ START_TEST(t08_twice_and_ffp)
 	ck_assert_str_eq(answer(&n, "MaxBurstLength", "65536", false), "65536");
 	ck_assert_str_eq(answer(&n, "MaxBurstLength", "65536", false), "ERR");
 	/* a rejected key still counts as negotiated */
-	ck_assert_str_eq(answer(&n, "InitialR2T", "maybe", false), "Reject");
-	ck_assert_str_eq(answer(&n, "InitialR2T", "No", false), "ERR");
+	ck_assert_str_eq(answer(&n, "MaxOutstandingR2T", "0", false), "Reject");
+	ck_assert_str_eq(answer(&n, "MaxOutstandingR2T", "1", false), "ERR");
 
 	/* login-only keys cannot be renegotiated in full feature phase */
 	fresh(&n);
@@ -390,6 +415,7 @@ int main(void)
 		{ "08_twice_and_ffp", t08_twice_and_ffp },
 		{ "09_finish_fixups", t09_finish_fixups },
 		{ "10_libiscsi_login_set", t10_libiscsi_login_set },
+		{ "11_numeric_syntax_fails_login", t11_numeric_syntax_fails_login },
 	};
 	unsigned i;
 

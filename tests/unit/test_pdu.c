@@ -120,13 +120,17 @@ START_TEST(t05_ffp_checks)
 	bhs_init(b, ISCSI_OP_SCSI_CMD, ISCSI_CMD_READ, 0);
 	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_REJECT);
 	ck_assert_uint_eq(reason, ISCSI_REJECT_INVALID_FIELD);
-	/* immediate data over our MaxRecvDataSegmentLength */
+	/* immediate data over our MaxRecvDataSegmentLength: Reject, close */
 	bhs_init(b, ISCSI_OP_SCSI_CMD, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 65537);
-	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_REJECT);
+	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why),
+			 ISCSI_BHS_REJECT_CLOSE);
 	ck_assert_uint_eq(reason, ISCSI_REJECT_PROTOCOL);
-	/* Data-Out over the limit loses framing of the command: drop */
+	bhs_init(b, ISCSI_OP_SCSI_CMD, ISCSI_FLAG_FINAL | ISCSI_CMD_WRITE, 65536);
+	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_OK);
+	/* Data-Out over the limit: the same */
 	bhs_init(b, ISCSI_OP_DATA_OUT, ISCSI_FLAG_FINAL, 65537);
-	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_DROP);
+	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why),
+			 ISCSI_BHS_REJECT_CLOSE);
 	bhs_init(b, ISCSI_OP_DATA_OUT, ISCSI_FLAG_FINAL, 65536);
 	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_OK);
 	/* unknown opcode, SNACK at ERL 0, login in FFP */
@@ -147,11 +151,25 @@ START_TEST(t05_ffp_checks)
 	/* Text with F and C */
 	bhs_init(b, ISCSI_OP_TEXT_REQ, ISCSI_FLAG_FINAL | ISCSI_TEXT_CONTINUE, 0);
 	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_REJECT);
-	/* an oversized NOP-Out is read and discarded, then rejected: the
-	 * framing is intact so only this PDU fails */
-	bhs_init(b, ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE, ISCSI_FLAG_FINAL, 0xffffff);
-	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_REJECT);
-	ck_assert_uint_eq(reason, ISCSI_REJECT_PROTOCOL);
+	/* oversized PDUs of every opcode, known or not, are not waited for:
+	 * Reject, then close */
+	{
+		static const uint8_t ops[] = { ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE,
+					       ISCSI_OP_TEXT_REQ, ISCSI_OP_TMF_REQ,
+					       ISCSI_OP_LOGOUT_REQ, ISCSI_OP_SNACK, 0x1c };
+
+		for (size_t i = 0; i < sizeof(ops); i++) {
+			bhs_init(b, ops[i], ISCSI_FLAG_FINAL, 0xffffff);
+			ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why),
+					 ISCSI_BHS_REJECT_CLOSE);
+			ck_assert_uint_eq(reason, ISCSI_REJECT_PROTOCOL);
+		}
+	}
+	/* the limit is what we declared, not a constant */
+	bhs_init(b, ISCSI_OP_NOP_OUT | ISCSI_OP_IMMEDIATE, ISCSI_FLAG_FINAL, 8193);
+	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 8192, &reason, &why),
+			 ISCSI_BHS_REJECT_CLOSE);
+	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 8193, &reason, &why), ISCSI_BHS_OK);
 }
 END_TEST
 
