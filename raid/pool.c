@@ -215,6 +215,7 @@ static void member_close(struct raid_member *m)
 		close(m->fd_buf);
 	if (m->fd >= 0)
 		close(m->fd);
+	pthread_mutex_destroy(&m->hdd_mu);
 	free(m->rpath);
 	free(m);
 }
@@ -238,6 +239,7 @@ static int cand_open(const struct conf_pool *cp, const char *path, const char *r
 	if (!m)
 		return -ENOMEM;
 	m->fd = m->fd_buf = -1;
+	pthread_mutex_init(&m->hdd_mu, NULL);
 	snprintf(m->path, sizeof(m->path), "%s", path);
 	m->rpath = strdup(rpath);
 	atomic_store(&m->state, RAID_M_MISSING);
@@ -450,6 +452,7 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		m = calloc(1, sizeof(*m));
 		if (!m)
 			return -ENOMEM;
+		pthread_mutex_init(&m->hdd_mu, NULL);
 		m->fd = m->fd_buf = -1;
 		m->slot = i;
 		memcpy(m->uuid, ref->slots[i].uuid, 16);
@@ -498,6 +501,13 @@ int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 	p->level = cp->level;
 	p->direct_io = cp->direct_io;
 	p->rebuild_mbps = cp->rebuild_mbps;
+	p->hdd = cp->hdd;
+	if (p->hdd.enabled && (p->hdd.mbps <= 0 || p->hdd.avg_seek_ms < 0 || !p->hdd.rpm)) {
+		LOG_ERR(RAID_MOD, "pool %s: hdd model needs mbps > 0, avg_seek_ms >= 0, rpm > 0", cp->name);
+		free(p);
+		free(cs);
+		return -EINVAL;
+	}
 	pthread_mutex_init(&p->meta_mu, NULL);
 	raid_slock_init(&p->lock);
 	for (i = 0; i < nc; i++) {

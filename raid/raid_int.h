@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/time_types.h>
+
 #include "conf/conf.h"
 #include "raid/raid.h"
 
@@ -164,6 +166,11 @@ struct raid_mio {
 	int fd;
 	uint64_t done;
 	struct raid_mio *next;    /* ioctx backlog */
+	/* HDD model: completion held until the modelled disk is done */
+	uint64_t hdd_done_ns;     /* 0: no model */
+	bool hdd_wait;            /* a timeout for it is in the ring */
+	int hdd_res;
+	struct __kernel_timespec hdd_ts;
 };
 
 enum { RAID_MIO_READ, RAID_MIO_WRITE, RAID_MIO_FSYNC };
@@ -288,6 +295,9 @@ struct raid_member {
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
 	_Atomic uint64_t rebuild_pos; /* REBUILDING: data bytes below are valid */
 	struct raid_member *retired_next; /* on pool->retired once replaced */
+	pthread_mutex_t hdd_mu;   /* HDD model: head and queue of this member */
+	uint64_t hdd_head;        /* byte offset where the head is */
+	uint64_t hdd_busy_ns;     /* when the modelled disk becomes idle */
 };
 
 struct raid_vol {
@@ -305,6 +315,7 @@ struct raid_pool {
 	struct raid_geom g;
 	bool direct_io;
 	unsigned rebuild_mbps;
+	struct conf_hdd hdd;                     /* lab timing model (hdd.enabled) */
 	uint8_t uuid[16];
 	unsigned n_slots;                        /* members + spares */
 	struct raid_member *m[RAID_MAX_SLOTS];   /* by slot; owned */
