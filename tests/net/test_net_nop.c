@@ -1,0 +1,324 @@
+/*
+ * tests/net/test_net_nop.c - NOP-In keepalive and dead-peer detection
+ * (daemon.nop_interval / nop_timeout), and max_connections eviction, over
+ * raw TCP against a real rtgtd.
+ *
+ * Each test starts its own rtgtd (nop_interval = 1, nop_timeout = 2), logs
+ * in by hand (one Login Request: operational stage straight to full feature
+ * phase, no digests) and then behaves like a silent, a live or a busy
+ * initiator.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "tests/lib/harness.h"
+
+#define OP_NOP_OUT 0x00
+#define OP_NOP_IN  0x20
+#define RSVD_TAG   0xffffffffu
+
+static struct harness_daemon D;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void start_daemon(const char *daemon_extra)
+{
+	int rc = harness_init(&D);
+
+	ck_assert_msg(rc == 0, "harness_init: %s", strerror(-rc));
+	harness_fini_at_exit(&D);
+	rc = harness_conf_std_ex(&D, daemon_extra, "raid1", NULL);
+	ck_assert_msg(rc == 0, "config: %s", strerror(-rc));
+	rc = harness_start(&D);
+	if (rc)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(rc == 0, "rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
+}
+
+static void stop_daemon(void)
+{
+	int rc = harness_stop(&D);
+
+	if (rc)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM", rc);
+	harness_fini(&D);
+}
+
+/* A logged-in raw connection and the sequence numbers it needs. */
+struct raw {
+	int fd;
+	uint32_t cmdsn;      /* next CmdSN to use */
+	uint32_t expstatsn;  /* next StatSN expected */
+};
+
+static void raw_login(struct raw *r, uint8_t isid_last)
+{
+	struct harness_login_hdr h = { .transit = true, .csg = 1, .nsg = 3, .itt = 1,
+				       .cmdsn = 1, .isid = { 0x80, 0, 0, 0x4e, 0x4f, isid_last } };
+	uint8_t pdu[HARNESS_BHS_LEN + 512], bhs[HARNESS_BHS_LEN], data[1024];
+	char kv[400];
+	size_t n = 0, len;
+	ssize_t got;
+
+	n = harness_kv_add(kv, sizeof(kv), n, "InitiatorName", HARNESS_INITIATOR);
+	n = harness_kv_add(kv, sizeof(kv), n, "TargetName", HARNESS_TARGET);
+	n = harness_kv_add(kv, sizeof(kv), n, "SessionType", "Normal");
+	n = harness_kv_add(kv, sizeof(kv), n, "HeaderDigest", "None");
+	n = harness_kv_add(kv, sizeof(kv), n, "DataDigest", "None");
+	ck_assert(n > 0);
+	len = harness_build_login(pdu, sizeof(pdu), &h, kv, n);
+	ck_assert(len > 0);
+	r->fd = harness_tcp_connect(D.port);
+	ck_assert_msg(r->fd >= 0, "connect: %s", strerror(-r->fd));
+	ck_assert_int_eq(harness_tcp_send(r->fd, pdu, len), 0);
+	got = harness_recv_pdu(r->fd, bhs, data, sizeof(data), 5000);
+	ck_assert_msg(got >= 0, "no login response: %s", strerror((int)-got));
+	ck_assert_msg((bhs[0] & 0x3f) == HARNESS_OP_LOGIN_RSP, "opcode 0x%02x", bhs[0]);
+	ck_assert_msg(bhs[36] == 0, "login refused: status 0x%02x%02x", bhs[36], bhs[37]);
+	ck_assert_msg((bhs[1] & 0x80) && (bhs[1] & 3) == 3, "login did not reach FFP (0x%02x)",
+		      bhs[1]);
+	r->expstatsn = harness_get_be32(bhs + 24) + 1;
+	r->cmdsn = harness_get_be32(bhs + 28);
+}
+
+/* Waits for the next PDU; returns its opcode, or -EPIPE / -ETIMEDOUT. */
+static int next_pdu(struct raw *r, uint8_t bhs[HARNESS_BHS_LEN], int timeout_ms)
+{
+	uint8_t data[512];
+	ssize_t got = harness_recv_pdu(r->fd, bhs, data, sizeof(data), timeout_ms);
+
+	if (got < 0)
+		return (int)got;
+	return bhs[0] & 0x3f;
+}
+
+static bool is_ping(const uint8_t *bhs)
+{
+	return (bhs[0] & 0x3f) == OP_NOP_IN && harness_get_be32(bhs + 16) == RSVD_TAG &&
+	       harness_get_be32(bhs + 20) != RSVD_TAG;
+}
+
+/* NOP-Out: an answer to ping @ttt (ITT reserved, immediate), or, with @ttt
+ * reserved, a ping of our own with ITT @itt. */
+static void send_nop_out(struct raw *r, uint32_t itt, uint32_t ttt)
+{
+	uint8_t b[HARNESS_BHS_LEN] = { 0 };
+
+	b[0] = 0x40 | OP_NOP_OUT;
+	b[1] = 0x80;
+	harness_put_be32(b + 16, itt);
+	harness_put_be32(b + 20, ttt);
+	harness_put_be32(b + 24, r->cmdsn);
+	harness_put_be32(b + 28, r->expstatsn);
+	ck_assert_int_eq(harness_tcp_send(r->fd, b, sizeof(b)), 0);
+}
+
+START_TEST(t01_silent_peer_pinged_then_dropped)
+{
+	uint8_t bhs[HARNESS_BHS_LEN];
+	struct raw r;
+	uint64_t t0, t_ping, t_close;
+	int op;
+
+	start_daemon("nop_interval = 1; nop_timeout = 2;");
+	raw_login(&r, 1);
+	t0 = now_ms();
+	/* idle for nop_interval: a ping comes (1 s tick granularity) */
+	op = next_pdu(&r, bhs, 4000);
+	t_ping = now_ms();
+	ck_assert_msg(op >= 0, "no NOP-In within 4 s of going silent (%s)", strerror(-op));
+	ck_assert_msg(is_ping(bhs), "expected a NOP-In ping, got opcode 0x%02x ITT 0x%x TTT 0x%x",
+		      op, harness_get_be32(bhs + 16), harness_get_be32(bhs + 20));
+	ck_assert_msg(t_ping - t0 >= 500, "pinged after %llu ms, before nop_interval",
+		      (unsigned long long)(t_ping - t0));
+	/* a ping takes no StatSN: it carries the next one, unconsumed */
+	ck_assert_uint_eq(harness_get_be32(bhs + 24), r.expstatsn);
+	/* no answer: dropped after nop_timeout */
+	op = next_pdu(&r, bhs, 6000);
+	t_close = now_ms();
+	ck_assert_msg(op == -EPIPE, "after an unanswered ping: expected a close, got %d (opcode "
+		      "0x%02x)", op, op >= 0 ? op : 0);
+	ck_assert_msg(t_close - t_ping >= 1500, "closed %llu ms after the ping, before nop_timeout",
+		      (unsigned long long)(t_close - t_ping));
+	close(r.fd);
+	stop_daemon();
+}
+END_TEST
+
+START_TEST(t02_answered_pings_keep_the_connection)
+{
+	uint8_t bhs[HARNESS_BHS_LEN];
+	struct raw r;
+	uint64_t end;
+	unsigned pings = 0;
+
+	start_daemon("nop_interval = 1; nop_timeout = 2;");
+	raw_login(&r, 2);
+	end = now_ms() + 6000;   /* three nop_timeouts */
+	while (now_ms() < end) {
+		int op = next_pdu(&r, bhs, (int)(end - now_ms()) + 1);
+
+		if (op == -ETIMEDOUT)
+			break;
+		ck_assert_msg(op >= 0, "connection lost while answering pings (%s, %u pings)",
+			      strerror(-op), pings);
+		ck_assert_msg(is_ping(bhs), "unexpected opcode 0x%02x", op);
+		pings++;
+		send_nop_out(&r, RSVD_TAG, harness_get_be32(bhs + 20));
+	}
+	ck_assert_msg(pings >= 2, "only %u pings in 6 s with nop_interval = 1", pings);
+	/* still alive: a ping of our own gets its NOP-In answer */
+	send_nop_out(&r, 0x1234, RSVD_TAG);
+	for (;;) {
+		int op = next_pdu(&r, bhs, 3000);
+
+		ck_assert_msg(op >= 0, "no answer to our NOP-Out (%s)", strerror(-op));
+		if (is_ping(bhs))
+			continue;
+		ck_assert_int_eq(op, OP_NOP_IN);
+		ck_assert_uint_eq(harness_get_be32(bhs + 16), 0x1234);
+		break;
+	}
+	close(r.fd);
+	stop_daemon();
+}
+END_TEST
+
+START_TEST(t03_busy_peer_not_pinged)
+{
+	uint8_t bhs[HARNESS_BHS_LEN];
+	struct raw r;
+	uint64_t end;
+	uint32_t itt = 0x100;
+
+	start_daemon("nop_interval = 1; nop_timeout = 2;");
+	raw_login(&r, 3);
+	/* traffic every 300 ms for 4 s: the target has no reason to ping */
+	end = now_ms() + 4000;
+	while (now_ms() < end) {
+		int op;
+
+		send_nop_out(&r, itt, RSVD_TAG);
+		op = next_pdu(&r, bhs, 2000);
+		ck_assert_msg(op >= 0, "no answer to NOP-Out ITT 0x%x (%s)", itt, strerror(-op));
+		ck_assert_msg(!is_ping(bhs), "pinged although traffic flows");
+		ck_assert_uint_eq(harness_get_be32(bhs + 16), itt);
+		itt++;
+		usleep(300 * 1000);
+	}
+	close(r.fd);
+	stop_daemon();
+}
+END_TEST
+
+START_TEST(t04_keepalive_off)
+{
+	uint8_t bhs[HARNESS_BHS_LEN];
+	struct raw r;
+	int op;
+
+	start_daemon("nop_interval = 0; nop_timeout = 1;");
+	raw_login(&r, 4);
+	op = next_pdu(&r, bhs, 3500);
+	ck_assert_msg(op == -ETIMEDOUT, "nop_interval = 0: expected silence, got %d", op);
+	close(r.fd);
+	stop_daemon();
+}
+END_TEST
+
+/* max_connections: idle sockets never logging in must not lock out a real
+ * initiator; the oldest of them make room. */
+START_TEST(t05_max_connections_evicts_oldest_idle)
+{
+	enum { N = 12 };
+	int fds[N];
+	struct harness_login o = { 0 };
+	struct iscsi_context *c;
+	struct scsi_task *t;
+	char err[512];
+	int closed;
+
+	start_daemon("max_sessions = 2; max_connections = 4; login_timeout = 30;");
+	for (int i = 0; i < N; i++) {
+		fds[i] = harness_tcp_connect(D.port);
+		ck_assert_msg(fds[i] >= 0, "connect %d: %s", i, strerror(-fds[i]));
+		usleep(20 * 1000);   /* accepted in this order */
+	}
+	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
+	if (!c)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(c != NULL, "login with %d idle connections and max_connections = 4: %s",
+		      N, err);
+	t = iscsi_testunitready_sync(c, 0);
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "TEST UNIT READY: %s",
+		      iscsi_get_error(c));
+	scsi_free_scsi_task(t);
+	/* the oldest idle sockets were closed, the newest ones are kept */
+	closed = harness_tcp_wait_closed(fds[0], 2000);
+	ck_assert_msg(closed == 1, "the oldest idle connection is still open (%d)", closed);
+	closed = harness_tcp_wait_closed(fds[N - 1], 300);
+	ck_assert_msg(closed == 0, "the newest idle connection was closed (%d)", closed);
+	/* a logged-in session is never evicted by newcomers */
+	for (int i = 0; i < N; i++) {
+		close(fds[i]);
+		fds[i] = harness_tcp_connect(D.port);
+		ck_assert_msg(fds[i] >= 0, "reconnect %d: %s", i, strerror(-fds[i]));
+	}
+	t = iscsi_testunitready_sync(c, 0);
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD,
+		      "the logged-in session died when idle connections came: %s",
+		      iscsi_get_error(c));
+	scsi_free_scsi_task(t);
+	harness_iscsi_logout(c);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	stop_daemon();
+}
+END_TEST
+
+int main(void)
+{
+	const struct {
+		const char *name;
+		const TTest *fn;
+	} tests[] = {
+		{ "01_silent_peer_pinged_then_dropped", t01_silent_peer_pinged_then_dropped },
+		{ "02_answered_pings_keep_the_connection", t02_answered_pings_keep_the_connection },
+		{ "03_busy_peer_not_pinged", t03_busy_peer_not_pinged },
+		{ "04_keepalive_off", t04_keepalive_off },
+		{ "05_max_connections_evicts_oldest_idle", t05_max_connections_evicts_oldest_idle },
+	};
+	Suite *s = suite_create("net_nop");
+	SRunner *sr;
+	int failed;
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, tests[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
