@@ -697,11 +697,14 @@ static void cmd_done(struct scsi_cmd *cmd)
 		t->dead = true;
 		task_unlink(t);
 		iscsi_task_put(t);
-		if (c->state != CONN_CLEANUP)
+		if (c->state != CONN_CLEANUP) {
 			iscsi_tmf_progress(c);
+			iscsi_conn_drain_check(c);
+		}
 		return;
 	}
 	task_respond(t);
 	iscsi_task_put(t);
 	iscsi_tmf_progress(c);
+	iscsi_conn_drain_check(c);
 }

@@ -7,12 +7,21 @@
  *   (accept) --iscsi_conn_accepted/conn_attach--> CONN_LOGIN
  *   CONN_LOGIN --iscsi_conn_enter_ffp (final login response queued)--> CONN_FFP
  *   CONN_LOGIN / CONN_FFP --tx with close_after queued (login failure,
- *        logout response)--> CONN_CLOSING
+ *        logout response, Reject of an oversized PDU)--> CONN_CLOSING
+ *        (close_timer: a peer that does not read gets CLOSING_TIMEOUT_MS)
+ *   CONN_LOGIN --iscsi_conn_evict (server at max_connections, this is the
+ *        oldest conn still logging in)--> CONN_CLEANUP
+ *   CONN_FFP --iscsi_conn_shutdown_worker with commands inside scsi-->
+ *        CONN_FFP + draining (no reading; close_timer = DRAIN_TIMEOUT_MS)
+ *   CONN_FFP + draining --iscsi_conn_drain_check: n_scsi == 0 and the
+ *        queue written--> CONN_CLEANUP
  *   any --iscsi_conn_close (error, EOF, timeout, shutdown, CLOSING drained)--> CONN_CLEANUP
  *   CONN_CLEANUP --conn_free_cb once n_scsi == 0--> freed
  *
  * Receive state machine (struct iscsi_conn.rx), one PDU at a time:
  *
+ *   RX_BHS --iscsi_bhs_check REJECT_CLOSE (DataSegmentLength over what we
+ *          declared)--> RX_ERROR, a Reject queued with close_after
  *   RX_BHS --48 bytes, iscsi_bhs_check ok/reject--> RX_AHS (AHS > 0)
  *          | RX_HDIGEST (header digest on) | header_done
  *   RX_AHS --> RX_HDIGEST | header_done
@@ -32,8 +41,9 @@
  * login; a conn in CONN_LOGIN has a login.
  *
  * Memory bounds: a PDU payload is at most what we declared
- * (MaxRecvDataSegmentLength, 8192 during login) or is discarded while read;
- * tasks are bounded by the CmdSN window plus ISCSI_MAX_IMMEDIATE_TASKS.
+ * (MaxRecvDataSegmentLength, 8192 during login); a longer one is never read
+ * (Reject, close). Tasks are bounded by the CmdSN window plus
+ * ISCSI_MAX_IMMEDIATE_TASKS.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -51,6 +61,8 @@
 /* How long a last PDU (login failure, Logout Response, Reject before a
  * close) may wait for the peer to read it. */
 #define CLOSING_TIMEOUT_MS 5000
+/* How long a shutdown waits for the commands of a conn inside scsi. */
+#define DRAIN_TIMEOUT_MS 10000
 
 static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg);
 static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg);
@@ -150,7 +162,7 @@ static void conn_update_events(struct iscsi_conn *c)
 
 	if (c->fd < 0)
 		return;
-	if (c->rx != RX_ERROR)
+	if (c->rx != RX_ERROR && !c->draining)
 		ev |= EV_READ;
 	if (c->want_write)
 		ev |= EV_WRITE;
@@ -241,7 +253,8 @@ static void conn_close_timeout(struct ev_loop *loop, struct ev_timer *t, void *a
 	struct iscsi_conn *c = arg;
 
 	c->close_timer = NULL;
-	iscsi_conn_close(c, "peer does not read the last PDU");
+	iscsi_conn_close(c, c->draining ? "server shutting down: drain timed out"
+					: "peer does not read the last PDU");
 }
 
 void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx)
@@ -776,8 +789,10 @@ static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 		iscsi_conn_close(c, "socket error");
 		return;
 	}
-	if (events & EPOLLOUT)
+	if (events & EPOLLOUT) {
 		tx_flush(c);
+		iscsi_conn_drain_check(c);
+	}
 }
 
 /* ---------------- keepalive ---------------- */
@@ -942,6 +957,12 @@ void iscsi_conn_evict(struct iscsi_wstate *w, uint64_t id)
 	}
 }
 
+void iscsi_conn_drain_check(struct iscsi_conn *c)
+{
+	if (c->draining && c->state == CONN_FFP && c->n_scsi == 0 && !c->txq)
+		iscsi_conn_close(c, "server shutting down: commands answered");
+}
+
 void iscsi_conn_shutdown_worker(void *arg)
 {
 	struct iscsi_wstate *w = arg;
@@ -949,6 +970,19 @@ void iscsi_conn_shutdown_worker(void *arg)
 
 	for (c = w->conns; c; c = next) {
 		next = c->next;
-		iscsi_conn_close(c, "server shutting down");
+		if (c->state != CONN_FFP || (c->n_scsi == 0 && !c->txq)) {
+			iscsi_conn_close(c, "server shutting down");
+			continue;
+		}
+		/* Commands inside scsi finish and are answered; new ones are
+		 * not read (a command waiting for Data-Out or its CmdSN turn
+		 * cannot complete and fails with the connection). */
+		c->draining = true;
+		conn_update_events(c);
+		if (c->close_timer)
+			continue;
+		c->close_timer = ev_timer_add(w->loop, DRAIN_TIMEOUT_MS, conn_close_timeout, c);
+		if (!c->close_timer)
+			iscsi_conn_close(c, "server shutting down");
 	}
 }

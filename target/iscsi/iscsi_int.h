@@ -250,6 +250,9 @@ struct iscsi_conn {
 	/* CONN_CLOSING: bounds how long a last PDU may wait for a peer that
 	 * does not read; NULL otherwise */
 	struct ev_timer *close_timer;
+	/* server shutdown: nothing more is read; closed once the commands
+	 * inside scsi are answered and the queue is written (or close_timer) */
+	bool draining;
 
 	/* full feature phase */
 	struct iscsi_session *sess;    /* owned by the conn (one conn per session) */
@@ -321,6 +324,9 @@ void iscsi_conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance);
 void iscsi_conn_send_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason);
 void iscsi_conn_enter_ffp(struct iscsi_conn *c);
 void iscsi_conn_task_released(struct iscsi_conn *c);
+/* A draining conn (shutdown) whose last command was answered and written
+ * is closed here. Call only where @c may be closed under the caller. */
+void iscsi_conn_drain_check(struct iscsi_conn *c);
 bool iscsi_conn_check(const struct iscsi_conn *c);
 
 /* ---------------- login.c ---------------- */
