@@ -1,0 +1,712 @@
+#!/usr/bin/env bash
+# The 4-bay NAS lab of issue 4 on one Linux machine (run as root).
+#
+# Builds a "NAS host" in its own network namespace joined to the root
+# namespace by two veth links (198.18.1.1 <-> 198.18.1.2 and 198.18.2.1 <->
+# 198.18.2.2, from 198.18.0.0/15, the benchmark range), each shaped with tc
+# tbf to RATE (2.5 Gbit/s) in both directions, runs bin/rtgtd inside it with
+# four HDD-modelled sparse member files (hdd = 260 MB/s, 8.5 ms, 7200 rpm),
+# and drives it with bin/rtgt-bench from the root namespace through the
+# published matrix (../shared/lab/seed-results.md, section 1):
+#
+#   RAID5, RAID6, RAID10 (4 members), one target on one link
+#   the same pools with two targets (two volumes of the pool), one per link
+#   2 x RAID1 (2 members each), one target per link
+#   x  1 MiB sequential write qd 8, 1 MiB sequential read qd 8 (per session),
+#      4 KiB random 70% read qd 32
+#
+# Results: OUT/results.md (table beside the published figures, requirement
+# checks, fairness), OUT/results.json (the same plus every rtgt-bench JSON),
+# OUT/results.png (gnuplot bar chart). OUT defaults to var/lab.
+#
+# Everything it creates (namespace, veths, qdiscs, rtgtd, member files, temp
+# files) is removed on exit, Ctrl-C included. Only the two lab subnets carry
+# traffic; nothing leaves the machine. One lab at a time (lock file).
+set -u
+set -o pipefail
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+PROG=lab.sh
+ARGS_ORIG="$*"
+
+usage() {
+	cat <<'EOF'
+usage: scripts/lab.sh [--links 1|2] [--rate RATE] [--quick] [--time N]
+                      [--out DIR] [--dir DIR] [--member-size SIZE] [--span SIZE]
+                      [--hdd MBPS:SEEK_MS:RPM | --no-hdd] [--keep-logs]
+
+Runs the 4-bay NAS lab (issue 4) in a network namespace as root and writes
+OUT/results.md, OUT/results.json and OUT/results.png.
+
+  --links 1|2          links to build and use (default 2); with 1 only the
+                       one-link configurations run
+  --rate RATE          tc rate of each link in each direction, e.g. 2.5gbit,
+                       1gbit, 900mbit (default 2.5gbit)
+  --quick              short runs, small members and spans (about 2-3 minutes)
+  --time N             seconds per benchmark run (default 10, quick 3)
+  --out DIR            where results go (default var/lab)
+  --dir DIR            where the sparse member files go (default /dev/shm
+                       when it has room, else /tmp)
+  --member-size SIZE   sparse size of each member (default 16G, quick 4G)
+  --span SIZE          region of each LUN the sequential runs use (default
+                       2G, quick 256M); random runs use the whole LUN
+  --hdd M:S:R          HDD model of every member (default 260:8.5:7200)
+  --no-hdd             no HDD model: members run at memory speed
+  --keep-logs          copy rtgtd logs into OUT/logs
+  --help               this text
+
+SIZE takes K, M, G suffixes (powers of 1024). Exit status: 0 when every run
+completed (requirement checks that fail are reported, not fatal), 1 when the
+lab could not be built or a run failed, 2 on bad usage.
+EOF
+}
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+bad_usage() { echo "$PROG: $*" >&2; echo "try: scripts/lab.sh --help" >&2; exit 2; }
+note() { echo "$PROG: $*" >&2; }
+
+to_bytes() {   # SIZE -> bytes, empty on a malformed size
+	local v=$1 n
+	n=${v%[KkMmGgTt]}
+	[[ $n =~ ^[0-9]+$ ]] || return 0
+	case $v in
+	*[Kk]) echo $((n << 10)) ;; *[Mm]) echo $((n << 20)) ;;
+	*[Gg]) echo $((n << 30)) ;; *[Tt]) echo $((n << 40)) ;;
+	*) echo "$n" ;;
+	esac
+}
+
+rate_bits() {   # tc-style rate (2.5gbit, 900mbit, 100kbit, 1000000bit) -> bit/s
+	awk -v r="$1" 'BEGIN {
+		r = tolower(r)
+		if (!match(r, /^[0-9]+(\.[0-9]+)?/)) exit 1
+		n = substr(r, 1, RLENGTH); u = substr(r, RLENGTH + 1)
+		if (u == "gbit") n *= 1e9; else if (u == "mbit") n *= 1e6
+		else if (u == "kbit") n *= 1e3; else if (u != "bit") exit 1
+		if (n < 1e6) exit 1
+		printf "%.0f\n", n }'
+}
+
+# ---------------------------------------------------------------- options
+LINKS=2
+RATE=2.5gbit
+QUICK=0
+TIME=
+OUT=var/lab
+DIR=
+MEMBER_SIZE=
+SPAN=
+HDD=260:8.5:7200
+KEEP_LOGS=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--links) [ $# -ge 2 ] || bad_usage "--links needs 1 or 2"; LINKS=$2; shift 2 ;;
+	--rate) [ $# -ge 2 ] || bad_usage "--rate needs a rate"; RATE=$2; shift 2 ;;
+	--quick) QUICK=1; shift ;;
+	--time) [ $# -ge 2 ] || bad_usage "--time needs seconds"; TIME=$2; shift 2 ;;
+	--out) [ $# -ge 2 ] || bad_usage "--out needs a directory"; OUT=$2; shift 2 ;;
+	--dir) [ $# -ge 2 ] || bad_usage "--dir needs a directory"; DIR=$2; shift 2 ;;
+	--member-size) [ $# -ge 2 ] || bad_usage "--member-size needs a size"; MEMBER_SIZE=$2; shift 2 ;;
+	--span) [ $# -ge 2 ] || bad_usage "--span needs a size"; SPAN=$2; shift 2 ;;
+	--hdd) [ $# -ge 2 ] || bad_usage "--hdd needs MBPS:SEEK_MS:RPM"; HDD=$2; shift 2 ;;
+	--no-hdd) HDD=; shift ;;
+	--keep-logs) KEEP_LOGS=1; shift ;;
+	--help|-h) usage; exit 0 ;;
+	*) bad_usage "unknown argument '$1'" ;;
+	esac
+done
+case $LINKS in 1|2) ;; *) bad_usage "--links must be 1 or 2, not '$LINKS'" ;; esac
+RATE_BPS=$(rate_bits "$RATE") || bad_usage "--rate '$RATE' is not a rate like 2.5gbit, 900mbit (>= 1mbit)"
+if [ "$QUICK" -eq 1 ]; then
+	: "${TIME:=3}" "${MEMBER_SIZE:=4G}" "${SPAN:=256M}"
+else
+	: "${TIME:=10}" "${MEMBER_SIZE:=16G}" "${SPAN:=2G}"
+fi
+[[ $TIME =~ ^[0-9]+$ ]] && [ "$TIME" -ge 1 ] && [ "$TIME" -le 3600 ] ||
+	bad_usage "--time must be 1..3600 seconds, not '$TIME'"
+member_b=$(to_bytes "$MEMBER_SIZE")
+span_b=$(to_bytes "$SPAN")
+[ -n "$member_b" ] && [ "$member_b" -ge $((256 << 20)) ] ||
+	bad_usage "--member-size '$MEMBER_SIZE' must be a size >= 256M"
+[ $((member_b % 4096)) -eq 0 ] || bad_usage "--member-size must be a multiple of 4K"
+[ -n "$span_b" ] && [ "$span_b" -ge $((16 << 20)) ] && [ $((span_b % (1 << 20))) -eq 0 ] ||
+	bad_usage "--span '$SPAN' must be a multiple of 1M, >= 16M"
+# the smallest LUN is 40% of a 4-member RAID6/RAID10 pool: 0.8 member
+[ "$span_b" -le $((member_b * 3 / 4)) ] ||
+	bad_usage "--span must be at most 3/4 of --member-size (the smallest LUN is 40% of a RAID6 pool)"
+HDD_MBPS='' HDD_SEEK='' HDD_RPM=''
+if [ -n "$HDD" ]; then
+	IFS=: read -r HDD_MBPS HDD_SEEK HDD_RPM extra <<<"$HDD"
+	[[ $HDD_MBPS =~ ^[0-9]+(\.[0-9]+)?$ && $HDD_SEEK =~ ^[0-9]+(\.[0-9]+)?$ &&
+		$HDD_RPM =~ ^[0-9]+$ && -z $extra ]] ||
+		bad_usage "--hdd '$HDD' must be MBPS:SEEK_MS:RPM, e.g. 260:8.5:7200"
+fi
+
+# ---------------------------------------------------------------- preconditions
+[ "$(id -u)" -eq 0 ] || die "must run as root (it creates a network namespace, veth links and tc qdiscs); try: sudo scripts/lab.sh"
+for t in ip tc awk sed grep truncate mktemp; do
+	command -v "$t" >/dev/null || die "'$t' not found (install iproute2 / coreutils)"
+done
+RTGTD=$ROOT/bin/rtgtd
+BENCH=$ROOT/bin/rtgt-bench
+[ -x "$RTGTD" ] || die "$RTGTD missing: run make first"
+[ -x "$BENCH" ] || die "$BENCH missing: run make first"
+HAVE_GNUPLOT=1
+command -v gnuplot >/dev/null || { HAVE_GNUPLOT=0; note "gnuplot not found: no PNG chart (apt-get install gnuplot-nox)"; }
+
+# one lab at a time: a second one would add the same addresses
+if command -v flock >/dev/null; then
+	exec 9>/run/lock/rtgt-lab.lock 2>/dev/null || exec 9>/tmp/rtgt-lab.lock
+	flock -n 9 || die "another lab is running (lock /run/lock/rtgt-lab.lock)"
+fi
+if ip -4 -o addr show | grep -Eq ' inet 198\.18\.(1|2)\.'; then
+	die "198.18.1.0/24 or 198.18.2.0/24 is already configured in the root namespace (a lab left over, or another user): $(ip -4 -o addr show | grep -E ' inet 198\.18\.(1|2)\.' | awk '{print $2, $4}' | tr '\n' ' ')"
+fi
+
+mkdir -p "$OUT" || die "cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
+if [ -z "$DIR" ]; then
+	# worst case written per pool: two spans on RAID6 (x2) plus random writes
+	need=$((span_b * 4 + (1 << 30)))
+	shm_free=$(df -B1 --output=avail /dev/shm 2>/dev/null | tail -1)
+	if [ -n "$shm_free" ] && [ "$shm_free" -gt $((need * 2)) ]; then DIR=/dev/shm; else DIR=/tmp; fi
+fi
+[ -d "$DIR" ] || die "--dir $DIR is not a directory"
+
+# ---------------------------------------------------------------- state + cleanup
+NS=rtgt-nas-$$
+C1=rlc1-$$ N1=rln1-$$ C2=rlc2-$$ N2=rln2-$$
+NAS1=198.18.1.1 CLI1=198.18.1.2 NAS2=198.18.2.1 CLI2=198.18.2.2
+PORT=3260            # inside the lab namespace only: no clash with the host
+work=
+members_dir=
+daemon_pid=
+bench_pid=
+ns_made=0
+
+stop_daemon() {
+	[ -n "$daemon_pid" ] || return 0
+	kill -TERM "$daemon_pid" 2>/dev/null
+	for _ in $(seq 150); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$daemon_pid" 2>/dev/null; then
+		note "rtgtd ($daemon_pid) did not stop on SIGTERM within 15 s: killing it"
+		kill -KILL "$daemon_pid" 2>/dev/null
+	fi
+	wait "$daemon_pid" 2>/dev/null
+	daemon_pid=
+}
+
+cleanup() {
+	trap "" INT TERM   # finish cleaning up even when hit again
+	if [ -n "$bench_pid" ]; then
+		kill -TERM "$bench_pid" 2>/dev/null
+		wait "$bench_pid" 2>/dev/null
+	fi
+	stop_daemon
+	if [ "$ns_made" -eq 1 ]; then
+		# anything else still running in the lab namespace was started by us
+		for p in $(ip netns pids "$NS" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+		ip link del "$C1" 2>/dev/null
+		ip link del "$C2" 2>/dev/null
+		ip netns del "$NS" 2>/dev/null
+	fi
+	[ -n "$members_dir" ] && rm -rf "$members_dir"
+	[ -n "$work" ] && rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo; note "interrupted: cleaning up"; exit 130' INT TERM HUP
+
+work=$(mktemp -d /tmp/rtgt-lab.XXXXXX) || die "cannot create a temp directory"
+members_dir=$(mktemp -d "$DIR/rtgt-lab-members.XXXXXX") || die "cannot create a directory in $DIR"
+
+# ---------------------------------------------------------------- network
+# burst: 1 ms worth of the rate (>= 64 KiB) so one GSO segment always fits
+# and TCP is not starved between token refills; latency caps the queue.
+BURST=$(awk -v b="$RATE_BPS" 'BEGIN { x = int(b / 8 / 1000); if (x < 65536) x = 65536; print x }')
+shape() {   # dev [netns]
+	local cmd=(tc)
+	[ $# -ge 2 ] && cmd=(ip netns exec "$2" tc)
+	"${cmd[@]}" qdisc replace dev "$1" root tbf rate "$RATE_BPS"bit burst "$BURST" latency 5ms
+}
+link_up() {   # n client-dev nas-dev client-ip nas-ip
+	ip link add "$2" type veth peer name "$3" || return 1
+	ip link set "$3" netns "$NS" || return 1
+	ip addr add "$4/24" dev "$2" || return 1
+	ip link set "$2" up || return 1
+	ip -n "$NS" addr add "$5/24" dev "$3" || return 1
+	ip -n "$NS" link set "$3" up || return 1
+	shape "$2" || return 1
+	shape "$3" "$NS" || return 1
+	# traffic to the NAS address must leave through this veth, nowhere else
+	ip -o route get "$5" | grep -q " dev $2 " || { note "route to $5 does not use $2"; return 1; }
+}
+ip netns add "$NS" || die "cannot create network namespace $NS"
+ns_made=1
+ip -n "$NS" link set lo up || die "cannot bring up lo in $NS"
+link_up 1 "$C1" "$N1" "$CLI1" "$NAS1" || die "cannot build link 1 ($C1 <-> $NS/$N1)"
+if [ "$LINKS" -eq 2 ]; then
+	link_up 2 "$C2" "$N2" "$CLI2" "$NAS2" || die "cannot build link 2 ($C2 <-> $NS/$N2)"
+fi
+note "namespace $NS: link1 $CLI1 -> $NAS1 ($C1)$([ "$LINKS" -eq 2 ] && echo ", link2 $CLI2 -> $NAS2 ($C2)"), tbf $RATE ($RATE_BPS bit/s, burst $BURST B) both directions"
+
+# ---------------------------------------------------------------- daemon
+# write_conf name level hdd(0|1) then pool/target lines on stdin are built here
+IQN_BASE=iqn.2026-11.org.rtgt:lab
+conf_daemon() {
+	printf 'daemon = { workers = 2; control = "%s/rtgtd.sock"; log_level = "warn"; };\n' "$work"
+}
+conf_portals() {
+	if [ "$LINKS" -eq 2 ]; then
+		printf 'portals = ( { name = "nic1"; listen = "%s:%s"; }, { name = "nic2"; listen = "%s:%s"; } );\n' \
+			"$NAS1" "$PORT" "$NAS2" "$PORT"
+	else
+		printf 'portals = ( { name = "nic1"; listen = "%s:%s"; } );\n' "$NAS1" "$PORT"
+	fi
+}
+conf_pool() {   # name level hdd(0|1) member-names...
+	local name=$1 level=$2 hdd=$3 m list=
+	shift 3
+	for m in "$@"; do list="$list${list:+, }\"$members_dir/$m.img\""; done
+	printf '  { name = "%s"; level = "%s"; chunk = "64K"; members = ( %s );\n' "$name" "$level" "$list"
+	printf '    create_size = "%sK"; direct_io = false;' $((member_b >> 10))
+	if [ "$hdd" -eq 1 ] && [ -n "$HDD" ]; then
+		printf '\n    hdd = { mbps = %s; avg_seek_ms = %s; rpm = %s; };' "$HDD_MBPS" "$HDD_SEEK" "$HDD_RPM"
+	fi
+	printf ' }'
+}
+conf_target() {   # iqn portal pool volume size
+	printf '  { iqn = "%s"; portals = ( "%s" ); allow = ( "ALL" );\n' "$1" "$2"
+	printf '    luns = ( { lun = 0; pool = "%s"; volume = "%s"; size = "%s"; } ); }' "$3" "$4" "$5"
+}
+
+wait_portal() {   # ip: until rtgtd accepts on ip:PORT or dies
+	for _ in $(seq 150); do
+		kill -0 "$daemon_pid" 2>/dev/null || return 1
+		(exec 3<>"/dev/tcp/$1/$PORT") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+start_daemon() {   # conf-file
+	rm -f "$members_dir"/*.img
+	ip netns exec "$NS" "$RTGTD" -c "$1" > "$work/rtgtd.log" 2>&1 &
+	daemon_pid=$!
+	if ! wait_portal "$NAS1" || { [ "$LINKS" -eq 2 ] && ! wait_portal "$NAS2"; }; then
+		sed 's/^/  rtgtd: /' "$work/rtgtd.log" | tail -20 >&2
+		die "rtgtd did not start (config $1)"
+	fi
+}
+
+finish_daemon() {   # label
+	stop_daemon
+	if [ "$KEEP_LOGS" -eq 1 ]; then
+		mkdir -p "$OUT/logs" && cp "$work/rtgtd.log" "$OUT/logs/rtgtd-$1.log"
+	fi
+	if grep -q ' ERR\|error' "$work/rtgtd.log"; then
+		note "rtgtd ($1) logged errors:"
+		grep ' ERR\|error' "$work/rtgtd.log" | head -5 | sed 's/^/  /' >&2
+	fi
+	rm -f "$members_dir"/*.img
+}
+
+# ---------------------------------------------------------------- benchmark runs
+# Results, keyed "config|workload": total MB/s, IOPS, p99 ms, per-session
+# MB/s and shares (space separated), bytes of each session (space separated).
+declare -A R_MBPS R_IOPS R_P99 R_SMBPS R_SHARE R_BYTES R_JSON
+failed=0
+url_of() { echo "iscsi://$1:$PORT/$2/0"; }
+
+field_list() {   # json key -> values in document order (sessions..., total)
+	grep -o "\"$2\":[0-9.eE+-]*" <<<"$1" | sed 's/.*://'
+}
+
+bench() {   # key label timeout-extra bench-args... (urls included)
+	local key=$1 label=$2 extra=$3 out rc vals
+	shift 3
+	# in the background so that a signal reaches the trap at once; timeout
+	# bounds a run whose target stopped answering
+	timeout -s TERM $((TIME + extra + 60)) "$BENCH" --json --quiet \
+		--initiator-name "$IQN_BASE:client" "$@" > "$work/bench.out" 2> "$work/bench.err" &
+	bench_pid=$!
+	wait "$bench_pid"
+	rc=$?
+	bench_pid=
+	out=$(cat "$work/bench.out")
+	if [ "$rc" -ne 0 ] || [ -z "$out" ]; then
+		note "$label failed (rtgt-bench exit $rc):"
+		sed 's/^/  /' "$work/bench.err" | tail -8 >&2
+		failed=1
+	fi
+	[ -n "$out" ] || out=null
+	R_JSON[$key]=$out
+	vals=$(field_list "$out" mbps); R_MBPS[$key]=$(tail -1 <<<"$vals"); R_SMBPS[$key]=$(head -n -1 <<<"$vals" | tr '\n' ' ')
+	vals=$(field_list "$out" iops); R_IOPS[$key]=$(tail -1 <<<"$vals")
+	vals=$(field_list "$out" p99); R_P99[$key]=$(tail -1 <<<"$vals")
+	vals=$(field_list "$out" share); R_SHARE[$key]=$(head -n -1 <<<"$vals" | tr '\n' ' ')
+	vals=$(field_list "$out" bytes); R_BYTES[$key]=$(head -n -1 <<<"$vals" | tr '\n' ' ')
+	printf '  %-34s %8.1f MB/s %8.0f IOPS  p99 %8.2f ms  shares %s\n' "$label" \
+		"${R_MBPS[$key]:-0}" "${R_IOPS[$key]:-0}" "${R_P99[$key]:-0}" "${R_SHARE[$key]:--}" >&2
+}
+
+# the sequential read span: what the sequential write of the same sessions
+# covered (it wraps at SPAN), so reads return written data, never holes
+read_span() {   # seqwrite-key
+	local min
+	min=$(tr ' ' '\n' <<<"${R_BYTES[$1]:-}" | awk 'NF { if (m == "" || $1 < m) m = $1 } END { print m + 0 }')
+	min=$(( (min >> 20) << 20 ))
+	if [ "$min" -lt $((16 << 20)) ] || [ "$min" -gt "$span_b" ]; then min=$span_b; fi
+	echo "$min"
+}
+
+WORKLOADS=(seqwrite seqread randrw)
+declare -A WL_NAME=([seqwrite]="1M seq write qd8" [seqread]="1M seq read qd8" [randrw]="4K random 70/30 qd32")
+
+run_config() {   # config-key label url...
+	local cfg=$1 label=$2 span
+	shift 2
+	local urls=() u
+	for u in "$@"; do urls+=(--url "$u"); done
+	bench "$cfg|seqwrite" "$label seqwrite" 0 "${urls[@]}" \
+		--pattern seqwrite --bs 1M --qd 8 --time "$TIME" --span "$span_b"
+	span=$(read_span "$cfg|seqwrite")
+	bench "$cfg|seqread" "$label seqread" 0 "${urls[@]}" \
+		--pattern seqread --bs 1M --qd 8 --time "$TIME" --span "$span"
+	bench "$cfg|randrw" "$label randrw" 0 "${urls[@]}" \
+		--pattern randrw --rwmix 70 --bs 4K --qd 32 --time "$TIME"
+}
+
+# Is the HDD model in this build? A 4 KiB random read at qd 1 costs a seek
+# plus half a rotation (~10 ms) on a modelled disk, microseconds in memory.
+HDD_ACTIVE=unknown
+HDD_PROBE_MS=
+probe_hdd() {   # url
+	[ -n "$HDD" ] || { HDD_ACTIVE=off; return; }
+	bench "probe|randread" "hdd model probe (4K rand read qd1)" 0 --url "$1" \
+		--pattern randrw --rwmix 100 --bs 4K --qd 1 --time 1
+	HDD_PROBE_MS=$(field_list "${R_JSON[probe|randread]}" p50 | tail -1)
+	if [ -z "$HDD_PROBE_MS" ]; then HDD_ACTIVE=unknown
+	elif awk -v p="$HDD_PROBE_MS" 'BEGIN { exit !(p >= 2) }'; then HDD_ACTIVE=yes
+	else HDD_ACTIVE=no
+	fi
+	note "HDD model active: $HDD_ACTIVE (4K random read p50 ${HDD_PROBE_MS:-?} ms)"
+}
+
+CONFIGS=()   # in run order
+declare -A CFG_LABEL CFG_LINKS CFG_TARGETS
+add_cfg() { CONFIGS+=("$1"); CFG_LABEL[$1]=$2; CFG_LINKS[$1]=$3; CFG_TARGETS[$1]=$4; }
+
+t_start=$(date +%s)
+note "members: 4 x $MEMBER_SIZE sparse in $members_dir, span $SPAN, $TIME s per run, hdd ${HDD:-none}"
+
+# ---- link calibration: memory-backed RAID0 (no HDD model), 1 MiB qd 8
+cal_time=$(( TIME < 5 ? TIME : 5 ))
+{
+	conf_daemon
+	printf 'pools = (\n'; conf_pool mem raid0 0 c0 c1; printf '\n);\n'
+	conf_portals
+	printf 'targets = (\n'
+	conf_target "$IQN_BASE:mem.a" nic1 mem a 40%
+	[ "$LINKS" -eq 2 ] && { printf ',\n'; conf_target "$IQN_BASE:mem.b" nic2 mem b 40%; }
+	printf '\n);\n'
+} > "$work/mem.conf"
+# the calibration pool is small: it only has to hold the calibration span
+# (each 40% volume >= span: two members of 1.5 spans)
+sed -i "s/create_size = \"[0-9]*K\"/create_size = \"$(( (span_b * 3 / 2 >> 10) + 4096 ))K\"/" "$work/mem.conf"
+start_daemon "$work/mem.conf"
+note "link calibration (memory-backed raid0, $cal_time s per run)"
+save_time=$TIME; TIME=$cal_time
+bench "cal1|seqwrite" "link1 raw seqwrite" 0 --url "$(url_of $NAS1 "$IQN_BASE:mem.a")" \
+	--pattern seqwrite --bs 1M --qd 8 --time "$TIME" --span "$span_b"
+bench "cal1|seqread" "link1 raw seqread" 0 --url "$(url_of $NAS1 "$IQN_BASE:mem.a")" \
+	--pattern seqread --bs 1M --qd 8 --time "$TIME" --span "$(read_span "cal1|seqwrite")"
+if [ "$LINKS" -eq 2 ]; then
+	bench "cal2|seqwrite" "link1+2 raw seqwrite" 0 --url "$(url_of $NAS1 "$IQN_BASE:mem.a")" \
+		--url "$(url_of $NAS2 "$IQN_BASE:mem.b")" --pattern seqwrite --bs 1M --qd 8 --time "$TIME" --span "$span_b"
+	bench "cal2|seqread" "link1+2 raw seqread" 0 --url "$(url_of $NAS1 "$IQN_BASE:mem.a")" \
+		--url "$(url_of $NAS2 "$IQN_BASE:mem.b")" --pattern seqread --bs 1M --qd 8 --time "$TIME" \
+		--span "$(read_span "cal2|seqwrite")"
+fi
+TIME=$save_time
+finish_daemon mem
+
+# ---- RAID5 / RAID6 / RAID10, one pool of four members: one volume per link
+for level in raid5 raid6 raid10; do
+	{
+		conf_daemon
+		printf 'pools = (\n'; conf_pool nas "$level" 1 d0 d1 d2 d3; printf '\n);\n'
+		conf_portals
+		printf 'targets = (\n'
+		if [ "$LINKS" -eq 2 ]; then
+			conf_target "$IQN_BASE:$level.a" nic1 nas a 40%; printf ',\n'
+			conf_target "$IQN_BASE:$level.b" nic2 nas b 40%
+		else
+			conf_target "$IQN_BASE:$level.a" nic1 nas a 80%
+		fi
+		printf '\n);\n'
+	} > "$work/$level.conf"
+	note "$level: 4 members$([ "$LINKS" -eq 2 ] && echo ", volumes a (40%) on nic1 and b (40%) on nic2" || echo ", volume a (80%) on nic1")"
+	start_daemon "$work/$level.conf"
+	ua=$(url_of $NAS1 "$IQN_BASE:$level.a")
+	[ "$HDD_ACTIVE" = unknown ] && probe_hdd "$ua"
+	add_cfg "$level-1L" "${level^^}, 1 target, 1 link" 1 1
+	run_config "$level-1L" "$level 1 link" "$ua"
+	if [ "$LINKS" -eq 2 ]; then
+		add_cfg "$level-2L" "${level^^}, 2 targets on 1 pool, 2 links" 2 2
+		run_config "$level-2L" "$level 2 targets 2 links" "$ua" "$(url_of $NAS2 "$IQN_BASE:$level.b")"
+	fi
+	finish_daemon "$level"
+done
+
+# ---- 2 x RAID1, one target per pool and link
+if [ "$LINKS" -eq 2 ]; then
+	{
+		conf_daemon
+		printf 'pools = (\n'
+		conf_pool m1 raid1 1 d0 d1; printf ',\n'
+		conf_pool m2 raid1 1 d2 d3; printf '\n);\n'
+		conf_portals
+		printf 'targets = (\n'
+		conf_target "$IQN_BASE:raid1.a" nic1 m1 a 80%; printf ',\n'
+		conf_target "$IQN_BASE:raid1.b" nic2 m2 b 80%
+		printf '\n);\n'
+	} > "$work/raid1x2.conf"
+	note "2 x raid1: pools m1 (d0,d1) and m2 (d2,d3), a (80% of m1) on nic1, b (80% of m2) on nic2"
+	start_daemon "$work/raid1x2.conf"
+	add_cfg "2xraid1-2L" "2 x RAID1, 1 target each, 2 links" 2 2
+	run_config "2xraid1-2L" "2xraid1 2 links" "$(url_of $NAS1 "$IQN_BASE:raid1.a")" \
+		"$(url_of $NAS2 "$IQN_BASE:raid1.b")"
+	finish_daemon raid1x2
+fi
+t_total=$(( $(date +%s) - t_start ))
+
+# ---------------------------------------------------------------- published figures
+# seed-results.md section 1; numeric value (for checks and the chart) and text
+declare -A PUB_NUM PUB_TXT
+pub() { PUB_NUM[$1]=$2; PUB_TXT[$1]=$3; }
+pub "raid5-1L|seqwrite" 290 "~290 MB/s (link bound)"
+pub "raid5-1L|seqread" 290 "~290 MB/s (link bound)"
+pub "raid5-1L|randrw" "" "2nd (RAID10 > RAID5 > RAID6)"
+pub "raid6-1L|seqwrite" "" "slightly below RAID5"
+pub "raid6-1L|seqread" "" "-"
+pub "raid6-1L|randrw" "" "3rd"
+pub "raid10-1L|seqwrite" 290 "~290 MB/s (link bound)"
+pub "raid10-1L|seqread" 290 "~290 MB/s (link bound)"
+pub "raid10-1L|randrw" "" "1st"
+for l in raid5 raid6 raid10; do
+	pub "$l-2L|seqwrite" 375 "350-400 MB/s"
+	pub "$l-2L|seqread" 375 "350-400 MB/s"
+	pub "$l-2L|randrw" "" "-"
+done
+pub "2xraid1-2L|seqwrite" 522 "522 MB/s"
+pub "2xraid1-2L|seqread" 572 "572 MB/s"
+pub "2xraid1-2L|randrw" "" "-"
+
+# ---------------------------------------------------------------- checks
+CHECKS=()   # "name|required|measured|pass(yes/no/n.a.)"
+num() { awk -v x="${1:-}" 'BEGIN { if (x == "") print "-"; else printf "%.1f", x }'; }
+ge() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+gt() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+yn() { if "$@"; then echo yes; else echo no; fi }
+have() { [ -n "${R_MBPS[$1]:-}" ]; }
+add_check() { CHECKS+=("$1|$2|$3|$4"); }
+
+if have "2xraid1-2L|seqwrite"; then
+	add_check "2 x RAID1, 2 links, seq write" ">= 480 MB/s" "$(num "${R_MBPS[2xraid1-2L|seqwrite]}") MB/s" \
+		"$(yn ge "${R_MBPS[2xraid1-2L|seqwrite]}" 480)"
+	add_check "2 x RAID1, 2 links, seq read" ">= 530 MB/s" "$(num "${R_MBPS[2xraid1-2L|seqread]:-}") MB/s" \
+		"$(yn ge "${R_MBPS[2xraid1-2L|seqread]:-}" 530)"
+fi
+for w in seqwrite seqread; do
+	add_check "RAID5, 1 link, ${WL_NAME[$w]}" ">= 265 MB/s" "$(num "${R_MBPS[raid5-1L|$w]:-}") MB/s" \
+		"$(yn ge "${R_MBPS[raid5-1L|$w]:-}" 265)"
+done
+# within 1%: two link-bound runs differ by noise
+r5w=${R_MBPS[raid5-1L|seqwrite]:-} r6w=${R_MBPS[raid6-1L|seqwrite]:-}
+add_check "RAID6 seq write not above RAID5's (1 link)" "RAID6 <= RAID5 (+1% noise)" \
+	"$(num "$r6w") vs $(num "$r5w") MB/s" \
+	"$(yn ge "$(awk -v a="${r5w:-0}" 'BEGIN { print a * 1.01 }')" "${r6w:-x}")"
+i10=${R_IOPS[raid10-1L|randrw]:-} i5=${R_IOPS[raid5-1L|randrw]:-} i6=${R_IOPS[raid6-1L|randrw]:-}
+add_check "mixed random order (1 link)" "RAID10 > RAID5 > RAID6" \
+	"$(num "$i10") > $(num "$i5") > $(num "$i6") IOPS" \
+	"$(if gt "$i10" "$i5" && gt "$i5" "$i6"; then echo yes; else echo no; fi)"
+if have "2xraid1-2L|seqwrite"; then
+	for w in seqwrite seqread; do
+		ref=${R_MBPS[2xraid1-2L|$w]:-}
+		for l in raid5 raid10 raid6; do
+			v=${R_MBPS[$l-2L|$w]:-}
+			add_check "${l^^} 2 targets on 1 pool, 2 links, ${WL_NAME[$w]} (beyond the box)" \
+				">= 90% of 2 x RAID1 ($(num "$(awk -v r="${ref:-0}" 'BEGIN { print r * 0.9 }')") MB/s)" \
+				"$(num "$v") MB/s ($(awk -v a="${v:-0}" -v r="${ref:-0}" 'BEGIN { if (r > 0) printf "%.0f%%", 100 * a / r; else print "-" }'))" \
+				"$(if [ "$l" = raid6 ]; then echo "n.a. (not required)"; else yn ge "${v:-}" "$(awk -v r="${ref:-0}" 'BEGIN { print r * 0.9 }')"; fi)"
+		done
+	done
+fi
+# fairness: no session below 80% of an even share, in every multi-session run
+unfair=
+nmulti=0
+for cfg in "${CONFIGS[@]}"; do
+	for w in "${WORKLOADS[@]}"; do
+		s=${R_SHARE[$cfg|$w]:-}
+		n=$(wc -w <<<"$s")
+		[ "$n" -ge 2 ] || continue
+		nmulti=$((nmulti + 1))
+		low=$(tr ' ' '\n' <<<"$s" | awk -v n="$n" 'NF && $1 < 0.8 / n { printf "%s ", $1 }')
+		[ -n "$low" ] && unfair="$unfair $cfg/$w:$low"
+	done
+done
+if [ "$nmulti" -gt 0 ]; then
+	add_check "fairness: every session >= 80% of an even share ($nmulti two-session runs)" ">= 0.40 each" \
+		"$( [ -n "$unfair" ] && echo "below:$unfair" || echo "all >= 0.40")" "$( [ -z "$unfair" ] && echo yes || echo no)"
+fi
+
+# ---------------------------------------------------------------- results.md
+HOSTNOTE="$(uname -sr), $(nproc) cores"
+GIT_REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+pct() { awk -v x="${1:-}" 'BEGIN { if (x == "") print "-"; else printf "%.0f%%", x * 100 }'; }
+shares_txt() {   # cfg -> "w 50/50, r 49/51, rand 50/50" for multi-session configs
+	local cfg=$1 w s out='' parts
+	for w in "${WORKLOADS[@]}"; do
+		s=${R_SHARE[$cfg|$w]:-}
+		[ "$(wc -w <<<"$s")" -ge 2 ] || continue
+		parts=$(tr ' ' '\n' <<<"$s" | awk 'NF { printf "%s%.0f", (n++ ? "/" : ""), $1 * 100 }')
+		out="$out${out:+, }${w/seq/} $parts%"
+	done
+	echo "${out:--}"
+}
+{
+	echo "# rtgt NAS lab results"
+	echo
+	echo "Command: \`scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}\`  "
+	echo "rtgt $GIT_REV on $HOSTNOTE, $(date -u '+%Y-%m-%d %H:%M UTC'), $t_total s in all.  "
+	echo "Links: $LINKS x veth, tc tbf $RATE each direction. Members: 4 x $MEMBER_SIZE sparse files in $DIR, direct_io = false, HDD model ${HDD:-off} (mbps:seek_ms:rpm), active in this build: **$HDD_ACTIVE**${HDD_PROBE_MS:+ (4K random read p50 $HDD_PROBE_MS ms)}.  "
+	echo "Runs: $TIME s each; sequential runs 1 MiB qd 8 per session over the first $SPAN of each LUN (reads over what the write covered); random runs 4 KiB 70% read qd 32 per session over the whole LUN."
+	echo
+	echo "Link calibration (memory-backed RAID0, no HDD model; the ceiling of the shaped links plus the target):"
+	echo
+	echo "| path | seq write MB/s | seq read MB/s |"
+	echo "|---|---|---|"
+	echo "| link 1 | $(num "${R_MBPS[cal1|seqwrite]:-}") | $(num "${R_MBPS[cal1|seqread]:-}") |"
+	[ "$LINKS" -eq 2 ] && echo "| links 1+2 together | $(num "${R_MBPS[cal2|seqwrite]:-}") | $(num "${R_MBPS[cal2|seqread]:-}") |"
+	echo
+	echo "| configuration | seq write MB/s | published | seq read MB/s | published | random 70/30 IOPS | published | session shares |"
+	echo "|---|---|---|---|---|---|---|---|"
+	for cfg in "${CONFIGS[@]}"; do
+		printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "${CFG_LABEL[$cfg]}" \
+			"$(num "${R_MBPS[$cfg|seqwrite]:-}")" "${PUB_TXT[$cfg|seqwrite]}" \
+			"$(num "${R_MBPS[$cfg|seqread]:-}")" "${PUB_TXT[$cfg|seqread]}" \
+			"$(awk -v x="${R_IOPS[$cfg|randrw]:-}" 'BEGIN { if (x == "") print "-"; else printf "%.0f", x }')" \
+			"${PUB_TXT[$cfg|randrw]}" "$(shares_txt "$cfg")"
+	done
+	echo
+	echo "Requirements (issue 4, \"What it must show\"):"
+	echo
+	echo "| check | required | measured | met |"
+	echo "|---|---|---|---|"
+	for c in "${CHECKS[@]}"; do
+		IFS='|' read -r a b m p <<<"$c"
+		echo "| $a | $b | $m | $p |"
+	done
+	if [ "$HDD_ACTIVE" != yes ]; then
+		echo
+		echo "**The HDD model was not active in this run**: members ran at memory speed, so the"
+		echo "figures show the links and the target, not spinning disks, and the disk-bound checks"
+		echo "(RAID6 below RAID5, the random order, two streams on one pool) say nothing yet."
+	fi
+	echo
+	echo "p99 latency (ms): $(for cfg in "${CONFIGS[@]}"; do for w in "${WORKLOADS[@]}"; do
+		printf '%s %s %s; ' "$cfg" "$w" "$(num "${R_P99[$cfg|$w]:-}")"; done; done)"
+} > "$OUT/results.md"
+
+# ---------------------------------------------------------------- results.json
+jstr() { printf '"%s"' "$(sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1")"; }
+jnum() { if [ -n "${1:-}" ]; then printf '%s' "$1"; else printf 'null'; fi }
+jarr() { local s=$1; [ -n "${s// }" ] || { printf '[]'; return; }; printf '[%s]' "$(tr -s ' ' '\n' <<<"$s" | awk 'NF' | paste -sd,)"; }
+{
+	printf '{"lab":{"command":%s,"rev":%s,"date":%s,"seconds":%s,' "$(jstr "scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}")" \
+		"$(jstr "$GIT_REV")" "$(jstr "$(date -u +%FT%TZ)")" "$t_total"
+	printf '"links":%s,"rate":%s,"rate_bps":%s,"tbf_burst":%s,"quick":%s,"time":%s,' "$LINKS" \
+		"$(jstr "$RATE")" "$RATE_BPS" "$BURST" "$([ "$QUICK" -eq 1 ] && echo true || echo false)" "$TIME"
+	printf '"members":4,"member_bytes":%s,"member_dir":%s,"span_bytes":%s,' "$member_b" "$(jstr "$DIR")" "$span_b"
+	if [ -n "$HDD" ]; then
+		printf '"hdd":{"mbps":%s,"avg_seek_ms":%s,"rpm":%s},' "$HDD_MBPS" "$HDD_SEEK" "$HDD_RPM"
+	else
+		printf '"hdd":null,'
+	fi
+	printf '"hdd_active":%s,"hdd_probe_p50_ms":%s,' "$(jstr "$HDD_ACTIVE")" "$(jnum "$HDD_PROBE_MS")"
+	printf '"calibration":{"link1":{"write_mbps":%s,"read_mbps":%s}' \
+		"$(jnum "${R_MBPS[cal1|seqwrite]:-}")" "$(jnum "${R_MBPS[cal1|seqread]:-}")"
+	[ "$LINKS" -eq 2 ] && printf ',"links12":{"write_mbps":%s,"read_mbps":%s}' \
+		"$(jnum "${R_MBPS[cal2|seqwrite]:-}")" "$(jnum "${R_MBPS[cal2|seqread]:-}")"
+	printf '}},\n"results":['
+	first=1
+	for cfg in "${CONFIGS[@]}"; do
+		for w in "${WORKLOADS[@]}"; do
+			k="$cfg|$w"
+			[ "$first" -eq 1 ] || printf ',\n'
+			first=0
+			printf '{"config":%s,"label":%s,"links":%s,"targets":%s,"workload":%s,' "$(jstr "$cfg")" \
+				"$(jstr "${CFG_LABEL[$cfg]}")" "${CFG_LINKS[$cfg]}" "${CFG_TARGETS[$cfg]}" "$(jstr "$w")"
+			printf '"mbps":%s,"iops":%s,"p99_ms":%s,"session_mbps":%s,"shares":%s,' \
+				"$(jnum "${R_MBPS[$k]:-}")" "$(jnum "${R_IOPS[$k]:-}")" "$(jnum "${R_P99[$k]:-}")" \
+				"$(jarr "${R_SMBPS[$k]:-}")" "$(jarr "${R_SHARE[$k]:-}")"
+			printf '"published":{"mbps":%s,"text":%s},"bench":%s}' "$(jnum "${PUB_NUM[$k]:-}")" \
+				"$(jstr "${PUB_TXT[$k]:-}")" "${R_JSON[$k]:-null}"
+		done
+	done
+	printf '],\n"checks":['
+	first=1
+	for c in "${CHECKS[@]}"; do
+		IFS='|' read -r a b m p <<<"$c"
+		[ "$first" -eq 1 ] || printf ',\n'
+		first=0
+		printf '{"check":%s,"required":%s,"measured":%s,"met":%s}' "$(jstr "$a")" "$(jstr "$b")" \
+			"$(jstr "$m")" "$(case $p in yes) echo true;; no) echo false;; *) echo null;; esac)"
+	done
+	printf ']}\n'
+} > "$OUT/results.json"
+
+# ---------------------------------------------------------------- results.png
+if [ "$HAVE_GNUPLOT" -eq 1 ]; then
+	dat=$work/chart.dat
+	{
+		echo "# label write read pub_write pub_read iops"
+		for cfg in "${CONFIGS[@]}"; do
+			printf '"%s" %s %s %s %s %s\n' "$cfg" \
+				"${R_MBPS[$cfg|seqwrite]:-?}" "${R_MBPS[$cfg|seqread]:-?}" \
+				"${PUB_NUM[$cfg|seqwrite]:-?}" "${PUB_NUM[$cfg|seqread]:-?}" "${R_IOPS[$cfg|randrw]:-?}"
+		done
+	} > "$dat"
+	if ! gnuplot > "$work/gnuplot.err" 2>&1 <<GP; then
+set terminal pngcairo size 1200,900 font "sans,10"
+set output "$OUT/results.png"
+set datafile missing "?"
+set multiplot layout 2,1 title "rtgt NAS lab: $LINKS x $RATE links, 4 members, HDD model ${HDD:-off} (active: $HDD_ACTIVE), $TIME s runs"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set grid ytics
+set key outside right top
+set xtics rotate by -20 noenhanced
+set ylabel "MB/s"
+set yrange [0:*]
+set title "1 MiB sequential, qd 8 per session (published: seed-results.md; 350-400 shown as 375)"
+plot "$dat" using 2:xtic(1) title "write" lc rgb "#1f77b4", \
+     "" using 3 title "read" lc rgb "#ff7f0e", \
+     "" using 4 title "published write" lc rgb "#aec7e8", \
+     "" using 5 title "published read" lc rgb "#ffbb78"
+set ylabel "IOPS"
+set title "4 KiB random 70% read, qd 32 per session (published order: RAID10 > RAID5 > RAID6)"
+plot "$dat" using 6:xtic(1) title "random 70/30" lc rgb "#2ca02c"
+unset multiplot
+GP
+		note "gnuplot failed: $(head -3 "$work/gnuplot.err")"
+		failed=1
+	fi
+fi
+
+cat "$OUT/results.md"
+note "results: $OUT/results.md $OUT/results.json$([ "$HAVE_GNUPLOT" -eq 1 ] && echo " $OUT/results.png") ($t_total s)"
+[ "$failed" -eq 0 ] || { note "some runs failed (see above)"; exit 1; }
+exit 0
