@@ -586,9 +586,9 @@ static Suite *final_suite(void)
 	return s;
 }
 
-/* Repeats the failures after the daemon's log, then one summary in Check's
- * format, so that the tail of the output (what scripts/run-tests.sh shows)
- * says what failed. */
+/* Repeats the failures (after the daemon's log), then one summary of both
+ * runners in Check's format: the tail of the output is what
+ * scripts/run-tests.sh shows. */
 static void report(SRunner *const *runners, unsigned n)
 {
 	int checks = 0, failures = 0, errors = 0;
@@ -648,8 +648,8 @@ int main(void)
 		fflush(stdout);
 		harness_dump_log(&D, stderr, 25);
 		fflush(stderr);
-		report(sr, 2);
 	}
+	report(sr, 2);
 	srunner_free(sr[0]);
 	srunner_free(sr[1]);
 	harness_fini(&D);
