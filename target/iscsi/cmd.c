@@ -115,6 +115,7 @@ static void task_free(struct iscsi_task *t)
 
 	if (t->immediate && c->n_imm)
 		c->n_imm--;
+	c->buf_bytes -= t->cmd.buf_len;
 	free(t->cmd.buf);
 	free(t);
 	iscsi_conn_task_released(c);
@@ -301,11 +302,23 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 		t->unsol_open = false;
 		return 0;
 	}
+	if (edtl && c->buf_bytes && c->buf_bytes + edtl > ISCSI_CONN_BUF_BUDGET) {
+		/* Not an error of the command: the initiator retries it once
+		 * earlier commands have finished (SAM-5 5.3.3). */
+		LOG_DBG(MOD, "%s: ITT 0x%x: TASK SET FULL (%llu bytes of buffers held)",
+			c->peer_str, itt, (unsigned long long)c->buf_bytes);
+		t->early_status = true;
+		t->cmd.status = SCSI_TASK_SET_FULL;
+		t->cmd.xfer_len = edtl;
+		t->unsol_open = false;
+		return 0;
+	}
 	if (edtl) {
 		t->cmd.buf = malloc(edtl);
 		if (!t->cmd.buf)
 			return -ENOMEM;
 		t->cmd.buf_len = edtl;
+		c->buf_bytes += edtl;
 	}
 	if (t->cmd.dir_write) {
 		t->received = dsl;

@@ -40,6 +40,11 @@ struct iscsi_tmfop;
 /* Immediate commands do not consume the CmdSN window; cap them per
  * connection so a flood cannot grow memory without bound. */
 #define ISCSI_MAX_IMMEDIATE_TASKS 64u
+/* Data buffers of one connection's commands, in total: a command that would
+ * go over is answered TASK SET FULL (unless the conn holds none, so a
+ * single maximal command always runs). With the CmdSN window and
+ * ISCSI_MAX_IMMEDIATE_TASKS this bounds a connection's memory. */
+#define ISCSI_CONN_BUF_BUDGET (64u << 20)
 
 /* Per-target counters, updated from every worker thread. */
 struct iscsi_tgt_stats {
@@ -260,6 +265,7 @@ struct iscsi_conn {
 	struct iscsi_neg neg;          /* kept for text renegotiation */
 	struct iscsi_task *tasks;
 	unsigned n_tasks, n_imm, n_scsi;
+	uint64_t buf_bytes;            /* sum of live tasks' cmd.buf_len */
 	uint32_t next_ttt;
 	struct iscsi_tmfop *tmfs;      /* TMFs waiting for their tasks, in arrival order */
 	uint32_t next_tmf_id;

@@ -1,6 +1,9 @@
 /* tests/unit/test_cmd.c - target/iscsi/cmd.c: residual computation and the
- * Data-In split (MaxRecvDataSegmentLength, MaxBurstLength F bits). */
+ * Data-In split (MaxRecvDataSegmentLength, MaxBurstLength F bits), the
+ * per-connection data buffer budget. */
 #include <check.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "target/iscsi/iscsi_int.h"
 
@@ -52,6 +55,88 @@ START_TEST(t03_datain_final)
 }
 END_TEST
 
+/* A connection in full feature phase with just what iscsi_cmd_prepare()
+ * looks at. */
+struct fake {
+	struct iscsi_server srv;
+	struct iscsi_wstate w;
+	struct iscsi_session sess;
+	struct iscsi_conn c;
+	struct scsi_target *targets[1];
+};
+
+static void fake_init(struct fake *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->srv.targets = f->targets;
+	f->w.srv = &f->srv;
+	f->sess.type = ISCSI_SESSION_NORMAL;
+	f->sess.target = 0;
+	f->c.srv = &f->srv;
+	f->c.w = &f->w;
+	f->c.sess = &f->sess;
+	f->c.state = CONN_FFP;
+	iscsi_params_default(&f->c.params);
+	strcpy(f->c.peer_str, "test");
+}
+
+static struct iscsi_req *read_req(uint32_t itt, uint32_t edtl)
+{
+	struct iscsi_req *r = calloc(1, sizeof(*r));
+
+	ck_assert_ptr_nonnull(r);
+	r->bhs[0] = ISCSI_OP_SCSI_CMD;
+	r->bhs[1] = ISCSI_FLAG_FINAL | ISCSI_CMD_READ | 1;
+	iscsi_put32(r->bhs + ISCSI_OFF_ITT, itt);
+	iscsi_put32(r->bhs + ISCSI_OFF_EDTL, edtl);
+	r->bhs[ISCSI_OFF_CDB] = 0x88;    /* READ 16; never executed here */
+	r->cmdsn = itt;
+	return r;
+}
+
+START_TEST(t04_buffer_budget)
+{
+	enum { N = ISCSI_CONN_BUF_BUDGET / SCSI_MAX_XFER + 2 };
+	struct iscsi_req *reqs[N];
+	struct fake f;
+
+	fake_init(&f);
+	/* maximal reads fill the budget exactly, then TASK SET FULL */
+	for (unsigned i = 0; i < N; i++) {
+		reqs[i] = read_req(i + 1, SCSI_MAX_XFER);
+		ck_assert_int_eq(iscsi_cmd_prepare(&f.c, reqs[i]), 0);
+		ck_assert_ptr_nonnull(reqs[i]->task);
+		if ((uint64_t)(i + 1) * SCSI_MAX_XFER <= ISCSI_CONN_BUF_BUDGET) {
+			ck_assert_msg(!reqs[i]->task->early_status, "command %u refused", i);
+			ck_assert_ptr_nonnull(reqs[i]->task->cmd.buf);
+		} else {
+			ck_assert_msg(reqs[i]->task->early_status, "command %u over budget ran", i);
+			ck_assert_uint_eq(reqs[i]->task->cmd.status, SCSI_TASK_SET_FULL);
+			ck_assert_ptr_null(reqs[i]->task->cmd.buf);
+		}
+	}
+	ck_assert_uint_eq(f.c.buf_bytes, ISCSI_CONN_BUF_BUDGET);
+	/* freeing gives the bytes back */
+	for (unsigned i = 0; i < N; i++)
+		iscsi_req_free(reqs[i]);
+	ck_assert_uint_eq(f.c.buf_bytes, 0);
+	ck_assert_uint_eq(f.c.n_tasks, 0);
+	ck_assert_ptr_null(f.c.tasks);
+
+	/* one command alone always gets its buffer, even over the budget's
+	 * remainder: a small one still fits next to it */
+	reqs[0] = read_req(1, SCSI_MAX_XFER);
+	reqs[1] = read_req(2, 4096);
+	ck_assert_int_eq(iscsi_cmd_prepare(&f.c, reqs[0]), 0);
+	ck_assert_int_eq(iscsi_cmd_prepare(&f.c, reqs[1]), 0);
+	ck_assert(!reqs[0]->task->early_status && !reqs[1]->task->early_status);
+	ck_assert_uint_eq(f.c.buf_bytes, SCSI_MAX_XFER + 4096);
+	iscsi_req_free(reqs[0]);
+	iscsi_req_free(reqs[1]);
+	ck_assert_uint_eq(f.c.buf_bytes, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cmd");
@@ -64,6 +149,7 @@ int main(void)
 		{ "01_residuals", t01_residuals },
 		{ "02_datain_split", t02_datain_split },
 		{ "03_datain_final", t03_datain_final },
+		{ "04_buffer_budget", t04_buffer_budget },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
