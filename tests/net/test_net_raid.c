@@ -456,6 +456,7 @@ static void wait_pool(const char *want, bool scrub_done)
 /* ---- the levels ---- */
 
 struct level {
+	const char *tag;        /* tcase name suffix */
 	const char *name;
 	unsigned n;             /* members */
 	unsigned nfail;         /* members failed first (d<fail[i]>.img) */
@@ -467,10 +468,12 @@ struct level {
 /* raid10 near-2 mirrors (0,1) and (2,3): losing 1 and 2 leaves one copy of
  * each; after the rebuild, losing 0 and 3 leaves only the rebuilt ones. */
 static const struct level LV[] = {
-	{ "raid1", 3, 2, { 1, 2 }, 1, { 0 } },
-	{ "raid5", 4, 1, { 1 }, 1, { 0 } },
-	{ "raid6", 4, 2, { 1, 2 }, 2, { 0, 3 } },
-	{ "raid10", 4, 2, { 1, 2 }, 2, { 0, 3 } },
+	{ "raid1", "raid1", 3, 2, { 1, 2 }, 1, { 0 } },
+	{ "raid5", "raid5", 4, 1, { 1 }, 1, { 0 } },
+	{ "raid6", "raid6", 4, 2, { 1, 2 }, 2, { 0, 3 } },
+	{ "raid10", "raid10", 4, 2, { 1, 2 }, 2, { 0, 3 } },
+	/* one loss only, then its partner: the mirror path on its own */
+	{ "raid10_one", "raid10", 4, 1, { 1 }, 1, { 0 } },
 };
 
 static char *dname(char *buf, size_t len, unsigned i)
@@ -794,7 +797,8 @@ START_TEST(t05_beyond_redundancy)
 			      t->sense.key == SCSI_SENSE_HARDWARE_ERROR,
 			      "READ 16 on a failed pool: sense key 0x%x, expected MEDIUM or "
 			      "HARDWARE ERROR", t->sense.key);
-		ck_assert_msg(t->datain.size == 0, "READ 16 on a failed pool returned %d bytes",
+		/* libiscsi leaves the sense data (2 + at most 252 bytes) in datain */
+		ck_assert_msg(t->datain.size <= 254, "READ 16 on a failed pool returned %d bytes",
 			      t->datain.size);
 		scsi_free_scsi_task(t);
 	}
@@ -968,7 +972,7 @@ static Suite *raid_suite(void)
 				char name[64];
 				TCase *tc;
 
-				snprintf(name, sizeof(name), "%s_%s", tests[i].name, LV[l].name);
+				snprintf(name, sizeof(name), "%s_%s", tests[i].name, LV[l].tag);
 				/* Check keeps the pointer: the names must outlive the suite */
 				tc = tcase_create(strdup(name));
 				tcase_add_checked_fixture(tc, setup, teardown);
