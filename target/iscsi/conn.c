@@ -67,14 +67,25 @@
 static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg);
 static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg);
 
+static size_t tx_own_size(const struct iscsi_tx *tx)
+{
+	return sizeof(*tx) + (tx->own ? tx->dlen : 0);
+}
+
 bool iscsi_conn_check(const struct iscsi_conn *c)
 {
 	unsigned n = 0;
 	const struct iscsi_tx *tx;
 
-	for (tx = c->txq; tx; tx = tx->next)
+	size_t own = 0;
+
+	for (tx = c->txq; tx; tx = tx->next) {
 		n++;
-	if (n != c->txq_len)
+		own += tx_own_size(tx);
+	}
+	if (n != c->txq_len || own != c->txq_own)
+		return false;
+	if (c->rx_paused != (c->txq_own > ISCSI_TXQ_OWN_MAX) && c->state != CONN_CLEANUP)
 		return false;
 	if (c->n_scsi > c->n_tasks)
 		return false;
@@ -162,11 +173,26 @@ static void conn_update_events(struct iscsi_conn *c)
 
 	if (c->fd < 0)
 		return;
-	if (c->rx != RX_ERROR && !c->draining)
+	if (c->rx != RX_ERROR && !c->draining && !c->rx_paused)
 		ev |= EV_READ;
 	if (c->want_write)
 		ev |= EV_WRITE;
 	ev_io_mod(c->w->loop, c->fd, ev);
+}
+
+/* Pauses or resumes reading as the queue's own memory crosses
+ * ISCSI_TXQ_OWN_MAX. */
+static void conn_rx_gate(struct iscsi_conn *c)
+{
+	bool pause = c->txq_own > ISCSI_TXQ_OWN_MAX;
+
+	if (pause == c->rx_paused)
+		return;
+	c->rx_paused = pause;
+	if (pause)
+		LOG_DBG(MOD, "%s: peer does not read: %zu bytes queued, reading paused",
+			c->peer_str, c->txq_own);
+	conn_update_events(c);
 }
 
 static void tx_want_write(struct iscsi_conn *c, bool on)
@@ -214,6 +240,7 @@ static int tx_flush(struct iscsi_conn *c)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				tx_want_write(c, true);
+				conn_rx_gate(c);
 				return 0;
 			}
 			iscsi_conn_close(c, "write error");
@@ -235,6 +262,7 @@ static int tx_flush(struct iscsi_conn *c)
 			if (!c->txq)
 				c->txq_tail = NULL;
 			c->txq_len--;
+			c->txq_own -= tx_own_size(tx);
 			c->tx_pdus++;
 			if (tx->close_after) {
 				tx_free(tx);
@@ -245,6 +273,7 @@ static int tx_flush(struct iscsi_conn *c)
 		}
 	}
 	tx_want_write(c, false);
+	conn_rx_gate(c);
 	return 0;
 }
 
@@ -278,10 +307,13 @@ void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx)
 		c->txq = tx;
 	c->txq_tail = tx;
 	c->txq_len++;
+	c->txq_own += tx_own_size(tx);
 	/* Write at once when nothing was waiting: most responses leave in the
 	 * call that produced them, without a trip through epoll. */
 	if (!c->want_write)
 		tx_flush(c);
+	else
+		conn_rx_gate(c);
 }
 
 static void conn_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason,
@@ -427,6 +459,7 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 	}
 	c->txq_tail = NULL;
 	c->txq_len = 0;
+	c->txq_own = 0;
 	if (c->rx_req) {
 		iscsi_req_free(c->rx_req);
 		c->rx_req = NULL;
@@ -692,7 +725,7 @@ static void conn_rx(struct iscsi_conn *c)
 {
 	static __thread uint8_t scratch[16384];
 
-	for (int budget = RX_BUDGET; budget > 0 && c->rx != RX_ERROR;) {
+	for (int budget = RX_BUDGET; budget > 0 && c->rx != RX_ERROR && !c->rx_paused;) {
 		uint8_t *dst;
 		uint32_t want;
 		ssize_t n;

@@ -45,6 +45,7 @@ struct iscsi_tmfop;
  * single maximal command always runs). With the CmdSN window and
  * ISCSI_MAX_IMMEDIATE_TASKS this bounds a connection's memory. */
 #define ISCSI_CONN_BUF_BUDGET (64u << 20)
+#define ISCSI_TXQ_OWN_MAX (1u << 20)
 
 /* Per-target counters, updated from every worker thread. */
 struct iscsi_tgt_stats {
@@ -246,6 +247,12 @@ struct iscsi_conn {
 	/* transmit */
 	struct iscsi_tx *txq, *txq_tail;
 	unsigned txq_len;
+	/* Memory the queue itself owns (tx structs and own payloads; task
+	 * buffers are bounded by ISCSI_CONN_BUF_BUDGET). Over
+	 * ISCSI_TXQ_OWN_MAX reading pauses (rx_paused) until the peer reads:
+	 * a peer sending NOP-Outs but never reading cannot grow it. */
+	size_t txq_own;
+	bool rx_paused;
 	bool want_write;
 	uint32_t stat_sn;              /* next StatSN to assign */
 

@@ -358,6 +358,9 @@ static void nop_out(struct iscsi_conn *c, struct iscsi_req *req)
 	tx->own = req->data;
 	tx->data = req->data;
 	tx->dlen = req->dlen;
+	/* ...but never beyond what the initiator declared it can take. */
+	if (c->params.max_xmit_dsl && tx->dlen > c->params.max_xmit_dsl)
+		tx->dlen = c->params.max_xmit_dsl;
 	req->data = NULL;
 	iscsi_conn_fill_sn(c, tx->hdr, true);
 	iscsi_req_free(req);

@@ -1,7 +1,8 @@
 /*
  * tests/net/test_net_nop.c - NOP-In keepalive and dead-peer detection
- * (daemon.nop_interval / nop_timeout), and max_connections eviction, over
- * raw TCP against a real rtgtd.
+ * (daemon.nop_interval / nop_timeout), max_connections eviction, and
+ * back-pressure on a peer that does not read, over raw TCP against a real
+ * rtgtd.
  *
  * Each test starts its own rtgtd (nop_interval = 1, nop_timeout = 2), logs
  * in by hand (one Login Request: operational stage straight to full feature
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +85,7 @@ static void raw_login(struct raw *r, uint8_t isid_last)
 	n = harness_kv_add(kv, sizeof(kv), n, "SessionType", "Normal");
 	n = harness_kv_add(kv, sizeof(kv), n, "HeaderDigest", "None");
 	n = harness_kv_add(kv, sizeof(kv), n, "DataDigest", "None");
+	n = harness_kv_add(kv, sizeof(kv), n, "MaxRecvDataSegmentLength", "262144");
 	ck_assert(n > 0);
 	len = harness_build_login(pdu, sizeof(pdu), &h, kv, n);
 	ck_assert(len > 0);
@@ -293,6 +297,63 @@ START_TEST(t05_max_connections_evicts_oldest_idle)
 }
 END_TEST
 
+/* A peer that sends but never reads: NOP-Out echoes pile up on the target
+ * until it stops reading; memory stays bounded and every echo arrives once
+ * the peer reads again. */
+START_TEST(t06_peer_not_reading_is_throttled)
+{
+	enum { DLEN = 64 * 1024, MAX_PDUS = 2000 };
+	uint8_t *pdu = calloc(1, HARNESS_BHS_LEN + DLEN), bhs[HARNESS_BHS_LEN];
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 500 * 1000 };
+	long rss0, rss1;
+	unsigned sent = 0, got = 0;
+	struct raw r;
+
+	ck_assert_ptr_nonnull(pdu);
+	start_daemon("nop_interval = 0;");
+	raw_login(&r, 6);
+	rss0 = harness_rss_kb(D.pid);
+	ck_assert_int_gt(rss0, 0);
+	ck_assert_int_eq(setsockopt(r.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+	pdu[0] = 0x40 | OP_NOP_OUT;
+	pdu[1] = 0x80;
+	harness_put_be24(pdu + 5, DLEN);
+	harness_put_be32(pdu + 20, RSVD_TAG);
+	memset(pdu + HARNESS_BHS_LEN, 0x5a, DLEN);
+	/* 125 MiB offered; the target must stop taking it long before */
+	while (sent < MAX_PDUS) {
+		int rc;
+
+		harness_put_be32(pdu + 16, 0x1000 + sent);
+		harness_put_be32(pdu + 24, r.cmdsn);
+		harness_put_be32(pdu + 28, r.expstatsn);
+		rc = harness_tcp_send(r.fd, pdu, HARNESS_BHS_LEN + DLEN);
+		if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+			break;     /* possibly mid-PDU: stop sending for good */
+		ck_assert_msg(rc == 0, "send %u: %s", sent, strerror(-rc));
+		sent++;
+	}
+	ck_assert_msg(sent < MAX_PDUS, "the target took %u x 64 KiB without anyone reading",
+		      sent);
+	rss1 = harness_rss_kb(D.pid);
+	ck_assert_msg(rss1 - rss0 < 32 * 1024, "rtgtd grew by %ld KiB for a peer that does not "
+		      "read (%u PDUs sent)", rss1 - rss0, sent);
+	/* reading again: every complete NOP-Out gets its echo, in order */
+	while (got < sent) {
+		int op = next_pdu(&r, bhs, 5000);
+
+		ck_assert_msg(op >= 0, "echo %u of %u missing (%s)", got, sent, strerror(-op));
+		ck_assert_int_eq(op, OP_NOP_IN);
+		ck_assert_uint_eq(harness_get_be32(bhs + 16), 0x1000 + got);
+		ck_assert_uint_eq(harness_get_be24(bhs + 5), DLEN);
+		got++;
+	}
+	close(r.fd);
+	free(pdu);
+	stop_daemon();
+}
+END_TEST
+
 int main(void)
 {
 	const struct {
@@ -304,6 +365,7 @@ int main(void)
 		{ "03_busy_peer_not_pinged", t03_busy_peer_not_pinged },
 		{ "04_keepalive_off", t04_keepalive_off },
 		{ "05_max_connections_evicts_oldest_idle", t05_max_connections_evicts_oldest_idle },
+		{ "06_peer_not_reading_is_throttled", t06_peer_not_reading_is_throttled },
 	};
 	Suite *s = suite_create("net_nop");
 	SRunner *sr;
