@@ -1,8 +1,8 @@
 /*
  * tests/net/test_net_nop.c - NOP-In keepalive and dead-peer detection
  * (daemon.nop_interval / nop_timeout), max_connections eviction, and
- * back-pressure on a peer that does not read, over raw TCP against a real
- * rtgtd.
+ * back-pressure on a peer that does not read, and a SIGTERM with commands
+ * in flight, over raw TCP against a real rtgtd.
  *
  * Each test starts its own rtgtd (nop_interval = 1, nop_timeout = 2), logs
  * in by hand (one Login Request: operational stage straight to full feature
@@ -11,6 +11,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -354,6 +355,101 @@ START_TEST(t06_peer_not_reading_is_throttled)
 }
 END_TEST
 
+/* SIGTERM with commands inside scsi: they are answered (GOOD, with their
+ * data), then the connection closes and rtgtd exits 0. Slow members (the
+ * lab HDD model at 1 MB/s) keep the reads in flight long enough. */
+START_TEST(t07_sigterm_answers_commands_in_flight)
+{
+	enum { N = 24, LEN = 64 * 1024 };
+	uint8_t *cmds = calloc(N, HARNESS_BHS_LEN), bhs[HARNESS_BHS_LEN];
+	bool answered[N] = { false };
+	unsigned n_answered = 0;
+	struct raw r;
+	int rc, op;
+
+	ck_assert_ptr_nonnull(cmds);
+	rc = harness_init(&D);
+	ck_assert_int_eq(rc, 0);
+	harness_fini_at_exit(&D);
+	rc = harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\";\n"
+		"           nop_interval = 0; };\n"
+		"pools = ( { name = \"p\"; level = \"raid1\"; chunk = \"64K\";\n"
+		"            members = ( \"d0.img\", \"d1.img\" ); create_size = \"32M\";\n"
+		"            hdd = { mbps = 1; avg_seek_ms = 1.0; rpm = 7200; }; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( %s );\n", D.port, HARNESS_TARGET_DEFAULT);
+	ck_assert_int_eq(rc, 0);
+	rc = harness_start(&D);
+	if (rc)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(rc == 0, "rtgtd did not start: %s", strerror(-rc));
+	raw_login(&r, 7);
+	/* a TEST UNIT READY first takes the power-on UNIT ATTENTION */
+	{
+		uint8_t tur[HARNESS_BHS_LEN] = { 0 };
+
+		tur[0] = 0x01;
+		tur[1] = 0x80 | 0x01;
+		harness_put_be32(tur + 16, 0x4ff);
+		harness_put_be32(tur + 24, r.cmdsn++);
+		harness_put_be32(tur + 28, r.expstatsn);
+		ck_assert_int_eq(harness_tcp_send(r.fd, tur, sizeof(tur)), 0);
+		op = next_pdu(&r, bhs, 5000);
+		ck_assert_msg(op == 0x21, "TEST UNIT READY: opcode %d", op);
+		r.expstatsn = harness_get_be32(bhs + 24) + 1;
+	}
+	/* N READ 10 of 64 KiB at different places, in one write */
+	for (unsigned i = 0; i < N; i++) {
+		uint8_t *b = cmds + i * HARNESS_BHS_LEN;
+
+		b[0] = 0x01;
+		b[1] = 0x80 | 0x40 | 0x01;                   /* F, R, SIMPLE */
+		harness_put_be32(b + 16, 0x500 + i);          /* ITT */
+		harness_put_be32(b + 20, LEN);                /* EDTL */
+		harness_put_be32(b + 24, r.cmdsn + i);
+		harness_put_be32(b + 28, r.expstatsn);
+		b[32] = 0x28;                                 /* READ 10 */
+		harness_put_be32(b + 34, i * 1024);           /* LBA, 512 KiB apart */
+		b[39] = (LEN / 512) >> 8;
+		b[40] = (LEN / 512) & 0xff;
+	}
+	ck_assert_int_eq(harness_tcp_send(r.fd, cmds, (size_t)N * HARNESS_BHS_LEN), 0);
+	/* the first Data-In shows the commands are running; then SIGTERM */
+	op = next_pdu(&r, bhs, 10000);
+	ck_assert_msg(op == 0x25, "expected a Data-In, got %d", op);
+	ck_assert_int_eq(kill(D.pid, SIGTERM), 0);
+	for (;;) {
+		uint32_t itt;
+
+		if (bhs[0] == 0x25 && (bhs[1] & 0x01)) {        /* Data-In with S */
+			itt = harness_get_be32(bhs + 16) - 0x500;
+			ck_assert_msg(itt < N && !answered[itt], "bad or repeated ITT 0x%x",
+				      itt + 0x500);
+			ck_assert_msg(bhs[3] == 0, "ITT 0x%x: status 0x%02x", itt + 0x500, bhs[3]);
+			answered[itt] = true;
+			n_answered++;
+		} else {
+			ck_assert_msg(bhs[0] == 0x25, "unexpected opcode 0x%02x", bhs[0]);
+		}
+		op = next_pdu(&r, bhs, 15000);
+		if (op == -EPIPE)
+			break;
+		ck_assert_msg(op >= 0, "neither PDUs nor a close after SIGTERM (%s)",
+			      strerror(-op));
+	}
+	ck_assert_msg(n_answered == N, "only %u of %u commands in flight answered at SIGTERM",
+		      n_answered, N);
+	rc = harness_stop(&D);
+	if (rc)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(rc == 0, "rtgtd exited %d", rc);
+	close(r.fd);
+	free(cmds);
+	harness_fini(&D);
+}
+END_TEST
+
 int main(void)
 {
 	const struct {
@@ -366,6 +462,7 @@ int main(void)
 		{ "04_keepalive_off", t04_keepalive_off },
 		{ "05_max_connections_evicts_oldest_idle", t05_max_connections_evicts_oldest_idle },
 		{ "06_peer_not_reading_is_throttled", t06_peer_not_reading_is_throttled },
+		{ "07_sigterm_answers_commands_in_flight", t07_sigterm_answers_commands_in_flight },
 	};
 	Suite *s = suite_create("net_nop");
 	SRunner *sr;
