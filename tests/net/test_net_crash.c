@@ -175,7 +175,7 @@ static void read_region(uint8_t *out, uint32_t bs, const char *when)
 
 /* ---- rtgtctl ---- */
 
-/* bin/rtgtctl -s DIR/rtgtd.sock ARGS... (NULL-terminated); stdout and stderr
+/* $RTGTCTL or bin/rtgtctl -s DIR/rtgtd.sock ARGS... (NULL-terminated); stdout and stderr
  * into @out. Returns the exit code or a negative errno. */
 static int ctl(char *out, size_t outlen, ...)
 {
@@ -188,7 +188,8 @@ static int ctl(char *out, size_t outlen, ...)
 	pid_t pid;
 
 	snprintf(sock, sizeof(sock), "%s/rtgtd.sock", D.dir);
-	argv[n++] = "bin/rtgtctl";
+	/* like harness_rtgtd_path(): $RTGTCTL or the repo's build */
+	argv[n++] = getenv("RTGTCTL") && *getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
 	argv[n++] = "-s";
 	argv[n++] = sock;
 	va_start(ap, outlen);

@@ -268,7 +268,7 @@ static void write_pattern(uint64_t seed, uint64_t start, uint64_t stride)
 /* ---- rtgtctl ---- */
 
 /*
- * Runs bin/rtgtctl -s DIR/rtgtd.sock ARGS... (NULL-terminated) with stdout and
+ * Runs $RTGTCTL or bin/rtgtctl -s DIR/rtgtd.sock ARGS... (NULL-terminated) with stdout and
  * stderr into @out. Returns the exit code or a negative errno.
  */
 static int ctl(char *out, size_t outlen, ...)
@@ -282,7 +282,8 @@ static int ctl(char *out, size_t outlen, ...)
 	pid_t pid;
 
 	snprintf(sock, sizeof(sock), "%s/rtgtd.sock", D.dir);
-	argv[n++] = "bin/rtgtctl";
+	/* like harness_rtgtd_path(): $RTGTCTL or the repo's build */
+	argv[n++] = getenv("RTGTCTL") && *getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
 	argv[n++] = "-s";
 	argv[n++] = sock;
 	va_start(ap, outlen);
