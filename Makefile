@@ -5,6 +5,13 @@
 CC      ?= cc
 SAN     ?=
 O       := build
+# Binaries of the sanitizer build live apart (bin-san/) so that neither
+# flavour can ever run a stale binary of the other; the test scripts find
+# rtgtd and rtgtctl through $RTGTD / $RTGTCTL.
+B       := bin
+PREFIX  ?= /usr/local
+DESTDIR ?=
+FUZZ_SECONDS ?= 60
 PKGS    := libconfig liburing libisal libcrypto json-c
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -15,7 +22,15 @@ ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 O       := build-san
+B       := bin-san
+# Any sanitizer report fails the test that triggered it.
+export ASAN_OPTIONS  := halt_on_error=1:abort_on_error=1:detect_leaks=1:$(ASAN_OPTIONS)
+export UBSAN_OPTIONS := halt_on_error=1:abort_on_error=1:print_stacktrace=1:$(UBSAN_OPTIONS)
+# leaks inside third-party libraries, each documented in the file
+export LSAN_OPTIONS  := suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0:$(LSAN_OPTIONS)
 endif
+export RTGTD    := $(CURDIR)/$(B)/rtgtd
+export RTGTCTL  := $(CURDIR)/$(B)/rtgtctl
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -25,15 +40,15 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/%.o)
 D_SRCS    := target/daemon/main.c
 D_OBJS    := $(D_SRCS:%.c=$(O)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=bin/tests/%)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 NET_SRCS  := $(wildcard tests/net/test_*.c)
-NET_BINS  := $(NET_SRCS:tests/net/%.c=bin/tests/%)
+NET_BINS  := $(NET_SRCS:tests/net/%.c=$(B)/tests/%)
 TEST_HELPERS := $(wildcard tests/lib/*.c)
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 
-BINS := bin/rtgtd bin/rtgtctl bin/rtgt-bench
+BINS := $(B)/rtgtd $(B)/rtgtctl $(B)/rtgt-bench
 
-.PHONY: all run check unit nettest conformance clean deps lab
+.PHONY: all run check unit nettest conformance clean deps lab fuzz fuzz-build install uninstall
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -44,24 +59,24 @@ $(O)/librtgt.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-bin/rtgtd: $(D_OBJS) $(O)/librtgt.a
-	@mkdir -p bin
+$(B)/rtgtd: $(D_OBJS) $(O)/librtgt.a
+	@mkdir -p $(B)
 	$(CC) $(LDFLAGS) -o $@ $(D_OBJS) $(O)/librtgt.a $(LDLIBS)
 
-bin/rtgtctl: $(O)/target/tools/rtgtctl.o $(O)/librtgt.a
-	@mkdir -p bin
+$(B)/rtgtctl: $(O)/target/tools/rtgtctl.o $(O)/librtgt.a
+	@mkdir -p $(B)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-bin/rtgt-bench: $(O)/target/tools/rtgt-bench.o
-	@mkdir -p bin
+$(B)/rtgt-bench: $(O)/target/tools/rtgt-bench.o
+	@mkdir -p $(B)
 	$(CC) $(LDFLAGS) -o $@ $^ -liscsi -ljson-c -lpthread -lm
 
-bin/tests/%: $(O)/tests/unit/%.o $(TEST_HELPER_OBJS) $(O)/librtgt.a
-	@mkdir -p bin/tests
+$(B)/tests/%: $(O)/tests/unit/%.o $(TEST_HELPER_OBJS) $(O)/librtgt.a
+	@mkdir -p $(B)/tests
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(O)/librtgt.a $(LDLIBS) $(CHECK_LIBS) -liscsi
 
-bin/tests/%: $(O)/tests/net/%.o $(TEST_HELPER_OBJS) $(O)/librtgt.a
-	@mkdir -p bin/tests
+$(B)/tests/%: $(O)/tests/net/%.o $(TEST_HELPER_OBJS) $(O)/librtgt.a
+	@mkdir -p $(B)/tests
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(O)/librtgt.a $(LDLIBS) $(CHECK_LIBS) -liscsi
 
 deps:
@@ -69,7 +84,7 @@ deps:
 
 run: deps
 	$(MAKE) all
-	bin/rtgtd -c conf/examples/quickstart.conf
+	$(B)/rtgtd -c conf/examples/quickstart.conf
 
 unit: $(UNIT_BINS)
 	@scripts/run-tests.sh unit $(UNIT_BINS)
@@ -89,7 +104,65 @@ lab: deps
 	$(MAKE) all
 	scripts/lab.sh $(LAB_ARGS)
 
-clean:
-	rm -rf build build-san bin
+# ---- fuzzing (tests/fuzz, libFuzzer; clang only, objects in build-fuzz/) ----
+FUZZ_CC     ?= clang
+FUZZ_O      := build-fuzz
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror -Wshadow \
+               -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter -Wformat=2 \
+               -Wno-format-nonliteral -Wvla -D_GNU_SOURCE -I. -MMD -MP -pthread \
+               -fsanitize=fuzzer-no-link $(FUZZ_SAN)
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=bin/fuzz/%)
 
--include $(shell find build build-san -name '*.d' 2>/dev/null)
+$(FUZZ_O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_O)/librtgt.a: $(LIB_SRCS:%.c=$(FUZZ_O)/%.o)
+	rm -f $@ && ar rcs $@ $^
+
+bin/fuzz/%: $(FUZZ_O)/tests/fuzz/%.o $(FUZZ_O)/librtgt.a
+	@mkdir -p bin/fuzz
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
+
+# keep the objects make would otherwise delete as intermediates
+.SECONDARY: $(FUZZ_SRCS:%.c=$(FUZZ_O)/%.o)
+
+fuzz-build: deps
+	$(MAKE) $(FUZZ_BINS)
+
+# Every target runs FUZZ_SECONDS on a scratch copy of its seed corpus; a
+# crash, leak, sanitizer report or broken invariant fails the run and leaves
+# its input under var/fuzz/.
+fuzz: fuzz-build
+	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+# ---- install ----
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(PREFIX)/share/rtgt/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -m 0755 bin/rtgtd $(DESTDIR)$(PREFIX)/sbin/rtgtd
+	install -m 0755 bin/rtgtctl bin/rtgt-bench $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 conf/examples/*.conf conf/examples/rtgt.conf.default \
+		$(DESTDIR)$(PREFIX)/share/rtgt/examples/
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' conf/systemd/rtgtd.service.in \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
+	install -d -m 0755 $(DESTDIR)/etc/rtgt
+	@if [ -e $(DESTDIR)/etc/rtgt/rtgt.conf ]; then \
+		echo "install: keeping existing $(DESTDIR)/etc/rtgt/rtgt.conf"; \
+	else \
+		install -m 0640 conf/examples/rtgt.conf.default $(DESTDIR)/etc/rtgt/rtgt.conf; \
+	fi
+
+# Leaves /etc/rtgt/rtgt.conf: it is the administrator's.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/rtgtd $(DESTDIR)$(PREFIX)/bin/rtgtctl \
+		$(DESTDIR)$(PREFIX)/bin/rtgt-bench $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
+	rm -rf $(DESTDIR)$(PREFIX)/share/rtgt
+
+clean:
+	rm -rf build build-san build-fuzz bin bin-san
+
+-include $(shell find build build-san build-fuzz -name '*.d' 2>/dev/null)

@@ -34,7 +34,7 @@ targets = ( { iqn = "$IQN"; portals = ( "lo" );
               luns = ( { lun = 0; pool = "p"; volume = "v0"; size = "80%"; } );
               allow = ( "ALL" ); } );
 CONF
-bin/rtgtd -c "$dir/rtgt.conf" 2> "$dir/rtgtd.log" &
+"${RTGTD:-bin/rtgtd}" -c "$dir/rtgt.conf" 2> "$dir/rtgtd.log" &
 pid=$!
 for _ in $(seq 50); do
 	(exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
