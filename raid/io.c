@@ -376,8 +376,10 @@ static void row_finish(struct row *r, int res)
 
 static uint8_t *row_band(struct row *r, unsigned dev)
 {
+	/* every band is filled by a read, a recovery, the new data or the
+	 * parity computation before use: no need to zero it */
 	if (!r->band[dev])
-		r->band[dev] = raid_alloc(r->hi - r->lo);
+		r->band[dev] = raid_alloc_nz(r->hi - r->lo);
 	return r->band[dev];
 }
 
@@ -571,6 +573,37 @@ static void row_after_read(struct row *r)
 		row_finish(r, 0);
 		return;
 	}
+	if (r->mode == MODE_FULL) {
+		/* Parity straight from the caller's (or the cache entry's)
+		 * buffer when isa-l can use it: no copy of the data. */
+		bool aligned = true;
+
+		for (d = 0; d < g->ndata; d++)
+			if ((uintptr_t)r->src[d] % 32)
+				aligned = false;
+		if (aligned) {
+			for (d = 0; d < g->ndata; d++)
+				bufs[raid_geom_data_dev(g, r->row, d)] = r->src[d];
+			for (i = 0; i < 2; i++) {
+				int dev = i ? r->qdev : r->pdev;
+
+				if (dev < 0)
+					continue;
+				if (!row_band(r, (unsigned)dev)) {
+					row_finish(r, -ENOMEM);
+					return;
+				}
+				bufs[dev] = r->band[dev];
+			}
+			rc = raid_par_gen(g, r->row, bufs, bl);
+			if (rc) {
+				row_finish(r, rc);
+				return;
+			}
+			row_writes(r);
+			return;
+		}
+	}
 	for (i = 0; i < g->n; i++)
 		if (!row_band(r, i)) {
 			row_finish(r, -ENOMEM);
@@ -596,7 +629,7 @@ static void row_after_read(struct row *r)
 	if (r->mode == MODE_RMW) {
 		/* Turn each touched data band into old^new (0 where untouched),
 		 * compute the parity of the deltas, add it to the old parity. */
-		uint8_t *zero = raid_alloc(bl), *dp = raid_alloc(bl), *dq = raid_alloc(bl);
+		uint8_t *zero = raid_alloc(bl), *dp = raid_alloc_nz(bl), *dq = raid_alloc_nz(bl);
 
 		if (!zero || !dp || !dq) {
 			free(zero);

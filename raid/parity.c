@@ -19,6 +19,15 @@
 
 #include "raid/raid_int.h"
 
+void *raid_alloc_nz(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, RAID_ALIGN, len ? len : RAID_ALIGN))
+		return NULL;
+	return p;
+}
+
 void *raid_alloc(size_t len)
 {
 	void *p = NULL;

@@ -98,6 +98,7 @@ uint8_t raid_gf_pow2(unsigned e);
 int raid_par_check(const struct raid_geom *g, uint64_t row, uint8_t **bufs, size_t len,
 		   int *bad_dev);
 void *raid_alloc(size_t len);   /* RAID_ALIGN-aligned, zeroed; NULL on ENOMEM */
+void *raid_alloc_nz(size_t len); /* same, not zeroed: for buffers that are fully overwritten */
 
 /* ---- superblock (sb.c) ---- */
 struct raid_sb_slot {

@@ -101,7 +101,7 @@ struct raid_sc_ent *raid_sc_merge(struct raid_scache *sc, uint64_t row, uint64_t
 	if (!e && create && atomic_load(&sc->n) < sc->max) {
 		e = calloc(1, sizeof(*e));
 		if (e) {
-			e->data = raid_alloc(sc->stripe);
+			e->data = raid_alloc_nz(sc->stripe);   /* valid[] says what is set */
 			e->valid = calloc(1, sc->stripe / 512 / 8 + 1);
 			if (!e->data || !e->valid) {
 				raid_sc_ent_free(e);
