@@ -49,10 +49,12 @@ OUT/results.md, OUT/results.json and OUT/results.png.
                        when it has room, else /tmp)
   --member-size SIZE   sparse size of each member (default 16G, quick 4G)
   --span SIZE          region of each LUN the sequential runs use (default
-                       2G, quick 256M); random runs use the whole LUN
+                       1G, quick 256M); random runs use the whole LUN
   --hdd M:S:R          HDD model of every member (default 260:8.5:7200)
   --no-hdd             no HDD model: members run at memory speed
   --keep-logs          copy rtgtd logs into OUT/logs
+  --calibrate-only     build the links, measure them with a memory-backed
+                       target, print the figures and stop (no results files)
   --help               this text
 
 SIZE takes K, M, G suffixes (powers of 1024). Exit status: 0 when every run
@@ -98,6 +100,7 @@ MEMBER_SIZE=
 SPAN=
 HDD=260:8.5:7200
 KEEP_LOGS=0
+CAL_ONLY=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--links) [ $# -ge 2 ] || bad_usage "--links needs 1 or 2"; LINKS=$2; shift 2 ;;
@@ -111,6 +114,7 @@ while [ $# -gt 0 ]; do
 	--hdd) [ $# -ge 2 ] || bad_usage "--hdd needs MBPS:SEEK_MS:RPM"; HDD=$2; shift 2 ;;
 	--no-hdd) HDD=; shift ;;
 	--keep-logs) KEEP_LOGS=1; shift ;;
+	--calibrate-only) CAL_ONLY=1; shift ;;
 	--help|-h) usage; exit 0 ;;
 	*) bad_usage "unknown argument '$1'" ;;
 	esac
@@ -120,7 +124,7 @@ RATE_BPS=$(rate_bits "$RATE") || bad_usage "--rate '$RATE' is not a rate like 2.
 if [ "$QUICK" -eq 1 ]; then
 	: "${TIME:=3}" "${MEMBER_SIZE:=4G}" "${SPAN:=256M}"
 else
-	: "${TIME:=10}" "${MEMBER_SIZE:=16G}" "${SPAN:=2G}"
+	: "${TIME:=10}" "${MEMBER_SIZE:=16G}" "${SPAN:=1G}"
 fi
 [[ $TIME =~ ^[0-9]+$ ]] && [ "$TIME" -ge 1 ] && [ "$TIME" -le 3600 ] ||
 	bad_usage "--time must be 1..3600 seconds, not '$TIME'"
@@ -156,7 +160,7 @@ command -v gnuplot >/dev/null || { HAVE_GNUPLOT=0; note "gnuplot not found: no P
 
 # one lab at a time: a second one would add the same addresses
 if command -v flock >/dev/null; then
-	exec 9>/run/lock/rtgt-lab.lock 2>/dev/null || exec 9>/tmp/rtgt-lab.lock
+	{ exec 9>/run/lock/rtgt-lab.lock; } 2>/dev/null || exec 9>/tmp/rtgt-lab.lock
 	flock -n 9 || die "another lab is running (lock /run/lock/rtgt-lab.lock)"
 fi
 if ip -4 -o addr show | grep -Eq ' inet 198\.18\.(1|2)\.'; then
@@ -429,6 +433,11 @@ if [ "$LINKS" -eq 2 ]; then
 fi
 TIME=$save_time
 finish_daemon mem
+if [ "$CAL_ONLY" -eq 1 ]; then
+	note "calibration only: no results written"
+	[ "$failed" -eq 0 ] || exit 1
+	exit 0
+fi
 
 # ---- RAID5 / RAID6 / RAID10, one pool of four members: one volume per link
 for level in raid5 raid6 raid10; do
