@@ -140,13 +140,15 @@ fuzz: fuzz-build
 
 # ---- install ----
 install: all
+	@[ "$(SAN)" != 1 ] || { echo "install: use a normal build, not SAN=1" >&2; exit 2; }
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(PREFIX)/share/rtgt/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 0755 bin/rtgtd $(DESTDIR)$(PREFIX)/sbin/rtgtd
 	install -m 0755 bin/rtgtctl bin/rtgt-bench $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/examples/*.conf conf/examples/rtgt.conf.default \
 		$(DESTDIR)$(PREFIX)/share/rtgt/examples/
-	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' conf/systemd/rtgtd.service.in \
+	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' -e 's|@DOCDIR@|$(PREFIX)/share/rtgt|g' \
+		conf/systemd/rtgtd.service.in \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
 	install -d -m 0755 $(DESTDIR)/etc/rtgt
