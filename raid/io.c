@@ -43,7 +43,7 @@
 
 enum { PH_LOCKING, PH_CACHE, PH_MAIN, PH_CAW_WRITE, PH_FUA, PH_DONE };
 enum { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED, MODE_FILL };
-enum { ST_PLAN, ST_READ, ST_WRITE, ST_DONE };
+enum { ST_PLAN, ST_READ, ST_WRITE, ST_REPAIR, ST_DONE };
 
 struct req {
 	struct raid_io *io;
@@ -73,6 +73,7 @@ struct row {
 	uint8_t *src[RAID_MAX_SLOTS]; /* caller bytes at cs, per data index */
 	uint8_t *band[RAID_MAX_SLOTS];/* per device, owned */
 	bool missing[RAID_MAX_SLOTS];
+	bool bad[RAID_MAX_SLOTS];     /* read error: rebuilt and rewritten */
 	int pdev, qdev;
 	int mode, stage, tries;
 	unsigned pending;
@@ -84,10 +85,15 @@ struct row {
 struct seg {
 	struct req *rq;
 	uint8_t *buf;
-	uint64_t len;
+	uint64_t loff, len;
 	struct raid_loc loc;
 	uint64_t tried;           /* copies already tried (reads) */
+	uint64_t bad;             /* copies whose read failed: to rewrite */
+	unsigned cur;             /* copy being read */
 	unsigned pending, ok;
+	struct raid_lk lk;        /* repair: exclusive lock of the range */
+	bool own_lock;
+	uint8_t *tmp;             /* repair: good copy re-read under the lock */
 	struct raid_mio mio[];    /* loc.ncopies */
 };
 
@@ -209,16 +215,123 @@ static void start_fsync(struct req *rq, uint64_t mask)
 
 static bool seg_issue_read(struct seg *s);
 
+static void seg_end(struct seg *s)
+{
+	struct req *rq = s->rq;
+
+	if (s->own_lock)
+		raid_slock_release(&rq->p->lock, &s->lk);
+	free(s->tmp);
+	free(s);
+	sub_done(rq);
+}
+
+/*
+ * Read-error repair on mirrors: under an exclusive lock of the range (mirror
+ * reads take none, and a write racing with the rewrite would leave the copies
+ * different), re-read a good copy and write it over the copies that failed.
+ * A failing rewrite fails the member.
+ */
+static void seg_repair_written(struct raid_mio *mio, int res)
+{
+	struct seg *s = mio->arg;
+
+	if (res < 0)
+		raid_member_fail(mio->m, res, "rewrite after a read error failed");
+	if (--s->pending == 0)
+		seg_end(s);
+}
+
+static void seg_repair_read(struct raid_mio *mio, int res)
+{
+	struct seg *s = mio->arg;
+	struct raid_pool *p = s->rq->p;
+
+	s->pending = 1;
+	if (res < 0) {
+		raid_member_fail(mio->m, res, "read failed");
+	} else {
+		for (unsigned c = 0; c < s->loc.ncopies; c++) {
+			struct raid_member *m = p->m[s->loc.dev[c]];
+			struct raid_mio *w = &s->mio[c];
+
+			if (!(s->bad & (1ull << c)) || !raid_member_writable(m))
+				continue;
+			w->m = m;
+			w->op = RAID_MIO_WRITE;
+			w->buf = s->tmp;
+			w->off = s->loc.moff[c];
+			w->len = s->len;
+			w->cb = seg_repair_written;
+			w->arg = s;
+			if (raid_mio_submit(s->rq->ctx, w) == 0)
+				s->pending++;
+		}
+	}
+	if (--s->pending == 0)
+		seg_end(s);
+}
+
+static void seg_repair_locked(void *arg)
+{
+	struct seg *s = arg;
+	struct raid_pool *p = s->rq->p;
+	struct raid_mio *mio = &s->mio[s->cur];
+	struct raid_member *m = p->m[s->loc.dev[s->cur]];
+
+	s->tmp = raid_alloc_nz(s->len);
+	if (!s->tmp || !raid_member_readable(m, s->loc.moff[s->cur] + s->len)) {
+		seg_end(s);
+		return;
+	}
+	mio->m = m;
+	mio->op = RAID_MIO_READ;
+	mio->buf = s->tmp;
+	mio->off = s->loc.moff[s->cur];
+	mio->len = s->len;
+	mio->cb = seg_repair_read;
+	mio->arg = s;
+	if (raid_mio_submit(s->rq->ctx, mio))
+		seg_end(s);
+	else
+		raid_ioctx_kick(s->rq->ctx);
+}
+
+static void seg_repair(struct seg *s)
+{
+	struct req *rq = s->rq;
+
+	if (rq->locked && rq->lk.excl) {
+		seg_repair_locked(s);    /* COMPARE_WRITE already holds it */
+		return;
+	}
+	s->lk.a = s->loff;
+	s->lk.b = s->loff + s->len;
+	s->lk.excl = true;
+	s->lk.ctx = rq->ctx;
+	s->lk.fn = seg_repair_locked;
+	s->lk.arg = s;
+	s->own_lock = true;
+	if (raid_slock_acquire(&rq->p->lock, &s->lk))
+		seg_repair_locked(s);
+}
+
 static void seg_read_done(struct raid_mio *mio, int res)
 {
 	struct seg *s = mio->arg;
 
 	if (res < 0) {
-		raid_member_fail(mio->m, res, "read failed");
+		if (raid_member_read_error(mio->m, res, mio->off))
+			s->bad |= 1ull << s->cur;
+		else if (s->rq->p->g.npar)
+			raid_member_fail(mio->m, res, "read failed");
 		if (seg_issue_read(s))
 			return;
 		if (!s->rq->result)
 			s->rq->result = -EIO;
+	} else if (s->bad) {
+		seg_repair(s);    /* s->cur is a good copy */
+		return;
 	}
 	sub_done(s->rq);
 	free(s);
@@ -240,6 +353,7 @@ static bool seg_issue_read(struct seg *s)
 		s->tried |= 1ull << c;
 		if (!m || !raid_member_readable(m, s->loc.moff[c] + s->len))
 			continue;
+		s->cur = c;
 		mio->m = m;
 		mio->op = RAID_MIO_READ;
 		mio->buf = s->buf;
@@ -287,6 +401,7 @@ static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
 	}
 	s->rq = rq;
 	s->buf = buf;
+	s->loff = loff;
 	s->len = len;
 	s->loc = loc;
 	if (!rq->write) {
@@ -423,6 +538,10 @@ static void row_stage_done(struct row *r)
 {
 	const struct raid_geom *g = &r->rq->p->g;
 
+	if (r->stage == ST_REPAIR) {
+		row_finish(r, 0);
+		return;
+	}
 	if (r->stage == ST_READ) {
 		if (r->err) {
 			if (++r->tries >= MAX_TRIES) {
@@ -446,7 +565,13 @@ static void row_io_done(struct raid_mio *mio, int res)
 	struct row *r = mio->arg;
 
 	if (res < 0) {
-		raid_member_fail(mio->m, res, mio->op == RAID_MIO_READ ? "read failed" : "write failed");
+		if (mio->op == RAID_MIO_READ && raid_member_read_error(mio->m, res, mio->off))
+			r->bad[mio->m->slot] = true;
+		else if (mio->op == RAID_MIO_READ && r->rq->p->g.npar == 0)
+			r->tries = MAX_TRIES;     /* raid0: nothing to rebuild from */
+		else
+			raid_member_fail(mio->m, res,
+					 mio->op == RAID_MIO_READ ? "read failed" : "write failed");
 		r->err = true;
 	}
 	if (--r->pending == 0)
@@ -473,7 +598,7 @@ static void row_plan(struct row *r)
 	r->err = false;
 	r->pending = 1;          /* guard */
 	for (i = 0; i < g->n; i++)
-		r->missing[i] = !p->m[i] || !raid_member_readable(p->m[i], rowend);
+		r->missing[i] = !p->m[i] || !raid_member_readable(p->m[i], rowend) || r->bad[i];
 	nmiss = row_count_missing(r, g->n);
 	raid_geom_parity(g, r->row, &r->pdev, &r->qdev);
 	for (d = 0; d < g->ndata; d++) {
@@ -563,7 +688,8 @@ static void xor_into(uint8_t *dst, const uint8_t *src, size_t len)
 static void row_after_read(struct row *r)
 {
 	struct req *rq = r->rq;
-	const struct raid_geom *g = &rq->p->g;
+	struct raid_pool *p = rq->p;
+	const struct raid_geom *g = &p->g;
 	uint64_t bl = r->hi - r->lo;
 	uint8_t *bufs[RAID_MAX_SLOTS];
 	unsigned d, i;
@@ -622,7 +748,17 @@ static void row_after_read(struct row *r)
 				if (r->ce[d] > r->cs[d])
 					memcpy(r->src[d], r->band[raid_geom_data_dev(g, r->row, d)] +
 					       (r->cs[d] - r->lo), r->ce[d] - r->cs[d]);
-			row_finish(r, 0);
+			/* put the rebuilt bytes back where reading failed (a
+			 * shared lock is held: no writer can interleave) */
+			r->stage = ST_REPAIR;
+			r->err = false;
+			r->pending = 1;
+			for (i = 0; i < g->n; i++)
+				if (r->bad[i] && raid_member_writable(p->m[i]) &&
+				    row_submit(r, i, RAID_MIO_WRITE, r->band[i], r->lo, bl))
+					r->err = true;
+			if (--r->pending == 0)
+				row_stage_done(r);
 			return;
 		}
 	}
@@ -702,10 +838,12 @@ static void row_writes(struct row *r)
 	for (d = 0; d < g->ndata; d++) {
 		unsigned dev = raid_geom_data_dev(g, r->row, d);
 
-		if (r->ce[d] <= r->cs[d] || !p->m[dev] || !raid_member_writable(p->m[dev]))
+		if ((r->ce[d] <= r->cs[d] && !(r->bad[dev] && r->band[dev])) || !p->m[dev] ||
+		    !raid_member_writable(p->m[dev]))
 			continue;
-		if (r->ent && r->mode != MODE_FULL) {
-			if (row_submit(r, dev, RAID_MIO_WRITE, r->band[dev], 0, g->chunk))
+		if ((r->ent && r->mode != MODE_FULL) || (r->bad[dev] && r->band[dev])) {
+			/* whole band: cache fill, or rewriting a read error */
+			if (row_submit(r, dev, RAID_MIO_WRITE, r->band[dev], r->lo, r->hi - r->lo))
 				r->err = true;
 		} else if (row_submit(r, dev, RAID_MIO_WRITE, r->src[d], r->cs[d], r->ce[d] - r->cs[d])) {
 			r->err = true;

@@ -307,6 +307,16 @@ static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 		prep_mio(ctx, mio);
 		return;
 	}
+	if (res >= 0 && mio->op != RAID_MIO_FSYNC && atomic_load(&mio->m->fi_len)) {
+		uint64_t a = atomic_load(&mio->m->fi_off), b = a + atomic_load(&mio->m->fi_len);
+
+		if (mio->off < b && a < mio->off + mio->len) {
+			if (mio->op == RAID_MIO_READ)
+				res = -EIO;
+			else if (mio->off <= a && mio->off + mio->len >= b)
+				atomic_store(&mio->m->fi_len, 0);   /* rewritten: remapped */
+		}
+	}
 	if (res >= 0 && mio->op != RAID_MIO_FSYNC) {
 		if (res == 0) {
 			res = -EIO;    /* members are never shorter than their data area */

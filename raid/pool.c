@@ -207,6 +207,22 @@ void raid_member_fail(struct raid_member *m, int err, const char *why)
 	raid_bg_kick(p);
 }
 
+bool raid_member_read_error(struct raid_member *m, int err, uint64_t moff)
+{
+	struct raid_pool *p = m->pool;
+	unsigned n = atomic_fetch_add(&m->rd_errors, 1) + 1;
+
+	if (!p->g.npar)
+		return false;     /* raid0: the request fails, the member stays */
+	if (n > RAID_MAX_READ_ERRORS) {
+		raid_member_fail(m, err, "too many read errors");
+		return false;
+	}
+	LOG_WARN(RAID_MOD, "pool %s: member %s: read error at %llu (%s), repairing from redundancy (%u so far)",
+		 p->name, m->path, (unsigned long long)moff, strerror(-err), n);
+	return true;
+}
+
 static void member_close(struct raid_member *m)
 {
 	if (!m)

@@ -296,6 +296,10 @@ struct raid_member {
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
 	_Atomic uint64_t rebuild_pos; /* REBUILDING: data bytes below are valid */
 	struct raid_member *retired_next; /* on pool->retired once replaced */
+	_Atomic unsigned rd_errors;   /* read errors repaired so far */
+	/* fault injection (tests): reads overlapping [fi_off, fi_off+fi_len)
+	 * of the data area fail with -EIO until a write covers them */
+	_Atomic uint64_t fi_off, fi_len;
 	pthread_mutex_t hdd_mu;   /* HDD model: head and queue of this member */
 	uint64_t hdd_head;        /* byte offset where the head is */
 	uint64_t hdd_busy_ns;     /* when the modelled disk becomes idle */
@@ -348,6 +352,11 @@ struct raid_pool {
 
 /* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */
 void raid_member_fail(struct raid_member *m, int err, const char *why);
+/* A read error on @m: true when the data should be rebuilt from redundancy
+ * and rewritten (the member stays in), false when the member was failed
+ * (too many errors, or no redundancy to repair from). */
+bool raid_member_read_error(struct raid_member *m, int err, uint64_t moff);
+#define RAID_MAX_READ_ERRORS 20u
 /* Readable at member data offset @moff. */
 bool raid_member_readable(const struct raid_member *m, uint64_t moff);
 bool raid_member_writable(const struct raid_member *m);

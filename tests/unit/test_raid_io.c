@@ -633,6 +633,68 @@ START_TEST(t10_threads)
 }
 END_TEST
 
+/* Read errors are rebuilt from redundancy and written back; the member
+ * stays in until it has too many; raid0 just fails the read. */
+START_TEST(t11_read_error_repair)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *shadow, buf[4096];
+	struct raid_member *m;
+
+	srandom(50 + (unsigned)_i);
+	tp_init(&t, "re", shapes[_i].level, shapes[_i].n, shapes[_i].chunk);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	shadow = calloc(1, raid_vol_bytes(v));
+	scribble(v, ctx, shadow, 40);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_FLUSH, 0, 0, 0, NULL, NULL), 0);
+	{
+		/* fail reads of the member holding logical byte 5 chunks + 1K */
+		uint64_t l = 5 * shapes[_i].chunk + 1024, blk = l / 4096 * 4096;
+		struct raid_loc loc;
+
+		raid_geom_map(&p->g, l, &loc);
+		m = p->m[loc.dev[0]];
+		atomic_store(&m->fi_off, loc.moff[0]);
+		atomic_store(&m->fi_len, 2048);
+		if (shapes[_i].level == CONF_RAID0) {
+			ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, blk, 4096, buf, NULL), -EIO);
+			ck_assert_int_eq(raid_pool_info(p, &info), 0);
+			ck_assert_str_eq(info.members[loc.dev[0]].state, "active");
+			goto out;
+		}
+		/* mirrors spread reads: try until the bad copy was picked */
+		for (unsigned k = 0; k < 16 && !atomic_load(&m->rd_errors); k++) {
+			ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, blk, 4096, buf, NULL), 0);
+			ck_assert(memcmp(buf, shadow + blk, 4096) == 0);
+		}
+	}
+	verify(v, ctx, shadow);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_str_eq(info.state, "optimal");
+	ck_assert_uint_ge(atomic_load(&m->rd_errors), 1);
+	ck_assert_uint_eq(atomic_load(&m->fi_len), 0);    /* rewritten */
+	/* a member that keeps failing is let go */
+	atomic_store(&m->rd_errors, RAID_MAX_READ_ERRORS);
+	atomic_store(&m->fi_off, 0);
+	atomic_store(&m->fi_len, shapes[_i].chunk * 64);
+	verify(v, ctx, shadow);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_str_eq(info.members[m->slot].state, "faulty");
+	verify(v, ctx, shadow);
+out:
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+	tp_free(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("raid_io");
@@ -683,6 +745,11 @@ static Suite *suite(void)
 	tc = tcase_create("10_threads");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, t10_threads, 0, (int)nshapes);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("11_read_error_repair");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, t11_read_error_repair, 0, (int)nshapes);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
