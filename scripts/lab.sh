@@ -357,7 +357,7 @@ bench() {   # key label timeout-extra bench-args... (urls included)
 # covered (it wraps at SPAN), so reads return written data, never holes
 read_span() {   # seqwrite-key
 	local min
-	min=$(tr ' ' '\n' <<<"${R_BYTES[$1]:-}" | awk 'NF { if (m == "" || $1 < m) m = $1 } END { print m + 0 }')
+	min=$(tr ' ' '\n' <<<"${R_BYTES[$1]:-}" | awk 'NF { if (m == "" || $1 + 0 < m + 0) m = $1 } END { printf "%.0f\n", m }')
 	min=$(( (min >> 20) << 20 ))
 	if [ "$min" -lt $((16 << 20)) ] || [ "$min" -gt "$span_b" ]; then min=$span_b; fi
 	echo "$min"
@@ -401,6 +401,7 @@ declare -A CFG_LABEL CFG_LINKS CFG_TARGETS
 add_cfg() { CONFIGS+=("$1"); CFG_LABEL[$1]=$2; CFG_LINKS[$1]=$3; CFG_TARGETS[$1]=$4; }
 
 t_start=$(date +%s)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 note "members: 4 x $MEMBER_SIZE sparse in $members_dir, span $SPAN, $TIME s per run, hdd ${HDD:-none}"
 
 # ---- link calibration: memory-backed RAID0 (no HDD model), 1 MiB qd 8
@@ -488,6 +489,7 @@ if [ "$LINKS" -eq 2 ]; then
 	finish_daemon raid1x2
 fi
 t_total=$(( $(date +%s) - t_start ))
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- published figures
 # seed-results.md section 1; numeric value (for checks and the chart) and text
@@ -514,8 +516,9 @@ pub "2xraid1-2L|randrw" "" "-"
 # ---------------------------------------------------------------- checks
 CHECKS=()   # "name|required|measured|pass(yes/no/n.a.)"
 num() { awk -v x="${1:-}" 'BEGIN { if (x == "") print "-"; else printf "%.1f", x }'; }
-ge() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
-gt() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+# a figure that was not measured (empty, or a failed run's 0) never passes
+ge() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a >= b) }'; }
+gt() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a > b) }'; }
 yn() { if "$@"; then echo yes; else echo no; fi }
 have() { [ -n "${R_MBPS[$1]:-}" ]; }
 add_check() { CHECKS+=("$1|$2|$3|$4"); }
@@ -542,12 +545,13 @@ add_check "mixed random order (1 link)" "RAID10 > RAID5 > RAID6" \
 if have "2xraid1-2L|seqwrite"; then
 	for w in seqwrite seqread; do
 		ref=${R_MBPS[2xraid1-2L|$w]:-}
+		ref90=$(awk -v r="${ref:-0}" 'BEGIN { print r * 0.9 }')
 		for l in raid5 raid10 raid6; do
 			v=${R_MBPS[$l-2L|$w]:-}
 			add_check "${l^^} 2 targets on 1 pool, 2 links, ${WL_NAME[$w]} (beyond the box)" \
-				">= 90% of 2 x RAID1 ($(num "$(awk -v r="${ref:-0}" 'BEGIN { print r * 0.9 }')") MB/s)" \
+				">= 90% of 2 x RAID1 ($(num "$ref90") MB/s)" \
 				"$(num "$v") MB/s ($(awk -v a="${v:-0}" -v r="${ref:-0}" 'BEGIN { if (r > 0) printf "%.0f%%", 100 * a / r; else print "-" }'))" \
-				"$(if [ "$l" = raid6 ]; then echo "n.a. (not required)"; else yn ge "${v:-}" "$(awk -v r="${ref:-0}" 'BEGIN { print r * 0.9 }')"; fi)"
+				"$(if [ "$l" = raid6 ]; then echo "n.a. (not required)"; else yn ge "${v:-}" "$ref90"; fi)"
 		done
 	done
 fi
@@ -587,7 +591,7 @@ shares_txt() {   # cfg -> "w 50/50, r 49/51, rand 50/50" for multi-session confi
 	echo "# rtgt NAS lab results"
 	echo
 	echo "Command: \`scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}\`  "
-	echo "rtgt $GIT_REV on $HOSTNOTE, $(date -u '+%Y-%m-%d %H:%M UTC'), $t_total s in all.  "
+	echo "rtgt $GIT_REV on $HOSTNOTE, $(date -u '+%Y-%m-%d %H:%M UTC'), $t_total s in all; load average $LOAD_START at the start, $LOAD_END at the end (other work on the machine skews the figures).  "
 	echo "Links: $LINKS x veth, tc tbf $RATE each direction. Members: 4 x $MEMBER_SIZE sparse files in $DIR, direct_io = false, HDD model ${HDD:-off} (mbps:seek_ms:rpm), active in this build: **$HDD_ACTIVE**${HDD_PROBE_MS:+ (4K random read p50 $HDD_PROBE_MS ms)}.  "
 	echo "Runs: $TIME s each; sequential runs 1 MiB qd 8 per session over the first $SPAN of each LUN (reads over what the write covered); random runs 4 KiB 70% read qd 32 per session over the whole LUN."
 	echo
@@ -636,6 +640,7 @@ jarr() { local s=$1; [ -n "${s// }" ] || { printf '[]'; return; }; printf '[%s]'
 		"$(jstr "$GIT_REV")" "$(jstr "$(date -u +%FT%TZ)")" "$t_total"
 	printf '"links":%s,"rate":%s,"rate_bps":%s,"tbf_burst":%s,"quick":%s,"time":%s,' "$LINKS" \
 		"$(jstr "$RATE")" "$RATE_BPS" "$BURST" "$([ "$QUICK" -eq 1 ] && echo true || echo false)" "$TIME"
+	printf '"loadavg_start":%s,"loadavg_end":%s,' "$(jstr "$LOAD_START")" "$(jstr "$LOAD_END")"
 	printf '"members":4,"member_bytes":%s,"member_dir":%s,"span_bytes":%s,' "$member_b" "$(jstr "$DIR")" "$span_b"
 	if [ -n "$HDD" ]; then
 		printf '"hdd":{"mbps":%s,"avg_seek_ms":%s,"rpm":%s},' "$HDD_MBPS" "$HDD_SEEK" "$HDD_RPM"
