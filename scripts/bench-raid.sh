@@ -63,6 +63,8 @@ mbps() { # pool pattern
 		python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.1f" % d["total"]["mbps"])'
 }
 declare -A W R
+# warm-up (the first run of a fresh daemon is consistently slower)
+TIME_SAVE=$TIME; TIME=2; mbps r0 seqwrite >/dev/null; TIME=$TIME_SAVE
 for p in r0 r5 r6; do
 	W[$p]=$(mbps $p seqwrite)
 	R[$p]=$(mbps $p seqread)
