@@ -72,10 +72,12 @@ static uint64_t mono_ms(void)
  * so that a block is A, B, or neither - never ambiguous. */
 static void stamp(uint8_t *b, uint64_t blk, uint64_t gen)
 {
-	uint64_t *w = (uint64_t *)b;
+	/* memcpy: callers pass buffers at any offset (UBSan: misaligned store) */
+	for (unsigned j = 0; j < BLK / 8; j++) {
+		uint64_t w = (blk * 0x9E3779B97F4A7C15ULL) ^ (gen << 56) ^ ((uint64_t)j << 32) ^ 0x5A5A;
 
-	for (unsigned j = 0; j < BLK / 8; j++)
-		w[j] = (blk * 0x9E3779B97F4A7C15ULL) ^ (gen << 56) ^ ((uint64_t)j << 32) ^ 0x5A5A;
+		memcpy(b + (size_t)j * 8, &w, sizeof(w));
+	}
 }
 
 static void write_conf(const char *level, unsigned n)
