@@ -79,6 +79,8 @@ struct row {
 	unsigned pending;
 	bool err;
 	struct raid_sc_ent *ent;  /* writing out a stripe-cache entry, owned */
+	struct raid_lk lk;        /* this row's stripe lock (unless rq holds one) */
+	bool locked;
 	struct raid_mio mio[RAID_MAX_SLOTS];
 };
 
@@ -214,6 +216,9 @@ static void start_fsync(struct req *rq, uint64_t mask)
 /* ---------------- raid0/1/10 segments ---------------- */
 
 static bool seg_issue_read(struct seg *s);
+static void seg_write_end(struct seg *s);
+static void seg_write_issue(struct seg *s);
+static void seg_write_granted(void *arg);
 
 static void seg_end(struct seg *s)
 {
@@ -375,13 +380,21 @@ static void seg_write_done(struct raid_mio *mio, int res)
 		raid_member_fail(mio->m, res, "write failed");
 	else
 		s->ok++;
-	if (--s->pending)
-		return;
-	raid_bm_end(s->rq->p, s->loc.moff[0], s->len);
-	if (!s->ok && !s->rq->result)
-		s->rq->result = -EIO;
-	sub_done(s->rq);
+	if (--s->pending == 0)
+		seg_write_end(s);
+}
+
+static void seg_write_end(struct seg *s)
+{
+	struct req *rq = s->rq;
+
+	raid_bm_end(rq->p, s->loc.moff[0], s->len);
+	if (!s->ok && !rq->result)
+		rq->result = -EIO;
+	if (s->own_lock)
+		raid_slock_release(&rq->p->lock, &s->lk);
 	free(s);
+	sub_done(rq);
 }
 
 static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
@@ -389,7 +402,6 @@ static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
 	struct raid_pool *p = rq->p;
 	struct raid_loc loc;
 	struct seg *s;
-	unsigned c;
 
 	raid_geom_map(&p->g, loff, &loc);
 	s = calloc(1, sizeof(*s) + loc.ncopies * sizeof(struct raid_mio));
@@ -413,6 +425,29 @@ static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
 		}
 		return;
 	}
+	if (!rq->locked) {
+		s->lk.a = loff;
+		s->lk.b = loff + len;
+		s->lk.excl = true;
+		s->lk.ctx = rq->ctx;
+		s->lk.fn = seg_write_granted;
+		s->lk.arg = s;
+		s->own_lock = true;
+		if (!raid_slock_acquire(&p->lock, &s->lk))
+			return;
+	}
+	seg_write_issue(s);
+}
+
+static void seg_write_issue(struct seg *s)
+{
+	struct req *rq = s->rq;
+	struct raid_pool *p = rq->p;
+	struct raid_loc loc = s->loc;
+	uint64_t len = s->len;
+	uint8_t *buf = s->buf;
+	unsigned c;
+
 	s->pending = 1;
 	raid_bm_start(p, loc.moff[0], len);
 	for (c = 0; c < loc.ncopies; c++) {
@@ -434,13 +469,17 @@ static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
 		}
 	}
 	/* drop the guard */
-	if (--s->pending == 0) {
-		raid_bm_end(p, loc.moff[0], len);
-		if (!s->ok && !rq->result)
-			rq->result = -EIO;
-		free(s);
-		sub_done(rq);
-	}
+	if (--s->pending == 0)
+		seg_write_end(s);
+}
+
+static void seg_write_granted(void *arg)
+{
+	struct seg *s = arg;
+	struct raid_ioctx *ctx = s->rq->ctx;   /* s may be gone after the issue */
+
+	seg_write_issue(s);
+	raid_ioctx_kick(ctx);
 }
 
 static void mirror_dispatch(struct req *rq)
@@ -485,6 +524,8 @@ static void row_finish(struct row *r, int res)
 
 	if (res && !rq->result)
 		rq->result = res;
+	if (r->locked)
+		raid_slock_release(&rq->p->lock, &r->lk);
 	row_free(r);
 	sub_done(rq);
 }
@@ -887,10 +928,27 @@ static void ent_row(struct req *rq, struct raid_sc_ent *e)
 	row_plan(r);
 }
 
-/* Stripe cache for a write's part [x0, x0+n) of row @row. Returns true when
- * the part is fully handled (cached, or written out with its entry). */
-static bool cache_write(struct req *rq, uint64_t row, uint64_t x0, uint64_t n, const uint8_t *src)
+/* Make @r write out cache entry @e instead of its own part. */
+static void row_use_ent(struct row *r, struct raid_sc_ent *e)
 {
+	const struct raid_geom *g = &r->rq->p->g;
+
+	r->ent = e;
+	r->lo = 0;
+	r->hi = g->chunk;
+	for (unsigned d = 0; d < g->ndata; d++) {
+		r->cs[d] = 0;
+		r->ce[d] = g->chunk;
+		r->src[d] = e->data + d * g->chunk;
+	}
+}
+
+/* Stripe cache for a write's part [x0, x0+n) of row @r, whose lock is held.
+ * Returns true when the part is cached (no I/O); the row may also have been
+ * turned into the write-out of a now full (or FUA) entry. */
+static bool cache_write(struct row *r, uint64_t x0, uint64_t n, const uint8_t *src)
+{
+	struct req *rq = r->rq;
 	struct raid_pool *p = rq->p;
 	uint64_t stripe = p->g.stripe_bytes;
 	struct raid_sc_ent *e;
@@ -899,26 +957,85 @@ static bool cache_write(struct req *rq, uint64_t row, uint64_t x0, uint64_t n, c
 		return false;
 	if (x0 == 0 && n == stripe) {
 		/* supersedes whatever is cached for the row */
-		raid_sc_ent_free(raid_sc_take(&p->sc, row));
+		raid_sc_ent_free(raid_sc_take(&p->sc, r->row));
 		return false;
 	}
 	if (rq->io->flags & RAID_IO_FUA) {
-		e = raid_sc_take(&p->sc, row);
-		if (!e)
-			return false;
-		raid_sc_ent_put(e, x0, n, src);
-		ent_row(rq, e);
-		return true;
+		e = raid_sc_take(&p->sc, r->row);
+		if (e) {
+			raid_sc_ent_put(e, x0, n, src);
+			row_use_ent(r, e);
+		}
+		return false;
 	}
 	/* Only the tail of a streaming write opens an entry: the next
 	 * sequential write will complete the row. */
-	e = raid_sc_merge(&p->sc, row, x0, n, src,
+	e = raid_sc_merge(&p->sc, r->row, x0, n, src,
 			  rq->len >= stripe && x0 + n < stripe && src + n == rq->data + rq->len);
 	if (!e)
 		return false;
-	if (raid_sc_ent_full(&p->sc, e))
-		ent_row(rq, raid_sc_take(&p->sc, row));
-	return true;
+	if (!raid_sc_ent_full(&p->sc, e))
+		return true;
+	row_use_ent(r, raid_sc_take(&p->sc, r->row));
+	return false;
+}
+
+/* The row's lock is held (its own or the request's): go. */
+static void row_start(struct row *r)
+{
+	const struct raid_geom *g = &r->rq->p->g;
+
+	if (r->rq->write) {
+		unsigned d0 = 0;
+		uint64_t x0, n = 0;
+
+		for (unsigned d = 0; d < g->ndata; d++)
+			if (r->ce[d] > r->cs[d]) {
+				if (!n)
+					d0 = d;
+				n += r->ce[d] - r->cs[d];
+			}
+		x0 = d0 * g->chunk + r->cs[d0];
+		if (cache_write(r, x0, n, r->src[d0])) {
+			row_finish(r, 0);
+			return;
+		}
+	}
+	row_plan(r);
+}
+
+static void row_granted(void *arg)
+{
+	struct row *r = arg;
+	struct raid_ioctx *ctx = r->rq->ctx;   /* r may be gone after row_start */
+
+	r->locked = true;
+	row_start(r);
+	raid_ioctx_kick(ctx);
+}
+
+/* Rows lock themselves, one stripe each, unless the request holds a lock
+ * (COMPARE_WRITE, cache write-out). A row never waits for a lock while
+ * holding one, so row locks cannot deadlock; sequential writes sharing a
+ * boundary row only wait for that row. */
+static void row_lock(struct row *r)
+{
+	struct req *rq = r->rq;
+
+	if (rq->locked) {
+		row_start(r);
+		return;
+	}
+	r->lk.a = r->row * rq->p->g.stripe_bytes;
+	r->lk.b = r->lk.a + rq->p->g.stripe_bytes;
+	r->lk.excl = rq->write;
+	r->lk.ctx = rq->ctx;
+	r->lk.fn = row_granted;
+	r->lk.arg = r;
+	if (raid_slock_acquire(&rq->p->lock, &r->lk)) {
+		r->locked = true;
+		row_start(r);
+	}
 }
 
 static void parity_dispatch(struct req *rq)
@@ -934,10 +1051,6 @@ static void parity_dispatch(struct req *rq)
 		struct row *r;
 		uint64_t x;
 
-		if (rq->write && cache_write(rq, rowno, loff - rowno * g->stripe_bytes, n, rq->data + pos)) {
-			pos += n;
-			continue;
-		}
 		r = calloc(1, sizeof(*r));
 		rq->pending++;
 		if (!r) {
@@ -968,7 +1081,7 @@ static void parity_dispatch(struct req *rq)
 				r->hi = ce;
 			x += ce - cs;
 		}
-		row_plan(r);
+		row_lock(r);
 		pos += n;
 	}
 }
@@ -1180,7 +1293,9 @@ int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io
 			start_fsync(rq, ~0ull);
 		goto out;
 	}
-	lock = io->op != RAID_OP_READ || raid_geom_is_parity_level(g);
+	/* COMPARE_WRITE locks its whole range for read + write; everything
+	 * else locks per row (raid5/6) or per segment (writes on 0/1/10). */
+	lock = io->op == RAID_OP_COMPARE_WRITE;
 	if (lock) {
 		uint64_t gran = raid_geom_is_parity_level(g) ? g->stripe_bytes : 512;
 
