@@ -3,7 +3,8 @@
 # when any is missing. Quiet and quick when everything is there.
 set -euo pipefail
 pkgs=(build-essential pkg-config libconfig-dev liburing-dev libisal-dev libssl-dev
-      libjson-c-dev check libiscsi-dev libiscsi-bin tgt iproute2 gnuplot-nox)
+      libjson-c-dev check libiscsi-dev libiscsi-bin tgt iproute2 gnuplot-nox
+      clang libclang-rt-dev)   # clang + libFuzzer runtime: make fuzz
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,7 +5,9 @@
 # invariant fails the run; its input is kept under var/fuzz/<target>/ and the
 # last lines of the report are printed.
 # usage: scripts/fuzz.sh SECONDS bin/fuzz/fuzz_X...
-#   env: FUZZ_JOBS (1)  FUZZ_KEEP (keep the scratch corpora, unset)
+#   env: FUZZ_SEED (libFuzzer -seed; unset = random, CI fixes it so that a
+#        run explores the same paths every time)  FUZZ_KEEP (keep the
+#        scratch corpora)
 set -u
 cd "$(dirname "$0")/.."
 secs=$1; shift
@@ -25,7 +27,11 @@ for bin in "$@"; do
 	out=var/fuzz/$name
 	mkdir -p "$out" "$scratch/$name"
 	opts=()
-	[ -f "tests/fuzz/$name.options" ] && read -r -a opts < "tests/fuzz/$name.options"
+	[ -n "${FUZZ_SEED:-}" ] && opts+=(-seed="$FUZZ_SEED")
+	if [ -f "tests/fuzz/$name.options" ]; then
+		read -r -a more < "tests/fuzz/$name.options"
+		opts+=("${more[@]}")
+	fi
 	start=$(date +%s)
 	# -close_fd_mask=2: the code under test logs to stderr on every bad
 	# input; libFuzzer and the sanitizers keep their own copy of stderr.
