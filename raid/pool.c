@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@
 #include <unistd.h>
 
 #include "raid/raid_int.h"
+
+static int pool_open(const struct conf_pool *cp, struct raid_pool **out);
 
 static const char *level_name(enum conf_level l)
 {
@@ -491,7 +494,28 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 	return 0;
 }
 
+/*
+ * The data path allocates and frees 4 KiB..1 MiB stripe buffers at a high
+ * rate. With glibc's defaults the larger ones are mmap()ed or the heap top is
+ * trimmed after each burst, and every reuse page-faults the buffer in again
+ * (measured: a third of the CPU time of 1 MiB raid6 writes). Keep them in the
+ * heap instead.
+ */
+static void malloc_tuning(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
 int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, malloc_tuning);
+	return pool_open(cp, out);
+}
+
+static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 {
 	struct raid_pool *p;
 	struct cand *cs;
