@@ -706,7 +706,8 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 
 static const char *const pool_keys[] = {
 	"name", "level", "chunk", "members", "spares", "create_size", "direct_io",
-	"rebuild_mbps", "hdd", "ceph_conf", "rbd_pool", "ceph_id", "keyring", NULL,
+	"rebuild_mbps", "hdd", "ceph_conf", "rbd_pool", "ceph_id", "keyring", "start_degraded",
+	NULL,
 };
 static const char *const hdd_keys[] = { "mbps", "avg_seek_ms", "rpm", NULL };
 
@@ -843,6 +844,7 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 		       "%s: direct_io is not valid for an rbd pool", where);
 	if (get_uint(v, g, "rebuild_mbps", where, 0, 1000000, &u) > 0)
 		p->rebuild_mbps = (unsigned)u;
+	get_bool(v, g, "start_degraded", where, &p->start_degraded);
 	if (get_size(v, g, "create_size", where, false, &sz) > 0) {
 		s = config_setting_get_member(g, "create_size");
 		if (sz.bytes < (1ULL << 20) || sz.bytes % CONF_SIZE_ALIGN)
@@ -859,7 +861,8 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 	 * the Ceph keys apply to nothing else. */
 	if (level_ok && p->level == CONF_RBD) {
 		static const char *const local_only[] = {
-			"members", "spares", "create_size", "rebuild_mbps", "hdd", NULL,
+			"members", "spares", "create_size", "rebuild_mbps", "hdd",
+			"start_degraded", NULL,
 		};
 
 		for (const char *const *k = local_only; *k; k++) {

@@ -56,6 +56,8 @@ struct conf_pool {
 	uint64_t create_size;      /* 0: do not create missing members */
 	bool direct_io;
 	unsigned rebuild_mbps;     /* 0: unlimited */
+	bool start_degraded;       /* start without missing/unusable members when
+	                            * redundancy allows; false: refuse to start */
 	struct conf_hdd hdd;
 	/* rbd only (NULL otherwise) */
 	char *ceph_conf;

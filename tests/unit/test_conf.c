@@ -983,6 +983,27 @@ START_TEST(t23_log_lines)
 }
 END_TEST
 
+/* start_degraded: boolean, default false, not for rbd pools */
+START_TEST(t24_start_degraded)
+{
+	struct conf *c;
+
+	c = expect_good(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\"); } );\n",
+			NULL, NULL);
+	ck_assert(!c->pools[0].start_degraded);
+	conf_free(c);
+	c = expect_good(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");\n"
+			"  start_degraded = true; } );\n", NULL, NULL);
+	ck_assert(c->pools[0].start_degraded);
+	conf_free(c);
+	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");\n"
+		   "  start_degraded = \"yes\"; } );\n", NULL, NULL, "start_degraded must be true or false");
+	expect_bad(NULL, "pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"x\"; rbd_pool = \"r\";"
+		   " start_degraded = true; } );\n", NULL, NULL,
+		   "start_degraded is not valid for an rbd pool");
+}
+END_TEST
+
 static Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -1010,6 +1031,7 @@ static Suite *conf_suite(void)
 		{ "21_every_problem_reported", t21_every_problem_reported },
 		{ "22_touches_nothing_on_disk", t22_touches_nothing_on_disk },
 		{ "23_log_lines", t23_log_lines },
+		{ "24_start_degraded", t24_start_degraded },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
