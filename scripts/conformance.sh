@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs libiscsi's conformance suite (iscsi-test-cu, every test, destructive
 # tests on, its two default initiator names) against a freshly started rtgtd
-# and requires 0 failures and at least MIN_PASSED passes.
+# and requires 0 failures and at least MIN_PASSED passes. Then runs the
+# multipath family with one URL per portal (127.0.0.1 and 127.0.0.2) on a
+# second, fresh LUN of the same target, which must pass without failures.
 #   env: LEVEL (raid5)  PORT (13260)  MIN_PASSED (598)  TESTS (ALL regexp)
 set -u
 cd "$(dirname "$0")/.."
@@ -29,9 +31,11 @@ cat > "$dir/rtgt.conf" <<CONF
 daemon = { workers = 2; control = "rtgtd.sock"; log_level = "warn"; };
 pools = ( { name = "p"; level = "$LEVEL"; chunk = "64K"; members = ( $members );
             create_size = "64M"; } );
-portals = ( { name = "lo"; listen = "127.0.0.1:$PORT"; } );
-targets = ( { iqn = "$IQN"; portals = ( "lo" );
-              luns = ( { lun = 0; pool = "p"; volume = "v0"; size = "80%"; } );
+portals = ( { name = "lo"; listen = "127.0.0.1:$PORT"; },
+            { name = "lo2"; listen = "127.0.0.2:$PORT"; } );
+targets = ( { iqn = "$IQN"; portals = ( "lo", "lo2" );
+              luns = ( { lun = 0; pool = "p"; volume = "v0"; size = "40%"; },
+                       { lun = 1; pool = "p"; volume = "mp"; size = "10%"; } );
               allow = ( "ALL" ); } );
 CONF
 "${RTGTD:-bin/rtgtd}" -c "$dir/rtgt.conf" 2> "$dir/rtgtd.log" &
@@ -48,10 +52,25 @@ args=(-d)
 [ -n "$TESTS" ] && args+=(-t "$TESTS")
 mkdir -p var
 timeout 1200 iscsi-test-cu "${args[@]}" "iscsi://127.0.0.1:$PORT/$IQN/0" > var/conformance.log 2>&1
-grep -E "FAILED|Test: .*\.\.\.$" var/conformance.log | head -60
+# CUnit lists each failed assertion as "N. test_file.c:LINE - ..."
+grep -E "^ +[0-9]+\. test_" var/conformance.log | head -60
 summary=$(grep -E '^ +tests ' var/conformance.log | tail -1)
 echo "conformance ($LEVEL): $summary   (columns: Total Ran Passed Failed Inactive)"
 read -r _ total ran passed failed _ <<<"$summary"
+mp_failed=0
+if [ -z "$TESTS" ]; then
+	timeout 600 iscsi-test-cu -d -t ALL.MultipathIO "iscsi://127.0.0.1:$PORT/$IQN/1" \
+		"iscsi://127.0.0.2:$PORT/$IQN/1" > var/conformance-multipath.log 2>&1
+	mp=$(grep -E '^ +tests ' var/conformance-multipath.log | tail -1)
+	echo "multipath ($LEVEL, 2 portals): $mp"
+	read -r _ _ _ mp_passed mp_failed _ <<<"$mp"
+	if [ -z "${mp_passed:-}" ] || [ "${mp_passed:-0}" -lt 4 ]; then
+		echo "conformance: multipath suite did not run 4 tests (see var/conformance-multipath.log)"
+		mp_failed=$((${mp_failed:-0} + 1))
+	fi
+	failed=$((${failed:-0} + mp_failed))
+	passed=$((${passed:-0} + ${mp_passed:-0}))
+fi
 kill -TERM "$pid"; wait "$pid"; rc=$?; pid=
 if [ "$rc" -ne 0 ]; then
 	echo "conformance: rtgtd exited $rc on SIGTERM"; tail -20 "$dir/rtgtd.log"; failed=$((${failed:-0} + 1))
