@@ -365,6 +365,13 @@ int raid_pool_write_sbs(struct raid_pool *p, bool clean);
 /* Same with meta_mu already held. */
 int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean);
 unsigned raid_pool_unusable(struct raid_pool *p);
+/* The level's failure rule over the raid disks flagged in @lost (indexed by
+ * slot < g->n): raid0 any, raid1 all, raid5 two, raid6 three, raid10 both
+ * members of a mirror pair (2k, 2k+1; *pair = 2k when @pair is not NULL).
+ * Use this, not "unusable > g->npar" (wrong for raid10). */
+bool raid_lost_beyond(const struct raid_geom *g, const bool *lost, unsigned *pair);
+/* raid_lost_beyond() over the pool's raid disks that are not ACTIVE. */
+bool raid_pool_beyond_redundancy(struct raid_pool *p);
 
 /* rebuild.c: the pool's background thread */
 int raid_bg_start(struct raid_pool *p);
