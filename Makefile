@@ -24,14 +24,15 @@ LDFLAGS += -fsanitize=address,undefined
 O       := build-san
 B       := bin-san
 # Any sanitizer report fails the test that triggered it, and every report of
-# every process (also daemons whose exit status no test looks at) lands in
-# var/san/, which scripts/san-report.sh requires to stay empty.
+# every process (also daemons whose exit status no test looks at) is looked
+# for by scripts/san-report.sh: ASan/LSan write to var/san/ (log_path), gcc UBSan
+# to stderr, i.e. the test logs.
 SAN_DIR := $(CURDIR)/var/san
 export ASAN_OPTIONS  := halt_on_error=1:abort_on_error=1:detect_leaks=1:log_path=$(SAN_DIR)/asan:$(ASAN_OPTIONS)
 export UBSAN_OPTIONS := halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$(SAN_DIR)/ubsan:$(UBSAN_OPTIONS)
 # leaks inside third-party libraries, each documented in the file
 export LSAN_OPTIONS  := suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0:$(LSAN_OPTIONS)
-SAN_PRE    := rm -rf $(SAN_DIR) && mkdir -p $(SAN_DIR)
+SAN_PRE    := rm -rf $(SAN_DIR) var/test-logs var/conformance.log && mkdir -p $(SAN_DIR)
 SAN_REPORT := scripts/san-report.sh $(SAN_DIR)
 else
 SAN_PRE    := true

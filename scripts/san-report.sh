@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
-# After `make check SAN=1`: every process of the run (test binaries, the
-# rtgtd instances they start, rtgtctl, conformance's rtgtd) wrote its
-# sanitizer reports to DIR/{asan,ubsan}.PID (ASAN_OPTIONS/UBSAN_OPTIONS
-# log_path, set by the Makefile). A report from a process whose exit status
-# nobody checks (a daemon killed at teardown, a leak at exit) would otherwise
-# go unnoticed: any file there fails the run.
+# After `make check SAN=1` (or unit/nettest/conformance SAN=1): fails when
+# any process of the run reported a sanitizer error, even one whose exit
+# status nobody checks (a daemon killed at teardown, a leak at exit).
+#  - ASan and LSan reports of every process are in DIR/asan.PID
+#    (ASAN_OPTIONS log_path, set by the Makefile);
+#  - gcc's UBSan ignores log_path and prints to stderr (then aborts, with
+#    -fno-sanitize-recover=all): those are searched for in the test logs
+#    (var/test-logs/*.log, which hold each test's stderr and the daemon logs
+#    the harness dumps) and var/conformance.log.
 # usage: scripts/san-report.sh DIR
 set -u
 dir=${1:?usage: scripts/san-report.sh DIR}
 shopt -s nullglob
+pattern='runtime error:|ERROR: AddressSanitizer|ERROR: LeakSanitizer|ERROR: UndefinedBehaviorSanitizer'
 reports=("$dir"/asan.* "$dir"/ubsan.*)
-if [ ${#reports[@]} -eq 0 ]; then
+logs=()
+for l in var/test-logs/*.log var/conformance.log; do
+	grep -qE "$pattern" "$l" && logs+=("$l")
+done
+if [ ${#reports[@]} -eq 0 ] && [ ${#logs[@]} -eq 0 ]; then
 	echo "sanitizers: no reports"
 	exit 0
 fi
-echo "sanitizers: ${#reports[@]} report(s) in $dir:"
+echo "sanitizers: ${#reports[@]} report file(s) in $dir, ${#logs[@]} log(s) with reports:"
 for r in "${reports[@]}"; do
 	echo "--- $r"
 	grep -E 'ERROR|SUMMARY|runtime error|#[0-9]+ ' "$r" | head -25 | sed 's/^/    /'
+done
+for l in "${logs[@]}"; do
+	echo "--- $l"
+	grep -E -A12 "$pattern" "$l" | head -25 | sed 's/^/    /'
 done
 exit 1
