@@ -707,7 +707,7 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 static const char *const pool_keys[] = {
 	"name", "level", "chunk", "members", "spares", "create_size", "direct_io",
 	"rebuild_mbps", "hdd", "ceph_conf", "rbd_pool", "ceph_id", "keyring", "start_degraded",
-	NULL,
+	"thick", NULL,
 };
 static const char *const hdd_keys[] = { "mbps", "avg_seek_ms", "rpm", NULL };
 
@@ -884,11 +884,13 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 			if (!p->keyring)
 				v->nomem = true;
 		}
+		p->rbd_thick = true;
+		get_bool(v, g, "thick", where, &p->rbd_thick);
 		return;
 	}
 	if (level_ok) {
 		static const char *const ceph_only[] = {
-			"ceph_conf", "rbd_pool", "ceph_id", "keyring", NULL,
+			"ceph_conf", "rbd_pool", "ceph_id", "keyring", "thick", NULL,
 		};
 
 		for (const char *const *k = ceph_only; *k; k++) {

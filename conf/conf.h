@@ -64,6 +64,8 @@ struct conf_pool {
 	char *rbd_pool;
 	char *ceph_id;
 	char *keyring;
+	bool rbd_thick;            /* rbd only: write each new image out in full
+	                            * at creation (key "thick", default true) */
 	int line;
 };
 

@@ -825,7 +825,17 @@ START_TEST(t18_rbd_pools)
 	ck_assert_str_eq(c->pools[1].rbd_pool, "rbd");
 	ck_assert_ptr_null(c->pools[1].ceph_id);
 	ck_assert_uint_eq(c->pools[1].n_members, 0);
+	ck_assert(c->pools[1].rbd_thick);
 	conf_free(c);
+	c = expect_good(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\"); },\n"
+			"          { name = \"c\"; level = \"rbd\"; ceph_conf = \"x\";"
+			" rbd_pool = \"r\"; thick = false; } );\n", NULL, NULL);
+	ck_assert(!c->pools[1].rbd_thick);
+	conf_free(c);
+	expect_bad(NULL, "pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"x\"; rbd_pool = \"r\";"
+		   " thick = 1; } );\n", NULL, NULL, "thick must be true or false");
+	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid0\"; members = (\"a\");"
+		   " thick = false; } );\n", NULL, NULL, "thick is only valid for level rbd");
 
 	expect_bad(NULL, "pools = ( { name = \"c\"; level = \"rbd\"; rbd_pool = \"rbd\"; } );\n",
 		   NULL, NULL, "missing required key 'ceph_conf'");
