@@ -1,24 +1,33 @@
 /*
  * raid/pool.c - pool assembly, member state, superblock updates, management.
  *
- * Assembly (raid_pool_open):
- *   1. open every configured member and spare (creating missing files sparse
- *      when create_size is set) and read its superblock;
- *   2. no superblock anywhere: a new pool is created over all members;
- *   3. otherwise the pool UUID held by most members wins; members of another
- *      pool are refused; the newest superblock (highest event counter) is the
- *      reference; a member is accepted only when the reference lists its own
- *      UUID in its slot as active/spare/rebuilding - a member the pool marked
- *      faulty or replaced (its event counter is behind) is refused as stale;
- *   4. slots left empty are missing: the pool starts degraded when the level
- *      tolerates it, and not at all otherwise.
+ * Assembly (raid_pool_open; policy in raid/README.md, "Assembly"):
+ *   1. open every configured member and spare and read its superblock
+ *      (cand_open; nothing is created or written yet);
+ *   2. no superblock anywhere: a brand-new pool - create_files() makes the
+ *      missing files when create_size is set, create_new() the pool. Files
+ *      are never created for an existing pool;
+ *   3. otherwise (assemble): members carrying different pool UUIDs refuse
+ *      the pool (pool_identity; no vote); the newest superblock (highest
+ *      event counter) is the reference; a member is accepted only when the
+ *      reference lists its own UUID in its slot as active/spare/rebuilding.
+ *      Known-failed members (stale: the reference records them faulty or
+ *      replaced; missing files of slots recorded faulty) are left out with a
+ *      log line. Members the pool expected but cannot use (missing, blank,
+ *      unreadable, duplicate) refuse the pool unless start_degraded is set;
+ *   4. the pool then starts (degraded) only if the level's failure rule
+ *      (raid_lost_beyond) still holds for what was assembled.
+ *   Refusal at any step writes nothing to any member.
  *
  * Member states (struct raid_member.state): ACTIVE -> FAULTY
  * (raid_member_fail: I/O error or rtgtctl fail); SPARE -> REBUILDING ->
  * ACTIVE (rebuild); MISSING is only set at assembly. Every change is written
  * to the superblocks of all present members with a bumped event counter
  * before raid_member_fail returns. Invariant (pool_check): p->failed is set
- * exactly when more raid disks are unusable than the level tolerates.
+ * exactly when the unusable raid disks break the level's rule
+ * (raid_lost_beyond: raid0 any, raid1 all, raid5 two, raid6 three, raid10 both
+ * members of one mirror pair), re-evaluated at every superblock write -
+ * assembly, failures, a spare taking a slot, the end of a rebuild.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,9 +106,79 @@ unsigned raid_pool_unusable(struct raid_pool *p)
 	return c;
 }
 
+/*
+ * The level's failure rule. g->npar is the count the parity maths works with;
+ * for raid10 it is 1 although the pool survives one loss per mirror pair, so
+ * the rule is written out per level instead of comparing a count with it.
+ */
+bool raid_lost_beyond(const struct raid_geom *g, const bool *lost, unsigned *pair)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < g->n; i++)
+		n += lost[i];
+	switch (g->level) {
+	case CONF_RAID0:
+		return n > 0;
+	case CONF_RAID1:
+		return n >= g->n;
+	case CONF_RAID5:
+		return n > 1;
+	case CONF_RAID6:
+		return n > 2;
+	case CONF_RAID10:
+		/* near-2 on an even n: slots 2k and 2k+1 hold the same chunks */
+		for (i = 0; i + 1 < g->n; i += 2) {
+			if (lost[i] && lost[i + 1]) {
+				if (pair)
+					*pair = i;
+				return true;
+			}
+		}
+		return false;
+	default:
+		return n > g->npar;
+	}
+}
+
+static void pool_lost(struct raid_pool *p, bool *lost)
+{
+	unsigned i;
+
+	for (i = 0; i < p->g.n; i++)
+		lost[i] = !p->m[i] || p->m[i]->fd < 0 ||
+			  atomic_load(&p->m[i]->state) != RAID_M_ACTIVE;
+}
+
+bool raid_pool_beyond_redundancy(struct raid_pool *p)
+{
+	bool lost[RAID_MAX_SLOTS];
+
+	pool_lost(p, lost);
+	return raid_lost_beyond(&p->g, lost, NULL);
+}
+
+/* One line saying why the pool cannot serve, for the logs. */
+static void why_beyond(struct raid_pool *p, char *buf, size_t len)
+{
+	bool lost[RAID_MAX_SLOTS];
+	unsigned pair = 0;
+
+	pool_lost(p, lost);
+	if (raid_lost_beyond(&p->g, lost, &pair) && p->level == CONF_RAID10)
+		snprintf(buf, len, "both members of mirror pair (slots %u, %u) unusable: %s and %s",
+			 pair, pair + 1, p->m[pair] ? p->m[pair]->path : "?",
+			 p->m[pair + 1] ? p->m[pair + 1]->path : "?");
+	else if (p->level == CONF_RAID1)
+		snprintf(buf, len, "all %u members unusable", p->g.n);
+	else
+		snprintf(buf, len, "%u of %u members unusable, %s tolerates %u",
+			 raid_pool_unusable(p), p->g.n, level_name(p->level), p->g.npar);
+}
+
 static bool pool_check(struct raid_pool *p)
 {
-	return atomic_load(&p->failed) == (raid_pool_unusable(p) > p->g.npar);
+	return atomic_load(&p->failed) == raid_pool_beyond_redundancy(p);
 }
 
 /* Fill the pool-wide part of a superblock from the pool. meta_mu held. */
@@ -172,7 +251,7 @@ int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean)
 		if (!again)
 			break;
 	}
-	atomic_store(&p->failed, raid_pool_unusable(p) > p->g.npar);
+	atomic_store(&p->failed, raid_pool_beyond_redundancy(p));
 	return rc;
 }
 
@@ -201,10 +280,12 @@ void raid_member_fail(struct raid_member *m, int err, const char *why)
 	LOG_ERR(RAID_MOD, "pool %s: member %s (slot %u) faulty: %s%s%s", p->name, m->path, m->slot,
 		why, err ? ": " : "", err ? strerror(-err) : "");
 	raid_pool_write_sbs_locked(p, false);
-	if (atomic_load(&p->failed))
-		LOG_ERR(RAID_MOD, "pool %s: %u of %u members unusable, %s tolerates %u: pool failed",
-			p->name, raid_pool_unusable(p), p->g.n, level_name(p->level), p->g.npar);
-	else if (m->slot < p->g.n)
+	if (atomic_load(&p->failed)) {
+		char reason[640];
+
+		why_beyond(p, reason, sizeof(reason));
+		LOG_ERR(RAID_MOD, "pool %s: %s: pool failed", p->name, reason);
+	} else if (m->slot < p->g.n)
 		LOG_WARN(RAID_MOD, "pool %s: degraded", p->name);
 	pthread_mutex_unlock(&p->meta_mu);
 	raid_bg_kick(p);
@@ -243,17 +324,60 @@ static void member_close(struct raid_member *m)
 struct cand {
 	struct raid_member *m;
 	bool spare;               /* listed under spares */
-	int sbrc;                 /* raid_sb_read result */
+	unsigned pos;             /* index in the members or spares list */
+	int open_err;             /* 0, or -errno of open() (-ENOENT: no such file) */
+	int sbrc;                 /* raid_sb_read result (-ENODEV: not opened) */
 	struct raid_sb sb;
 	bool used;
 };
+
+/* "slot 1" / "spare 0": where the configuration lists it. */
+static const char *cand_where(const struct cand *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %u", c->spare ? "spare" : "slot", c->pos);
+	return buf;
+}
+
+/* Open c->m->rpath and read its superblock. Failures are recorded in @c
+ * (open_err, sbrc), not logged: assembly decides what they mean. */
+static void cand_open_fd(const struct conf_pool *cp, struct cand *c)
+{
+	struct raid_member *m = c->m;
+	int flags = O_RDWR | O_CLOEXEC;
+	struct stat st;
+
+	c->sbrc = -ENODEV;
+	m->fd = open(m->rpath, flags | (cp->direct_io ? O_DIRECT : 0));
+	if (m->fd < 0) {
+		c->open_err = -errno;
+		return;
+	}
+	m->fd_buf = m->fd;
+	if (cp->direct_io) {
+		m->fd_buf = open(m->rpath, flags);
+		if (m->fd_buf < 0) {
+			c->open_err = -errno;
+			close(m->fd);
+			m->fd = m->fd_buf = -1;
+			return;
+		}
+	}
+	c->open_err = 0;
+	if (fstat(m->fd, &st) == 0 && S_ISBLK(st.st_mode)) {
+		uint64_t b = 0;
+
+		if (ioctl(m->fd, BLKGETSIZE64, &b) == 0)
+			m->file_bytes = b;
+	} else if (fstat(m->fd, &st) == 0) {
+		m->file_bytes = (uint64_t)st.st_size;
+	}
+	c->sbrc = raid_sb_read(m->fd, &c->sb);
+}
 
 static int cand_open(const struct conf_pool *cp, const char *path, const char *rpath,
 		     struct cand *c)
 {
 	struct raid_member *m = calloc(1, sizeof(*m));
-	int flags = O_RDWR | O_CLOEXEC;
-	struct stat st;
 
 	if (!m)
 		return -ENOMEM;
@@ -264,54 +388,55 @@ static int cand_open(const struct conf_pool *cp, const char *path, const char *r
 	atomic_store(&m->state, RAID_M_MISSING);
 	c->m = m;
 	c->sbrc = -ENODEV;
+	c->open_err = -ENOENT;
 	if (!m->rpath)
 		return -ENOMEM;
-	if (access(rpath, F_OK) && errno == ENOENT && cp->create_size) {
-		int fd = open(rpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cand_open_fd(cp, c);
+	return 0;
+}
 
+/*
+ * A brand-new pool (no member carries a superblock): create the missing
+ * files when create_size allows. Never called for an existing pool, whose
+ * missing member must not come back as an empty file that the pool would
+ * then trust.
+ */
+static int create_files(const struct conf_pool *cp, struct cand *cs, unsigned nc)
+{
+	unsigned i;
+	char w[32];
+
+	for (i = 0; i < nc; i++) {
+		struct cand *c = &cs[i];
+		int fd;
+
+		if (c->m->fd >= 0 && c->sbrc != -ENOENT) {
+			LOG_ERR(RAID_MOD, "pool %s: member %s (%s): cannot read its superblock: %s; not creating a pool over it",
+				cp->name, c->m->path, cand_where(c, w, sizeof(w)), strerror(-c->sbrc));
+			return c->sbrc < 0 ? c->sbrc : -EIO;
+		}
+		if (c->m->fd >= 0 || c->open_err != -ENOENT || !cp->create_size)
+			continue;
+		fd = open(c->m->rpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0) {
-			LOG_ERR(RAID_MOD, "pool %s: cannot create member %s: %s", cp->name, path,
+			LOG_ERR(RAID_MOD, "pool %s: cannot create member %s: %s", cp->name, c->m->path,
 				strerror(errno));
-			return 0;
+			return -errno;
 		}
 		if (ftruncate(fd, (off_t)cp->create_size)) {
-			LOG_ERR(RAID_MOD, "pool %s: cannot size member %s: %s", cp->name, path,
-				strerror(errno));
+			int e = -errno;
+
+			LOG_ERR(RAID_MOD, "pool %s: cannot size member %s: %s", cp->name, c->m->path,
+				strerror(-e));
 			close(fd);
-			unlink(rpath);
-			return 0;
+			unlink(c->m->rpath);
+			return e;
 		}
 		close(fd);
-		LOG_INFO(RAID_MOD, "pool %s: created member %s (%llu bytes, sparse)", cp->name, path,
-			 (unsigned long long)cp->create_size);
+		LOG_INFO(RAID_MOD, "pool %s: created member %s (%llu bytes, sparse)", cp->name,
+			 c->m->path, (unsigned long long)cp->create_size);
+		cand_open_fd(cp, c);
 	}
-	m->fd = open(rpath, flags | (cp->direct_io ? O_DIRECT : 0));
-	if (m->fd < 0) {
-		LOG_ERR(RAID_MOD, "pool %s: member %s: %s", cp->name, path, strerror(errno));
-		return 0;
-	}
-	m->fd_buf = m->fd;
-	if (cp->direct_io) {
-		m->fd_buf = open(rpath, flags);
-		if (m->fd_buf < 0) {
-			LOG_ERR(RAID_MOD, "pool %s: member %s: %s", cp->name, path, strerror(errno));
-			close(m->fd);
-			m->fd = -1;
-			return 0;
-		}
-	}
-	if (fstat(m->fd, &st) == 0 && S_ISBLK(st.st_mode)) {
-		uint64_t b = 0;
-
-		if (ioctl(m->fd, BLKGETSIZE64, &b) == 0)
-			m->file_bytes = b;
-	} else if (fstat(m->fd, &st) == 0) {
-		m->file_bytes = (uint64_t)st.st_size;
-	}
-	c->sbrc = raid_sb_read(m->fd, &c->sb);
-	if (c->sbrc && c->sbrc != -ENOENT)
-		LOG_ERR(RAID_MOD, "pool %s: member %s: cannot read superblock: %s", cp->name, path,
-			strerror(-c->sbrc));
 	return 0;
 }
 
@@ -320,17 +445,22 @@ static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct ca
 {
 	uint64_t minb = UINT64_MAX;
 	unsigned i;
-	int rc;
+	int rc = 0;
 
 	for (i = 0; i < cp->n_members; i++) {
 		if (cs[i].m->fd < 0) {
-			LOG_ERR(RAID_MOD, "pool %s: cannot create the pool: member %s is missing",
-				cp->name, cs[i].m->path);
-			return -ENOENT;
+			LOG_ERR(RAID_MOD, "pool %s: cannot create the pool: member %s (slot %u): %s%s",
+				cp->name, cs[i].m->path, i, strerror(-cs[i].open_err),
+				cs[i].open_err == -ENOENT && !cp->create_size
+					? " (create_size would create it)" : "");
+			rc = -ENOENT;
+			continue;
 		}
 		if (cs[i].m->file_bytes < minb)
 			minb = cs[i].m->file_bytes;
 	}
+	if (rc)
+		return rc;
 	if (minb < RAID_DATA_OFF + 16 * cp->chunk) {
 		LOG_ERR(RAID_MOD, "pool %s: members too small (%llu bytes; need at least %llu)",
 			cp->name, (unsigned long long)minb,
@@ -348,8 +478,11 @@ static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct ca
 	for (i = 0; i < nc; i++) {
 		struct raid_member *m = cs[i].m;
 
-		if (m->fd < 0)
-			continue;      /* a missing spare */
+		if (m->fd < 0) {
+			LOG_WARN(RAID_MOD, "pool %s: spare %s: %s: not used", cp->name, m->path,
+				 strerror(-cs[i].open_err));
+			continue;
+		}
 		uuid_new(m->uuid);
 		m->slot = p->n_slots;
 		atomic_store(&m->state, cs[i].spare ? RAID_M_SPARE : RAID_M_ACTIVE);
@@ -366,35 +499,107 @@ static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct ca
 	return 0;
 }
 
+/*
+ * Every member carrying a superblock must carry the same pool UUID. Members
+ * of two pools are never mixed, and no vote picks one of them: with a 1-1
+ * split on raid1 a vote could as well pick the foreign pool and overwrite
+ * this one's members. The lines name the odd members out: the group whose
+ * superblocks carry this pool's configured name (or, failing that, a strict
+ * majority) is taken as "this pool" for the wording only.
+ */
+static int pool_identity(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
+			 unsigned nc)
+{
+	unsigned grp[RAID_MAX_SLOTS], first[RAID_MAX_SLOTS], cnt[RAID_MAX_SLOTS];
+	unsigned i, k, ng = 0, named = 0, home = UINT32_MAX, best = 0;
+	bool tie = false;
+	char u[37], w[32];
+
+	for (i = 0; i < nc; i++) {
+		if (cs[i].sbrc)
+			continue;
+		for (k = 0; k < ng; k++)
+			if (!memcmp(cs[first[k]].sb.pool_uuid, cs[i].sb.pool_uuid, 16))
+				break;
+		if (k == ng) {
+			first[ng] = i;
+			cnt[ng++] = 0;
+		}
+		grp[i] = k;
+		cnt[k]++;
+	}
+	if (ng == 1) {
+		memcpy(p->uuid, cs[first[0]].sb.pool_uuid, 16);
+		return 0;
+	}
+	for (k = 0; k < ng; k++) {
+		if (!strcmp(cs[first[k]].sb.name, cp->name)) {
+			named++;
+			home = k;
+		}
+	}
+	if (named != 1) {
+		home = UINT32_MAX;
+		for (k = 0; k < ng; k++) {
+			if (named && strcmp(cs[first[k]].sb.name, cp->name))
+				continue;
+			if (cnt[k] > best) {
+				best = cnt[k];
+				home = k;
+				tie = false;
+			} else if (cnt[k] == best) {
+				tie = true;
+			}
+		}
+		if (tie)
+			home = UINT32_MAX;
+	}
+	for (i = 0; i < nc; i++) {
+		if (cs[i].sbrc || grp[i] == home)
+			continue;
+		uuid_str(cs[i].sb.pool_uuid, u);
+		if (home != UINT32_MAX) {
+			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) belongs to pool %s (uuid %s), not to this pool",
+				cp->name, cs[i].m->path, cand_where(&cs[i], w, sizeof(w)),
+				cs[i].sb.name, u);
+		} else {
+			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) carries pool %s (uuid %s, event %llu); the members carry %u different pool identities and none can be told to be this pool",
+				cp->name, cs[i].m->path, cand_where(&cs[i], w, sizeof(w)),
+				cs[i].sb.name, u, (unsigned long long)cs[i].sb.events, ng);
+		}
+	}
+	return -EINVAL;
+}
+
+/* Is @st a state a slot can be assembled in? */
+static bool slot_state_usable(uint32_t st)
+{
+	return st == RAID_M_ACTIVE || st == RAID_M_SPARE || st == RAID_M_REBUILDING;
+}
+
+/*
+ * Assembly of an existing pool (see raid/README.md, "Assembly"): refuses
+ * outright a member of another pool; refuses, unless start_degraded, a
+ * member that is missing, blank, unreadable or a duplicate while the pool
+ * expected it; accepts without it a member the newest superblocks already
+ * record as failed (missing or stale). Whether what is left suffices is
+ * checked by the caller.
+ */
 static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
 		    unsigned nc)
 {
 	const struct raid_sb *ref = NULL;
-	unsigned i, j, best = 0, bestcnt = 0;
-	char u[37];
+	unsigned i, problems = 0, expected_absent = 0;
+	const char *sd = cp->start_degraded ? "; start_degraded is set: starting without it" : "";
+	char u[37], mu[37], w[32];
 	int rc;
 
-	/* The pool UUID most members agree on; ties go to the newest. */
-	for (i = 0; i < nc; i++) {
-		unsigned cnt = 0;
-
-		if (cs[i].sbrc)
-			continue;
-		for (j = 0; j < nc; j++)
-			if (!cs[j].sbrc && !memcmp(cs[j].sb.pool_uuid, cs[i].sb.pool_uuid, 16))
-				cnt++;
-		if (cnt > bestcnt || (cnt == bestcnt && cs[i].sb.events > cs[best].sb.events)) {
-			bestcnt = cnt;
-			best = i;
-		}
-	}
-	memcpy(p->uuid, cs[best].sb.pool_uuid, 16);
-	for (i = 0; i < nc; i++) {
-		if (cs[i].sbrc || memcmp(cs[i].sb.pool_uuid, p->uuid, 16))
-			continue;
-		if (!ref || cs[i].sb.events > ref->events)
+	rc = pool_identity(p, cp, cs, nc);
+	if (rc)
+		return rc;
+	for (i = 0; i < nc; i++)
+		if (!cs[i].sbrc && (!ref || cs[i].sb.events > ref->events))
 			ref = &cs[i].sb;
-	}
 	uuid_str(p->uuid, u);
 	if (ref->level != (uint32_t)cp->level || ref->chunk != cp->chunk ||
 	    ref->n_members != cp->n_members) {
@@ -404,54 +609,40 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		return -EINVAL;
 	}
 	rc = raid_geom_init(&p->g, cp->level, cp->n_members, cp->chunk, ref->data_size);
-	if (rc || ref->data_offset != RAID_DATA_OFF) {
+	if (rc || ref->data_offset != RAID_DATA_OFF || ref->n_slots < ref->n_members) {
 		LOG_ERR(RAID_MOD, "pool %s: unsupported on-disk geometry", cp->name);
 		return -EINVAL;
 	}
 	p->events = ref->events;
 	p->n_slots = ref->n_slots;
+
+	/* members with a superblock of this pool */
 	for (i = 0; i < nc; i++) {
 		struct cand *c = &cs[i];
 		struct raid_member *m = c->m;
 		uint32_t st;
 
-		if (c->sbrc == -ENOENT && m->fd >= 0) {
-			if (c->spare && p->n_slots < RAID_MAX_SLOTS) {
-				/* A blank spare joins the pool. */
-				uuid_new(m->uuid);
-				m->slot = p->n_slots;
-				atomic_store(&m->state, RAID_M_SPARE);
-				p->m[p->n_slots++] = m;
-				c->used = true;
-				LOG_INFO(RAID_MOD, "pool %s: new spare %s", cp->name, m->path);
-			} else {
-				LOG_ERR(RAID_MOD, "pool %s: member %s has no superblock of this pool; not used",
-					cp->name, m->path);
-			}
-			continue;
-		}
 		if (c->sbrc)
 			continue;
-		if (memcmp(c->sb.pool_uuid, p->uuid, 16)) {
-			char o[37];
-
-			uuid_str(c->sb.pool_uuid, o);
-			LOG_ERR(RAID_MOD, "pool %s: member %s belongs to another pool (\"%s\", uuid %s; this pool is %s): refused",
-				cp->name, m->path, c->sb.name, o, u);
-			continue;
-		}
 		st = c->sb.slot < ref->n_slots ? ref->slots[c->sb.slot].state : RAID_M_EMPTY;
 		if (c->sb.slot >= ref->n_slots ||
 		    memcmp(ref->slots[c->sb.slot].uuid, c->sb.member_uuid, 16) ||
-		    (st != RAID_M_ACTIVE && st != RAID_M_SPARE && st != RAID_M_REBUILDING)) {
-			LOG_ERR(RAID_MOD, "pool %s: member %s is stale (event counter %llu, pool at %llu; the pool recorded it as %s): refused",
-				cp->name, m->path, (unsigned long long)c->sb.events,
-				(unsigned long long)ref->events, raid_mstate_name((int)st));
+		    !slot_state_usable(st)) {
+			bool replaced = c->sb.slot < ref->n_slots &&
+					memcmp(ref->slots[c->sb.slot].uuid, c->sb.member_uuid, 16);
+
+			/* a known-failed member: never used again (md) */
+			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) is stale (event counter %llu, pool at %llu; the pool recorded it as %s): not used",
+				cp->name, m->path, cand_where(c, w, sizeof(w)),
+				(unsigned long long)c->sb.events, (unsigned long long)ref->events,
+				replaced ? "replaced" : raid_mstate_name((int)st));
 			continue;
 		}
 		if (p->m[c->sb.slot]) {
-			LOG_ERR(RAID_MOD, "pool %s: member %s duplicates slot %u (held by %s): refused",
-				cp->name, m->path, c->sb.slot, p->m[c->sb.slot]->path);
+			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) duplicates slot %u (held by %s): not used%s",
+				cp->name, m->path, cand_where(c, w, sizeof(w)), c->sb.slot,
+				p->m[c->sb.slot]->path, sd);
+			problems++;
 			continue;
 		}
 		memcpy(m->uuid, c->sb.member_uuid, 16);
@@ -462,9 +653,41 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		p->m[m->slot] = m;
 		c->used = true;
 	}
+
+	/* blank and unreadable devices */
+	for (i = 0; i < nc; i++) {
+		struct cand *c = &cs[i];
+		struct raid_member *m = c->m;
+
+		if (c->used || m->fd < 0 || !c->sbrc)
+			continue;
+		if (c->sbrc == -ENOENT && c->spare && p->n_slots < RAID_MAX_SLOTS) {
+			/* A blank spare joins the pool: nothing on it is trusted. */
+			uuid_new(m->uuid);
+			m->slot = p->n_slots;
+			atomic_store(&m->state, RAID_M_SPARE);
+			p->m[p->n_slots++] = m;
+			c->used = true;
+			LOG_INFO(RAID_MOD, "pool %s: new spare %s", cp->name, m->path);
+		} else if (c->sbrc == -ENOENT && c->spare) {
+			LOG_ERR(RAID_MOD, "pool %s: spare %s: no free slot: not used", cp->name, m->path);
+		} else if (c->sbrc == -ENOENT) {
+			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) has no rtgt superblock (this pool, uuid %s, is on the other members): not used%s",
+				cp->name, m->path, cand_where(c, w, sizeof(w)), u, sd);
+			problems++;
+		} else {
+			LOG_ERR(RAID_MOD, "pool %s: %s %s (%s): cannot read its superblock: %s: not used%s",
+				cp->name, c->spare ? "spare" : "member", m->path,
+				cand_where(c, w, sizeof(w)), strerror(-c->sbrc), c->spare ? "" : sd);
+			problems += !c->spare;
+		}
+	}
+
 	/* Slots nobody filled: placeholders so status can show them. */
 	for (i = 0; i < p->n_slots; i++) {
 		struct raid_member *m;
+		bool was_up = ref->slots[i].state == RAID_M_ACTIVE ||
+			      ref->slots[i].state == RAID_M_REBUILDING;
 
 		if (p->m[i])
 			continue;
@@ -474,17 +697,61 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		pthread_mutex_init(&m->hdd_mu, NULL);
 		m->fd = m->fd_buf = -1;
 		m->slot = i;
+		m->pool = p;
 		memcpy(m->uuid, ref->slots[i].uuid, 16);
-		atomic_store(&m->state, ref->slots[i].state == RAID_M_ACTIVE ||
-						ref->slots[i].state == RAID_M_REBUILDING
-					? RAID_M_MISSING
-					: RAID_M_FAULTY);
+		atomic_store(&m->state, was_up ? RAID_M_MISSING : RAID_M_FAULTY);
 		snprintf(m->path, sizeof(m->path), "%s",
 			 i < cp->n_members && !cs[i].used ? cp->members[i] : "(unknown)");
 		p->m[i] = m;
-		if (i < p->g.n)
-			LOG_WARN(RAID_MOD, "pool %s: slot %u (%s) is missing", cp->name, i, m->path);
+		if (i < p->g.n && was_up)
+			expected_absent++;
 	}
+
+	/* configured files that could not be opened */
+	for (i = 0; i < nc; i++) {
+		struct cand *c = &cs[i];
+		bool known_failed;
+
+		if (c->m->fd >= 0)
+			continue;
+		if (c->spare) {
+			LOG_WARN(RAID_MOD, "pool %s: spare %s: %s: not used", cp->name, c->m->path,
+				 strerror(-c->open_err));
+			continue;
+		}
+		/* its slot, if the configuration lists members in slot order */
+		if (c->pos < p->g.n && !p->m[c->pos]->rpath && p->m[c->pos]->fd < 0)
+			known_failed = atomic_load(&p->m[c->pos]->state) == RAID_M_FAULTY;
+		else
+			known_failed = expected_absent == 0;
+		if (known_failed) {
+			LOG_WARN(RAID_MOD, "pool %s: member %s (%s) is %s; the pool had already recorded it as failed: starting degraded",
+				 cp->name, c->m->path, cand_where(c, w, sizeof(w)),
+				 c->open_err == -ENOENT ? "missing" : strerror(-c->open_err));
+			continue;
+		}
+		if (c->open_err == -ENOENT)
+			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) is missing%s", cp->name, c->m->path,
+				cand_where(c, w, sizeof(w)), sd);
+		else
+			LOG_ERR(RAID_MOD, "pool %s: member %s (%s): cannot open: %s%s", cp->name,
+				c->m->path, cand_where(c, w, sizeof(w)), strerror(-c->open_err), sd);
+		problems++;
+	}
+	if (expected_absent && !problems) {
+		/* every configured file was accounted for, yet a slot is empty */
+		for (i = 0; i < p->g.n; i++) {
+			if (atomic_load(&p->m[i]->state) != RAID_M_MISSING)
+				continue;
+			uuid_str(p->m[i]->uuid, mu);
+			LOG_ERR(RAID_MOD, "pool %s: slot %u (member uuid %s) is not among the configured members%s",
+				cp->name, i, mu, sd);
+			problems++;
+		}
+	}
+	if (problems && !cp->start_degraded)
+		return -ENOENT;
+
 	memcpy(&p->sb, ref, sizeof(p->sb));
 	if (!(ref->flags & RAID_SB_CLEAN) && p->g.npar) {
 		p->resync_req = true;
@@ -556,6 +823,7 @@ static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		const char *rpath = spare ? cp->spare_paths[i - cp->n_members] : cp->member_paths[i];
 
 		cs[i].spare = spare;
+		cs[i].pos = spare ? i - cp->n_members : i;
 		rc = cand_open(cp, path, rpath, &cs[i]);
 		if (rc)
 			goto err_cands;
@@ -563,7 +831,13 @@ static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		if (cs[i].sbrc == 0)
 			valid++;
 	}
-	rc = valid ? assemble(p, cp, cs, nc) : create_new(p, cp, cs, nc);
+	if (valid) {
+		rc = assemble(p, cp, cs, nc);
+	} else {
+		rc = create_files(cp, cs, nc);
+		if (!rc)
+			rc = create_new(p, cp, cs, nc);
+	}
 	if (rc)
 		goto err_cands;
 	for (i = 0; i < nc; i++) {
@@ -572,9 +846,11 @@ static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 			cs[i].m = NULL;
 		}
 	}
-	if (raid_pool_unusable(p) > p->g.npar) {
-		LOG_ERR(RAID_MOD, "pool %s: %u of %u members unavailable, %s tolerates %u: not started",
-			p->name, raid_pool_unusable(p), p->g.n, level_name(p->level), p->g.npar);
+	if (raid_pool_beyond_redundancy(p)) {
+		char reason[640];
+
+		why_beyond(p, reason, sizeof(reason));
+		LOG_ERR(RAID_MOD, "pool %s: %s: not started", p->name, reason);
 		rc = -EIO;
 		goto err_members;
 	}
@@ -826,9 +1102,13 @@ int raid_pool_add_spare(struct raid_pool *p, const char *path)
 	cp.direct_io = p->direct_io;
 	memset(&c, 0, sizeof(c));
 	rc = cand_open(&cp, path, path, &c);
-	if (rc || c.m->fd < 0) {
+	if (!rc && c.m->fd < 0) {
+		LOG_ERR(RAID_MOD, "pool %s: spare %s: %s", p->name, path, strerror(-c.open_err));
+		rc = c.open_err ? c.open_err : -ENOENT;
+	}
+	if (rc) {
 		member_close(c.m);
-		return rc ? rc : -ENOENT;
+		return rc;
 	}
 	if (c.m->file_bytes < RAID_DATA_OFF + p->g.member_bytes) {
 		LOG_ERR(RAID_MOD, "pool %s: spare %s is too small (%llu bytes, need %llu)", p->name, path,

@@ -1,0 +1,478 @@
+/*
+ * tests/unit/test_raid_pool.c - pool assembly and the failure rule
+ * (raid/pool.c):
+ * 01 raid_lost_beyond() for every level (raid10: a mirror pair both lost)
+ * 02 raid10 keeps serving with one member lost in each mirror pair, also
+ *    across a close/reopen; losing a whole pair fails it
+ * 03 a member of another pool in a member's place refuses the pool (1-1 on
+ *    raid1 too); the foreign file is not modified
+ * 04 a missing member refuses the pool, create_size does not re-create it;
+ *    start_degraded starts without it; once recorded as failed the pool
+ *    starts degraded without start_degraded; the old file coming back is
+ *    stale and never used
+ * 05 a member without a superblock refuses the pool (start_degraded: not
+ *    used, not written)
+ * 06 a stale member needed beyond redundancy: not started, even with
+ *    start_degraded
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "raid/raid.h"
+#include "raid/raid_int.h"
+
+#define MEMBER_BYTES (8u << 20)
+#define MAXM 8
+
+static char tmpdir[64];
+static char *paths[MAXM], *bpaths[MAXM];
+static struct conf_pool cp, cpb;
+static struct conf_size full = { .percent = 100 };
+static char logbuf[1 << 16];
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rtgt-pool-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	conf_log_set_level(CONF_LOG_INFO);
+}
+
+static void unlink_list(char **list)
+{
+	for (unsigned i = 0; i < MAXM; i++) {
+		if (list[i])
+			unlink(list[i]);
+		free(list[i]);
+		list[i] = NULL;
+	}
+}
+
+static void teardown(void)
+{
+	char p[128];
+
+	unlink_list(paths);
+	unlink_list(bpaths);
+	snprintf(p, sizeof(p), "%s/keep.img", tmpdir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/log", tmpdir);
+	unlink(p);
+	rmdir(tmpdir);
+}
+
+static void mkconf(struct conf_pool *c, char **list, char *name, enum conf_level level,
+		   unsigned n)
+{
+	memset(c, 0, sizeof(*c));
+	for (unsigned i = 0; i < n; i++) {
+		list[i] = malloc(128);
+		ck_assert_ptr_nonnull(list[i]);
+		snprintf(list[i], 128, "%s/%s%u.img", tmpdir, name, i);
+	}
+	c->name = name;
+	c->level = level;
+	c->chunk = 65536;
+	c->members = c->member_paths = list;
+	c->n_members = n;
+	c->create_size = MEMBER_BYTES;
+}
+
+/* raid_pool_open() with its log lines captured in logbuf. */
+static int open_logged(const struct conf_pool *c, struct raid_pool **out)
+{
+	char lp[128];
+	int fd, saved, rc;
+	ssize_t n;
+
+	snprintf(lp, sizeof(lp), "%s/log", tmpdir);
+	fd = open(lp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	fflush(stderr);
+	saved = dup(2);
+	ck_assert_int_ge(saved, 0);
+	ck_assert_int_eq(dup2(fd, 2), 2);
+	*out = NULL;
+	rc = raid_pool_open(c, out);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, logbuf, sizeof(logbuf) - 1, 0);
+	logbuf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	fputs(logbuf, stderr);
+	return rc;
+}
+
+static void has_line(const char *needle)
+{
+	ck_assert_msg(strstr(logbuf, needle), "no log line contains \"%s\"; log:\n%s", needle,
+		      logbuf);
+}
+
+static void io_cb(struct raid_io *io)
+{
+	*(int *)io->arg = 1;
+}
+
+static int do_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, uint64_t off,
+		 uint64_t len, uint8_t *buf)
+{
+	struct raid_io io;
+	int done = 0;
+
+	memset(&io, 0, sizeof(io));
+	io.op = op;
+	io.off = off;
+	io.len = len;
+	io.buf = buf;
+	io.cb = io_cb;
+	io.arg = &done;
+	ck_assert_int_eq(raid_vol_submit(v, ctx, &io), 0);
+	while (!done)
+		raid_ioctx_wait(ctx, 1000);
+	return io.result;
+}
+
+static void fill(uint8_t *b, size_t len, unsigned seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		b[i] = (uint8_t)(x >> 16);
+	}
+}
+
+static const char *pstate(struct raid_pool *p)
+{
+	static struct raid_pool_info info;
+
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	return info.state;
+}
+
+static const char *mstate(struct raid_pool *p, unsigned slot)
+{
+	static struct raid_pool_info info;
+
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_lt(slot, info.n_members);
+	return info.members[slot].state;
+}
+
+/* Whole files equal? */
+static bool same_file(const char *a, const char *b)
+{
+	static uint8_t ba[1 << 16], bb[1 << 16];
+	int fa = open(a, O_RDONLY | O_CLOEXEC), fb = open(b, O_RDONLY | O_CLOEXEC);
+	bool eq = fa >= 0 && fb >= 0;
+
+	while (eq) {
+		ssize_t na = read(fa, ba, sizeof(ba)), nb = read(fb, bb, sizeof(bb));
+
+		if (na != nb || na < 0 || memcmp(ba, bb, (size_t)na))
+			eq = false;
+		if (na <= 0)
+			break;
+	}
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	return eq;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	static uint8_t buf[1 << 16];
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ssize_t n;
+
+	ck_assert_msg(in >= 0 && out >= 0, "copy %s -> %s", from, to);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	ck_assert_int_eq(n, 0);
+	close(in);
+	close(out);
+}
+
+/* Creates the pool in cp, writes a pattern over its volume, closes it. */
+static void make_pool_with_data(struct conf_pool *c, unsigned seed)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	uint8_t *buf = malloc(1u << 20);
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(open_logged(c, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	fill(buf, 1u << 20, seed);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 1u << 20, buf), 0);
+	raid_ioctx_destroy(ctx);
+	raid_pool_close(p);
+	free(buf);
+}
+
+/* The pattern of make_pool_with_data reads back. */
+static void check_data(struct raid_pool *p, unsigned seed)
+{
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	uint8_t *want = malloc(1u << 20), *got = malloc(1u << 20);
+
+	ck_assert(want && got);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	fill(want, 1u << 20, seed);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, 1u << 20, got), 0);
+	ck_assert_msg(!memcmp(want, got, 1u << 20), "data differs");
+	raid_ioctx_destroy(ctx);
+	free(want);
+	free(got);
+}
+
+START_TEST(t01_failure_rule)
+{
+	struct raid_geom g;
+	bool lost[RAID_MAX_SLOTS] = { false };
+	unsigned pair = 99;
+
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID10, 6, 65536, 1u << 20), 0);
+	ck_assert(!raid_lost_beyond(&g, lost, NULL));
+	lost[1] = lost[2] = lost[4] = true;        /* one of each pair */
+	ck_assert(!raid_lost_beyond(&g, lost, &pair));
+	lost[5] = true;                            /* pair (4, 5) gone */
+	ck_assert(raid_lost_beyond(&g, lost, &pair));
+	ck_assert_uint_eq(pair, 4);
+	memset(lost, 0, sizeof(lost));
+	lost[2] = lost[3] = true;
+	ck_assert(raid_lost_beyond(&g, lost, &pair));
+	ck_assert_uint_eq(pair, 2);
+
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID1, 3, 65536, 1u << 20), 0);
+	memset(lost, 0, sizeof(lost));
+	lost[0] = lost[2] = true;
+	ck_assert(!raid_lost_beyond(&g, lost, NULL));
+	lost[1] = true;
+	ck_assert(raid_lost_beyond(&g, lost, NULL));
+
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID5, 4, 65536, 1u << 20), 0);
+	memset(lost, 0, sizeof(lost));
+	lost[3] = true;
+	ck_assert(!raid_lost_beyond(&g, lost, NULL));
+	lost[0] = true;
+	ck_assert(raid_lost_beyond(&g, lost, NULL));
+
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID6, 5, 65536, 1u << 20), 0);
+	memset(lost, 0, sizeof(lost));
+	lost[1] = lost[4] = true;
+	ck_assert(!raid_lost_beyond(&g, lost, NULL));
+	lost[2] = true;
+	ck_assert(raid_lost_beyond(&g, lost, NULL));
+
+	ck_assert_int_eq(raid_geom_init(&g, CONF_RAID0, 2, 65536, 1u << 20), 0);
+	memset(lost, 0, sizeof(lost));
+	ck_assert(!raid_lost_beyond(&g, lost, NULL));
+	lost[1] = true;
+	ck_assert(raid_lost_beyond(&g, lost, NULL));
+}
+END_TEST
+
+START_TEST(t02_raid10_one_per_pair)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	uint8_t *buf = malloc(1u << 20);
+
+	ck_assert_ptr_nonnull(buf);
+	mkconf(&cp, paths, "t", CONF_RAID10, 4);
+	make_pool_with_data(&cp, 1);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
+	ck_assert_int_eq(raid_pool_fail(p, "2"), 0);
+	ck_assert_str_eq(pstate(p), "degraded");
+	check_data(p, 1);
+	/* writes still land on the surviving copy of each pair */
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	fill(buf, 1u << 20, 2);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 1u << 20, buf), 0);
+	raid_ioctx_destroy(ctx);
+	raid_pool_close(p);
+
+	/* a restart assembles it degraded: both losses were recorded */
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_str_eq(pstate(p), "degraded");
+	ck_assert_str_eq(mstate(p, 0), "active");
+	ck_assert_str_eq(mstate(p, 3), "active");
+	check_data(p, 2);
+	/* now pair (0, 1) has no copy left */
+	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+	ck_assert_str_eq(pstate(p), "failed");
+	raid_pool_close(p);
+	ck_assert_int_ne(open_logged(&cp, &p), 0);
+	has_line("mirror pair (slots 0, 1)");
+	free(buf);
+}
+END_TEST
+
+START_TEST(t03_foreign_member)
+{
+	struct raid_pool *p;
+	char keep[128];
+
+	mkconf(&cp, paths, "a", CONF_RAID1, 2);
+	mkconf(&cpb, bpaths, "b", CONF_RAID1, 2);
+	make_pool_with_data(&cp, 3);
+	make_pool_with_data(&cpb, 4);
+	copy_file(paths[0], bpaths[0]);              /* a's member in b0's place */
+	snprintf(keep, sizeof(keep), "%s/keep.img", tmpdir);
+	copy_file(bpaths[0], keep);
+	ck_assert_int_eq(open_logged(&cpb, &p), -EINVAL);
+	ck_assert_ptr_null(p);
+	has_line("pool b: member ");
+	has_line("b0.img (slot 0) belongs to pool a (uuid ");
+	has_line("), not to this pool");
+	ck_assert_msg(same_file(bpaths[0], keep), "the foreign member was written");
+	/* start_degraded does not make mixing two pools acceptable */
+	cpb.start_degraded = true;
+	ck_assert_int_eq(open_logged(&cpb, &p), -EINVAL);
+	ck_assert_msg(same_file(bpaths[0], keep), "the foreign member was written");
+	/* pool a itself is intact */
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_str_eq(pstate(p), "optimal");
+	check_data(p, 3);
+	raid_pool_close(p);
+}
+END_TEST
+
+START_TEST(t04_missing_member)
+{
+	struct raid_pool *p;
+	char keep[128];
+	struct stat st;
+
+	mkconf(&cp, paths, "m", CONF_RAID1, 2);
+	make_pool_with_data(&cp, 5);
+	snprintf(keep, sizeof(keep), "%s/keep.img", tmpdir);
+	copy_file(paths[1], keep);
+	ck_assert_int_eq(unlink(paths[1]), 0);
+	/* refused, and create_size does not bring it back empty */
+	ck_assert_int_lt(open_logged(&cp, &p), 0);
+	ck_assert_ptr_null(p);
+	has_line("pool m: member ");
+	has_line("m1.img (slot 1) is missing");
+	ck_assert_msg(stat(paths[1], &st) && errno == ENOENT, "the missing member was created");
+	/* start_degraded: starts without it, with an error line */
+	cp.start_degraded = true;
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	has_line("ERROR");
+	has_line("m1.img (slot 1) is missing; start_degraded is set");
+	ck_assert_str_eq(pstate(p), "degraded");
+	check_data(p, 5);
+	raid_pool_close(p);
+	ck_assert_msg(stat(paths[1], &st) && errno == ENOENT, "the missing member was created");
+	/* recorded as failed now: no start_degraded needed */
+	cp.start_degraded = false;
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	has_line("already recorded it as failed");
+	ck_assert_str_eq(pstate(p), "degraded");
+	raid_pool_close(p);
+	/* the old file coming back is stale: never used again */
+	copy_file(keep, paths[1]);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	has_line("m1.img (slot 1) is stale");
+	ck_assert_str_eq(pstate(p), "degraded");
+	ck_assert_str_ne(mstate(p, 1), "active");
+	check_data(p, 5);
+	raid_pool_close(p);
+	ck_assert_msg(same_file(paths[1], keep), "the stale member was written");
+}
+END_TEST
+
+START_TEST(t05_blank_member)
+{
+	struct raid_pool *p;
+	char keep[128];
+	int fd;
+
+	mkconf(&cp, paths, "z", CONF_RAID5, 4);
+	make_pool_with_data(&cp, 6);
+	fd = open(paths[2], O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, MEMBER_BYTES), 0);
+	close(fd);
+	snprintf(keep, sizeof(keep), "%s/keep.img", tmpdir);
+	copy_file(paths[2], keep);
+	ck_assert_int_lt(open_logged(&cp, &p), 0);
+	has_line("z2.img (slot 2) has no rtgt superblock");
+	cp.start_degraded = true;
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_str_eq(pstate(p), "degraded");
+	check_data(p, 6);
+	raid_pool_close(p);
+	ck_assert_msg(same_file(paths[2], keep), "the blank member was written");
+}
+END_TEST
+
+START_TEST(t06_stale_needed)
+{
+	struct raid_pool *p;
+
+	mkconf(&cp, paths, "s", CONF_RAID5, 4);
+	make_pool_with_data(&cp, 7);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
+	raid_pool_close(p);
+	/* stale d1 alone: degraded start */
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	has_line("s1.img (slot 1) is stale");
+	ck_assert_str_eq(pstate(p), "degraded");
+	raid_pool_close(p);
+	/* and d2 gone too: raid5 cannot do without two */
+	ck_assert_int_eq(unlink(paths[2]), 0);
+	cp.start_degraded = true;
+	ck_assert_int_lt(open_logged(&cp, &p), 0);
+	ck_assert_ptr_null(p);
+	has_line("2 of 4 members unusable, raid5 tolerates 1: not started");
+}
+END_TEST
+
+int main(void)
+{
+	const struct { const char *name; const TTest *fn; } cases[] = {
+		{ "01_failure_rule", t01_failure_rule },
+		{ "02_raid10_one_per_pair", t02_raid10_one_per_pair },
+		{ "03_foreign_member", t03_foreign_member },
+		{ "04_missing_member", t04_missing_member },
+		{ "05_blank_member", t05_blank_member },
+		{ "06_stale_needed", t06_stale_needed },
+	};
+	Suite *s = suite_create("raid_pool");
+	SRunner *sr;
+	int failed;
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, 60);
+		tcase_add_test(tc, cases[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
