@@ -1,0 +1,716 @@
+/*
+ * raid/rbd.c - RBD pools: volumes that are Ceph RBD images (librbd).
+ *
+ * A pool is one RADOS cluster handle and one I/O context on the configured
+ * rbd_pool; a volume is one image, opened once per daemon and shared by every
+ * reactor thread (librbd images are thread-safe). The image carries rtgt's
+ * own state as image metadata, so every node that opens it agrees:
+ *   rtgt.uuid   32 hex digits: the volume UUID (base of the LUN's NAA id)
+ *   rtgt.thick  "done" once the image was written out in full, else the
+ *               byte offset reached so far (resumed at the next start);
+ *               absent for a thin volume (pool key thick = false)
+ *
+ * Request state machine (one struct raid_io, state in io->rpriv_u[PHASE]):
+ *
+ *   MAIN ---(librbd done; FUA write that succeeded)---> FLUSH ---> DONE
+ *     \--------------(anything else)----------------------------> DONE
+ *
+ *   MAIN   raid_rbd_vol_submit() started the read / write / flush /
+ *          compare-and-write in librbd (or recorded why it could not);
+ *   FLUSH  step() started rbd_aio_flush after a FUA write: the write is
+ *          durable only once the flush completed;
+ *   DONE   finish() set io->result, dropped the ctx's in-flight count and
+ *          ran io->cb.
+ * Every transition runs on the submitting thread: librbd calls on_complete()
+ * on its own threads, which only records the return value and hands the
+ * request to the ctx with raid_defer(); step() then runs inside
+ * raid_ioctx_run(). Invariant (io_check): phase is MAIN or FLUSH while the
+ * request is owned by rbd.c, FLUSH only for FUA writes, and the ctx and
+ * volume are set.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "raid/rbd_int.h"
+
+#if __has_include(<rbd/librbd.h>)
+#define RTGT_HAVE_RBD 1
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+#endif
+
+#ifdef RTGT_HAVE_RBD
+
+#define META_UUID  "rtgt.uuid"
+#define META_THICK "rtgt.thick"
+/* librbd's default object size (order 22): the unit of thick provisioning */
+#define RBD_ORDER  22
+#define PROV_QD    8u
+
+struct rbd_vol {
+	struct raid_vol v;        /* first: raid_vol pointers are rbd_vol pointers */
+	rbd_image_t img;          /* open for the pool's lifetime */
+	uint64_t obj_bytes;
+	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
+};
+
+struct rbd_pool {
+	struct raid_pool p;       /* first, see rbd_vol */
+	rados_t cluster;
+	rados_ioctx_t ioctx;
+	char rbd_pool[128];
+	bool thick;
+	_Atomic uint64_t prov_done, prov_total; /* provisioning in progress (bytes) */
+};
+
+enum { PHASE = 0, RET = 1, MISCMP = 2 };   /* io->rpriv_u[] slots */
+enum { PH_MAIN = 1, PH_FLUSH = 2 };
+enum { CTX = 0, VOL = 1 };                  /* io->rpriv[] slots */
+
+static struct rbd_pool *rp_of(struct raid_pool *p)
+{
+	return (struct rbd_pool *)p;
+}
+
+static struct rbd_vol *rv_of(struct raid_vol *v)
+{
+	return (struct rbd_vol *)v;
+}
+
+/* ---- requests ---- */
+
+static bool io_check(const struct raid_io *io)
+{
+	uint64_t ph = io->rpriv_u[PHASE];
+
+	if (!io->rpriv[CTX] || !io->rpriv[VOL])
+		return false;
+	if (ph != PH_MAIN && ph != PH_FLUSH)
+		return false;
+	return ph != PH_FLUSH || (io->op == RAID_OP_WRITE && (io->flags & RAID_IO_FUA));
+}
+
+static void step(void *arg);
+
+/* librbd thread: record, hand over, nothing else. */
+static void on_complete(rbd_completion_t c, void *arg)
+{
+	struct raid_io *io = arg;
+	struct timespec ms = { 0, 1000000 };
+
+	io->rpriv_u[RET] = (uint64_t)(int64_t)rbd_aio_get_return_value(c);
+	rbd_aio_release(c);
+	/* raid_defer only fails without memory: the completion must not be
+	 * lost, so wait for memory rather than drop it. */
+	while (raid_defer(io->rpriv[CTX], step, io) < 0)
+		nanosleep(&ms, NULL);
+}
+
+/* Owner thread: a request that could not even be started still completes
+ * through the ctx (callbacks never run inside submit). */
+static void fail_later(struct raid_io *io, int err)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	io->rpriv_u[RET] = (uint64_t)(int64_t)err;
+	while (raid_defer(io->rpriv[CTX], step, io) < 0)
+		nanosleep(&ms, NULL);
+}
+
+static int start_op(struct raid_io *io)
+{
+	struct rbd_vol *rv = io->rpriv[VOL];
+	rbd_completion_t c;
+	int rc;
+
+	rc = rbd_aio_create_completion(io, on_complete, &c);
+	if (rc < 0)
+		return rc;
+	if (io->rpriv_u[PHASE] == PH_FLUSH) {
+		rc = rbd_aio_flush(rv->img, c);
+	} else {
+		switch (io->op) {
+		case RAID_OP_READ:
+			rc = rbd_aio_read(rv->img, io->off, io->len, (char *)io->buf, c);
+			break;
+		case RAID_OP_WRITE:
+			rc = rbd_aio_write(rv->img, io->off, io->len, (const char *)io->buf, c);
+			break;
+		case RAID_OP_FLUSH:
+			rc = rbd_aio_flush(rv->img, c);
+			break;
+		case RAID_OP_COMPARE_WRITE:
+			rc = (int)rbd_aio_compare_and_write(rv->img, io->off, io->len,
+							    (const char *)io->buf,
+							    (const char *)io->buf + io->len, c,
+							    &io->rpriv_u[MISCMP], 0);
+			break;
+		default:
+			rc = -EINVAL;
+		}
+	}
+	if (rc < 0)
+		rbd_aio_release(c);
+	return rc;
+}
+
+static void finish(struct raid_io *io, int64_t ret)
+{
+	struct rbd_vol *rv = io->rpriv[VOL];
+	struct raid_ioctx *ctx = io->rpriv[CTX];
+
+	if (ret >= 0) {
+		io->result = 0;
+		if (io->op == RAID_OP_READ) {
+			atomic_fetch_add(&rv->rd_bytes, io->len);
+			atomic_fetch_add(&rv->rd_ops, 1);
+		} else if (io->op != RAID_OP_FLUSH) {
+			atomic_fetch_add(&rv->wr_bytes, io->len);
+			atomic_fetch_add(&rv->wr_ops, 1);
+		}
+	} else if (ret == -EILSEQ && io->op == RAID_OP_COMPARE_WRITE) {
+		uint64_t m = io->rpriv_u[MISCMP];
+
+		io->result = -EILSEQ;
+		/* librbd reports the image offset of the first difference */
+		io->miscompare_off = m >= io->off && m < io->off + io->len ? m - io->off : 0;
+	} else {
+		if (ret != -ENOMEM)
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: %s of %" PRIu64 " bytes at %" PRIu64 ": %s",
+				rp_of(rv->v.pool)->rbd_pool, rv->v.name,
+				io->op == RAID_OP_READ ? "read" :
+				io->op == RAID_OP_FLUSH ? "flush" :
+				io->op == RAID_OP_COMPARE_WRITE ? "compare-and-write" : "write",
+				io->len, io->off, strerror((int)-ret));
+		/* the target maps -EIO to a medium error; keep -ENOMEM apart */
+		io->result = ret == -ENOMEM ? -ENOMEM : -EIO;
+	}
+	io->rpriv_u[PHASE] = 0;
+	raid_ioctx_io_done(ctx);
+	io->cb(io);
+}
+
+static void step(void *arg)
+{
+	struct raid_io *io = arg;
+	int64_t ret = (int64_t)io->rpriv_u[RET];
+	int rc;
+
+	if (!io_check(io))
+		LOG_ERR(RAID_MOD, "rbd: request in an impossible state (phase %" PRIu64 ")",
+			io->rpriv_u[PHASE]);
+	if (ret >= 0 && io->rpriv_u[PHASE] == PH_MAIN && io->op == RAID_OP_WRITE &&
+	    (io->flags & RAID_IO_FUA)) {
+		io->rpriv_u[PHASE] = PH_FLUSH;
+		rc = start_op(io);
+		if (rc == 0)
+			return;
+		ret = rc;
+	}
+	finish(io, ret);
+}
+
+int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
+{
+	int rc;
+
+	if (!io || !io->cb || (unsigned)io->op > RAID_OP_COMPARE_WRITE || !ctx)
+		return -EINVAL;
+	if (io->op != RAID_OP_FLUSH) {
+		if (io->off % 512 || io->len % 512 || io->len == 0 || !io->buf)
+			return -EINVAL;
+		if (io->off > vol->size || io->len > vol->size - io->off)
+			return -ERANGE;
+	}
+	io->result = 0;
+	io->miscompare_off = 0;
+	io->rpriv[CTX] = ctx;
+	io->rpriv[VOL] = vol;
+	io->rpriv_u[PHASE] = PH_MAIN;
+	io->rpriv_u[MISCMP] = 0;
+	raid_ioctx_io_started(ctx);
+	rc = start_op(io);
+	if (rc < 0)
+		fail_later(io, rc);
+	return 0;
+}
+
+/* ---- image metadata ---- */
+
+static int meta_get(rbd_image_t img, const char *key, char *val, size_t cap)
+{
+	size_t len = cap;
+	int rc = rbd_metadata_get(img, key, val, &len);
+
+	if (rc < 0)
+		return rc;
+	val[cap - 1] = '\0';
+	return 0;
+}
+
+static int uuid_parse(const char *s, uint8_t u[16])
+{
+	for (unsigned i = 0; i < 16; i++) {
+		unsigned b;
+
+		if (sscanf(s + 2 * i, "%2x", &b) != 1)
+			return -EINVAL;
+		u[i] = (uint8_t)b;
+	}
+	return strlen(s) == 32 ? 0 : -EINVAL;
+}
+
+static void uuid_fmt(const uint8_t u[16], char s[33])
+{
+	for (unsigned i = 0; i < 16; i++)
+		snprintf(s + 2 * i, 3, "%02x", u[i]);
+}
+
+/* The volume UUID: read it, or make and store one when the image has none
+ * yet (only the node that created the image gets here in the normal case). */
+static int vol_uuid(struct rbd_pool *rp, struct rbd_vol *rv, bool created)
+{
+	char s[64];
+	int rc, tries;
+
+	/* a peer that just created the image may not have stored it yet */
+	for (tries = 0; tries < (created ? 1 : 50); tries++) {
+		rc = meta_get(rv->img, META_UUID, s, sizeof(s));
+		if (rc == 0) {
+			if (uuid_parse(s, rv->v.uuid) < 0) {
+				LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s is not 32 hex digits: \"%s\"",
+					rp->rbd_pool, rv->v.name, META_UUID, s);
+				return -EINVAL;
+			}
+			return 0;
+		}
+		if (rc != -ENOENT)
+			goto err;
+		if (!created) {
+			struct timespec t = { 0, 100000000 };
+
+			nanosleep(&t, NULL);
+		}
+	}
+	if (getrandom(rv->v.uuid, 16, 0) != 16)
+		return -EIO;
+	uuid_fmt(rv->v.uuid, s);
+	rc = rbd_metadata_set(rv->img, META_UUID, s);
+	if (rc < 0)
+		goto err;
+	return 0;
+err:
+	LOG_ERR(RAID_MOD, "rbd: %s/%s: volume uuid (metadata %s): %s", rp->rbd_pool, rv->v.name,
+		META_UUID, strerror(-rc));
+	return rc;
+}
+
+/*
+ * Thick provisioning: write zeros over the whole image, one object per
+ * write-same, PROV_QD in flight. rbd_discard_on_zeroed_write_same is off
+ * (pool open), so the zeros are really written and every object exists:
+ * the space is taken in the OSDs now rather than at the first write. The
+ * offset reached is checkpointed in META_THICK, so an interrupted start
+ * resumes instead of starting over.
+ */
+static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
+{
+	static const char zero[4096];
+	rbd_completion_t c[PROV_QD] = { 0 };
+	uint64_t size = rv->v.size, pos = from, next_ck, next_log;
+	unsigned i;
+	int rc = 0;
+
+	atomic_store(&rp->prov_total, size);
+	atomic_store(&rp->prov_done, from);
+	next_ck = next_log = from + size / 10;
+	LOG_INFO(RAID_MOD, "rbd: %s/%s: writing out %" PRIu64 " bytes (thick)%s", rp->rbd_pool,
+		 rv->v.name, size - from, from ? ", resuming" : "");
+	while (pos < size && rc == 0) {
+		uint64_t base = pos;
+		unsigned n = 0;
+
+		for (i = 0; i < PROV_QD && pos < size; i++) {
+			uint64_t len = rv->obj_bytes - pos % rv->obj_bytes;
+
+			if (len > size - pos)
+				len = size - pos;
+			rc = rbd_aio_create_completion(NULL, NULL, &c[i]);
+			if (rc < 0)
+				break;
+			rc = rbd_aio_writesame(rv->img, pos, len, zero,
+					       len % sizeof(zero) ? 512 : sizeof(zero), c[i], 0);
+			if (rc < 0) {
+				rbd_aio_release(c[i]);
+				break;
+			}
+			n++;
+			pos += len;
+		}
+		for (i = 0; i < n; i++) {
+			int r;
+
+			rbd_aio_wait_for_complete(c[i]);
+			r = (int)rbd_aio_get_return_value(c[i]);
+			rbd_aio_release(c[i]);
+			if (r < 0 && rc == 0)
+				rc = r;
+		}
+		if (rc < 0) {
+			pos = base;
+			break;
+		}
+		atomic_store(&rp->prov_done, pos);
+		if (pos >= next_ck && pos < size) {
+			char s[32];
+
+			snprintf(s, sizeof(s), "%" PRIu64, pos);
+			rbd_metadata_set(rv->img, META_THICK, s);   /* a hint only */
+			next_ck = pos + size / 10;
+		}
+		if (pos >= next_log && pos < size) {
+			LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning %.0f%%", rp->rbd_pool,
+				 rv->v.name, 100.0 * (double)pos / (double)size);
+			next_log = pos + size / 10;
+		}
+	}
+	if (rc == 0)
+		rc = rbd_flush(rv->img);
+	if (rc == 0)
+		rc = rbd_metadata_set(rv->img, META_THICK, "done");
+	atomic_store(&rp->prov_total, 0);
+	atomic_store(&rp->prov_done, 0);
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "rbd: %s/%s: thick provisioning stopped at %" PRIu64 " of %" PRIu64
+			" bytes: %s (the next start resumes)", rp->rbd_pool, rv->v.name, pos, size,
+			strerror(-rc));
+		return rc;
+	}
+	LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning done", rp->rbd_pool, rv->v.name);
+	return 0;
+}
+
+/* ---- volumes ---- */
+
+int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
+		      struct raid_vol **out)
+{
+	struct rbd_pool *rp = rp_of(p);
+	struct rbd_vol *rv;
+	rbd_image_info_t info;
+	char thick[32];
+	bool created = false;
+	unsigned i, slot = RAID_MAX_VOLS;
+	int order = RBD_ORDER, rc;
+
+	if (!name || !*name || strlen(name) >= sizeof(rv->v.name)) {
+		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
+		return -EINVAL;
+	}
+	if (!size->bytes || size->bytes % 512) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: an rbd volume needs an absolute size, a multiple of 512 bytes",
+			p->name, name);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&p->meta_mu);
+	for (i = 0; i < RAID_MAX_VOLS; i++) {
+		if (p->vols[i] && !strcmp(p->vols[i]->name, name)) {
+			if (p->vols[i]->size != size->bytes) {
+				LOG_ERR(RAID_MOD, "pool %s: volume %s opened twice with different sizes",
+					p->name, name);
+				rc = -EINVAL;
+				goto out_unlock;
+			}
+			*out = p->vols[i];
+			rc = 0;
+			goto out_unlock;
+		}
+		if (!p->vols[i] && slot == RAID_MAX_VOLS)
+			slot = i;
+	}
+	if (slot == RAID_MAX_VOLS) {
+		LOG_ERR(RAID_MOD, "pool %s: more than %u volumes", p->name, RAID_MAX_VOLS);
+		rc = -ENOSPC;
+		goto out_unlock;
+	}
+	rv = calloc(1, sizeof(*rv));
+	if (!rv) {
+		rc = -ENOMEM;
+		goto out_unlock;
+	}
+	rv->v.pool = p;
+	snprintf(rv->v.name, sizeof(rv->v.name), "%s", name);
+
+	rc = rbd_open(rp->ioctx, name, &rv->img, NULL);
+	if (rc == -ENOENT) {
+		/* layering only: no exclusive-lock, so two nodes can write the
+		 * same image without passing a lock back and forth */
+		rc = rbd_create2(rp->ioctx, name, size->bytes, RBD_FEATURE_LAYERING, &order);
+		if (rc == 0) {
+			created = true;
+			LOG_INFO(RAID_MOD, "rbd: %s/%s: created, %" PRIu64 " bytes", rp->rbd_pool,
+				 name, size->bytes);
+		} else if (rc != -EEXIST) {   /* -EEXIST: a peer node was first */
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: cannot create: %s", rp->rbd_pool, name,
+				strerror(-rc));
+			goto err_free;
+		}
+		rc = rbd_open(rp->ioctx, name, &rv->img, NULL);
+	}
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "rbd: %s/%s: cannot open: %s", rp->rbd_pool, name, strerror(-rc));
+		goto err_free;
+	}
+	rc = rbd_stat(rv->img, &info, sizeof(info));
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "rbd: %s/%s: stat: %s", rp->rbd_pool, name, strerror(-rc));
+		goto err_close;
+	}
+	if (info.size != size->bytes) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: image %s/%s is %" PRIu64
+			" bytes but the configuration asks for %" PRIu64, p->name, name,
+			rp->rbd_pool, name, info.size, size->bytes);
+		rc = -EINVAL;
+		goto err_close;
+	}
+	rv->v.size = info.size;
+	rv->v.extent = info.size;
+	rv->obj_bytes = info.obj_size ? info.obj_size : (1u << RBD_ORDER);
+	if (created && rp->thick) {
+		/* before the uuid: its presence tells a peer the image is set up */
+		rc = rbd_metadata_set(rv->img, META_THICK, "0");
+		if (rc < 0) {
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s: %s", rp->rbd_pool, name,
+				META_THICK, strerror(-rc));
+			goto err_close;
+		}
+	}
+	rc = vol_uuid(rp, rv, created);
+	if (rc < 0)
+		goto err_close;
+	rc = meta_get(rv->img, META_THICK, thick, sizeof(thick));
+	if (rc == 0 && strcmp(thick, "done") != 0) {
+		char *end;
+		uint64_t from = strtoull(thick, &end, 10);
+
+		if (*end || from > info.size)
+			from = 0;
+		from = from / rv->obj_bytes * rv->obj_bytes;
+		rc = provision(rp, rv, from);
+		if (rc < 0)
+			goto err_close;
+	} else if (rc < 0 && rc != -ENOENT) {
+		LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s: %s", rp->rbd_pool, name, META_THICK,
+			strerror(-rc));
+		goto err_close;
+	} else if (rc == -ENOENT && rp->thick && !created) {
+		LOG_WARN(RAID_MOD, "rbd: %s/%s: existing image was not written out by rtgt (thin); not provisioning it now",
+			 rp->rbd_pool, name);
+	}
+	p->vols[slot] = &rv->v;
+	*out = &rv->v;
+	rc = 0;
+	goto out_unlock;
+
+err_close:
+	rbd_close(rv->img);
+err_free:
+	free(rv);
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
+	return rc;
+}
+
+/* ---- pools ---- */
+
+int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out)
+{
+	struct rbd_pool *rp;
+	char who[160];
+	int rc;
+
+	if (!cp->ceph_conf || !cp->rbd_pool) {
+		LOG_ERR(RAID_MOD, "pool %s: an rbd pool needs ceph_conf and rbd_pool", cp->name);
+		return -EINVAL;
+	}
+	rp = calloc(1, sizeof(*rp));
+	if (!rp)
+		return -ENOMEM;
+	snprintf(rp->p.name, sizeof(rp->p.name), "%s", cp->name);
+	snprintf(rp->rbd_pool, sizeof(rp->rbd_pool), "%s", cp->rbd_pool);
+	rp->p.level = CONF_RBD;
+	rp->thick = cp->rbd_thick;
+	/* what raid_vol_opt_gran/len report: librbd's object size */
+	rp->p.g.level = CONF_RBD;
+	rp->p.g.chunk = 1u << RBD_ORDER;
+	rp->p.g.stripe_bytes = 1u << RBD_ORDER;
+	rp->p.g.ndata = 1;
+	pthread_mutex_init(&rp->p.meta_mu, NULL);
+	raid_slock_init(&rp->p.lock);
+
+	snprintf(who, sizeof(who), "client.%s", cp->ceph_id ? cp->ceph_id : "admin");
+	rc = rados_create2(&rp->cluster, "ceph", who, 0);
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "pool %s: rados_create2(%s): %s", cp->name, who, strerror(-rc));
+		goto err_free;
+	}
+	rc = rados_conf_read_file(rp->cluster, cp->ceph_conf);
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "pool %s: cannot read ceph_conf %s: %s", cp->name, cp->ceph_conf,
+			strerror(-rc));
+		goto err_shutdown;
+	}
+	{
+		/* no client cache: two nodes may serve the same image, and a
+		 * completed write must already be on the OSDs (FUA, crashes);
+		 * zeros written by write-same must really be written (thick);
+		 * bounded waits so a dead cluster fails start-up and I/O
+		 * instead of hanging them */
+		static const char *const kv[][2] = {
+			{ "rbd_cache", "false" },
+			{ "rbd_discard_on_zeroed_write_same", "false" },
+			{ "client_mount_timeout", "20" },
+			{ "rados_mon_op_timeout", "30" },
+			{ "rados_osd_op_timeout", "60" },
+		};
+
+		for (unsigned i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
+			rc = rados_conf_set(rp->cluster, kv[i][0], kv[i][1]);
+			if (rc < 0) {
+				LOG_ERR(RAID_MOD, "pool %s: ceph option %s: %s", cp->name, kv[i][0],
+					strerror(-rc));
+				goto err_shutdown;
+			}
+		}
+	}
+	if (cp->keyring) {
+		rc = rados_conf_set(rp->cluster, "keyring", cp->keyring);
+		if (rc < 0) {
+			LOG_ERR(RAID_MOD, "pool %s: keyring %s: %s", cp->name, cp->keyring,
+				strerror(-rc));
+			goto err_shutdown;
+		}
+	}
+	rc = rados_connect(rp->cluster);
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "pool %s: cannot connect to the Ceph cluster of %s as %s: %s",
+			cp->name, cp->ceph_conf, who, strerror(-rc));
+		goto err_shutdown;
+	}
+	rc = rados_ioctx_create(rp->cluster, cp->rbd_pool, &rp->ioctx);
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "pool %s: Ceph pool \"%s\": %s", cp->name, cp->rbd_pool,
+			rc == -ENOENT ? "does not exist" : strerror(-rc));
+		goto err_shutdown;
+	}
+	LOG_INFO(RAID_MOD, "pool %s: rbd pool \"%s\" as %s (%s)", cp->name, cp->rbd_pool, who,
+		 rp->thick ? "thick" : "thin");
+	*out = &rp->p;
+	return 0;
+
+err_shutdown:
+	rados_shutdown(rp->cluster);
+err_free:
+	raid_slock_destroy(&rp->p.lock);
+	pthread_mutex_destroy(&rp->p.meta_mu);
+	free(rp);
+	return rc;
+}
+
+void raid_rbd_pool_close(struct raid_pool *p)
+{
+	struct rbd_pool *rp = rp_of(p);
+
+	for (unsigned i = 0; i < RAID_MAX_VOLS; i++) {
+		struct rbd_vol *rv;
+		int rc;
+
+		if (!p->vols[i])
+			continue;
+		rv = rv_of(p->vols[i]);
+		rc = rbd_flush(rv->img);
+		if (rc < 0)
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: flush at close: %s", rp->rbd_pool, rv->v.name,
+				strerror(-rc));
+		rbd_close(rv->img);
+		free(rv);
+		p->vols[i] = NULL;
+	}
+	rados_ioctx_destroy(rp->ioctx);
+	rados_shutdown(rp->cluster);
+	raid_slock_destroy(&p->lock);
+	pthread_mutex_destroy(&p->meta_mu);
+	free(rp);
+}
+
+int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
+{
+	struct rbd_pool *rp = rp_of(p);
+	struct rados_cluster_stat_t st;
+	uint64_t total = atomic_load(&rp->prov_total);
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", p->name);
+	out->level = "rbd";
+	out->state = total ? "rebuilding" : "optimal";
+	out->rebuild_progress = total ? (double)atomic_load(&rp->prov_done) / (double)total : 0.0;
+	out->rebuild_eta_s = -1;
+	out->chunk = p->g.chunk;
+	out->scrub_state = "idle";
+	/* what the cluster has left, raw: Ceph reserves nothing per image */
+	if (rados_cluster_stat(rp->cluster, &st) == 0)
+		out->usable_bytes = st.kb_avail * 1024;
+	pthread_mutex_lock(&p->meta_mu);
+	for (unsigned i = 0; i < RAID_MAX_VOLS && out->n_volumes < 64; i++) {
+		if (!p->vols[i])
+			continue;
+		snprintf(out->volumes[out->n_volumes].name, sizeof(out->volumes[0].name), "%s",
+			 p->vols[i]->name);
+		out->volumes[out->n_volumes].bytes = p->vols[i]->size;
+		out->n_volumes++;
+	}
+	pthread_mutex_unlock(&p->meta_mu);
+	return 0;
+}
+
+#else /* !RTGT_HAVE_RBD */
+
+static int no_rbd(const char *pool)
+{
+	LOG_ERR(RAID_MOD, "pool %s: rbd pools are not supported by this build (built without librbd-dev/librados-dev)",
+		pool);
+	return -ENOTSUP;
+}
+
+int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out)
+{
+	return no_rbd(cp->name);
+}
+
+void raid_rbd_pool_close(struct raid_pool *p)
+{
+	free(p);
+}
+
+int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
+		      struct raid_vol **out)
+{
+	return no_rbd(p->name);
+}
+
+int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
+{
+	return -ENOTSUP;
+}
+
+int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
+{
+	return -ENOTSUP;
+}
+
+#endif
