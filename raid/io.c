@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "raid/raid_int.h"
+#include "raid/rbd_int.h"
 
 #define MAX_TRIES 4
 
@@ -1262,6 +1263,8 @@ int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io
 	struct req *rq;
 	bool lock;
 
+	if (p->level == CONF_RBD)
+		return raid_rbd_vol_submit(vol, ctx, io);   /* raid/rbd.c */
 	if (!io || !io->cb || (unsigned)io->op > RAID_OP_COMPARE_WRITE)
 		return -EINVAL;
 	if (io->op != RAID_OP_FLUSH) {

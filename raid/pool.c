@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "raid/raid_int.h"
+#include "raid/rbd_int.h"
 
 static int pool_open(const struct conf_pool *cp, struct raid_pool **out);
 
@@ -789,10 +790,8 @@ static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 	unsigned i, nc = cp->n_members + cp->n_spares, valid = 0;
 	int rc;
 
-	if (cp->level == CONF_RBD) {
-		LOG_ERR(RAID_MOD, "pool %s: rbd pools are not supported by this build", cp->name);
-		return -ENOTSUP;
-	}
+	if (cp->level == CONF_RBD)
+		return raid_rbd_pool_open(cp, out);   /* raid/rbd.c */
 	if (nc > RAID_MAX_SLOTS || cp->n_members == 0) {
 		LOG_ERR(RAID_MOD, "pool %s: %u members and spares (1..%u allowed)", cp->name, nc,
 			RAID_MAX_SLOTS);
@@ -934,6 +933,10 @@ void raid_pool_close(struct raid_pool *p)
 
 	if (!p)
 		return;
+	if (p->level == CONF_RBD) {
+		raid_rbd_pool_close(p);
+		return;
+	}
 	raid_bg_stop(p);
 	if (atomic_load(&p->sc.n)) {
 		struct raid_ioctx *ctx;
@@ -997,6 +1000,8 @@ static const char *pool_state(struct raid_pool *p)
 
 int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 {
+	if (p->level == CONF_RBD)
+		return raid_rbd_pool_info(p, out);
 	unsigned i;
 
 	memset(out, 0, sizeof(*out));
@@ -1081,6 +1086,8 @@ int raid_pool_fail(struct raid_pool *p, const char *member)
 
 int raid_pool_add_spare(struct raid_pool *p, const char *path)
 {
+	if (p->level == CONF_RBD)
+		return -ENOTSUP;   /* Ceph handles its own redundancy */
 	struct conf_pool cp;
 	struct cand c;
 	unsigned i, idx;

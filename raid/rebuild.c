@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "raid/raid_int.h"
+#include "raid/rbd_int.h"
 
 #define STEP_BYTES (1u << 20)
 #define CACHE_MAX_AGE_MS 100
@@ -542,6 +543,10 @@ void raid_bg_kick(struct raid_pool *p)
 
 int raid_pool_scrub(struct raid_pool *p, bool repair)
 {
+	if (p->level == CONF_RBD) {
+		LOG_ERR(RAID_MOD, "pool %s: an rbd pool is scrubbed by Ceph (ceph pg deep-scrub)", p->name);
+		return -ENOTSUP;
+	}
 	if (p->g.npar == 0) {
 		LOG_ERR(RAID_MOD, "pool %s: raid0 has nothing to scrub", p->name);
 		return -EINVAL;

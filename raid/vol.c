@@ -15,6 +15,7 @@
 #include <sys/random.h>
 
 #include "raid/raid_int.h"
+#include "raid/rbd_int.h"
 
 static uint64_t want_bytes(const struct raid_pool *p, const struct conf_size *size)
 {
@@ -57,6 +58,8 @@ int raid_vol_open(struct raid_pool *p, const char *name, const struct conf_size 
 	unsigned i;
 	int rc = 0;
 
+	if (p->level == CONF_RBD)
+		return raid_rbd_vol_open(p, name, size, out);   /* raid/rbd.c */
 	if (!name || !*name || strlen(name) >= sizeof(v->name)) {
 		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
 		return -EINVAL;
