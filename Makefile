@@ -18,6 +18,9 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wno-unused-parameter -Wformat=2 -Wvla \
            -D_GNU_SOURCE -I. -MMD -MP -pthread
 LDLIBS  := -lconfig -luring -lisal -lcrypto -ljson-c -lpthread -lm
+# rbd pools (raid/rbd.c) when librbd-dev/librados-dev are installed; without
+# them raid/rbd.c builds a stub that refuses rbd pools
+LDLIBS  += $(shell test -e /usr/include/rbd/librbd.h && echo -lrbd -lrados)
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
