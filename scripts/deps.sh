@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential pkg-config libconfig-dev liburing-dev libisal-dev libssl-dev
       libjson-c-dev check libiscsi-dev libiscsi-bin tgt iproute2 gnuplot-nox
-      clang libclang-rt-dev)   # clang + libFuzzer runtime: make fuzz
+      clang libclang-rt-dev    # clang + libFuzzer runtime: make fuzz
+      librbd-dev librados-dev ceph-mon ceph-mgr ceph-osd ceph-common)   # rbd pools + scripts/ceph-cluster.sh
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
