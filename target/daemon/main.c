@@ -86,12 +86,6 @@ static int open_pools(struct daemon *d)
 	if (!d->pools)
 		return -ENOMEM;
 	for (unsigned i = 0; i < c->n_pools; i++) {
-		if (c->pools[i].level == CONF_RBD) {
-			LOG_ERR(MOD, "pool %s: level rbd is not supported by this build",
-				c->pools[i].name);
-			bad = 1;
-			continue;
-		}
 		rc = raid_pool_open(&c->pools[i], &d->pools[i]);
 		if (rc) {
 			LOG_ERR(MOD, "pool %s: cannot assemble: %s", c->pools[i].name,
