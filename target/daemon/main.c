@@ -1,23 +1,55 @@
 /*
  * target/daemon/main.c - rtgtd: loads the configuration, assembles pools,
  * opens volumes, builds SCSI targets, starts one reactor per worker, the
- * iSCSI portals and the control socket; stops cleanly on SIGTERM/SIGINT.
+ * iSCSI portals and the control socket; reloads the configuration live
+ * (SIGHUP, rtgtctl reload); stops cleanly on SIGTERM/SIGINT.
  *
  * Daemon life:
  *   LOADING  --conf_load() ok-->               ASSEMBLING
  *   LOADING  --bad file-->                     exit 2
  *   ASSEMBLING --pools, volumes, portals ok--> SERVING   (reactors run)
  *   ASSEMBLING --any failure-->                exit 1 (what was opened is closed)
+ *   SERVING  --SIGHUP / ctl "reload"-->        SERVING   (reload(): validate,
+ *                                              prepare, commit; see below)
  *   SERVING  --SIGTERM/SIGINT-->               DRAINING  (iscsi_server_shutdown)
  *   DRAINING --every command answered-->       STOPPED   (reactors stopped,
  *                                              pools flushed and closed) -> exit 0
+ *
+ * Reload (all on workers[0]'s thread, like every control request):
+ *   VALIDATE conf_load() of the -c file; a bad file changes nothing and
+ *            its FILE:LINE messages go to the log and the reply.
+ *   COMPARE  what cannot change live is listed as "needs restart" and
+ *            skipped (daemon.workers, daemon.control, a kept pool's level,
+ *            chunk, members or spares, a kept volume's size): the running
+ *            value stays, the rest of the file still applies.
+ *   PREPARE  new pools opened, new volumes opened (created thick) and
+ *            their LUs made. Any failure rolls back what this reload opened
+ *            (a volume already created stays recorded in its pool) and the
+ *            reload is refused: nothing else changed.
+ *   COMMIT   cannot fail: targets reconciled (LUN maps, ports; added
+ *            targets made, removed ones unmapped and retired), the iSCSI
+ *            server swapped to the new conf (listeners follow the portals,
+ *            conns no longer served are closed), log level applied, pools
+ *            no LUN uses any more closed when idle.
+ *
+ * Ownership: the daemon owns pools, LUs and SCSI targets for its whole
+ * life (a removed target or LU is retired, not freed, because sessions or
+ * commands of the old configuration may still reach it; a re-added one is
+ * reused). d->conf is the current conf; a replaced conf belongs to the
+ * iSCSI server, which hands it to conf_release() once no connection uses
+ * it. Nothing here keeps a pointer into a conf across a reload.
+ *
+ * Invariant (daemon_check): every pool, LU and target entry has its object;
+ * d->cur has one target per d->conf target, each a live entry with that IQN.
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +61,30 @@
 #include "net/net.h"
 #include "raid/raid.h"
 #include "target/daemon/ctl.h"
+#include "target/daemon/notify.h"
 #include "target/iscsi/iscsi.h"
 #include "target/scsi/scsi.h"
 
 #define MOD "rtgtd"
+#define MAX_LUN 256
+
+struct pool_ent {
+	char *name;                  /* owned */
+	struct raid_pool *pool;      /* owned, never NULL */
+};
 
 /* One exported volume; a volume exported by two LUNs is one entry. */
 struct lu_ent {
-	const struct conf_lun *cl;   /* first LUN that named it (borrowed from conf) */
-	unsigned pool;               /* index in conf->pools */
+	char *pool, *volume;         /* owned names */
 	struct raid_vol *vol;        /* owned by its pool */
 	struct scsi_lu *lu;          /* owned */
 	char *pr_path;               /* owned */
+};
+
+struct tgt_ent {
+	char *iqn;                   /* owned */
+	struct scsi_target *st;      /* owned */
+	bool live;                   /* in the current conf */
 };
 
 struct worker {
@@ -52,12 +96,16 @@ struct worker {
 };
 
 struct daemon {
-	struct conf *conf;               /* owned */
-	struct raid_pool **pools;        /* owned, n = conf->n_pools, NULL for rbd */
-	struct lu_ent *lus;              /* owned */
+	const char *path;                /* -c as given (argv) */
+	struct conf *conf;               /* current; owned until a reload hands it to the server */
+	struct pool_ent **pools;         /* owned array of owned entries */
+	unsigned n_pools;
+	struct lu_ent **lus;             /* owned array of owned entries */
 	unsigned n_lus;
-	struct scsi_target **targets;    /* owned, n = conf->n_targets */
-	struct worker *workers;          /* owned, n = conf->daemon.workers */
+	struct tgt_ent **tgts;           /* owned array of owned entries, retired ones too */
+	unsigned n_tgts;
+	struct scsi_target **cur;        /* owned array: target of each conf->targets[i] */
+	struct worker *workers;          /* owned, n = conf->daemon.workers at start */
 	unsigned n_workers;
 	struct iscsi_server *server;     /* owned, NULL until created */
 	struct iscsi_ctl *ctl;           /* owned, NULL when not started */
@@ -72,44 +120,115 @@ static void usage(FILE *f)
 		"  -c, --config FILE  configuration file (default /etc/rtgt/rtgt.conf)\n"
 		"      --check        validate the configuration and exit (0 valid, 2 not)\n"
 		"  -h, --help         this text\n"
-		"Runs in the foreground, logs to stderr, stops on SIGTERM or SIGINT.\n");
+		"Runs in the foreground, logs to stderr, stops on SIGTERM or SIGINT,\n"
+		"re-reads FILE on SIGHUP (live reload).\n");
+}
+
+static int push(void *arrp, unsigned *n, void *item)
+{
+	void ***arr = arrp;
+	void **na = realloc(*arr, (*n + 1) * sizeof(**arr));
+
+	if (!na)
+		return -ENOMEM;
+	na[(*n)++] = item;
+	*arr = na;
+	return 0;
+}
+
+static bool daemon_check(const struct daemon *d)
+{
+	for (unsigned i = 0; i < d->n_pools; i++)
+		if (!d->pools[i]->pool)
+			return false;
+	for (unsigned i = 0; i < d->n_lus; i++)
+		if (!d->lus[i]->lu || !d->lus[i]->vol)
+			return false;
+	for (unsigned i = 0; i < d->n_tgts; i++)
+		if (!d->tgts[i]->st)
+			return false;
+	if (d->cur)
+		for (unsigned t = 0; t < d->conf->n_targets; t++) {
+			bool ok = false;
+
+			for (unsigned i = 0; i < d->n_tgts; i++)
+				if (d->tgts[i]->st == d->cur[t] && d->tgts[i]->live &&
+				    !strcmp(d->tgts[i]->iqn, d->conf->targets[t].iqn))
+					ok = true;
+			if (!ok)
+				return false;
+		}
+	return true;
 }
 
 /* ---- assembly ---- */
 
-static int open_pools(struct daemon *d)
+static struct pool_ent *pool_find(struct daemon *d, const char *name)
 {
-	const struct conf *c = d->conf;
-	int rc, bad = 0;
-
-	d->pools = calloc(c->n_pools ? c->n_pools : 1, sizeof(*d->pools));
-	if (!d->pools)
-		return -ENOMEM;
-	for (unsigned i = 0; i < c->n_pools; i++) {
-		rc = raid_pool_open(&c->pools[i], &d->pools[i]);
-		if (rc) {
-			LOG_ERR(MOD, "pool %s: cannot assemble: %s", c->pools[i].name,
-				strerror(-rc));
-			bad = 1;
-		}
-	}
-	return bad ? -EIO : 0;
+	for (unsigned i = 0; i < d->n_pools; i++)
+		if (!strcmp(d->pools[i]->name, name))
+			return d->pools[i];
+	return NULL;
 }
 
-static unsigned pool_index(const struct conf *c, const char *name)
-{
-	for (unsigned i = 0; i < c->n_pools; i++)
-		if (!strcmp(c->pools[i].name, name))
-			return i;
-	return c->n_pools;
-}
-
-static struct lu_ent *find_lu(struct daemon *d, unsigned pool, const char *volume)
+static struct lu_ent *lu_find(struct daemon *d, const char *pool, const char *volume)
 {
 	for (unsigned i = 0; i < d->n_lus; i++)
-		if (d->lus[i].pool == pool && !strcmp(d->lus[i].cl->volume, volume))
-			return &d->lus[i];
+		if (!strcmp(d->lus[i]->pool, pool) && !strcmp(d->lus[i]->volume, volume))
+			return d->lus[i];
 	return NULL;
+}
+
+static struct tgt_ent *tgt_find(struct daemon *d, const char *iqn)
+{
+	for (unsigned i = 0; i < d->n_tgts; i++)
+		if (!strcmp(d->tgts[i]->iqn, iqn))
+			return d->tgts[i];
+	return NULL;
+}
+
+static int pool_add(struct daemon *d, const struct conf_pool *cp)
+{
+	struct pool_ent *pe;
+	int rc;
+
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return -ENOMEM;
+	pe->name = strdup(cp->name);
+	if (!pe->name) {
+		rc = -ENOMEM;
+		goto free_pe;
+	}
+	rc = raid_pool_open(cp, &pe->pool);
+	if (rc) {
+		LOG_ERR(MOD, "pool %s: cannot assemble: %s", cp->name, strerror(-rc));
+		goto free_name;
+	}
+	rc = push(&d->pools, &d->n_pools, pe);
+	if (rc)
+		goto close_pool;
+	return 0;
+
+close_pool:
+	raid_pool_close(pe->pool);
+free_name:
+	free(pe->name);
+free_pe:
+	free(pe);
+	return rc;
+}
+
+/* Removes and closes the last @n pool entries (reload rollback). */
+static void pools_drop_last(struct daemon *d, unsigned n)
+{
+	while (n-- && d->n_pools) {
+		struct pool_ent *pe = d->pools[--d->n_pools];
+
+		raid_pool_close(pe->pool);
+		free(pe->name);
+		free(pe);
+	}
 }
 
 static char *state_dir(const struct conf *c)
@@ -123,97 +242,169 @@ static char *state_dir(const struct conf *c)
 	return dir;
 }
 
-static int open_volumes(struct daemon *d)
+static void lu_ent_free(struct lu_ent *e)
 {
-	const struct conf *c = d->conf;
-	unsigned max = 0;
-	char *sdir;
-	int rc = 0;
+	if (!e)
+		return;
+	if (e->lu)
+		scsi_lu_destroy(e->lu);
+	free(e->pr_path);
+	free(e->pool);
+	free(e->volume);
+	free(e);
+}
 
-	for (unsigned t = 0; t < c->n_targets; t++)
-		max += c->targets[t].n_luns;
-	d->lus = calloc(max ? max : 1, sizeof(*d->lus));
-	sdir = state_dir(c);
-	if (!d->lus || !sdir) {
-		free(sdir);
-		return -ENOMEM;
+/* Opens (creating it if new) the volume of @cl and its LU. */
+static int lu_add(struct daemon *d, const struct conf *c, const struct conf_lun *cl,
+		  char *err, size_t errlen)
+{
+	struct pool_ent *pe = pool_find(d, cl->pool);
+	const struct conf_pool *cp = conf_pool_find(c, cl->pool);
+	struct scsi_lu_params lp;
+	struct lu_ent *e;
+	char name[160], *sdir;
+	int rc;
+
+	if (!pe || !cp) {
+		snprintf(err, errlen, "%s:%d: volume %s/%s: pool not assembled", c->path, cl->line,
+			 cl->pool, cl->volume);
+		return -ENOENT;
 	}
-	for (unsigned t = 0; t < c->n_targets && !rc; t++) {
-		for (unsigned l = 0; l < c->targets[t].n_luns && !rc; l++) {
-			const struct conf_lun *cl = &c->targets[t].luns[l];
-			unsigned p = pool_index(c, cl->pool);
-			struct lu_ent *e;
-			struct scsi_lu_params lp;
-			char name[160];
-
-			if (p >= c->n_pools || !d->pools[p]) {
-				rc = -ENOENT;
-				break;
-			}
-			if (find_lu(d, p, cl->volume))
-				continue;
-			e = &d->lus[d->n_lus];
-			e->cl = cl;
-			e->pool = p;
-			rc = raid_vol_open(d->pools[p], cl->volume, &cl->size, &e->vol);
-			if (rc) {
-				LOG_ERR(MOD, "%s:%d: volume %s/%s: %s", c->path, cl->line, cl->pool,
-					cl->volume, strerror(-rc));
-				break;
-			}
-			if (asprintf(&e->pr_path, "%s/%s.%s.pr", sdir, cl->pool, cl->volume) < 0) {
-				e->pr_path = NULL;
-				rc = -ENOMEM;
-				break;
-			}
-			snprintf(name, sizeof(name), "%s/%s", cl->pool, cl->volume);
-			memset(&lp, 0, sizeof(lp));
-			lp.vol = e->vol;
-			lp.name = name;
-			lp.pr_path = e->pr_path;
-			/* VPD B1 reports a rotating medium only for the HDD model */
-			lp.hdd_rpm = c->pools[p].hdd.enabled ? c->pools[p].hdd.rpm : 0;
-			rc = scsi_lu_create(&lp, &e->lu);
-			if (rc) {
-				LOG_ERR(MOD, "volume %s: %s", name, strerror(-rc));
-				free(e->pr_path);
-				break;
-			}
-			d->n_lus++;
-		}
+	e = calloc(1, sizeof(*e));
+	sdir = state_dir(c);
+	if (!e || !sdir || !(e->pool = strdup(cl->pool)) || !(e->volume = strdup(cl->volume))) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto free_e;
+	}
+	rc = raid_vol_open(pe->pool, cl->volume, &cl->size, &e->vol);
+	if (rc) {
+		snprintf(err, errlen, "%s:%d: volume %s/%s: %s", c->path, cl->line, cl->pool,
+			 cl->volume, strerror(-rc));
+		goto free_e;
+	}
+	if (asprintf(&e->pr_path, "%s/%s.%s.pr", sdir, cl->pool, cl->volume) < 0) {
+		e->pr_path = NULL;
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto free_e;
+	}
+	snprintf(name, sizeof(name), "%s/%s", cl->pool, cl->volume);
+	memset(&lp, 0, sizeof(lp));
+	lp.vol = e->vol;
+	lp.name = name;
+	lp.pr_path = e->pr_path;
+	/* VPD B1 reports a rotating medium only for the HDD model */
+	lp.hdd_rpm = cp->hdd.enabled ? cp->hdd.rpm : 0;
+	rc = scsi_lu_create(&lp, &e->lu);
+	if (rc) {
+		snprintf(err, errlen, "volume %s: %s", name, strerror(-rc));
+		goto free_e;
+	}
+	rc = push(&d->lus, &d->n_lus, e);
+	if (rc) {
+		snprintf(err, errlen, "out of memory");
+		goto free_e;
 	}
 	free(sdir);
+	return 0;
+
+free_e:
+	free(sdir);
+	lu_ent_free(e);
 	return rc;
 }
 
-static int build_targets(struct daemon *d)
+/* Makes the SCSI target of @ct (or reuses the entry of that IQN) match it:
+ * LUN map and ports. A change of the map raises REPORTED LUNS DATA HAS
+ * CHANGED for the target's sessions (scsi does it). */
+static int tgt_sync(struct daemon *d, const struct conf *c, const struct conf_target *ct,
+		    struct scsi_target **out)
 {
-	const struct conf *c = d->conf;
+	struct tgt_ent *te = tgt_find(d, ct->iqn);
+	struct scsi_lu *want[MAX_LUN] = { 0 };
 	int rc;
 
-	d->targets = calloc(c->n_targets ? c->n_targets : 1, sizeof(*d->targets));
-	if (!d->targets)
-		return -ENOMEM;
-	for (unsigned t = 0; t < c->n_targets; t++) {
-		const struct conf_target *ct = &c->targets[t];
-
-		rc = scsi_target_create(ct->iqn, &d->targets[t]);
-		if (rc)
+	if (!te) {
+		te = calloc(1, sizeof(*te));
+		if (!te || !(te->iqn = strdup(ct->iqn))) {
+			free(te);
+			return -ENOMEM;
+		}
+		rc = scsi_target_create(ct->iqn, &te->st);
+		if (!rc)
+			rc = push(&d->tgts, &d->n_tgts, te);
+		if (rc) {
+			scsi_target_destroy(te->st);
+			free(te->iqn);
+			free(te);
 			return rc;
-		for (unsigned l = 0; l < ct->n_luns; l++) {
-			struct lu_ent *e = find_lu(d, pool_index(c, ct->luns[l].pool),
-						   ct->luns[l].volume);
+		}
+	}
+	te->live = true;
+	for (unsigned l = 0; l < ct->n_luns; l++) {
+		struct lu_ent *e = lu_find(d, ct->luns[l].pool, ct->luns[l].volume);
 
-			rc = e ? scsi_target_add_lu(d->targets[t], ct->luns[l].lun, e->lu) : -ENOENT;
+		if (!e || ct->luns[l].lun >= MAX_LUN)
+			return -ENOENT;
+		want[ct->luns[l].lun] = e->lu;
+	}
+	for (unsigned lun = 0; lun < MAX_LUN; lun++) {
+		struct scsi_lu *have = scsi_target_lu(te->st, lun);
+
+		if (have == want[lun])
+			continue;
+		if (have)
+			scsi_target_remove_lu(te->st, lun);
+		if (want[lun]) {
+			rc = scsi_target_add_lu(te->st, lun, want[lun]);
 			if (rc)
 				return rc;
 		}
-		for (unsigned p = 0; p < ct->n_portals; p++) {
-			uint16_t tpgt = c->portals[ct->portals[p]].tpgt;
+	}
+	for (unsigned p = 0; p < ct->n_portals; p++) {
+		uint16_t tpgt = c->portals[ct->portals[p]].tpgt;
 
-			rc = scsi_target_add_port(d->targets[t], tpgt, tpgt);
-			if (rc)
+		rc = scsi_target_add_port(te->st, tpgt, tpgt);
+		if (rc && rc != -EEXIST)
+			return rc;
+	}
+	*out = te->st;
+	return 0;
+}
+
+/* Start-up: every pool (one line per failure), every volume, every target. */
+static int assemble(struct daemon *d)
+{
+	const struct conf *c = d->conf;
+	char err[512];
+	int rc, bad = 0;
+
+	for (unsigned i = 0; i < c->n_pools; i++)
+		if (pool_add(d, &c->pools[i]))
+			bad = 1;
+	if (bad)
+		return -EIO;
+	for (unsigned t = 0; t < c->n_targets; t++)
+		for (unsigned l = 0; l < c->targets[t].n_luns; l++) {
+			const struct conf_lun *cl = &c->targets[t].luns[l];
+
+			if (lu_find(d, cl->pool, cl->volume))
+				continue;
+			rc = lu_add(d, c, cl, err, sizeof(err));
+			if (rc) {
+				LOG_ERR(MOD, "%s", err);
 				return rc;
+			}
+		}
+	d->cur = calloc(c->n_targets ? c->n_targets : 1, sizeof(*d->cur));
+	if (!d->cur)
+		return -ENOMEM;
+	for (unsigned t = 0; t < c->n_targets; t++) {
+		rc = tgt_sync(d, c, &c->targets[t], &d->cur[t]);
+		if (rc) {
+			LOG_ERR(MOD, "target %s: %s", c->targets[t].iqn, strerror(-rc));
+			return rc;
 		}
 	}
 	return 0;
@@ -261,9 +452,433 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* ---- reload ---- */
+
+static bool strv_eq(char *const *a, unsigned na, char *const *b, unsigned nb)
+{
+	if (na != nb)
+		return false;
+	for (unsigned i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]))
+			return false;
+	return true;
+}
+
+static bool chap_eq(const struct conf_chap *a, const struct conf_chap *b)
+{
+	const char *x[4] = { a->user, a->secret, a->mutual_user, a->mutual_secret };
+	const char *y[4] = { b->user, b->secret, b->mutual_user, b->mutual_secret };
+
+	for (unsigned i = 0; i < 4; i++)
+		if ((x[i] == NULL) != (y[i] == NULL) || (x[i] && strcmp(x[i], y[i])))
+			return false;
+	return true;
+}
+
+/* What differs between two versions of a target, as a short list for the
+ * log and the reply ("" when nothing). */
+static void target_diff(const struct conf *oc, const struct conf_target *o,
+			const struct conf *nc, const struct conf_target *n, char *buf, size_t len)
+{
+	size_t off = 0;
+	bool luns = o->n_luns != n->n_luns, portals = o->n_portals != n->n_portals;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; !luns && i < o->n_luns; i++)
+		luns = o->luns[i].lun != n->luns[i].lun || strcmp(o->luns[i].pool, n->luns[i].pool) ||
+		       strcmp(o->luns[i].volume, n->luns[i].volume);
+	for (unsigned i = 0; !portals && i < o->n_portals; i++)
+		portals = strcmp(oc->portals[o->portals[i]].name, nc->portals[n->portals[i]].name) ||
+			  strcmp(oc->portals[o->portals[i]].listen, nc->portals[n->portals[i]].listen);
+#define NOTE(cond, what)                                                                  \
+	do {                                                                              \
+		if ((cond) && off < len)                                                  \
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "", \
+						what);                                    \
+	} while (0)
+	NOTE(luns, "luns");
+	NOTE(portals, "portals");
+	NOTE(o->allow_all != n->allow_all || !strv_eq(o->allow, o->n_allow, n->allow, n->n_allow),
+	     "allow");
+	/* which CHAP field changed is not said: it may be a secret */
+	NOTE(!chap_eq(&o->chap, &n->chap), "chap");
+	NOTE((o->alias == NULL) != (n->alias == NULL) || (o->alias && strcmp(o->alias, n->alias)),
+	     "alias");
+#undef NOTE
+}
+
+static void jadd_str(struct json_object *arr, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void jadd_str(struct json_object *arr, const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_object_array_add(arr, json_object_new_string(buf));
+}
+
+static const struct conf_lun *lun_of_volume(const struct conf *c, const char *pool,
+					     const char *volume)
+{
+	for (unsigned t = 0; t < c->n_targets; t++)
+		for (unsigned l = 0; l < c->targets[t].n_luns; l++)
+			if (!strcmp(c->targets[t].luns[l].pool, pool) &&
+			    !strcmp(c->targets[t].luns[l].volume, volume))
+				return &c->targets[t].luns[l];
+	return NULL;
+}
+
+/* Lists in @restart what of @nc cannot be applied live. */
+static void needs_restart(const struct conf *oc, const struct conf *nc, struct json_object *restart)
+{
+	if (oc->daemon.workers != nc->daemon.workers)
+		jadd_str(restart, "daemon.workers (%u -> %u)", oc->daemon.workers,
+			 nc->daemon.workers);
+	if (strcmp(oc->daemon.control, nc->daemon.control))
+		jadd_str(restart, "daemon.control (%s -> %s)", oc->daemon.control,
+			 nc->daemon.control);
+	for (unsigned i = 0; i < nc->n_pools; i++) {
+		const struct conf_pool *n = &nc->pools[i], *o = conf_pool_find(oc, n->name);
+
+		if (!o)
+			continue;
+		if (o->level != n->level)
+			jadd_str(restart, "pool %s: level (%s -> %s)", n->name,
+				 conf_level_name(o->level), conf_level_name(n->level));
+		if (o->chunk != n->chunk)
+			jadd_str(restart, "pool %s: chunk", n->name);
+		if (!strv_eq(o->member_paths, o->n_members, n->member_paths, n->n_members))
+			jadd_str(restart, "pool %s: members (use rtgtctl fail/add-spare live)",
+				 n->name);
+		if (!strv_eq(o->spare_paths, o->n_spares, n->spare_paths, n->n_spares))
+			jadd_str(restart, "pool %s: spares (use rtgtctl add-spare live)", n->name);
+		if (o->direct_io != n->direct_io || o->rebuild_mbps != n->rebuild_mbps ||
+		    o->hdd.enabled != n->hdd.enabled || o->hdd.mbps != n->hdd.mbps ||
+		    o->hdd.rpm != n->hdd.rpm || o->hdd.avg_seek_ms != n->hdd.avg_seek_ms)
+			jadd_str(restart, "pool %s: direct_io/rebuild_mbps/hdd", n->name);
+	}
+	for (unsigned t = 0; t < nc->n_targets; t++)
+		for (unsigned l = 0; l < nc->targets[t].n_luns; l++) {
+			const struct conf_lun *n = &nc->targets[t].luns[l];
+			const struct conf_lun *o = lun_of_volume(oc, n->pool, n->volume);
+
+			if (o && (o->size.bytes != n->size.bytes || o->size.percent != n->size.percent))
+				jadd_str(restart, "volume %s/%s: size (volumes are not resized)",
+					 n->pool, n->volume);
+		}
+}
+
+/* Closes pools the current conf no longer names, with their LUs, when no
+ * command is inside any of those LUs; says which stay open. */
+static void pools_retire(struct daemon *d, struct json_object *removed,
+			 struct json_object *warnings)
+{
+	for (unsigned i = 0; i < d->n_pools;) {
+		struct pool_ent *pe = d->pools[i];
+		unsigned busy = 0;
+
+		if (conf_pool_find(d->conf, pe->name)) {
+			i++;
+			continue;
+		}
+		for (unsigned j = 0; j < d->n_lus; j++)
+			if (!strcmp(d->lus[j]->pool, pe->name))
+				busy += scsi_lu_inflight(d->lus[j]->lu);
+		if (busy) {
+			LOG_WARN(MOD, "reload: pool %s no longer configured but %u command(s) still "
+				      "inside its volumes: left open until the next reload",
+				 pe->name, busy);
+			jadd_str(warnings, "pool %s: still busy, left open", pe->name);
+			i++;
+			continue;
+		}
+		for (unsigned j = 0; j < d->n_lus;) {
+			if (strcmp(d->lus[j]->pool, pe->name)) {
+				j++;
+				continue;
+			}
+			lu_ent_free(d->lus[j]);
+			d->lus[j] = d->lus[--d->n_lus];
+		}
+		raid_pool_close(pe->pool);
+		LOG_INFO(MOD, "reload: pool %s closed", pe->name);
+		json_object_array_add(removed, json_object_new_string(pe->name));
+		free(pe->name);
+		free(pe);
+		d->pools[i] = d->pools[--d->n_pools];
+	}
+}
+
+static void conf_release(const struct conf *c, void *arg)
+{
+	(void)arg;
+	conf_free((struct conf *)c);
+}
+
+/*
+ * The reload (see the top of the file). Returns 0 with the summary in
+ * @reply, or a negative errno with a message in @err (nothing changed).
+ */
+static int reload(struct daemon *d, struct json_object *reply, char *err, size_t errlen)
+{
+	struct conf *nc = NULL, *oc = d->conf;
+	char *msgs = NULL;
+	size_t msglen = 0;
+	FILE *ms = open_memstream(&msgs, &msglen);
+	struct json_object *restart = json_object_new_array();
+	struct json_object *warnings = json_object_new_array();
+	struct json_object *t_add = json_object_new_array(), *t_del = json_object_new_array();
+	struct json_object *t_chg = json_object_new_array();
+	struct json_object *p_add = json_object_new_array(), *p_del = json_object_new_array();
+	struct json_object *pool_add_j = json_object_new_array();
+	struct json_object *pool_del_j = json_object_new_array();
+	struct json_object *vol_add = json_object_new_array();
+	struct scsi_target **cur = NULL;
+	unsigned pools_before = d->n_pools, lus_before = d->n_lus;
+	char berr[300];
+	int rc;
+
+	if (!ms || !restart || !warnings || !t_add || !t_del || !t_chg || !p_add || !p_del ||
+	    !pool_add_j || !pool_del_j || !vol_add) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	LOG_INFO(MOD, "reload: reading %s", d->path);
+	rc = conf_load(d->path, &nc, ms);
+	fclose(ms);
+	ms = NULL;
+	if (rc) {
+		/* one log line per problem; the reply carries them all */
+		char *line, *save = NULL, *copy = msgs ? strdup(msgs) : NULL;
+		size_t off = 0;
+
+		err[0] = '\0';
+		for (line = copy ? strtok_r(copy, "\n", &save) : NULL; line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			LOG_ERR(MOD, "reload refused: %s", line);
+			if (off < errlen)
+				off += (size_t)snprintf(err + off, errlen - off, "%s%s",
+							off ? "\n" : "", line);
+		}
+		if (!err[0])
+			snprintf(err, errlen, "%s: %s", d->path, strerror(-rc));
+		LOG_ERR(MOD, "reload refused: configuration unchanged");
+		free(copy);
+		nc = NULL;
+		goto out;
+	}
+
+	/* COMPARE */
+	needs_restart(oc, nc, restart);
+	for (size_t i = 0; i < json_object_array_length(restart); i++)
+		LOG_WARN(MOD, "reload: needs restart, skipped: %s",
+			 json_object_get_string(json_object_array_get_idx(restart, i)));
+
+	/* PREPARE: new pools, new volumes */
+	for (unsigned i = 0; i < nc->n_pools; i++) {
+		if (pool_find(d, nc->pools[i].name))
+			continue;
+		rc = pool_add(d, &nc->pools[i]);
+		if (rc) {
+			snprintf(err, errlen, "%s:%d: pool %s: cannot assemble: %s", nc->path,
+				 nc->pools[i].line, nc->pools[i].name, strerror(-rc));
+			goto rollback;
+		}
+		json_object_array_add(pool_add_j, json_object_new_string(nc->pools[i].name));
+	}
+	for (unsigned t = 0; t < nc->n_targets; t++)
+		for (unsigned l = 0; l < nc->targets[t].n_luns; l++) {
+			const struct conf_lun *cl = &nc->targets[t].luns[l];
+
+			if (lu_find(d, cl->pool, cl->volume))
+				continue;
+			rc = lu_add(d, nc, cl, err, errlen);
+			if (rc)
+				goto rollback;
+			jadd_str(vol_add, "%s/%s", cl->pool, cl->volume);
+		}
+
+	/* COMMIT */
+	cur = calloc(nc->n_targets ? nc->n_targets : 1, sizeof(*cur));
+	if (!cur) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto rollback;
+	}
+	for (unsigned i = 0; i < d->n_tgts; i++)
+		d->tgts[i]->live = false;
+	for (unsigned t = 0; t < nc->n_targets; t++) {
+		const struct conf_target *n = &nc->targets[t], *o = conf_target_find(oc, n->iqn);
+		char what[64];
+
+		if (!o) {
+			json_object_array_add(t_add, json_object_new_string(n->iqn));
+			LOG_INFO(MOD, "reload: target %s added", n->iqn);
+		} else {
+			target_diff(oc, o, nc, n, what, sizeof(what));
+			if (what[0]) {
+				jadd_str(t_chg, "%s (%s)", n->iqn, what);
+				LOG_INFO(MOD, "reload: target %s changed: %s", n->iqn, what);
+			}
+		}
+		rc = tgt_sync(d, nc, n, &cur[t]);
+		if (rc) {
+			/* only ENOMEM gets here: the map is partly updated */
+			LOG_ERR(MOD, "reload: target %s: %s", n->iqn, strerror(-rc));
+			jadd_str(warnings, "target %s: %s", n->iqn, strerror(-rc));
+			if (!cur[t]) {
+				struct tgt_ent *te = tgt_find(d, n->iqn);
+
+				cur[t] = te ? te->st : NULL;
+			}
+		}
+	}
+	for (unsigned i = 0; i < d->n_tgts; i++) {
+		struct tgt_ent *te = d->tgts[i];
+
+		if (te->live || !conf_target_find(oc, te->iqn))
+			continue;
+		/* retired: its sessions are closed by the server; until then
+		 * their commands find no LUN */
+		for (unsigned lun = 0; lun < MAX_LUN; lun++)
+			if (scsi_target_lu(te->st, lun))
+				scsi_target_remove_lu(te->st, lun);
+		json_object_array_add(t_del, json_object_new_string(te->iqn));
+		LOG_INFO(MOD, "reload: target %s removed: its sessions are closed", te->iqn);
+	}
+	for (unsigned i = 0; i < nc->n_portals; i++) {
+		const struct conf_portal *o = conf_portal_find(oc, nc->portals[i].name);
+
+		if (!o || strcmp(o->listen, nc->portals[i].listen) || o->tpgt != nc->portals[i].tpgt)
+			jadd_str(p_add, "%s %s", nc->portals[i].name, nc->portals[i].listen);
+	}
+	for (unsigned i = 0; i < oc->n_portals; i++) {
+		const struct conf_portal *n = conf_portal_find(nc, oc->portals[i].name);
+
+		if (!n || strcmp(n->listen, oc->portals[i].listen) || n->tpgt != oc->portals[i].tpgt)
+			jadd_str(p_del, "%s %s", oc->portals[i].name, oc->portals[i].listen);
+	}
+	iscsi_notify("RELOADING=1");
+	/* From here oc may be freed at any time (by the last connection of
+	 * the old configuration): nothing below reads it. */
+	rc = iscsi_server_reload(d->server, nc, cur, berr, sizeof(berr));
+	if (rc == -ESHUTDOWN) {
+		snprintf(err, errlen, "shutting down");
+		goto rollback_targets;
+	}
+	if (rc) {
+		jadd_str(warnings, "%s", berr[0] ? berr : strerror(-rc));
+		rc = 0;
+	}
+	d->conf = nc;
+	free(d->cur);
+	d->cur = cur;
+	cur = NULL;
+	nc = NULL;
+	conf_log_set_level(d->conf->daemon.log_level);
+	pools_retire(d, pool_del_j, warnings);
+	iscsi_notify_ready();
+	if (!daemon_check(d))
+		LOG_ERR(MOD, "reload: daemon invariant violated");
+	LOG_INFO(MOD, "reload done: targets +%zu -%zu ~%zu, portals +%zu -%zu, pools +%zu -%zu, "
+		      "volumes +%zu, %zu needing a restart, %zu warning(s)",
+		 json_object_array_length(t_add), json_object_array_length(t_del),
+		 json_object_array_length(t_chg), json_object_array_length(p_add),
+		 json_object_array_length(p_del), json_object_array_length(pool_add_j),
+		 json_object_array_length(pool_del_j), json_object_array_length(vol_add),
+		 json_object_array_length(restart), json_object_array_length(warnings));
+	json_object_object_add(reply, "targets_added", json_object_get(t_add));
+	json_object_object_add(reply, "targets_removed", json_object_get(t_del));
+	json_object_object_add(reply, "targets_changed", json_object_get(t_chg));
+	json_object_object_add(reply, "portals_added", json_object_get(p_add));
+	json_object_object_add(reply, "portals_removed", json_object_get(p_del));
+	json_object_object_add(reply, "pools_added", json_object_get(pool_add_j));
+	json_object_object_add(reply, "pools_removed", json_object_get(pool_del_j));
+	json_object_object_add(reply, "volumes_added", json_object_get(vol_add));
+	json_object_object_add(reply, "needs_restart", json_object_get(restart));
+	json_object_object_add(reply, "warnings", json_object_get(warnings));
+	goto out;
+
+rollback_targets:
+	/* Shutting down: the LUN maps may already point at the new LUs, so
+	 * they stay (teardown frees them); only the new conf goes. */
+	LOG_WARN(MOD, "reload abandoned: shutting down");
+	goto out;
+rollback:
+	LOG_ERR(MOD, "reload refused: %s; configuration unchanged", err);
+	for (unsigned i = lus_before; i < d->n_lus; i++)
+		lu_ent_free(d->lus[i]);
+	if (d->n_lus > lus_before)
+		d->n_lus = lus_before;
+	pools_drop_last(d, d->n_pools - pools_before);
+out:
+	if (ms)
+		fclose(ms);
+	free(msgs);
+	free(cur);
+	conf_free(nc);
+	json_object_put(restart);
+	json_object_put(warnings);
+	json_object_put(t_add);
+	json_object_put(t_del);
+	json_object_put(t_chg);
+	json_object_put(p_add);
+	json_object_put(p_del);
+	json_object_put(pool_add_j);
+	json_object_put(pool_del_j);
+	json_object_put(vol_add);
+	return rc;
+}
+
 /* ---- control socket ---- */
 
-static int status_json(struct daemon *d, struct json_object *reply)
+static struct json_object *lat_json(uint64_t count, uint64_t p50, uint64_t p99)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "count", json_object_new_int64((int64_t)count));
+	json_object_object_add(o, "p50_us", json_object_new_int64((int64_t)p50));
+	json_object_object_add(o, "p99_us", json_object_new_int64((int64_t)p99));
+	return o;
+}
+
+/* Per LU: where it is exported, counters and latency. */
+static struct json_object *luns_json(struct daemon *d)
+{
+	struct json_object *arr = json_object_new_array();
+	const struct conf *c = d->conf;
+
+	for (unsigned i = 0; i < d->n_lus; i++) {
+		struct lu_ent *e = d->lus[i];
+		struct json_object *o = json_object_new_object(), *ex = json_object_new_array();
+		struct scsi_lu_stats st;
+
+		for (unsigned t = 0; t < c->n_targets; t++)
+			for (unsigned l = 0; l < c->targets[t].n_luns; l++)
+				if (!strcmp(c->targets[t].luns[l].pool, e->pool) &&
+				    !strcmp(c->targets[t].luns[l].volume, e->volume))
+					jadd_str(ex, "%s/%u", c->targets[t].iqn,
+						 c->targets[t].luns[l].lun);
+		scsi_lu_get_stats(e->lu, &st);
+		json_object_object_add(o, "volume", json_object_new_string(scsi_lu_name(e->lu)));
+		json_object_object_add(o, "exported_as", ex);
+		json_object_object_add(o, "read_ops", json_object_new_int64((int64_t)st.read_ops));
+		json_object_object_add(o, "write_ops", json_object_new_int64((int64_t)st.write_ops));
+		json_object_object_add(o, "other_ops", json_object_new_int64((int64_t)st.other_ops));
+		json_object_object_add(o, "read_bytes", json_object_new_int64((int64_t)st.read_bytes));
+		json_object_object_add(o, "write_bytes", json_object_new_int64((int64_t)st.write_bytes));
+		json_object_object_add(o, "latency", lat_json(st.lat_count, st.lat_p50_us, st.lat_p99_us));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static int status_json(struct daemon *d, struct json_object *reply, bool stats)
 {
 	struct json_object *pools = json_object_new_array();
 	struct json_object *targets = json_object_new_array();
@@ -274,10 +889,10 @@ static int status_json(struct daemon *d, struct json_object *reply)
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (unsigned i = 0; i < d->conf->n_pools; i++) {
+	for (unsigned i = 0; i < d->n_pools; i++) {
 		struct json_object *p, *members, *vols;
 
-		if (!d->pools[i] || raid_pool_info(d->pools[i], pi))
+		if (raid_pool_info(d->pools[i]->pool, pi))
 			continue;
 		p = json_object_new_object();
 		json_object_object_add(p, "name", json_object_new_string(pi->name));
@@ -290,6 +905,8 @@ static int status_json(struct daemon *d, struct json_object *reply)
 					       json_object_new_double(pi->rebuild_eta_s));
 		json_object_object_add(p, "usable_bytes", json_object_new_int64((int64_t)pi->usable_bytes));
 		json_object_object_add(p, "chunk", json_object_new_int64((int64_t)pi->chunk));
+		if (!conf_pool_find(d->conf, pi->name))
+			json_object_object_add(p, "configured", json_object_new_boolean(false));
 		members = json_object_new_array();
 		for (unsigned m = 0; m < pi->n_members; m++) {
 			struct raid_member_info *mi = &pi->members[m];
@@ -301,6 +918,10 @@ static int status_json(struct daemon *d, struct json_object *reply)
 			json_object_object_add(mo, "write_bytes", json_object_new_int64((int64_t)mi->write_bytes));
 			json_object_object_add(mo, "read_ops", json_object_new_int64((int64_t)mi->read_ops));
 			json_object_object_add(mo, "write_ops", json_object_new_int64((int64_t)mi->write_ops));
+			/* raid.h exposes no member latency: say so rather
+			 * than print a zero that looks measured */
+			if (stats)
+				json_object_object_add(mo, "latency", NULL);
 			json_object_array_add(members, mo);
 		}
 		json_object_object_add(p, "members", members);
@@ -321,6 +942,8 @@ static int status_json(struct daemon *d, struct json_object *reply)
 		json_object_array_add(pools, p);
 	}
 	rc = iscsi_server_status_json(d->server, targets);
+	if (stats)
+		json_object_object_add(reply, "luns", luns_json(d));
 out:
 	free(pi);
 	json_object_object_add(reply, "pools", pools);
@@ -330,9 +953,9 @@ out:
 
 static struct raid_pool *pool_by_name(struct daemon *d, const char *name)
 {
-	unsigned i = name ? pool_index(d->conf, name) : d->conf->n_pools;
+	struct pool_ent *pe = name ? pool_find(d, name) : NULL;
 
-	return i < d->conf->n_pools ? d->pools[i] : NULL;
+	return pe ? pe->pool : NULL;
 }
 
 static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
@@ -349,27 +972,43 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		if (json_object_array_length(args) > 1)
 			a1 = json_object_get_string(json_object_array_get_idx(args, 1));
 	}
-	if (!strcmp(cmd, "status") || !strcmp(cmd, "stats") || !strcmp(cmd, "sessions"))
-		return status_json(d, reply);
-	if (!strcmp(cmd, "fail") || !strcmp(cmd, "add-spare") || !strcmp(cmd, "scrub")) {
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "sessions"))
+		return status_json(d, reply, false);
+	if (!strcmp(cmd, "stats"))
+		return status_json(d, reply, true);
+	if (!strcmp(cmd, "reload"))
+		return reload(d, reply, err, errlen);
+	if (!strcmp(cmd, "fail") || !strcmp(cmd, "add-spare") || !strcmp(cmd, "scrub") ||
+	    !strcmp(cmd, "remove")) {
 		p = pool_by_name(d, a0);
 		if (!p) {
 			snprintf(err, errlen, "no pool named '%s'", a0 ? a0 : "");
 			return -ENOENT;
+		}
+		if (!strcmp(cmd, "remove")) {
+			/* raid.h has no member removal: refuse clearly */
+			snprintf(err, errlen, "remove: not supported by this build (the raid engine "
+					      "cannot detach a member; a faulty member stays listed "
+					      "until restart)");
+			return -ENOTSUP;
 		}
 		if (!strcmp(cmd, "fail")) {
 			if (!a1) {
 				snprintf(err, errlen, "usage: fail POOL MEMBER");
 				return -EINVAL;
 			}
+			LOG_INFO(MOD, "ctl: marking member %s of pool %s faulty", a1, a0);
 			rc = raid_pool_fail(p, a1);
 		} else if (!strcmp(cmd, "add-spare")) {
 			if (!a1) {
 				snprintf(err, errlen, "usage: add-spare POOL PATH");
 				return -EINVAL;
 			}
+			LOG_INFO(MOD, "ctl: adding spare %s to pool %s", a1, a0);
 			rc = raid_pool_add_spare(p, a1);
 		} else {
+			LOG_INFO(MOD, "ctl: scrub of pool %s%s", a0,
+				 a1 && !strcmp(a1, "--repair") ? " with repair" : "");
 			rc = raid_pool_scrub(p, a1 && !strcmp(a1, "--repair"));
 		}
 		if (rc)
@@ -398,7 +1037,19 @@ static void on_signal(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	if (si.ssi_signo == SIGHUP) {
-		LOG_WARN(MOD, "SIGHUP: live reload is not supported yet; configuration unchanged");
+		struct json_object *reply;
+		char err[2048];
+
+		if (d->stopping) {
+			LOG_WARN(MOD, "SIGHUP while stopping: no reload");
+			return;
+		}
+		LOG_INFO(MOD, "SIGHUP: reloading the configuration");
+		/* the outcome is logged by reload(); nobody reads the reply */
+		reply = json_object_new_object();
+		if (reply)
+			reload(d, reply, err, sizeof(err));
+		json_object_put(reply);
 		return;
 	}
 	if (d->stopping) {
@@ -407,6 +1058,7 @@ static void on_signal(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 	}
 	d->stopping = 1;
 	LOG_INFO(MOD, "signal %u: stopping: draining in-flight commands", si.ssi_signo);
+	iscsi_notify_stopping();
 	if (d->ctl) {
 		iscsi_ctl_stop(d->ctl);
 		d->ctl = NULL;
@@ -420,18 +1072,18 @@ static void teardown(struct daemon *d)
 		iscsi_ctl_stop(d->ctl);
 	if (d->server)
 		iscsi_server_destroy(d->server);
-	if (d->targets)
-		for (unsigned t = 0; t < d->conf->n_targets; t++)
-			if (d->targets[t])
-				scsi_target_destroy(d->targets[t]);
-	for (unsigned i = 0; i < d->n_lus; i++) {
-		scsi_lu_destroy(d->lus[i].lu);
-		free(d->lus[i].pr_path);
+	for (unsigned i = 0; i < d->n_tgts; i++) {
+		scsi_target_destroy(d->tgts[i]->st);
+		free(d->tgts[i]->iqn);
+		free(d->tgts[i]);
 	}
-	if (d->pools)
-		for (unsigned i = 0; i < d->conf->n_pools; i++)
-			if (d->pools[i])
-				raid_pool_close(d->pools[i]);
+	for (unsigned i = 0; i < d->n_lus; i++)
+		lu_ent_free(d->lus[i]);
+	for (unsigned i = 0; i < d->n_pools; i++) {
+		raid_pool_close(d->pools[i]->pool);
+		free(d->pools[i]->name);
+		free(d->pools[i]);
+	}
 	if (d->workers)
 		for (unsigned i = 0; i < d->n_workers; i++) {
 			if (d->workers[i].ioctx)
@@ -440,9 +1092,10 @@ static void teardown(struct daemon *d)
 				ev_loop_destroy(d->workers[i].loop);
 		}
 	free(d->workers);
-	free(d->targets);
+	free(d->tgts);
 	free(d->lus);
 	free(d->pools);
+	free(d->cur);
 	if (d->sigfd >= 0)
 		close(d->sigfd);
 	conf_free(d->conf);
@@ -483,6 +1136,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	d.path = path;
 	rc = conf_load(path, &d.conf, stderr);
 	if (rc == -EINVAL)
 		return 2;
@@ -503,7 +1157,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 
-	if (open_pools(&d) || open_volumes(&d) || build_targets(&d))
+	if (assemble(&d))
 		goto out;
 	rc = create_workers(&d);
 	if (rc) {
@@ -517,11 +1171,12 @@ int main(int argc, char **argv)
 		iw[i].loop = d.workers[i].loop;
 		iw[i].ioctx = d.workers[i].ioctx;
 	}
-	rc = iscsi_server_create(d.conf, d.targets, iw, d.n_workers, &d.server);
+	rc = iscsi_server_create(d.conf, d.cur, iw, d.n_workers, &d.server);
 	if (rc) {
 		LOG_ERR(MOD, "cannot create the iSCSI server: %s", strerror(-rc));
 		goto out;
 	}
+	iscsi_server_set_release(d.server, conf_release, NULL);
 	if (iscsi_server_start(d.server))
 		goto out;
 	rc = iscsi_ctl_start(d.workers[0].loop, d.conf->daemon.control, &ops, &d.ctl);
@@ -545,8 +1200,10 @@ int main(int argc, char **argv)
 		}
 		d.workers[i].started = 1;
 	}
+	assert(daemon_check(&d));
 	LOG_INFO(MOD, "serving %u target(s) on %u portal(s) with %u worker(s)",
 		 d.conf->n_targets, d.conf->n_portals, d.n_workers);
+	iscsi_notify_ready();
 	worker_main(&d.workers[0]);
 	for (unsigned i = 1; i < d.n_workers; i++)
 		if (d.workers[i].started)

@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conf/conf.h"
 #include "target/iscsi/iscsi_int.h"
@@ -279,7 +280,7 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 	memcpy(t->lun_raw, bhs + ISCSI_OFF_LUN, 8);
 	t->state = TASK_NEW;
 
-	t->cmd.target = c->srv->targets[sess->target];
+	t->cmd.target = sess->st;
 	t->cmd.nexus = sess->nexus;
 	t->cmd.lun = scsi_lun_decode(t->lun_raw);
 	memcpy(t->cmd.cdb, bhs + ISCSI_OFF_CDB, ISCSI_CDB_BHS_LEN);
@@ -334,10 +335,19 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 
 /* ---------------- execution ---------------- */
 
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static void task_exec(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
 
+	t->exec_us = mono_us();
 	t->state = TASK_EXEC;
 	t->in_scsi = true;
 	t->refs++;
@@ -564,7 +574,7 @@ void iscsi_dataout_done(struct iscsi_conn *c)
 
 static void count_stats(struct iscsi_task *t, uint32_t data_len)
 {
-	struct iscsi_tgt_stats *st = iscsi_server_stats(t->conn->srv, t->conn->sess->target);
+	struct iscsi_tgt_stats *st = iscsi_cfg_stats(t->conn->cfg, t->conn->sess->target);
 
 	if (!st)
 		return;
@@ -576,6 +586,12 @@ static void count_stats(struct iscsi_task *t, uint32_t data_len)
 		atomic_fetch_add(&st->write_bytes, t->received);
 	} else {
 		atomic_fetch_add(&st->other_ops, 1);
+	}
+	/* service time inside scsi; commands answered without it have none */
+	if (t->exec_us) {
+		uint64_t now = mono_us();
+
+		scsi_lat_record(&st->lat, now > t->exec_us ? now - t->exec_us : 0);
 	}
 }
 

@@ -401,6 +401,8 @@ static void conn_free_cb(void *arg)
 	iscsi_conn_login_unlist_locked(c);
 	evicted = c->evicted;
 	pthread_mutex_unlock(&s->lock);
+	/* after the session: the registry may read sess->cfg until then */
+	iscsi_cfg_put(c->cfg);
 	free(c);
 	iscsi_server_conn_gone(s, evicted);
 }
@@ -838,7 +840,7 @@ static void conn_nop_arm(struct iscsi_conn *c)
 static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg)
 {
 	struct iscsi_conn *c = arg;
-	const struct conf_daemon *d = &c->srv->c->daemon;
+	const struct conf_daemon *d = &c->cfg->c->daemon;
 	uint64_t now = ev_now_ms(loop);
 	struct iscsi_tx *tx;
 
@@ -885,7 +887,7 @@ void iscsi_conn_enter_ffp(struct iscsi_conn *c)
 		c->login = NULL;
 	}
 	c->last_rx_ms = ev_now_ms(c->w->loop);
-	if (c->srv->c->daemon.nop_interval_s > 0 && c->sess &&
+	if (c->cfg->c->daemon.nop_interval_s > 0 && c->sess &&
 	    c->sess->type == ISCSI_SESSION_NORMAL)
 		conn_nop_arm(c);
 }
@@ -915,7 +917,7 @@ static void conn_attach(void *arg)
 		return;
 	}
 	c->last_rx_ms = ev_now_ms(c->w->loop);
-	c->login_timer = ev_timer_add(c->w->loop, (uint64_t)s->c->daemon.login_timeout_s * 1000,
+	c->login_timer = ev_timer_add(c->w->loop, (uint64_t)c->cfg->c->daemon.login_timeout_s * 1000,
 				      iscsi_login_timeout, c);
 	if (!c->login_timer)
 		iscsi_conn_close(c, "out of memory");
@@ -930,6 +932,7 @@ void iscsi_conn_accepted(struct iscsi_server *s, int fd, unsigned portal,
 	if (!c)
 		goto err_close;
 	c->srv = s;
+	c->cfg = iscsi_cfg_current(s);
 	c->fd = fd;
 	c->portal = portal;
 	c->peer = *peer;
@@ -964,6 +967,7 @@ err_unlist:
 	iscsi_login_free(c->login);
 	if (c->evicted) {
 		/* chosen for eviction in the meantime: its count goes too */
+		iscsi_cfg_put(c->cfg);
 		free(c);
 		close(fd);
 		iscsi_server_conn_gone(s, true);
@@ -971,6 +975,7 @@ err_unlist:
 	}
 	goto err_free;
 err_free:
+	iscsi_cfg_put(c->cfg);
 	free(c);
 err_close:
 	LOG_ERR(MOD, "cannot take a new connection: out of memory");
@@ -1018,4 +1023,46 @@ void iscsi_conn_shutdown_worker(void *arg)
 		if (!c->close_timer)
 			iscsi_conn_close(c, "server shutting down");
 	}
+}
+
+/* ---------------- reload ---------------- */
+
+bool iscsi_conn_reload_check(struct iscsi_conn *c, const struct iscsi_cfg *now)
+{
+	const struct conf *was = c->cfg->c, *nc = now->c;
+	const struct conf_portal *p = &was->portals[c->portal];
+	const struct conf_target *t;
+	const char *why = NULL;
+	char msg[400];
+	int np = -1;
+
+	if (c->cfg == now || c->state == CONN_CLEANUP)
+		return false;
+	for (unsigned i = 0; i < nc->n_portals; i++)
+		if (!strcmp(nc->portals[i].name, p->name) &&
+		    !strcmp(nc->portals[i].listen, p->listen) && nc->portals[i].tpgt == p->tpgt)
+			np = (int)i;
+	if (np < 0) {
+		snprintf(msg, sizeof(msg), "reload: portal %s %s removed", p->name, p->listen);
+		why = msg;
+	} else if (c->sess && c->sess->target >= 0) {
+		const char *iqn = was->targets[c->sess->target].iqn;
+
+		t = conf_target_find(nc, iqn);
+		if (!t)
+			snprintf(msg, sizeof(msg), "reload: target %s removed", iqn);
+		else if (!iscsi_target_allows(t, c->sess->initiator))
+			snprintf(msg, sizeof(msg), "reload: initiator %s no longer allowed on %s",
+				 c->sess->initiator, iqn);
+		else if (!iscsi_target_on_portal(t, (unsigned)np))
+			snprintf(msg, sizeof(msg), "reload: target %s no longer on portal %s", iqn,
+				 p->name);
+		else
+			return false;
+		why = msg;
+	}
+	if (!why)
+		return false;
+	iscsi_conn_close(c, why);
+	return true;
 }

@@ -49,9 +49,39 @@ void iscsi_server_destroy(struct iscsi_server *s);
 /*
  * Appends to @targets (a JSON array) one object per configured target:
  * {"iqn":..., "sessions":N, "session_list":[{"initiator":..., "isid":...,
- *  "portal":..., "tsih":..., "params":{...}}]}.
+ *  "portal":..., "tsih":..., "params":{...}}], "stats":{counters...,
+ *  "latency_count":N, "latency_p50_us":N, "latency_p99_us":N}}.
  * Thread-safe.
  */
 int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets);
+
+/* ---- live reload (added by the live-management work) ---- */
+
+/*
+ * Hands every configuration the server stops using to @release(c, arg)
+ * once no connection refers to it any more (called on whichever thread
+ * drops the last reference). The configuration current at destroy is not
+ * released: its owner frees it. Without this call confs are never freed
+ * by the server. Call before the reactors run.
+ */
+void iscsi_server_set_release(struct iscsi_server *s,
+			      void (*release)(const struct conf *c, void *arg), void *arg);
+
+/*
+ * Live reload, on workers[0]'s thread while serving. @c (validated,
+ * borrowed until released) becomes the configuration of new connections
+ * and logins; @targets as for iscsi_server_create (one per c->targets[i];
+ * a target that stays must keep its scsi_target). Portals: one whose
+ * name, listen address and TPGT are unchanged keeps its socket; the others
+ * are closed, new ones bound. Connections the new configuration no longer
+ * serves (portal gone, target gone or no longer on that portal, initiator
+ * no longer allowed) are closed on their own reactors; the others keep
+ * their session and the configuration they logged in with.
+ * Returns 0, or the first bind error after logging one line per portal
+ * that could not be bound (also written to @err); the swap happened
+ * either way. -ESHUTDOWN (nothing done) while shutting down.
+ */
+int iscsi_server_reload(struct iscsi_server *s, const struct conf *c,
+			struct scsi_target **targets, char *err, size_t errlen);
 
 #endif

@@ -47,11 +47,33 @@ struct iscsi_tmfop;
 #define ISCSI_CONN_BUF_BUDGET (64u << 20)
 #define ISCSI_TXQ_OWN_MAX (1u << 20)
 
-/* Per-target counters, updated from every worker thread. */
+/* Per-target counters, updated from every worker thread. One per target
+ * IQN the server ever served (srv->all_stats), kept across reloads so that
+ * a target that stays keeps counting; freed with the server. */
 struct iscsi_tgt_stats {
 	atomic_uint_fast64_t read_ops, write_ops, other_ops;
 	atomic_uint_fast64_t read_bytes, write_bytes;
 	atomic_uint_fast64_t login_ok, login_failed;
+	struct scsi_lat_hist lat;      /* command service time inside scsi */
+	char *iqn;                     /* owned */
+	struct iscsi_tgt_stats *next;  /* srv->all_stats, under srv->lock */
+};
+
+/*
+ * One configuration generation: the conf plus the scsi_target of each of
+ * its targets and their counters. Reference counted: the server holds one
+ * reference on the current generation, every connection one on the
+ * generation current when it was accepted (its portal and session target
+ * indexes are into that conf). When the last reference goes (any thread)
+ * the arrays are freed and the conf handed to srv->release (the daemon
+ * frees it); without a release callback the conf is left to its owner.
+ */
+struct iscsi_cfg {
+	atomic_uint refs;
+	struct iscsi_server *srv;
+	const struct conf *c;          /* see above */
+	struct scsi_target **targets;  /* owned array of borrowed pointers, c->n_targets */
+	struct iscsi_tgt_stats **stats; /* owned array of pointers into srv->all_stats */
 };
 
 struct iscsi_wstate {
@@ -64,23 +86,27 @@ struct iscsi_wstate {
 
 struct iscsi_listener {
 	struct iscsi_server *srv;
-	const struct conf_portal *cp;  /* borrowed from conf */
-	unsigned idx;                  /* index in conf->portals */
+	const struct conf_portal *cp;  /* borrowed from srv->cfg->c; updated by a reload */
+	unsigned idx;                  /* index in srv->cfg->c->portals */
 	int fd;                        /* -1 when not listening */
 };
 
 struct iscsi_server {
-	const struct conf *c;          /* borrowed */
-	struct scsi_target **targets;  /* owned array of borrowed pointers */
+	/* Current generation: replaced only on workers[0]'s thread under
+	 * lock (iscsi_server_reload), so workers[0] reads it freely and other
+	 * threads under lock. Never NULL after create. Reference held. */
+	struct iscsi_cfg *cfg;
+	void (*release)(const struct conf *c, void *arg);  /* may be NULL */
+	void *release_arg;
 	struct iscsi_wstate *w;        /* owned, n_workers */
 	unsigned n_workers;
-	struct iscsi_listener *ls;     /* owned, one per conf portal */
+	struct iscsi_listener **ls;    /* owned, one per portal of cfg->c, same order */
 	unsigned n_ls;
 	struct iscsi_limits lim;
-	struct iscsi_tgt_stats *stats; /* owned, one per conf target */
 	unsigned rr;                   /* next worker for an accepted conn (workers[0] thread) */
 
 	pthread_mutex_t lock;          /* guards everything below */
+	struct iscsi_tgt_stats *all_stats; /* owned list */
 	struct iscsi_session *sessions; /* registry: every session not yet freed */
 	unsigned n_sessions;
 	unsigned n_conns;              /* accepted and not yet freed */
@@ -181,6 +207,7 @@ struct iscsi_task {
 	uint32_t r2t_next;             /* next offset to solicit */
 	uint32_t r2tsn;                /* R2Ts sent */
 	uint32_t datain_pdus;          /* Data-In PDUs sent */
+	uint64_t exec_us;              /* monotonic us when handed to scsi, 0: never */
 	struct iscsi_r2t r2t[ISCSI_TGT_MAX_R2T];
 };
 
@@ -215,6 +242,7 @@ struct iscsi_textop;
 
 struct iscsi_conn {
 	struct iscsi_server *srv;
+	struct iscsi_cfg *cfg;         /* reference held until freed; never NULL */
 	struct iscsi_wstate *w;
 	struct iscsi_conn *prev, *next; /* w->conns */
 	int fd;                        /* -1 after close */
@@ -302,8 +330,10 @@ struct iscsi_session {
 	uint8_t isid[6];
 	uint16_t tsih;
 	enum iscsi_session_type type;
-	int target;                    /* conf target index, -1 for discovery */
-	unsigned portal;
+	const struct iscsi_cfg *cfg;   /* the conn's generation (borrowed; outlives us) */
+	int target;                    /* index in cfg->c->targets, -1 for discovery */
+	struct scsi_target *st;        /* that target (stable across reloads), NULL for discovery */
+	unsigned portal;               /* index in cfg->c->portals */
 	struct scsi_nexus *nexus;      /* owned, NULL for discovery */
 	struct iscsi_params params;
 	struct ev_loop *loop;          /* the conn's reactor */
@@ -415,7 +445,7 @@ void iscsi_text_dispatch(struct iscsi_conn *c, struct iscsi_req *req);
 void iscsi_textop_free(struct iscsi_textop *t);
 /* SendTargets answer for @initiator: "All", a target name or "" (the
  * session's own target, @own >= 0). Appends to @out. */
-int iscsi_sendtargets(struct iscsi_server *s, const char *initiator, const char *what,
+int iscsi_sendtargets(const struct conf *c, const char *initiator, const char *what,
 		      int own, const struct sockaddr_storage *local, struct iscsi_textbuf *out);
 bool iscsi_target_allows(const struct conf_target *t, const char *initiator);
 bool iscsi_target_on_portal(const struct conf_target *t, unsigned portal);
@@ -430,6 +460,15 @@ void iscsi_server_conn_gone(struct iscsi_server *s, bool evicted);
 /* Connections that count against max_connections: accepted, not freed, and
  * not already evicted. Caller holds s->lock. */
 unsigned iscsi_server_live_conns(const struct iscsi_server *s);
-struct iscsi_tgt_stats *iscsi_server_stats(struct iscsi_server *s, int target);
+/* Counters of target @target of @cfg, NULL when out of range. */
+struct iscsi_tgt_stats *iscsi_cfg_stats(const struct iscsi_cfg *cfg, int target);
+/* A reference on the current generation (any thread). */
+struct iscsi_cfg *iscsi_cfg_current(struct iscsi_server *s);
+/* Drops a reference; the last one frees the generation (any thread). */
+void iscsi_cfg_put(struct iscsi_cfg *cfg);
+/* On a conn's own thread after a reload: closes it when the new
+ * generation no longer serves it (portal gone, target gone, initiator not
+ * allowed, target no longer on the portal). Returns true when closed. */
+bool iscsi_conn_reload_check(struct iscsi_conn *c, const struct iscsi_cfg *now);
 
 #endif

@@ -106,7 +106,7 @@ static void login_header(struct iscsi_conn *c, const uint8_t *req, uint8_t *hdr,
 			 int csg, int nsg, uint16_t tsih)
 {
 	struct iscsi_login *l = c->login;
-	unsigned depth = c->srv->c->daemon.queue_depth ? c->srv->c->daemon.queue_depth : 128;
+	unsigned depth = c->cfg->c->daemon.queue_depth ? c->cfg->c->daemon.queue_depth : 128;
 
 	hdr[0] = ISCSI_OP_LOGIN_RSP;
 	hdr[1] = (uint8_t)((transit ? ISCSI_LOGIN_TRANSIT : 0) | ((csg & 3) << 2) |
@@ -130,7 +130,7 @@ static void login_fail(struct iscsi_conn *c, const uint8_t *req, uint16_t status
 	LOG_WARN(MOD, "%s: login of %s refused (status 0x%04x): %s", c->peer_str,
 		 l && l->initiator ? l->initiator : "?", status, why);
 	if (l && l->target >= 0)
-		atomic_fetch_add(&c->srv->stats[l->target].login_failed, 1);
+		atomic_fetch_add(&iscsi_cfg_stats(c->cfg, l->target)->login_failed, 1);
 	if (!tx) {
 		iscsi_conn_close(c, "out of memory");
 		return;
@@ -170,7 +170,7 @@ static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *
 			       struct iscsi_textbuf *resp, const char **why)
 {
 	struct iscsi_login *l = c->login;
-	const struct conf *cf = c->srv->c;
+	const struct conf *cf = c->cfg->c;
 	const char *v;
 	struct iscsi_limits lim;
 
@@ -310,7 +310,7 @@ static uint16_t login_keys(struct iscsi_conn *c, int csg, const struct iscsi_kvl
 	if (!l->chap_required)
 		l->auth_done = true;
 	if (csg == ISCSI_STAGE_SECURITY && l->chap_required && has_chap) {
-		const struct conf_chap *ch = &c->srv->c->targets[l->target].chap;
+		const struct conf_chap *ch = &c->cfg->c->targets[l->target].chap;
 		struct iscsi_chap_creds cr = {
 			.user = ch->user,
 			.secret = ch->secret,
@@ -379,17 +379,18 @@ static uint16_t login_finish(struct iscsi_conn *c, const char **why, uint16_t *o
 	memcpy(sess->isid, l->isid, 6);
 	sess->type = l->type;
 	sess->target = l->target;
+	sess->st = l->target >= 0 ? c->cfg->targets[l->target] : NULL;
 	sess->params = c->neg.p;
 	sanitize_params(&sess->params, &s->lim);
 	sess->exp_cmdsn = l->cmdsn;
 	sess->max_cmdsn = l->cmdsn + sess->depth - 1;
 	if (l->type == ISCSI_SESSION_NORMAL) {
 		char port[300];
-		uint16_t tpgt = s->c->portals[c->portal].tpgt;
+		uint16_t tpgt = c->cfg->c->portals[c->portal].tpgt;
 
 		snprintf(port, sizeof(port), "%s,i,0x%02x%02x%02x%02x%02x%02x", l->initiator,
 			 l->isid[0], l->isid[1], l->isid[2], l->isid[3], l->isid[4], l->isid[5]);
-		r = scsi_nexus_create(s->targets[l->target], port, tpgt, &sess->nexus);
+		r = scsi_nexus_create(sess->st, port, tpgt, &sess->nexus);
 		if (r < 0) {
 			iscsi_session_free(sess);
 			*why = "cannot create the I_T nexus";
@@ -465,8 +466,8 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 		n_conns = iscsi_server_live_conns(s);
 		pthread_mutex_unlock(&s->lock);
 		if (l->tsih == 0 &&
-		    iscsi_login_limit_status(n_sessions, s->c->daemon.max_sessions, n_conns,
-					     s->c->daemon.max_connections) ==
+		    iscsi_login_limit_status(n_sessions, c->cfg->c->daemon.max_sessions, n_conns,
+					     c->cfg->c->daemon.max_connections) ==
 			    ISCSI_LOGIN_TOO_MANY_CONNS) {
 			login_fail(c, bhs, ISCSI_LOGIN_TOO_MANY_CONNS, "max_connections reached");
 			return;
@@ -594,9 +595,9 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 	LOG_INFO(MOD, "%s: %s session tsih %u for %s%s%s", c->peer_str,
 		 c->sess->type == ISCSI_SESSION_DISCOVERY ? "discovery" : "normal", tsih,
 		 c->sess->initiator, c->sess->target >= 0 ? " -> " : "",
-		 c->sess->target >= 0 ? c->srv->c->targets[c->sess->target].iqn : "");
+		 c->sess->target >= 0 ? c->cfg->c->targets[c->sess->target].iqn : "");
 	if (c->sess->target >= 0)
-		atomic_fetch_add(&c->srv->stats[c->sess->target].login_ok, 1);
+		atomic_fetch_add(&iscsi_cfg_stats(c->cfg, c->sess->target)->login_ok, 1);
 	if (old_tsih) {
 		LOG_INFO(MOD, "%s: reinstating session tsih %u", c->peer_str, old_tsih);
 		iscsi_session_kill(c->srv, old_loop, old_tsih);

@@ -11,6 +11,10 @@
  *            its commands left scsi; the last one (n_conns == 0) posts
  *            done() to workers[0]
  *   STOPPED  done() called; iscsi_server_destroy() frees
+ *   RUNNING --iscsi_server_reload()--> RUNNING with a new generation
+ *            (struct iscsi_cfg): listeners rebuilt for the new portals,
+ *            reload_sweep on every worker closes the conns it no longer
+ *            serves; old generations live until their last conn is freed
  *
  * Accepting at max_connections (server_accept): the oldest conn still in
  * the login phase (srv->login_head) is evicted: flagged, counted in
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
@@ -54,6 +59,134 @@ static bool server_check(struct iscsi_server *s)
 	return true;
 }
 
+/* ---- configuration generations ---- */
+
+/* The counters of @iqn, made on first use. Caller holds s->lock. */
+static struct iscsi_tgt_stats *stats_for(struct iscsi_server *s, const char *iqn)
+{
+	struct iscsi_tgt_stats *st;
+
+	for (st = s->all_stats; st; st = st->next)
+		if (!strcasecmp(st->iqn, iqn))
+			return st;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->iqn = strdup(iqn);
+	if (!st->iqn) {
+		free(st);
+		return NULL;
+	}
+	st->next = s->all_stats;
+	s->all_stats = st;
+	return st;
+}
+
+static void cfg_free(struct iscsi_cfg *g)
+{
+	free(g->targets);
+	free(g->stats);
+	free(g);
+}
+
+/* A generation with one reference (the caller's). */
+static int cfg_new(struct iscsi_server *s, const struct conf *c, struct scsi_target **targets,
+		   struct iscsi_cfg **out)
+{
+	struct iscsi_cfg *g = calloc(1, sizeof(*g));
+	size_t n = c->n_targets ? c->n_targets : 1;
+
+	if (!g)
+		return -ENOMEM;
+	g->srv = s;
+	g->c = c;
+	atomic_init(&g->refs, 1);
+	g->targets = calloc(n, sizeof(*g->targets));
+	g->stats = calloc(n, sizeof(*g->stats));
+	if (!g->targets || !g->stats)
+		goto err_free;
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < c->n_targets; i++) {
+		g->targets[i] = targets[i];
+		g->stats[i] = stats_for(s, c->targets[i].iqn);
+		if (!g->stats[i]) {
+			pthread_mutex_unlock(&s->lock);
+			goto err_free;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	*out = g;
+	return 0;
+
+err_free:
+	cfg_free(g);
+	return -ENOMEM;
+}
+
+struct iscsi_cfg *iscsi_cfg_current(struct iscsi_server *s)
+{
+	struct iscsi_cfg *g;
+
+	pthread_mutex_lock(&s->lock);
+	g = s->cfg;
+	atomic_fetch_add(&g->refs, 1);
+	pthread_mutex_unlock(&s->lock);
+	return g;
+}
+
+void iscsi_cfg_put(struct iscsi_cfg *g)
+{
+	struct iscsi_server *s;
+
+	if (!g || atomic_fetch_sub(&g->refs, 1) != 1)
+		return;
+	s = g->srv;
+	if (s->release)
+		s->release(g->c, s->release_arg);
+	cfg_free(g);
+}
+
+struct iscsi_tgt_stats *iscsi_cfg_stats(const struct iscsi_cfg *g, int target)
+{
+	if (!g || target < 0 || (unsigned)target >= g->c->n_targets)
+		return NULL;
+	return g->stats[target];
+}
+
+void iscsi_server_set_release(struct iscsi_server *s,
+			      void (*release)(const struct conf *c, void *arg), void *arg)
+{
+	s->release = release;
+	s->release_arg = arg;
+}
+
+/* ---- create ---- */
+
+static void listener_free(struct iscsi_server *s, struct iscsi_listener *l)
+{
+	if (!l)
+		return;
+	if (l->fd >= 0) {
+		ev_io_del(s->w[0].loop, l->fd);
+		close(l->fd);
+	}
+	free(l);
+}
+
+static struct iscsi_listener *listener_new(struct iscsi_server *s, const struct conf *c,
+					   unsigned idx)
+{
+	struct iscsi_listener *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->srv = s;
+	l->cp = &c->portals[idx];
+	l->idx = idx;
+	l->fd = -1;
+	return l;
+}
+
 int iscsi_server_create(const struct conf *c, struct scsi_target **targets,
 			const struct iscsi_worker *workers, unsigned n_workers,
 			struct iscsi_server **out)
@@ -65,17 +198,16 @@ int iscsi_server_create(const struct conf *c, struct scsi_target **targets,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->c = c;
+	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+		free(s);
+		return -ENOMEM;
+	}
 	s->n_workers = n_workers;
 	s->w = calloc(n_workers, sizeof(*s->w));
 	s->n_ls = c->n_portals;
 	s->ls = calloc(c->n_portals ? c->n_portals : 1, sizeof(*s->ls));
-	s->targets = calloc(c->n_targets ? c->n_targets : 1, sizeof(*s->targets));
-	s->stats = calloc(c->n_targets ? c->n_targets : 1, sizeof(*s->stats));
-	if (!s->w || !s->ls || !s->targets || !s->stats)
+	if (!s->w || !s->ls || cfg_new(s, c, targets, &s->cfg) < 0)
 		goto err_free;
-	for (unsigned i = 0; i < c->n_targets; i++)
-		s->targets[i] = targets[i];
 	for (unsigned i = 0; i < n_workers; i++) {
 		s->w[i].srv = s;
 		s->w[i].idx = i;
@@ -83,26 +215,34 @@ int iscsi_server_create(const struct conf *c, struct scsi_target **targets,
 		s->w[i].ioctx = workers[i].ioctx;
 	}
 	for (unsigned i = 0; i < s->n_ls; i++) {
-		s->ls[i].srv = s;
-		s->ls[i].cp = &c->portals[i];
-		s->ls[i].idx = i;
-		s->ls[i].fd = -1;
+		s->ls[i] = listener_new(s, c, i);
+		if (!s->ls[i])
+			goto err_free;
 	}
 	s->lim.max_recv_dsl = ISCSI_TGT_MAX_RECV_DSL;
 	s->lim.max_burst = ISCSI_TGT_MAX_BURST;
 	s->lim.first_burst = ISCSI_TGT_FIRST_BURST;
 	s->lim.max_outstanding_r2t = ISCSI_TGT_MAX_R2T;
 	s->lim.allow_digests = true;
-	if (pthread_mutex_init(&s->lock, NULL) != 0)
-		goto err_free;
 	*out = s;
 	return 0;
 
 err_free:
+	if (s->ls)
+		for (unsigned i = 0; i < s->n_ls; i++)
+			free(s->ls[i]);
 	free(s->w);
 	free(s->ls);
-	free(s->targets);
-	free(s->stats);
+	if (s->cfg)
+		cfg_free(s->cfg);
+	while (s->all_stats) {
+		struct iscsi_tgt_stats *st = s->all_stats;
+
+		s->all_stats = st->next;
+		free(st->iqn);
+		free(st);
+	}
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return -ENOMEM;
 }
@@ -135,7 +275,7 @@ static void server_accept(struct ev_loop *loop, int fd, uint32_t events, void *a
 		socklen_t plen = sizeof(peer);
 		int cfd = sock_accept(fd, &peer, &plen);
 		bool over, refuse;
-		unsigned max = s->c->daemon.max_connections;
+		unsigned max = s->cfg->c->daemon.max_connections;
 		struct iscsi_wstate *victim_w = NULL;
 		uint64_t victim_id = 0;
 
@@ -191,48 +331,63 @@ static void server_accept(struct ev_loop *loop, int fd, uint32_t events, void *a
 	}
 }
 
+/* Returns 0 or a negative errno after logging (and writing to @err when
+ * not NULL) "portal NAME ADDR: reason". */
+static int listener_bind(struct iscsi_listener *l, char *err, size_t errlen)
+{
+	struct iscsi_server *s = l->srv;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, r;
+
+	r = sock_parse_addr(l->cp->listen, &ss, &len);
+	if (r < 0)
+		goto fail;
+	fd = sock_listen(&ss, len, LISTEN_BACKLOG);
+	if (fd < 0) {
+		r = fd;
+		goto fail;
+	}
+	r = ev_io_add(s->w[0].loop, fd, EV_READ, server_accept, l);
+	if (r < 0) {
+		close(fd);
+		goto fail;
+	}
+	l->fd = fd;
+	LOG_INFO(MOD, "portal %s listening on %s (tpgt %u)", l->cp->name, l->cp->listen,
+		 l->cp->tpgt);
+	return 0;
+
+fail:
+	LOG_ERR(MOD, "portal %s %s: %s", l->cp->name, l->cp->listen, strerror(-r));
+	if (err && errlen)
+		snprintf(err, errlen, "portal %s %s: %s", l->cp->name, l->cp->listen,
+			 strerror(-r));
+	return r;
+}
+
+static void listener_unbind(struct iscsi_listener *l)
+{
+	if (l->fd >= 0) {
+		ev_io_del(l->srv->w[0].loop, l->fd);
+		close(l->fd);
+		l->fd = -1;
+	}
+}
+
 int iscsi_server_start(struct iscsi_server *s)
 {
 	int ret = 0;
 
 	for (unsigned i = 0; i < s->n_ls; i++) {
-		struct iscsi_listener *l = &s->ls[i];
-		struct sockaddr_storage ss;
-		socklen_t len;
-		int fd, r;
+		int r = listener_bind(s->ls[i], NULL, 0);
 
-		r = sock_parse_addr(l->cp->listen, &ss, &len);
-		if (r < 0) {
-			LOG_ERR(MOD, "portal %s %s: %s", l->cp->name, l->cp->listen, strerror(-r));
-			ret = ret ? ret : r;
-			continue;
-		}
-		fd = sock_listen(&ss, len, LISTEN_BACKLOG);
-		if (fd < 0) {
-			LOG_ERR(MOD, "portal %s %s: %s", l->cp->name, l->cp->listen, strerror(-fd));
-			ret = ret ? ret : fd;
-			continue;
-		}
-		r = ev_io_add(s->w[0].loop, fd, EV_READ, server_accept, l);
-		if (r < 0) {
-			LOG_ERR(MOD, "portal %s %s: %s", l->cp->name, l->cp->listen, strerror(-r));
-			close(fd);
-			ret = ret ? ret : r;
-			continue;
-		}
-		l->fd = fd;
-		LOG_INFO(MOD, "portal %s listening on %s (tpgt %u)", l->cp->name, l->cp->listen,
-			 l->cp->tpgt);
+		if (r < 0 && !ret)
+			ret = r;
 	}
-	if (ret < 0) {
-		for (unsigned i = 0; i < s->n_ls; i++) {
-			if (s->ls[i].fd >= 0) {
-				ev_io_del(s->w[0].loop, s->ls[i].fd);
-				close(s->ls[i].fd);
-				s->ls[i].fd = -1;
-			}
-		}
-	}
+	if (ret < 0)
+		for (unsigned i = 0; i < s->n_ls; i++)
+			listener_unbind(s->ls[i]);
 	return ret;
 }
 
@@ -270,13 +425,8 @@ void iscsi_server_shutdown(struct iscsi_server *s, void (*done)(void *arg), void
 {
 	bool finish;
 
-	for (unsigned i = 0; i < s->n_ls; i++) {
-		if (s->ls[i].fd >= 0) {
-			ev_io_del(s->w[0].loop, s->ls[i].fd);
-			close(s->ls[i].fd);
-			s->ls[i].fd = -1;
-		}
-	}
+	for (unsigned i = 0; i < s->n_ls; i++)
+		listener_unbind(s->ls[i]);
 	pthread_mutex_lock(&s->lock);
 	s->stopping = true;
 	s->shutdown_done = done;
@@ -295,24 +445,141 @@ void iscsi_server_destroy(struct iscsi_server *s)
 {
 	if (!s)
 		return;
-	for (unsigned i = 0; i < s->n_ls; i++)
-		if (s->ls[i].fd >= 0)
-			close(s->ls[i].fd);
+	/* the loops have stopped: close without touching epoll */
+	for (unsigned i = 0; i < s->n_ls; i++) {
+		if (s->ls[i]->fd >= 0)
+			close(s->ls[i]->fd);
+		free(s->ls[i]);
+	}
 	if (s->n_conns || s->sessions)
 		LOG_WARN(MOD, "server destroyed with %u connections left", s->n_conns);
+	/* the current generation's conf belongs to the caller */
+	if (atomic_fetch_sub(&s->cfg->refs, 1) == 1)
+		cfg_free(s->cfg);
+	while (s->all_stats) {
+		struct iscsi_tgt_stats *st = s->all_stats;
+
+		s->all_stats = st->next;
+		free(st->iqn);
+		free(st);
+	}
 	pthread_mutex_destroy(&s->lock);
 	free(s->w);
 	free(s->ls);
-	free(s->targets);
-	free(s->stats);
 	free(s);
 }
 
-struct iscsi_tgt_stats *iscsi_server_stats(struct iscsi_server *s, int target)
+/* ---- reload ---- */
+
+struct sweep_msg {
+	struct iscsi_wstate *w;
+	struct iscsi_cfg *now;         /* reference held by the message */
+};
+
+static void reload_sweep(void *arg)
 {
-	if (target < 0 || (unsigned)target >= s->c->n_targets)
-		return NULL;
-	return &s->stats[target];
+	struct sweep_msg *m = arg;
+	struct iscsi_conn *c, *next;
+	unsigned closed = 0;
+
+	for (c = m->w->conns; c; c = next) {
+		next = c->next;
+		if (iscsi_conn_reload_check(c, m->now))
+			closed++;
+	}
+	if (closed)
+		LOG_INFO(MOD, "reload: worker %u closed %u connection(s)", m->w->idx, closed);
+	iscsi_cfg_put(m->now);
+	free(m);
+}
+
+/* The portal of @c that is @p: same name, address and TPGT. */
+static int portal_same(const struct conf *c, const struct conf_portal *p)
+{
+	for (unsigned i = 0; i < c->n_portals; i++) {
+		const struct conf_portal *q = &c->portals[i];
+
+		if (!strcmp(q->name, p->name) && !strcmp(q->listen, p->listen) && q->tpgt == p->tpgt)
+			return (int)i;
+	}
+	return -1;
+}
+
+int iscsi_server_reload(struct iscsi_server *s, const struct conf *c,
+			struct scsi_target **targets, char *err, size_t errlen)
+{
+	struct iscsi_listener **ls;
+	struct iscsi_cfg *g, *old;
+	int ret = 0;
+	bool stopping;
+
+	if (err && errlen)
+		err[0] = '\0';
+	pthread_mutex_lock(&s->lock);
+	stopping = s->stopping;
+	pthread_mutex_unlock(&s->lock);
+	if (stopping)
+		return -ESHUTDOWN;
+	ls = calloc(c->n_portals ? c->n_portals : 1, sizeof(*ls));
+	if (!ls || cfg_new(s, c, targets, &g) < 0) {
+		free(ls);
+		return -ENOMEM;
+	}
+	/* Listeners: keep the unchanged ones, close the rest first so that a
+	 * new portal may take over an address an old one used. */
+	for (unsigned i = 0; i < s->n_ls; i++) {
+		struct iscsi_listener *l = s->ls[i];
+		int j = portal_same(c, l->cp);
+
+		if (j >= 0 && !ls[j]) {
+			ls[j] = l;
+			continue;
+		}
+		LOG_INFO(MOD, "reload: portal %s %s closed", l->cp->name, l->cp->listen);
+		listener_free(s, l);
+	}
+	for (unsigned i = 0; i < c->n_portals; i++) {
+		if (ls[i]) {
+			ls[i]->cp = &c->portals[i];
+			ls[i]->idx = i;
+			continue;
+		}
+		ls[i] = listener_new(s, c, i);
+		if (!ls[i]) {
+			ret = ret ? ret : -ENOMEM;
+			continue;
+		}
+		int r = listener_bind(ls[i], ret ? NULL : err, errlen);
+
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	/* server_accept runs on this thread: it sees either the old
+	 * listeners and generation or the new ones, never a mix */
+	free(s->ls);
+	s->ls = ls;
+	s->n_ls = c->n_portals;
+	pthread_mutex_lock(&s->lock);
+	old = s->cfg;
+	s->cfg = g;
+	pthread_mutex_unlock(&s->lock);
+	for (unsigned i = 0; i < s->n_workers; i++) {
+		struct sweep_msg *m = malloc(sizeof(*m));
+
+		if (m) {
+			m->w = &s->w[i];
+			m->now = g;
+			atomic_fetch_add(&g->refs, 1);
+			if (ev_call(s->w[i].loop, reload_sweep, m) == 0)
+				continue;
+			atomic_fetch_sub(&g->refs, 1);
+			free(m);
+		}
+		LOG_ERR(MOD, "reload: cannot reach worker %u (ENOMEM): its connections "
+			     "keep the old configuration", i);
+	}
+	iscsi_cfg_put(old);
+	return ret;
 }
 
 static struct json_object *params_json(const struct iscsi_params *p)
@@ -344,14 +611,17 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 {
 	int ret = 0;
 
+	const struct iscsi_cfg *g;
+
 	pthread_mutex_lock(&s->lock);
+	g = s->cfg;
 	if (!server_check(s))
 		LOG_ERR(MOD, "session registry invariant violated");
-	for (unsigned i = 0; i < s->c->n_targets && ret == 0; i++) {
+	for (unsigned i = 0; i < g->c->n_targets && ret == 0; i++) {
 		struct json_object *t = json_object_new_object();
 		struct json_object *list = json_object_new_array();
 		struct json_object *stats = json_object_new_object();
-		struct iscsi_tgt_stats *st = &s->stats[i];
+		struct iscsi_tgt_stats *st = g->stats[i];
 		int n = 0;
 
 		if (!t || !list || !stats) {
@@ -365,7 +635,9 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 			struct json_object *so;
 			char isid[16];
 
-			if (o->target != (int)i || o->reinstated)
+			/* a session may be of an older generation: its
+			 * scsi_target is what stays the same */
+			if (o->target < 0 || o->st != g->targets[i] || o->reinstated)
 				continue;
 			so = json_object_new_object();
 			if (!so) {
@@ -377,13 +649,15 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 			json_object_object_add(so, "initiator", json_object_new_string(o->initiator));
 			json_object_object_add(so, "isid", json_object_new_string(isid));
 			json_object_object_add(so, "portal",
-					       json_object_new_string(s->c->portals[o->portal].listen));
+					       json_object_new_string(o->cfg->c->portals[o->portal].listen));
+			json_object_object_add(so, "portal_name",
+					       json_object_new_string(o->cfg->c->portals[o->portal].name));
 			json_object_object_add(so, "tsih", json_object_new_int(o->tsih));
 			json_object_object_add(so, "params", params_json(&o->params));
 			json_object_array_add(list, so);
 			n++;
 		}
-		json_object_object_add(t, "iqn", json_object_new_string(s->c->targets[i].iqn));
+		json_object_object_add(t, "iqn", json_object_new_string(g->c->targets[i].iqn));
 		json_object_object_add(t, "sessions", json_object_new_int(n));
 		json_object_object_add(t, "session_list", list);
 		json_object_object_add(stats, "read_ops", json_object_new_int64((int64_t)st->read_ops));
@@ -395,6 +669,12 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 		json_object_object_add(stats, "logins", json_object_new_int64((int64_t)st->login_ok));
 		json_object_object_add(stats, "login_failures",
 				       json_object_new_int64((int64_t)st->login_failed));
+		json_object_object_add(stats, "latency_count",
+				       json_object_new_int64((int64_t)atomic_load(&st->lat.count)));
+		json_object_object_add(stats, "latency_p50_us",
+				       json_object_new_int64((int64_t)scsi_lat_quantile(&st->lat, 0.50)));
+		json_object_object_add(stats, "latency_p99_us",
+				       json_object_new_int64((int64_t)scsi_lat_quantile(&st->lat, 0.99)));
 		json_object_object_add(t, "stats", stats);
 		json_object_array_add(targets, t);
 	}

@@ -98,15 +98,18 @@ int iscsi_session_create(struct iscsi_conn *c, struct iscsi_session **out)
 	sess->loop = c->w->loop;
 	sess->conn = c;
 	sess->portal = c->portal;
+	sess->cfg = c->cfg;
 	sess->target = -1;
-	sess->depth = c->srv->c->daemon.queue_depth ? c->srv->c->daemon.queue_depth : 128;
+	sess->depth = c->cfg->c->daemon.queue_depth ? c->cfg->c->daemon.queue_depth : 128;
 	*out = sess;
 	return 0;
 }
 
 static bool session_same_nexus(const struct iscsi_session *a, const struct iscsi_session *b)
 {
-	return a->type == b->type && a->target == b->target &&
+	/* the scsi_target, not the index: the two may be of different
+	 * configuration generations */
+	return a->type == b->type && a->st == b->st &&
 	       memcmp(a->isid, b->isid, sizeof(a->isid)) == 0 &&
 	       strcmp(a->initiator, b->initiator) == 0;
 }
@@ -134,7 +137,7 @@ int iscsi_session_register(struct iscsi_server *s, struct iscsi_session *sess,
 	}
 	if (old)
 		live--;
-	if (live >= s->c->daemon.max_sessions) {
+	if (live >= s->cfg->c->daemon.max_sessions) {
 		ret = -EUSERS;
 		goto out_unlock;
 	}

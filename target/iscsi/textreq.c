@@ -91,11 +91,9 @@ void iscsi_format_portal(const struct conf_portal *p, const struct sockaddr_stor
 	snprintf(buf, len, "%s:%u,%u", host, p->port, p->tpgt);
 }
 
-int iscsi_sendtargets(struct iscsi_server *s, const char *initiator, const char *what,
+int iscsi_sendtargets(const struct conf *c, const char *initiator, const char *what,
 		      int own, const struct sockaddr_storage *local, struct iscsi_textbuf *out)
 {
-	const struct conf *c = s->c;
-
 	for (unsigned i = 0; i < c->n_targets; i++) {
 		const struct conf_target *t = &c->targets[i];
 		bool want;
@@ -213,7 +211,7 @@ static int text_answer(struct iscsi_conn *c, const uint8_t *data, size_t len,
 			 * session; "All" is allowed everywhere */
 			if (sess->type == ISCSI_SESSION_DISCOVERY && *v == '\0')
 				continue;
-			r = iscsi_sendtargets(c->srv, sess->initiator, v, sess->target, &c->local,
+			r = iscsi_sendtargets(c->cfg->c, sess->initiator, v, sess->target, &c->local,
 					      resp);
 		} else if (strncmp(k, "X-", 2) == 0 || strncmp(k, "X#", 2) == 0) {
 			iscsi_text_add(resp, k, "NotUnderstood");

@@ -119,7 +119,7 @@ static bool tmf_ready(struct iscsi_conn *c, struct iscsi_tmfop *op)
 		if (t->in_scsi && t->tmf_id >= op->id)
 			return false;
 	if (op->wait_scsi) {
-		struct scsi_target *st = c->srv->targets[c->sess->target];
+		struct scsi_target *st = c->sess->st;
 		uint64_t now = ev_now_ms(c->w->loop);
 
 		if (scsi_inflight(st, op->lun) > 0 && now < op->deadline) {
@@ -189,7 +189,7 @@ void iscsi_tmf_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
 	uint64_t lun = scsi_lun_decode(bhs + ISCSI_OFF_LUN);
 	uint32_t rtt = iscsi_get32(bhs + ISCSI_OFF_RTT);
 	uint32_t refcmdsn = iscsi_get32(bhs + ISCSI_OFF_REFCMDSN);
-	struct scsi_target *st = c->srv->targets[c->sess->target];
+	struct scsi_target *st = c->sess->st;
 	struct iscsi_tmfop *op, **tail;
 	int scsi_fn;
 

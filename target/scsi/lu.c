@@ -26,7 +26,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "conf/conf.h"
 #include "raid/raid.h"
@@ -690,11 +692,41 @@ static void finish_early(struct scsi_cmd *cmd)
 	cmd->done(cmd);
 }
 
+/* spriv_u[7]: CLOCK_MONOTONIC microseconds when the command entered the
+ * device server, for the LU's latency histogram. */
+#define SPRIV_START_US 7
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void lu_count(struct scsi_lu *lu, const struct scsi_cmd *cmd)
+{
+	uint64_t start = cmd->spriv_u[SPRIV_START_US], now = now_us();
+
+	if (cmd->dir_read) {
+		atomic_fetch_add(&lu->st_read_ops, 1);
+		atomic_fetch_add(&lu->st_read_bytes, cmd->data_in_len);
+	} else if (cmd->dir_write) {
+		atomic_fetch_add(&lu->st_write_ops, 1);
+		if (cmd->status == SCSI_GOOD)
+			atomic_fetch_add(&lu->st_write_bytes, cmd->xfer_len);
+	} else {
+		atomic_fetch_add(&lu->st_other_ops, 1);
+	}
+	scsi_lat_record(&lu->st_lat, now > start ? now - start : 0);
+}
+
 void scsi_cmd_complete(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
 
 	if (lu && cmd->spriv[1]) {
+		lu_count(lu, cmd);
 		pthread_mutex_lock(&lu->lock);
 		if (cmd->sprev)
 			cmd->sprev->snext = cmd->snext;
@@ -780,6 +812,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		goto early;
 	}
 	cmd->spriv[1] = (void *)op;
+	cmd->spriv_u[SPRIV_START_US] = now_us();
 	cmd->snext = lu->inflight;
 	if (lu->inflight)
 		lu->inflight->sprev = cmd;
@@ -878,4 +911,145 @@ unsigned scsi_inflight(struct scsi_target *t, uint64_t lun)
 		pthread_mutex_unlock(&lu->lock);
 	}
 	return n;
+}
+
+/* ---- statistics ---- */
+
+unsigned scsi_lat_bucket(uint64_t us)
+{
+	unsigned e;
+
+	if (us < SCSI_LAT_LINEAR)
+		return (unsigned)us;
+	e = 63u - (unsigned)__builtin_clzll(us);   /* >= 4 */
+	if (e > SCSI_LAT_MAX_EXP)
+		return SCSI_LAT_BUCKETS - 1;
+	/* the 3 bits below the leading one pick the sub-bucket */
+	return SCSI_LAT_LINEAR + (e - 4u) * SCSI_LAT_SUB +
+	       (unsigned)((us >> (e - 3u)) & (SCSI_LAT_SUB - 1u));
+}
+
+uint64_t scsi_lat_bucket_high(unsigned bucket)
+{
+	unsigned e, sub;
+
+	if (bucket < SCSI_LAT_LINEAR)
+		return bucket + 1u;
+	if (bucket >= SCSI_LAT_BUCKETS)
+		bucket = SCSI_LAT_BUCKETS - 1;
+	e = 4u + (bucket - SCSI_LAT_LINEAR) / SCSI_LAT_SUB;
+	sub = (bucket - SCSI_LAT_LINEAR) % SCSI_LAT_SUB;
+	return ((uint64_t)(SCSI_LAT_SUB + sub + 1u)) << (e - 3u);
+}
+
+void scsi_lat_record(struct scsi_lat_hist *h, uint64_t us)
+{
+	atomic_fetch_add_explicit(&h->bucket[scsi_lat_bucket(us)], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+}
+
+uint64_t scsi_lat_quantile(const struct scsi_lat_hist *h, double q)
+{
+	uint64_t total = 0, need, seen = 0;
+	unsigned i;
+
+	/* sum the buckets rather than trusting count: both move under us */
+	for (i = 0; i < SCSI_LAT_BUCKETS; i++)
+		total += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
+	if (total == 0 || q <= 0)
+		return 0;
+	if (q > 1)
+		q = 1;
+	need = (uint64_t)(q * (double)total + 0.999999);
+	if (need == 0)
+		need = 1;
+	for (i = 0; i < SCSI_LAT_BUCKETS; i++) {
+		seen += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
+		if (seen >= need)
+			return scsi_lat_bucket_high(i);
+	}
+	return scsi_lat_bucket_high(SCSI_LAT_BUCKETS - 1);
+}
+
+void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->read_ops = atomic_load(&lu->st_read_ops);
+	out->write_ops = atomic_load(&lu->st_write_ops);
+	out->other_ops = atomic_load(&lu->st_other_ops);
+	out->read_bytes = atomic_load(&lu->st_read_bytes);
+	out->write_bytes = atomic_load(&lu->st_write_bytes);
+	out->lat_count = atomic_load(&lu->st_lat.count);
+	out->lat_p50_us = scsi_lat_quantile(&lu->st_lat, 0.50);
+	out->lat_p99_us = scsi_lat_quantile(&lu->st_lat, 0.99);
+}
+
+const char *scsi_lu_name(const struct scsi_lu *lu)
+{
+	return lu->name;
+}
+
+unsigned scsi_lu_inflight(struct scsi_lu *lu)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&lu->lock);
+	n = lu->n_inflight;
+	pthread_mutex_unlock(&lu->lock);
+	return n;
+}
+
+struct scsi_lu *scsi_target_lu(struct scsi_target *t, uint64_t lun)
+{
+	return target_lu(t, lun);
+}
+
+int scsi_target_remove_lu(struct scsi_target *t, uint64_t lun)
+{
+	struct scsi_lu *gone;
+
+	if (!t || lun >= SCSI_MAX_LUNS)
+		return -ENOENT;
+	pthread_mutex_lock(&t->lock);
+	gone = t->luns[lun];
+	if (!gone) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOENT;
+	}
+	t->luns[lun] = NULL;
+	/* Forget this target's nexuses in the LU: they may be freed while it
+	 * is unmapped (scsi_nexus_destroy only visits mapped LUs), and a later
+	 * nexus at the same address must not inherit their state. */
+	pthread_mutex_lock(&gone->lock);
+	for (struct scsi_nexus *n = t->nexuses; n; n = n->next) {
+		struct scsi_ua **up;
+
+		pr_nexus_gone(gone, n);
+		for (up = &gone->uas; *up; up = &(*up)->next)
+			if ((*up)->nexus == n) {
+				struct scsi_ua *dead = *up;
+
+				*up = dead->next;
+				free(dead);
+				break;
+			}
+	}
+	pthread_mutex_unlock(&gone->lock);
+	/* the LUs still mapped tell the change */
+	for (unsigned i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_lu *o = t->luns[i];
+
+		if (!o)
+			continue;
+		pthread_mutex_lock(&o->lock);
+		for (struct scsi_nexus *n = t->nexuses; n; n = n->next) {
+			struct scsi_ua *ua = scsi_ua_get(o, n, true);
+
+			if (ua)
+				scsi_ua_add(ua, ASC_LUNS_CHANGED);
+		}
+		pthread_mutex_unlock(&o->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return 0;
 }

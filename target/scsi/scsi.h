@@ -156,4 +156,49 @@ void scsi_set_sense(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq
 uint64_t scsi_lun_decode(const uint8_t lun[8]);
 void scsi_lun_encode(uint64_t lun, uint8_t out[8]);
 
+/* ---- statistics (added for rtgtctl stats) ---- */
+
+/* Log-linear latency histogram in microseconds: values below 16 us have a
+ * bucket each, above that 8 buckets per power of two (<= 12.5% error), up
+ * to 2^31 us; larger values land in the last bucket. Updated lock-free
+ * from any thread. */
+#define SCSI_LAT_LINEAR 16u
+#define SCSI_LAT_SUB 8u
+#define SCSI_LAT_MAX_EXP 31u
+#define SCSI_LAT_BUCKETS (SCSI_LAT_LINEAR + (SCSI_LAT_MAX_EXP - 3u) * SCSI_LAT_SUB)
+
+struct scsi_lat_hist {
+	_Atomic uint64_t bucket[SCSI_LAT_BUCKETS];
+	_Atomic uint64_t count;
+};
+
+unsigned scsi_lat_bucket(uint64_t us);
+/* Smallest value (us) that falls in @bucket's successor: its upper bound. */
+uint64_t scsi_lat_bucket_high(unsigned bucket);
+void scsi_lat_record(struct scsi_lat_hist *h, uint64_t us);
+/* Upper bound (us) of the bucket holding the @q quantile (0 < q <= 1), 0
+ * when nothing was recorded. */
+uint64_t scsi_lat_quantile(const struct scsi_lat_hist *h, double q);
+
+/* Counters of one LU since it was created: commands that reached the
+ * device server (not those refused for a missing LUN). Latency is the
+ * service time from scsi_cmd_exec() to completion. */
+struct scsi_lu_stats {
+	uint64_t read_ops, write_ops, other_ops;
+	uint64_t read_bytes, write_bytes;
+	uint64_t lat_count, lat_p50_us, lat_p99_us;
+};
+
+void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out);
+const char *scsi_lu_name(const struct scsi_lu *lu);
+
+/* Unmaps @lun from @t (the LU itself stays; the caller destroys it once no
+ * target maps it and scsi_lu_inflight() is 0). Sessions logged in see
+ * REPORTED LUNS DATA HAS CHANGED on the target's remaining LUs. Returns 0
+ * or -ENOENT. */
+int scsi_target_remove_lu(struct scsi_target *t, uint64_t lun);
+/* The LU mapped at @lun, or NULL. */
+struct scsi_lu *scsi_target_lu(struct scsi_target *t, uint64_t lun);
+unsigned scsi_lu_inflight(struct scsi_lu *lu);
+
 #endif

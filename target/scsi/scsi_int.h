@@ -222,6 +222,10 @@ struct scsi_lu {
 	struct scsi_ua *uas;            /* owned list */
 	struct scsi_cmd *inflight;      /* commands inside scsi_cmd_exec */
 	unsigned n_inflight;
+	/* rtgtctl stats: atomics, updated outside the lock */
+	_Atomic uint64_t st_read_ops, st_write_ops, st_other_ops;
+	_Atomic uint64_t st_read_bytes, st_write_bytes;
+	struct scsi_lat_hist st_lat;
 };
 
 struct scsi_port {

@@ -68,7 +68,7 @@ struct fake {
 static void fake_init(struct fake *f)
 {
 	memset(f, 0, sizeof(*f));
-	f->srv.targets = f->targets;
+	f->sess.st = f->targets[0];
 	f->w.srv = &f->srv;
 	f->sess.type = ISCSI_SESSION_NORMAL;
 	f->sess.target = 0;

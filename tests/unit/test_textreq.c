@@ -14,7 +14,6 @@ static unsigned p_t1[] = { 0, 1 }, p_t2[] = { 2 };
 static char *allow_t2[] = { "iqn.2000-01.com.example:good" };
 static struct conf_target targets[2];
 static struct conf cf;
-static struct iscsi_server srv;
 
 static void setup(void)
 {
@@ -37,8 +36,6 @@ static void setup(void)
 	cf.n_portals = 3;
 	cf.targets = targets;
 	cf.n_targets = 2;
-	memset(&srv, 0, sizeof(srv));
-	srv.c = &cf;
 }
 
 /* The answer as one string with '|' for the NULs. */
@@ -89,7 +86,7 @@ START_TEST(t03_sendtargets)
 
 	setup();
 	/* an initiator not allowed on "two" sees only "one" */
-	ck_assert_int_eq(iscsi_sendtargets(&srv, "iqn.2000-01.com.example:bad", "All", -1, NULL, &b),
+	ck_assert_int_eq(iscsi_sendtargets(&cf, "iqn.2000-01.com.example:bad", "All", -1, NULL, &b),
 			 0);
 	flatten(&b, s, sizeof(s));
 	ck_assert_str_eq(s, "TargetName=iqn.2026-11.org.rtgt:one|TargetAddress=127.0.0.1:3260,1|"
@@ -97,7 +94,7 @@ START_TEST(t03_sendtargets)
 	iscsi_text_free(&b);
 
 	memset(&b, 0, sizeof(b));
-	ck_assert_int_eq(iscsi_sendtargets(&srv, "iqn.2000-01.com.example:good",
+	ck_assert_int_eq(iscsi_sendtargets(&cf, "iqn.2000-01.com.example:good",
 					   "iqn.2026-11.org.rtgt:two", -1, NULL, &b),
 			 0);
 	flatten(&b, s, sizeof(s));
@@ -107,7 +104,7 @@ START_TEST(t03_sendtargets)
 
 	/* empty value: the session's own target only */
 	memset(&b, 0, sizeof(b));
-	ck_assert_int_eq(iscsi_sendtargets(&srv, "iqn.2000-01.com.example:good", "", 0, NULL, &b), 0);
+	ck_assert_int_eq(iscsi_sendtargets(&cf, "iqn.2000-01.com.example:good", "", 0, NULL, &b), 0);
 	flatten(&b, s, sizeof(s));
 	ck_assert(strncmp(s, "TargetName=iqn.2026-11.org.rtgt:one|", 36) == 0);
 	ck_assert_ptr_null(strstr(s, ":two"));
@@ -115,7 +112,7 @@ START_TEST(t03_sendtargets)
 
 	/* an unknown name gives an empty answer */
 	memset(&b, 0, sizeof(b));
-	ck_assert_int_eq(iscsi_sendtargets(&srv, "iqn.2000-01.com.example:good", "iqn.x:none", -1,
+	ck_assert_int_eq(iscsi_sendtargets(&cf, "iqn.2000-01.com.example:good", "iqn.x:none", -1,
 					   NULL, &b),
 			 0);
 	ck_assert_uint_eq(b.len, 0);
