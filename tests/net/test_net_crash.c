@@ -10,12 +10,10 @@
  *    hand (garbage in the parity / second copy of a block whose write was in
  *    flight), so the resync has at least one real disagreement to repair,
  *    and then fails the member whose loss makes reads depend on it.
- * 02 a member file of another pool in place of a member: the policy of
- *    raid/README.md ("refused with a log line and the pool starts degraded if
- *    the level allows"): a log line naming the member, the pool degraded
- *    with that slot not active, the data intact, the foreign file untouched.
- *    (DESIGN.md Part B says such a start exits 1; the engine documents the
- *    degraded start, which is what is checked here.)
+ * 02 a member file of another pool in place of a member: DESIGN.md Part B and
+ *    raid/README.md ("Assembly"): rtgtd exits 1 at once with a line naming
+ *    the member and the pool it belongs to, the foreign file untouched; with
+ *    the right file back, pool p starts optimal and its data reads back.
  */
 #include <check.h>
 #include <errno.h>
@@ -633,8 +631,10 @@ out:
 START_TEST(t02_foreign_member)
 {
 	static char log[1 << 16];
-	char from[256], to[256], keep[256];
+	char from[256], to[256], keep[256], orig[256];
 	struct json_object *root, *p;
+	uint64_t t0;
+	int rc;
 	uint8_t *data = malloc(1u << 20);
 	struct scsi_task *t;
 	uint32_t bs;
@@ -663,32 +663,41 @@ START_TEST(t02_foreign_member)
 	snprintf(from, sizeof(from), "%s/e0.img", D.dir);
 	snprintf(to, sizeof(to), "%s/d2.img", D.dir);
 	snprintf(keep, sizeof(keep), "%s/foreign.copy", D.dir);
+	snprintf(orig, sizeof(orig), "%s/d2.orig", D.dir);
+	ck_assert_int_eq(harness_copy_file(to, orig), 0);
 	ck_assert_int_eq(harness_copy_file(from, to), 0);
 	ck_assert_int_eq(harness_copy_file(from, keep), 0);
-	start();
+	t0 = mono_ms();
+	rc = harness_start(&D);
+	ck_assert_msg(rc != 0 && D.last_status == 1,
+		      "start with pool q's member in pool p's place: %s, exit %d, expected exit 1",
+		      rc ? strerror(-rc) : "it served", D.last_status);
+	ck_assert_msg(mono_ms() - t0 < 10000, "the refused start took %llu ms",
+		      (unsigned long long)(mono_ms() - t0));
 	ck_assert_int_ge(harness_read_log(&D, log, sizeof(log)), 0);
-	ck_assert_msg(strstr(log, "d2.img") && strstr(log, "another pool"),
-		      "no log line says d2.img belongs to another pool:\n%s", log);
+	ck_assert_msg(strstr(log, "d2.img (slot 2) belongs to pool q (uuid "),
+		      "no log line says d2.img belongs to pool q:\n%s", log);
+	ck_assert_msg(file_equal(to, keep) == 1,
+		      "the refused foreign member d2.img was modified by the daemon");
+
+	/* the right member back: nothing was lost or marked failed */
+	ck_assert_int_eq(harness_copy_file(orig, to), 0);
+	start();
 	p = status_pool(&root);
-	ck_assert_msg(!strcmp(jstr(p, "state"), "degraded"), "pool p state \"%s\", expected "
-		      "\"degraded\" (raid/README.md: refused, starts degraded)", jstr(p, "state"));
-	ck_assert_msg(strcmp(member_state(p, "d2.img"), "active") != 0,
-		      "the foreign d2.img is listed as active");
+	ck_assert_msg(!strcmp(jstr(p, "state"), "optimal"), "pool p state \"%s\" after the "
+		      "refused start, expected \"optimal\"", jstr(p, "state"));
+	ck_assert_str_eq(member_state(p, "d2.img"), "active");
 	json_object_put(root);
-	/* pool p's data reads back (reconstructed without d2), writes work */
 	bs = login();
 	for (unsigned r = 0; r < 2; r++) {
 		t = iscsi_read16_sync(C, 0, (r ? 5u << 20 : 0) / bs, 1u << 20, (int)bs,
 				      0, 0, 0, 0, 0);
 		ck_assert_msg(t && t->status == SCSI_STATUS_GOOD && t->datain.size == 1 << 20 &&
 			      !memcmp(t->datain.data, data, 1u << 20),
-			      "pool p's data does not read back with d2.img refused");
+			      "pool p's data does not read back");
 		scsi_free_scsi_task(t);
 	}
-	write_sync(9u << 20, data, 1u << 20, bs);
 	stop_expect_0();
-	ck_assert_msg(file_equal(to, keep) == 1,
-		      "the refused foreign member d2.img was modified by the daemon");
 	free(data);
 }
 END_TEST

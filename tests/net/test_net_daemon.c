@@ -2,8 +2,9 @@
  * tests/net/test_net_daemon.c - bin/rtgtd as a program: --check on bad and good
  * configurations (exit codes, FILE:LINE messages, nothing created on disk),
  * start-up failures (port in use, a member of another pool, a missing
- * member) and SIGTERM in the middle of I/O (exit 0, acknowledged writes
- * survive a restart).
+ * member: exit 1 at once with a line naming it, nothing written or created;
+ * start_degraded = true starts without the missing one) and SIGTERM in the
+ * middle of I/O (exit 0, acknowledged writes survive a restart).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -279,12 +280,59 @@ static void stop_expect_0(const char *when)
 	ck_assert_msg(rc == 0, "%s: rtgtd exited %d on SIGTERM, expected 0", when, rc);
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether one line of @text contains @a and (when not NULL) @b. */
+static bool line_with(const char *text, const char *a, const char *b)
+{
+	const char *p = text;
+
+	while (p && *p) {
+		const char *eol = strchr(p, '\n'), *x = strstr(p, a), *y = b ? strstr(p, b) : p;
+
+		if (x && y && (!eol || (x < eol && y < eol)))
+			return true;
+		p = eol ? eol + 1 : NULL;
+	}
+	return false;
+}
+
+/* Whether two files hold the same bytes. */
+static bool file_same(const char *a, const char *b)
+{
+	static char ba[65536], bb[65536];
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	bool eq = fa && fb;
+
+	while (eq) {
+		size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
+
+		if (na != nb || memcmp(ba, bb, na))
+			eq = false;
+		if (na < sizeof(ba))
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return eq;
+}
+
 START_TEST(t09_member_of_another_pool)
 {
 	static char err[16384];
-	char from[256], to[256];
+	char from[256], to[256], keep[256];
+	long long t0;
 	int rc;
 
+	snprintf(keep, sizeof(keep), "%s/b0.copy", D.dir);
 	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
 		"daemon = { workers = 1; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
 		"pools = (\n"
@@ -301,10 +349,17 @@ START_TEST(t09_member_of_another_pool)
 	snprintf(from, sizeof(from), "%s/a0.img", D.dir);
 	snprintf(to, sizeof(to), "%s/b0.img", D.dir);
 	ck_assert_int_eq(harness_copy_file(from, to), 0);
+	ck_assert_int_eq(harness_copy_file(to, keep), 0);
+	t0 = now_ms();
 	rc = run_rtgtd(false, err, sizeof(err));
 	ck_assert_msg(rc == 1, "start with pool a's member in pool b's place exited %d, "
 		      "expected 1; stderr:\n%s", rc, err);
-	ck_assert_msg(strstr(err, "b0.img"), "no line names b0.img; stderr:\n%s", err);
+	ck_assert_msg(now_ms() - t0 < 5000, "the refused start took %lld ms; stderr:\n%s",
+		      now_ms() - t0, err);
+	ck_assert_msg(line_with(err, "b0.img (slot 0) belongs to pool a (uuid ", "not to this pool"),
+		      "no line says b0.img belongs to pool a; stderr:\n%s", err);
+	/* nothing was written to the foreign member */
+	ck_assert_msg(file_same(to, keep), "b0.img was modified by the refused start");
 }
 END_TEST
 
@@ -312,21 +367,40 @@ START_TEST(t10_missing_member)
 {
 	static char err[16384];
 	char path[256];
+	long long t0;
 	int rc;
 
 	write_conf(&(struct variant){ 0 });
 	start_or_fail();
 	stop_expect_0("first start");
-	/* the same pool without create_size, so nothing re-creates the file */
-	write_conf(&(struct variant){
-		.pool = "{ name = \"p\"; level = \"raid1\"; chunk = \"64K\"; "
-			"members = ( \"d0.img\", \"d1.img\" ); }" });
+	/* create_size stays: it must not re-create a member of an existing pool */
 	snprintf(path, sizeof(path), "%s/d1.img", D.dir);
 	ck_assert_int_eq(unlink(path), 0);
+	t0 = now_ms();
 	rc = run_rtgtd(false, err, sizeof(err));
 	ck_assert_msg(rc == 1, "start with a missing member exited %d, expected 1; stderr:\n%s",
 		      rc, err);
-	ck_assert_msg(strstr(err, "d1.img"), "no line names d1.img; stderr:\n%s", err);
+	ck_assert_msg(now_ms() - t0 < 5000, "the refused start took %lld ms; stderr:\n%s",
+		      now_ms() - t0, err);
+	ck_assert_msg(line_with(err, "d1.img (slot 1) is missing", NULL),
+		      "no line says d1.img (slot 1) is missing; stderr:\n%s", err);
+	ck_assert_msg(access(path, F_OK) != 0 && errno == ENOENT,
+		      "the missing member d1.img was created");
+
+	/* start_degraded = true: serves degraded, one error line for d1.img */
+	write_conf(&(struct variant){
+		.pool = "{ name = \"p\"; level = \"raid1\"; chunk = \"64K\"; "
+			"members = ( \"d0.img\", \"d1.img\" ); create_size = \"32M\"; "
+			"start_degraded = true; }" });
+	start_or_fail();
+	ck_assert_int_ge(harness_read_log(&D, err, sizeof(err)), 0);
+	ck_assert_msg(line_with(err, "ERROR", "d1.img (slot 1) is missing"),
+		      "no ERROR line for the missing d1.img; log:\n%s", err);
+	ck_assert_msg(line_with(err, "started degraded", NULL), "no 'started degraded' line; log:\n%s",
+		      err);
+	stop_expect_0("degraded start");
+	ck_assert_msg(access(path, F_OK) != 0 && errno == ENOENT,
+		      "the missing member d1.img was created");
 }
 END_TEST
 
