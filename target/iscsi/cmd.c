@@ -572,12 +572,28 @@ void iscsi_dataout_done(struct iscsi_conn *c)
 
 /* ---------------- completion ---------------- */
 
+static void count_one(struct iscsi_tgt_stats *st, struct iscsi_task *t, uint32_t data_len,
+		      uint64_t lat_us);
+
 static void count_stats(struct iscsi_task *t, uint32_t data_len)
 {
 	struct iscsi_tgt_stats *st = iscsi_cfg_stats(t->conn->cfg, t->conn->sess->target);
+	uint64_t lat = 0;
 
-	if (!st)
-		return;
+	/* service time inside scsi; commands answered without it have none */
+	if (t->exec_us) {
+		uint64_t now = mono_us();
+
+		lat = now > t->exec_us ? now - t->exec_us : 0;
+	}
+	count_one(&t->conn->sess->stats, t, data_len, lat);
+	if (st)
+		count_one(st, t, data_len, lat);
+}
+
+static void count_one(struct iscsi_tgt_stats *st, struct iscsi_task *t, uint32_t data_len,
+		      uint64_t lat_us)
+{
 	if (t->cmd.dir_read) {
 		atomic_fetch_add(&st->read_ops, 1);
 		atomic_fetch_add(&st->read_bytes, data_len);
@@ -587,12 +603,8 @@ static void count_stats(struct iscsi_task *t, uint32_t data_len)
 	} else {
 		atomic_fetch_add(&st->other_ops, 1);
 	}
-	/* service time inside scsi; commands answered without it have none */
-	if (t->exec_us) {
-		uint64_t now = mono_us();
-
-		scsi_lat_record(&st->lat, now > t->exec_us ? now - t->exec_us : 0);
-	}
+	if (t->exec_us)
+		scsi_lat_record(&st->lat, lat_us);
 }
 
 static bool queue_datain(struct iscsi_task *t, uint32_t data_len, bool with_status,

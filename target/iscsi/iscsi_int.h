@@ -338,6 +338,9 @@ struct iscsi_session {
 	struct iscsi_params params;
 	struct ev_loop *loop;          /* the conn's reactor */
 	struct iscsi_conn *conn;       /* loop thread only */
+	/* command counters of this session (login_* and iqn unused); written
+	 * on the loop thread, read by the status JSON under srv->lock */
+	struct iscsi_tgt_stats stats;
 	bool reinstated;               /* under srv->lock */
 
 	/* CmdSN window; loop thread only */

@@ -582,6 +582,31 @@ int iscsi_server_reload(struct iscsi_server *s, const struct conf *c,
 	return ret;
 }
 
+static struct json_object *counters_json(struct iscsi_tgt_stats *st, bool logins)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "read_ops", json_object_new_int64((int64_t)st->read_ops));
+	json_object_object_add(o, "write_ops", json_object_new_int64((int64_t)st->write_ops));
+	json_object_object_add(o, "other_ops", json_object_new_int64((int64_t)st->other_ops));
+	json_object_object_add(o, "read_bytes", json_object_new_int64((int64_t)st->read_bytes));
+	json_object_object_add(o, "write_bytes", json_object_new_int64((int64_t)st->write_bytes));
+	if (logins) {
+		json_object_object_add(o, "logins", json_object_new_int64((int64_t)st->login_ok));
+		json_object_object_add(o, "login_failures",
+				       json_object_new_int64((int64_t)st->login_failed));
+	}
+	json_object_object_add(o, "latency_count",
+			       json_object_new_int64((int64_t)atomic_load(&st->lat.count)));
+	json_object_object_add(o, "latency_p50_us",
+			       json_object_new_int64((int64_t)scsi_lat_quantile(&st->lat, 0.50)));
+	json_object_object_add(o, "latency_p99_us",
+			       json_object_new_int64((int64_t)scsi_lat_quantile(&st->lat, 0.99)));
+	return o;
+}
+
 static struct json_object *params_json(const struct iscsi_params *p)
 {
 	struct json_object *o = json_object_new_object();
@@ -620,8 +645,7 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 	for (unsigned i = 0; i < g->c->n_targets && ret == 0; i++) {
 		struct json_object *t = json_object_new_object();
 		struct json_object *list = json_object_new_array();
-		struct json_object *stats = json_object_new_object();
-		struct iscsi_tgt_stats *st = g->stats[i];
+		struct json_object *stats = counters_json(g->stats[i], true);
 		int n = 0;
 
 		if (!t || !list || !stats) {
@@ -654,27 +678,13 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 					       json_object_new_string(o->cfg->c->portals[o->portal].name));
 			json_object_object_add(so, "tsih", json_object_new_int(o->tsih));
 			json_object_object_add(so, "params", params_json(&o->params));
+			json_object_object_add(so, "stats", counters_json(&o->stats, false));
 			json_object_array_add(list, so);
 			n++;
 		}
 		json_object_object_add(t, "iqn", json_object_new_string(g->c->targets[i].iqn));
 		json_object_object_add(t, "sessions", json_object_new_int(n));
 		json_object_object_add(t, "session_list", list);
-		json_object_object_add(stats, "read_ops", json_object_new_int64((int64_t)st->read_ops));
-		json_object_object_add(stats, "write_ops", json_object_new_int64((int64_t)st->write_ops));
-		json_object_object_add(stats, "other_ops", json_object_new_int64((int64_t)st->other_ops));
-		json_object_object_add(stats, "read_bytes", json_object_new_int64((int64_t)st->read_bytes));
-		json_object_object_add(stats, "write_bytes",
-				       json_object_new_int64((int64_t)st->write_bytes));
-		json_object_object_add(stats, "logins", json_object_new_int64((int64_t)st->login_ok));
-		json_object_object_add(stats, "login_failures",
-				       json_object_new_int64((int64_t)st->login_failed));
-		json_object_object_add(stats, "latency_count",
-				       json_object_new_int64((int64_t)atomic_load(&st->lat.count)));
-		json_object_object_add(stats, "latency_p50_us",
-				       json_object_new_int64((int64_t)scsi_lat_quantile(&st->lat, 0.50)));
-		json_object_object_add(stats, "latency_p99_us",
-				       json_object_new_int64((int64_t)scsi_lat_quantile(&st->lat, 0.99)));
 		json_object_object_add(t, "stats", stats);
 		json_object_array_add(targets, t);
 	}

@@ -42,12 +42,15 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n"
 		"  status                   pools, members, volumes, targets, sessions\n"
-		"  stats                    per member and per target counters\n"
-		"  sessions                 logged-in initiators per target\n"
+		"  stats                    per target, LUN, session and member counters, latency\n"
+		"  sessions                 logged-in initiators per target, negotiated parameters\n"
 		"  fail POOL MEMBER         mark a member faulty (MEMBER: 0-based index or path)\n"
 		"  add-spare POOL PATH      add an existing file or device as a hot spare\n"
 		"                           (a relative PATH is taken from the current directory)\n"
+		"  remove POOL MEMBER       detach a faulty or spare member (if the build supports it)\n"
 		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
+		"  reload                   re-read the daemon's configuration file and apply it live\n"
+		"  COMMAND --help           what one command does\n"
 		"\n"
 		"options:\n"
 		"  -s, --socket SOCKET      control socket; default: $RTGT_SOCKET, else\n"
@@ -303,7 +306,29 @@ static void print_pools(struct json_object *reply, bool counters)
 	}
 }
 
-static void print_sessions(struct json_object *t)
+static void print_params(struct json_object *params)
+{
+	int col = 0;
+
+	if (!params)
+		return;
+	json_object_object_foreach(params, key, val) {
+		char kv[96];
+		int n = snprintf(kv, sizeof(kv), "%s=%s", key, json_object_get_string(val));
+
+		if (col + n + 1 > 100) {
+			printf("\n");
+			col = 0;
+		}
+		if (col == 0)
+			col = printf("        ");
+		col += printf("%s ", kv);
+	}
+	if (col)
+		printf("\n");
+}
+
+static void print_sessions(struct json_object *t, bool params)
 {
 	struct json_object *list = get(t, "session_list");
 
@@ -314,6 +339,8 @@ static void print_sessions(struct json_object *t)
 		printf("    %-48s isid %-14s tsih %-6s via %s\n", get_str(so, "initiator", "?"),
 		       get_str(so, "isid", "?"), tsih ? json_object_get_string(tsih) : "?",
 		       get_str(so, "portal", "?"));
+		if (params)
+			print_params(get(so, "params"));
 	}
 }
 
@@ -353,7 +380,7 @@ static void print_counters(struct json_object *o, const char *prefix)
 	}
 }
 
-static void print_targets(struct json_object *reply, bool sessions, bool counters)
+static void print_targets(struct json_object *reply, bool sessions, bool counters, bool params)
 {
 	struct json_object *targets = get(reply, "targets");
 
@@ -369,7 +396,19 @@ static void print_targets(struct json_object *reply, bool sessions, bool counter
 		if (counters)
 			print_counters(t, "");
 		if (sessions)
-			print_sessions(t);
+			print_sessions(t, params);
+		if (counters) {
+			struct json_object *list = get(t, "session_list");
+
+			for (size_t s = 0; s < arr_len(list); s++) {
+				struct json_object *so = json_object_array_get_idx(list, s);
+
+				printf("  session %s isid %s tsih %lld\n",
+				       get_str(so, "initiator", "?"), get_str(so, "isid", "?"),
+				       (long long)get_i64(so, "tsih"));
+				print_counters(get(so, "stats"), "");
+			}
+		}
 	}
 }
 
@@ -386,18 +425,68 @@ static void print_fields(struct json_object *reply)
 	}
 }
 
+static void print_luns(struct json_object *reply)
+{
+	struct json_object *luns = get(reply, "luns");
+
+	if (!luns)
+		return;
+	printf("\n%-32s %s\n", "VOLUME", "EXPORTED AS");
+	for (size_t i = 0; i < arr_len(luns); i++) {
+		struct json_object *l = json_object_array_get_idx(luns, i);
+		struct json_object *ex = get(l, "exported_as");
+
+		printf("%-32s", get_str(l, "volume", "?"));
+		for (size_t j = 0; j < arr_len(ex); j++)
+			printf(" %s", json_object_get_string(json_object_array_get_idx(ex, j)));
+		printf("%s\n", arr_len(ex) ? "" : " (not exported)");
+		print_counters(l, "");
+	}
+}
+
+/* A reload's summary: one line per non-empty list. */
+static void print_reload(struct json_object *reply)
+{
+	static const char *const keys[][2] = {
+		{ "targets_added", "targets added" },     { "targets_removed", "targets removed" },
+		{ "targets_changed", "targets changed" }, { "portals_added", "portals added" },
+		{ "portals_removed", "portals removed" }, { "pools_added", "pools added" },
+		{ "pools_removed", "pools removed" },     { "volumes_added", "volumes added" },
+		{ "needs_restart", "needs restart (skipped)" }, { "warnings", "warnings" },
+	};
+	bool any = false;
+
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		struct json_object *a = get(reply, keys[k][0]);
+
+		if (!arr_len(a))
+			continue;
+		any = true;
+		printf("%s:\n", keys[k][1]);
+		for (size_t i = 0; i < arr_len(a); i++)
+			printf("  %s\n", json_object_get_string(json_object_array_get_idx(a, i)));
+	}
+	if (!any)
+		printf("configuration reloaded: nothing changed\n");
+	else
+		printf("configuration reloaded\n");
+}
+
 static void print_human(const char *cmd, char **args, struct json_object *reply)
 {
 	if (strcmp(cmd, "status") == 0) {
 		print_pools(reply, false);
 		printf("\n");
-		print_targets(reply, true, false);
+		print_targets(reply, true, false, false);
 	} else if (strcmp(cmd, "stats") == 0) {
 		print_pools(reply, true);
-		printf("\n");
-		print_targets(reply, false, true);
+		printf("    (member latency: not available from this raid build)\n\n");
+		print_targets(reply, false, true, false);
+		print_luns(reply);
 	} else if (strcmp(cmd, "sessions") == 0) {
-		print_targets(reply, true, false);
+		print_targets(reply, true, false, true);
+	} else if (strcmp(cmd, "reload") == 0) {
+		print_reload(reply);
 	} else {
 		if (strcmp(cmd, "fail") == 0)
 			printf("pool %s: member %s marked faulty\n", args[0], args[1]);
@@ -416,15 +505,40 @@ struct command {
 	const char *name;
 	int min_args, max_args;
 	const char *usage;
+	const char *help;
 };
 
 static const struct command commands[] = {
-	{ "status", 0, 0, "status" },
-	{ "stats", 0, 0, "stats" },
-	{ "sessions", 0, 0, "sessions" },
-	{ "fail", 2, 2, "fail POOL MEMBER" },
-	{ "add-spare", 2, 2, "add-spare POOL PATH" },
-	{ "scrub", 1, 1, "scrub POOL [--repair]" },
+	{ "status", 0, 0, "status",
+	  "Pools (level, state, rebuild progress and ETA, usable size, chunk, scrub),\n"
+	  "their members (state, bytes) and volumes; targets with their sessions.\n" },
+	{ "stats", 0, 0, "stats",
+	  "Counters since start: per member bytes and ops (member latency is not\n"
+	  "available from the raid engine); per target and per session ops, bytes,\n"
+	  "logins and command latency p50/p99 in microseconds (time inside the SCSI\n"
+	  "layer, log-linear histogram, <= 12.5% error); per LUN (volume) the same.\n" },
+	{ "sessions", 0, 0, "sessions",
+	  "Logged-in sessions per target: initiator IQN, ISID, TSIH, portal, and the\n"
+	  "negotiated parameters (digests, R2T and burst sizes, ...).\n" },
+	{ "fail", 2, 2, "fail POOL MEMBER",
+	  "Marks MEMBER (0-based position in the pool's members list, or its path)\n"
+	  "faulty as if it had died; a configured spare starts rebuilding.\n" },
+	{ "add-spare", 2, 2, "add-spare POOL PATH",
+	  "Adds an existing file or block device as a hot spare (a relative PATH is\n"
+	  "taken from the current directory). A degraded pool rebuilds onto it.\n" },
+	{ "remove", 2, 2, "remove POOL MEMBER",
+	  "Detaches a faulty or spare member from the pool. Builds whose raid engine\n"
+	  "cannot detach members answer \"not supported by this build\" (exit 1).\n" },
+	{ "scrub", 1, 1, "scrub POOL [--repair]",
+	  "Starts a background check of parity / mirror copies; progress and the\n"
+	  "mismatch count show in status. --repair rewrites what does not match.\n" },
+	{ "reload", 0, 0, "reload",
+	  "Makes the daemon re-read its configuration file (same as SIGHUP). An\n"
+	  "invalid file changes nothing: its FILE:LINE errors are printed, exit 1.\n"
+	  "Otherwise targets, portals, ACLs, CHAP, LUNs, new pools and volumes are\n"
+	  "applied without touching unaffected sessions; what cannot change live\n"
+	  "(daemon.workers, daemon.control, a pool's level/chunk/members/spares, a\n"
+	  "volume's size) is listed as \"needs restart\" and skipped.\n" },
 };
 
 /* add-spare takes paths from the user's point of view; the daemon's
@@ -469,7 +583,7 @@ static const char *opt_value(int argc, char **argv, int *i, char shortc, const c
 int main(int argc, char **argv)
 {
 	const char *sock_opt = NULL, *conf_opt = NULL;
-	bool json = false, repair = false, dashdash = false, missing = false;
+	bool json = false, repair = false, dashdash = false, missing = false, help = false;
 	const struct command *cmd = NULL;
 	struct json_object *req, *jargs, *reply, *ok;
 	char *sock = NULL, *line, *spare = NULL;
@@ -495,8 +609,7 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--repair") == 0) {
 			repair = true;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			return 0;
+			help = true;
 		} else if ((val = opt_value(argc, argv, &i, 's', "socket", &missing))) {
 			sock_opt = val;
 		} else if (!missing && (val = opt_value(argc, argv, &i, 'c', "config", &missing))) {
@@ -510,15 +623,24 @@ int main(int argc, char **argv)
 		}
 	}
 	if (npos == 0) {
-		usage(stderr);
-		return EXIT_USAGE;
+		usage(help ? stdout : stderr);
+		return help ? 0 : EXIT_USAGE;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(pos[0], commands[i].name) == 0)
 			cmd = &commands[i];
 	if (!cmd) {
+		if (help) {
+			usage(stdout);
+			return 0;
+		}
 		fprintf(stderr, "rtgtctl: unknown command '%s' (see --help)\n", pos[0]);
 		return EXIT_USAGE;
+	}
+	if (help) {
+		printf("usage: rtgtctl [-s SOCKET | -c CONFIG] %s [--json]\n\n%s", cmd->usage,
+		       cmd->help);
+		return 0;
 	}
 	if (npos - 1 < cmd->min_args || npos - 1 > cmd->max_args) {
 		fprintf(stderr, "rtgtctl: usage: rtgtctl %s\n", cmd->usage);
