@@ -1,0 +1,498 @@
+/*
+ * tests/net/test_net_reload.c - live reload of a running bin/rtgtd
+ * (`rtgtctl reload` and SIGHUP): a target added while another session does
+ * I/O, an invalid file that changes nothing, an ACL entry removed, a LUN
+ * added (unit attention, then REPORT LUNS), a target and a portal removed
+ * and added.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "tests/lib/harness.h"
+
+#define T2 "iqn.2026-11.org.rtgt:second"
+#define INI_A "iqn.2026-11.org.example:a"
+#define INI_B "iqn.2026-11.org.example:b"
+
+static struct harness_daemon D;
+
+static void setup(void)
+{
+	ck_assert_int_eq(harness_init(&D), 0);
+	harness_fini_at_exit(&D);
+}
+
+static void teardown(void)
+{
+	harness_fini(&D);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The whole file: pool p (raid1), portal lo on D.port plus @portals_extra,
+ * and @targets. */
+static void write_conf(const char *portals_extra, const char *targets)
+{
+	int rc = harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
+		"pools = ( { name = \"p\"; level = \"raid1\"; chunk = \"64K\";\n"
+		"            members = ( \"d0.img\", \"d1.img\" );\n"
+		"            create_size = \"32M\"; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; }%s );\n"
+		"targets = ( %s );\n",
+		D.port, portals_extra ? portals_extra : "", targets);
+
+	ck_assert_int_eq(rc, 0);
+}
+
+static void start(void)
+{
+	int rc = harness_start(&D);
+
+	if (rc) {
+		harness_dump_log(&D, stderr, 40);
+		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
+	}
+}
+
+static void stop_expect_0(void)
+{
+	int rc = harness_stop(&D);
+
+	if (rc != 0)
+		harness_dump_log(&D, stderr, 40);
+	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
+}
+
+/* Runs rtgtctl -s DIR/rtgtd.sock @args with stdout and stderr into @out;
+ * returns its exit code. */
+static int ctl(char *out, size_t outlen, const char *args)
+{
+	const char *bin = getenv("RTGTCTL") && *getenv("RTGTCTL") ? getenv("RTGTCTL")
+								   : "bin/rtgtctl";
+	char cmd[1024];
+	size_t used = 0, n;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' -s '%s/rtgtd.sock' %s 2>&1", bin, D.dir, args);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	out[0] = '\0';
+	while (used + 1 < outlen && (n = fread(out + used, 1, outlen - 1 - used, p)) > 0)
+		used += n;
+	out[used] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static struct iscsi_context *login_as(const char *initiator, const char *target, uint32_t isid,
+				      uint16_t port)
+{
+	struct harness_login o = { .initiator = initiator, .target = target, .isid_rnd = isid };
+	char err[256];
+	struct iscsi_context *c = harness_iscsi_login(port ? port : D.port, &o, err, sizeof(err));
+
+	if (!c)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(c != NULL, "login of %s to %s failed: %s", initiator ? initiator : "default",
+		      target ? target : "default", err);
+	return c;
+}
+
+/* TEST UNIT READY status, or -1 when the command failed at transport
+ * level (connection gone). */
+static int tur(struct iscsi_context *c, int lun, struct scsi_sense *sense)
+{
+	struct scsi_task *t = iscsi_testunitready_sync(c, lun);
+	int st;
+
+	if (!t)
+		return -1;
+	st = t->status;
+	if (sense)
+		*sense = t->sense;
+	scsi_free_scsi_task(t);
+	return st;
+}
+
+/* ---- 01: a target added while another session does I/O ---- */
+
+struct io_worker {
+	struct iscsi_context *c;
+	atomic_bool stop;
+	unsigned ops, errors;
+	char first_error[200];
+};
+
+static void *io_main(void *arg)
+{
+	struct io_worker *w = arg;
+	uint8_t *buf = malloc(65536), *back = malloc(65536);
+	uint64_t lba = 0;
+
+	if (!buf || !back) {
+		w->errors++;
+		goto out;
+	}
+	while (!atomic_load(&w->stop)) {
+		struct scsi_task *t;
+
+		memset(buf, (int)(w->ops & 0xff), 65536);
+		t = iscsi_write16_sync(w->c, 0, lba, buf, 65536, 512, 0, 0, 0, 0, 0);
+		if (!t || t->status != SCSI_STATUS_GOOD) {
+			if (!w->errors++)
+				snprintf(w->first_error, sizeof(w->first_error), "write: %s",
+					 iscsi_get_error(w->c));
+			if (t)
+				scsi_free_scsi_task(t);
+			break;
+		}
+		scsi_free_scsi_task(t);
+		t = iscsi_read16_sync(w->c, 0, lba, 65536, 512, 0, 0, 0, 0, 0);
+		if (!t || t->status != SCSI_STATUS_GOOD || t->datain.size != 65536 ||
+		    memcmp(t->datain.data, buf, 65536)) {
+			if (!w->errors++)
+				snprintf(w->first_error, sizeof(w->first_error), "read: %s",
+					 t ? "bad data or status" : iscsi_get_error(w->c));
+			if (t)
+				scsi_free_scsi_task(t);
+			break;
+		}
+		scsi_free_scsi_task(t);
+		w->ops++;
+		lba = (lba + 128) % 8192;
+	}
+out:
+	free(buf);
+	free(back);
+	return NULL;
+}
+
+#define TGT_DEFAULT_ALLOW_ALL HARNESS_TARGET_DEFAULT
+#define TGT_SECOND                                                                  \
+	"{ iqn = \"" T2 "\"; portals = ( \"lo\" );\n"                               \
+	"  luns = ( { lun = 0; pool = \"p\"; volume = \"v1\"; size = \"4M\"; } );\n" \
+	"  allow = ( \"ALL\" ); }"
+
+START_TEST(t01_add_target_during_io)
+{
+	struct io_worker w = { 0 };
+	struct iscsi_context *c2;
+	struct scsi_task *t;
+	pthread_t th;
+	char out[4096];
+	unsigned before;
+	int rc;
+
+	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
+	start();
+	w.c = login_as(NULL, NULL, 1, 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, io_main, &w), 0);
+	usleep(300 * 1000);
+	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL ", " TGT_SECOND);
+	rc = ctl(out, sizeof(out), "reload");
+	before = w.ops;
+	ck_assert_msg(rc == 0, "rtgtctl reload exited %d: %s", rc, out);
+	ck_assert_msg(strstr(out, "targets added") && strstr(out, T2), "reload said: %s", out);
+	ck_assert_msg(strstr(out, "volumes added") && strstr(out, "p/v1"), "reload said: %s", out);
+
+	/* the new target is served at once */
+	c2 = login_as(NULL, T2, 2, 0);
+	t = iscsi_readcapacity16_sync(c2, 0);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(t->status, SCSI_STATUS_GOOD);
+	{
+		struct scsi_readcapacity16 *rc16 = scsi_datain_unmarshall(t);
+
+		ck_assert_ptr_nonnull(rc16);
+		ck_assert_uint_eq((rc16->returned_lba + 1) * rc16->block_length, 4u << 20);
+	}
+	scsi_free_scsi_task(t);
+	ck_assert_int_eq(tur(c2, 0, NULL), SCSI_STATUS_GOOD);
+
+	/* the running session kept going through the reload */
+	usleep(500 * 1000);
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	ck_assert_msg(w.errors == 0, "I/O session saw an error: %s", w.first_error);
+	ck_assert_msg(w.ops > before, "no I/O completed after the reload (%u before, %u after)",
+		      before, w.ops);
+
+	/* sessions lists both, with their negotiated parameters */
+	rc = ctl(out, sizeof(out), "sessions");
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(strstr(out, T2) && strstr(out, HARNESS_TARGET) &&
+			      strstr(out, "MaxBurstLength="),
+		      "sessions said: %s", out);
+	/* a second identical reload changes nothing */
+	rc = ctl(out, sizeof(out), "reload");
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(strstr(out, "nothing changed"), "second reload said: %s", out);
+	ck_assert_int_eq(tur(c2, 0, NULL), SCSI_STATUS_GOOD);
+	harness_iscsi_logout(c2);
+	harness_iscsi_logout(w.c);
+	stop_expect_0();
+}
+END_TEST
+
+/* ---- 02: an invalid file changes nothing ---- */
+
+START_TEST(t02_invalid_file)
+{
+	struct iscsi_context *c;
+	char out[4096], log[65536], want[256];
+	int rc;
+
+	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
+	start();
+	c = login_as(NULL, NULL, 1, 0);
+	/* line 5 of the file: a portal with a bad address, and a second
+	 * target that must not appear */
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
+		"pools = ( { name = \"p\"; level = \"raid1\"; chunk = \"64K\";\n"
+		"            members = ( \"d0.img\", \"d1.img\" );\n"
+		"            create_size = \"32M\"; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:99999\"; } );\n"
+		"targets = ( %s );\n", TGT_DEFAULT_ALLOW_ALL ", " TGT_SECOND), 0);
+	rc = ctl(out, sizeof(out), "reload");
+	ck_assert_msg(rc == 1, "rtgtctl reload of a bad file exited %d: %s", rc, out);
+	snprintf(want, sizeof(want), "%s:5:", D.conf);
+	ck_assert_msg(strstr(out, want), "reply lacks '%s': %s", want, out);
+	ck_assert_int_gt(harness_read_log(&D, log, sizeof(log)), 0);
+	ck_assert_msg(strstr(log, want), "daemon log lacks '%s'", want);
+
+	/* nothing changed: the session works, the old target still takes
+	 * logins, the new one does not exist, SIGHUP with the same file
+	 * neither */
+	ck_assert_int_eq(tur(c, 0, NULL), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(kill(D.pid, SIGHUP), 0);
+	usleep(300 * 1000);
+	ck_assert(harness_alive(&D));
+	ck_assert_int_eq(tur(c, 0, NULL), SCSI_STATUS_GOOD);
+	{
+		struct harness_login o = { .target = T2 };
+		char err[256];
+		struct iscsi_context *c2 = harness_iscsi_login(D.port, &o, err, sizeof(err));
+
+		ck_assert_msg(c2 == NULL, "login to a target of the refused file worked");
+	}
+	rc = ctl(out, sizeof(out), "status --json");
+	ck_assert_int_eq(rc, 0);
+	ck_assert_msg(!strstr(out, T2), "status shows the refused target: %s", out);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+/* ---- 03: an ACL entry removed closes that initiator's session ---- */
+
+#define TGT_ALLOW(list)                                                                \
+	"{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"                       \
+	"  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"80%\"; } );\n"  \
+	"  allow = ( " list " ); }"
+
+START_TEST(t03_acl_removed)
+{
+	struct iscsi_context *a, *b;
+	char out[4096];
+	uint64_t deadline;
+	int rc, st = 0;
+
+	write_conf(NULL, TGT_ALLOW("\"" INI_A "\", \"" INI_B "\""));
+	start();
+	a = login_as(INI_A, NULL, 1, 0);
+	b = login_as(INI_B, NULL, 2, 0);
+	ck_assert_int_eq(tur(a, 0, NULL), SCSI_STATUS_GOOD);
+	write_conf(NULL, TGT_ALLOW("\"" INI_B "\""));
+	rc = ctl(out, sizeof(out), "reload");
+	ck_assert_msg(rc == 0, "reload exited %d: %s", rc, out);
+	ck_assert_msg(strstr(out, "allow"), "reload does not say the ACL changed: %s", out);
+	/* A's connection is closed (asynchronously, on its reactor) */
+	deadline = mono_ms() + 5000;
+	while (mono_ms() < deadline && (st = tur(a, 0, NULL)) == SCSI_STATUS_GOOD)
+		usleep(100 * 1000);
+	ck_assert_msg(st != SCSI_STATUS_GOOD, "session of the removed initiator still works");
+	ck_assert_int_eq(tur(b, 0, NULL), SCSI_STATUS_GOOD);
+	{
+		struct harness_login o = { .initiator = INI_A };
+		char err[256];
+		struct iscsi_context *again = harness_iscsi_login(D.port, &o, err, sizeof(err));
+
+		ck_assert_msg(again == NULL, "removed initiator could log in again");
+	}
+	iscsi_destroy_context(a);
+	harness_iscsi_logout(b);
+	stop_expect_0();
+}
+END_TEST
+
+/* ---- 04: a LUN added: unit attention, then REPORT LUNS ---- */
+
+START_TEST(t04_lun_added)
+{
+	struct iscsi_context *c;
+	struct scsi_sense sense;
+	struct scsi_task *t;
+	struct scsi_reportluns_list *list;
+	char out[4096];
+	int rc, st;
+	bool has1 = false;
+
+	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
+	start();
+	c = login_as(NULL, NULL, 1, 0);
+	/* the first command may carry the power-on unit attention */
+	tur(c, 0, NULL);
+	ck_assert_int_eq(tur(c, 0, NULL), SCSI_STATUS_GOOD);
+	write_conf(NULL, "{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+			 "  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"80%\"; },\n"
+			 "           { lun = 1; pool = \"p\"; volume = \"v1\"; size = \"4M\"; } );\n"
+			 "  allow = ( \"ALL\" ); }");
+	rc = ctl(out, sizeof(out), "reload");
+	ck_assert_msg(rc == 0, "reload exited %d: %s", rc, out);
+	ck_assert_msg(strstr(out, "luns"), "reload does not say the LUNs changed: %s", out);
+	st = tur(c, 0, &sense);
+	ck_assert_msg(st == SCSI_STATUS_CHECK_CONDITION, "TUR after the LUN was added: status %d",
+		      st);
+	ck_assert_int_eq(sense.key, SCSI_SENSE_UNIT_ATTENTION);
+	ck_assert_int_eq(sense.ascq, 0x3f0e); /* REPORTED LUNS DATA HAS CHANGED */
+	ck_assert_int_eq(tur(c, 0, NULL), SCSI_STATUS_GOOD);
+	t = iscsi_reportluns_sync(c, 0, 4096);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(t->status, SCSI_STATUS_GOOD);
+	list = scsi_datain_unmarshall(t);
+	ck_assert_ptr_nonnull(list);
+	ck_assert_uint_eq(list->num, 2);
+	for (unsigned i = 0; i < list->num; i++)
+		has1 |= list->luns[i] == 1;
+	ck_assert(has1);
+	scsi_free_scsi_task(t);
+	/* a new LU's first command may carry its power-on unit attention */
+	tur(c, 1, NULL);
+	ck_assert_int_eq(tur(c, 1, NULL), SCSI_STATUS_GOOD);
+
+	/* and removed again: the LUN goes, the other one tells */
+	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
+	ck_assert_int_eq(ctl(out, sizeof(out), "reload"), 0);
+	st = tur(c, 0, &sense);
+	ck_assert_int_eq(st, SCSI_STATUS_CHECK_CONDITION);
+	ck_assert_int_eq(sense.ascq, 0x3f0e);
+	st = tur(c, 1, &sense);
+	ck_assert_int_eq(st, SCSI_STATUS_CHECK_CONDITION);
+	ck_assert_int_eq(sense.key, SCSI_SENSE_ILLEGAL_REQUEST);
+	harness_iscsi_logout(c);
+	stop_expect_0();
+}
+END_TEST
+
+/* ---- 05: SIGHUP: a target removed, a portal added then removed ---- */
+
+START_TEST(t05_sighup_target_and_portal)
+{
+	struct iscsi_context *c1, *c2, *c3;
+	uint16_t port2;
+	char extra[128], out[8192];
+	uint64_t deadline;
+	int st = 0;
+
+	ck_assert_int_eq(harness_free_port(&port2), 0);
+	snprintf(extra, sizeof(extra), ", { name = \"lo2\"; listen = \"127.0.0.1:%u\"; }", port2);
+	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL ", " TGT_SECOND);
+	start();
+	c1 = login_as(NULL, NULL, 1, 0);
+	c2 = login_as(NULL, T2, 2, 0);
+	/* second target removed, portal lo2 added (the first target on both) */
+	write_conf(extra, "{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\", \"lo2\" );\n"
+			  "  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"80%\"; } );\n"
+			  "  allow = ( \"ALL\" ); }");
+	ck_assert_int_eq(kill(D.pid, SIGHUP), 0);
+	deadline = mono_ms() + 5000;
+	while (mono_ms() < deadline && (st = tur(c2, 0, NULL)) == SCSI_STATUS_GOOD)
+		usleep(100 * 1000);
+	ck_assert_msg(st != SCSI_STATUS_GOOD, "session of the removed target still works");
+	ck_assert_int_eq(tur(c1, 0, NULL), SCSI_STATUS_GOOD);
+	c3 = login_as(NULL, NULL, 3, port2);
+	ck_assert_int_eq(tur(c3, 0, NULL), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(ctl(out, sizeof(out), "status"), 0);
+	ck_assert_msg(!strstr(out, T2), "status still shows the removed target: %s", out);
+
+	/* portal lo2 removed: its listener and the session that came through
+	 * it go, the one on lo stays */
+	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
+	ck_assert_int_eq(ctl(out, sizeof(out), "reload --json"), 0);
+	ck_assert_msg(strstr(out, "\"portals_removed\":[\"lo2 "), "reload said: %s", out);
+	deadline = mono_ms() + 5000;
+	while (mono_ms() < deadline && (st = tur(c3, 0, NULL)) == SCSI_STATUS_GOOD)
+		usleep(100 * 1000);
+	ck_assert_msg(st != SCSI_STATUS_GOOD, "session through the removed portal still works");
+	ck_assert_int_lt(harness_tcp_connect(port2), 0);
+	ck_assert_int_eq(tur(c1, 0, NULL), SCSI_STATUS_GOOD);
+
+	/* stats: per target, session and LUN with latency */
+	ck_assert_int_eq(ctl(out, sizeof(out), "stats --json"), 0);
+	ck_assert_msg(strstr(out, "\"latency_p99_us\"") && strstr(out, "\"luns\":[") &&
+			      strstr(out, "\"p50_us\""),
+		      "stats said: %s", out);
+	iscsi_destroy_context(c2);
+	iscsi_destroy_context(c3);
+	harness_iscsi_logout(c1);
+	stop_expect_0();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("net_reload");
+	struct {
+		const char *name;
+		const TTest *fn;
+	} cases[] = {
+		{ "01_add_target_during_io", t01_add_target_during_io },
+		{ "02_invalid_file", t02_invalid_file },
+		{ "03_acl_removed", t03_acl_removed },
+		{ "04_lun_added", t04_lun_added },
+		{ "05_sighup_target_and_portal", t05_sighup_target_and_portal },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, 90);
+		tcase_add_test(tc, cases[i].fn);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
