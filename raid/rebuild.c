@@ -9,7 +9,9 @@
  * unusable and a spare exists, or a REBUILDING member was found at assembly:
  * start_rebuild() swaps the spare into the slot) -> IDLE when done, stopped
  * or failed; IDLE -> SCRUB (scrub_req, or resync_req after an unclean
- * shutdown) -> IDLE; any state -> EXIT on bg_stop (raid_bg_stop). A stopped
+ * shutdown) -> IDLE; any state -> EXIT on bg_stop (raid_bg_stop). Only an
+ * operator's scrub shows in scrub_state (1 from raid_pool_scrub() until it
+ * ended, then 2): a scrub requested during a resync is queued, not refused. A stopped
  * rebuild leaves its checkpoint (rebuild_pos, written to the superblocks at
  * least once a second and at stop) and resumes from there on the next start.
  *
@@ -299,14 +301,20 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
 	unsigned n = g->n, i;
 	double t0 = now_s();
+	uint64_t nmis = 0;
+	/* A resync is the engine's own pass: the scrub status (state, count)
+	 * that rtgtctl shows belongs to the operator's scrubs only. */
+	const char *what = resync ? "resync" : "scrub";
 
-	atomic_store(&p->scrub_mismatch, 0);
-	atomic_store(&p->scrub_pos, 0);
-	atomic_store(&p->scrub_state, 1);
+	if (!resync) {
+		atomic_store(&p->scrub_mismatch, 0);
+		atomic_store(&p->scrub_pos, 0);
+		atomic_store(&p->scrub_state, 1);
+	}
 	for (i = 0; i < n; i++)
 		if (!(bufs[i] = raid_alloc(step)))
 			goto out;
-	LOG_INFO(RAID_MOD, "pool %s: scrub%s started", p->name, repair ? " (repair)" : "");
+	LOG_INFO(RAID_MOD, "pool %s: %s%s started", p->name, what, repair && !resync ? " (repair)" : "");
 	while (row < g->rows && !stop_requested(p)) {
 		uint64_t r1 = row + k > g->rows ? g->rows : row + k, nb = (r1 - row) * g->chunk;
 		struct raid_mio mio[RAID_MAX_SLOTS];
@@ -315,7 +323,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 		uint64_t fixmask = 0;
 
 		if (raid_pool_unusable(p)) {
-			LOG_ERR(RAID_MOD, "pool %s: scrub stopped: pool not optimal", p->name);
+			LOG_ERR(RAID_MOD, "pool %s: %s stopped: pool not optimal", p->name, what);
 			if (resync) {
 				pthread_mutex_lock(&p->bg_mu);
 				p->resync_req = true;   /* again once optimal */
@@ -345,8 +353,10 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 
 				if (mask <= 0)
 					continue;
-				atomic_fetch_add(&p->scrub_mismatch, 1);
-				LOG_WARN(RAID_MOD, "pool %s: scrub: row %llu mismatch%s%s", p->name,
+				nmis++;
+				if (!resync)
+					atomic_fetch_add(&p->scrub_mismatch, 1);
+				LOG_WARN(RAID_MOD, "pool %s: %s: row %llu mismatch%s%s", p->name, what,
 					 (unsigned long long)r, bad >= 0 ? ", bad member " : "",
 					 bad >= 0 ? p->m[bad]->path : "");
 				if (!repair)
@@ -373,7 +383,9 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 
 					if (i == ref || !memcmp(rb[i], rb[ref], g->chunk))
 						continue;
-					atomic_fetch_add(&p->scrub_mismatch, 1);
+					nmis++;
+					if (!resync)
+						atomic_fetch_add(&p->scrub_mismatch, 1);
 					if (repair) {
 						memcpy(rb[i], rb[ref], g->chunk);
 						fixmask |= 1ull << i;
@@ -390,15 +402,17 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 			raid_bm_synced(p, (r1 * g->chunk - 1) / p->bm.region);
 		row = r1;
 		done += nb;
-		atomic_store(&p->scrub_pos, row * g->chunk);
+		if (!resync)
+			atomic_store(&p->scrub_pos, row * g->chunk);
 		pace(p, t0, done);
 	}
-	LOG_INFO(RAID_MOD, "pool %s: scrub done: %llu mismatched rows%s", p->name,
-		 (unsigned long long)atomic_load(&p->scrub_mismatch), repair ? " (repaired)" : "");
+	LOG_INFO(RAID_MOD, "pool %s: %s done: %llu mismatches%s", p->name, what,
+		 (unsigned long long)nmis, repair ? " (repaired)" : "");
 out:
 	for (i = 0; i < n; i++)
 		free(bufs[i]);
-	atomic_store(&p->scrub_state, 2);
+	if (!resync)
+		atomic_store(&p->scrub_state, 2);
 }
 
 static void flush_cb(struct raid_io *io)
@@ -555,9 +569,13 @@ int raid_pool_scrub(struct raid_pool *p, bool repair)
 		LOG_ERR(RAID_MOD, "pool %s: scrub needs an optimal pool", p->name);
 		return -EBUSY;
 	}
-	if (atomic_load(&p->scrub_state) == 1)
-		return -EALREADY;
+	/* A resync in progress does not refuse it: the request waits for the
+	 * background thread, which runs it after the resync. */
 	pthread_mutex_lock(&p->bg_mu);
+	if (p->scrub_req || atomic_load(&p->scrub_state) == 1) {
+		pthread_mutex_unlock(&p->bg_mu);
+		return -EALREADY;
+	}
 	p->scrub_req = true;
 	p->scrub_repair = repair;
 	atomic_store(&p->scrub_state, 1);

@@ -3,7 +3,8 @@
  * A child process opens the pool and dies without closing it (exit, then
  * SIGKILL in the middle of overwrites); the parent reopens: only the dirty
  * regions are resynced, and afterwards every sector holds a whole old or new
- * version and losing a member changes nothing.
+ * version and losing a member changes nothing. An operator's scrub during the
+ * resync waits for it instead of being refused.
  */
 #include <check.h>
 #include <errno.h>
@@ -279,6 +280,74 @@ START_TEST(t02_sigkill_overwrites)
 }
 END_TEST
 
+/*
+ * An operator's scrub asked for while the resync after a crash runs is
+ * queued, not refused (-EALREADY), and its status and count are its own:
+ * the resync neither shows as a scrub nor adds to its mismatches.
+ */
+START_TEST(t03_scrub_during_resync)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *buf = malloc(65536);
+	uint64_t region, mism;
+	pid_t pid;
+	int st, i;
+
+	mkpool(CONF_RAID5, 3, 16384);
+	cp.create_size = 5u << 20;          /* 4 MiB of data per member */
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	region = p->bm.region;
+	ck_assert_uint_ge(p->g.member_bytes / region, 4);
+	raid_pool_close(p);
+
+	pid = fork();
+	if (pid == 0) {
+		/* dirty member regions 1 and 2, then die uncleanly */
+		if (raid_ioctx_create(&ctx) || raid_pool_open(&cp, &p) ||
+		    raid_vol_open(p, "v", &full, &v))
+			_exit(2);
+		memset(buf, 0x42, 65536);
+		if (do_io(v, ctx, RAID_OP_WRITE, region * 2 + 4096, 65536, buf) ||
+		    do_io(v, ctx, RAID_OP_WRITE, region * 4 + 4096, 65536, buf))
+			_exit(3);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	corrupt(paths[0], region + 8192);   /* dirty: the resync repairs it */
+	corrupt(paths[1], 3 * region);      /* clean: only the scrub sees it */
+	cp.rebuild_mbps = 2;                /* ~0.5 s per region resynced */
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_uint_eq(atomic_load(&p->bm.n_unsynced), 2);
+	/* wait until the resync is half-way: one region done, one to go */
+	for (i = 0; i < 1000 && atomic_load(&p->bm.n_unsynced) == 2; i++)
+		usleep(5000);
+	ck_assert_uint_eq(atomic_load(&p->bm.n_unsynced), 1);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_str_eq(info.scrub_state, "idle");       /* the resync is not a scrub */
+	ck_assert_int_eq(raid_pool_scrub(p, false), 0);
+	ck_assert_int_eq(raid_pool_scrub(p, false), -EALREADY);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_str_eq(info.scrub_state, "running");
+	for (i = 0; i < 1500; i++) {
+		ck_assert_int_eq(raid_pool_info(p, &info), 0);
+		if (!strcmp(info.scrub_state, "done"))
+			break;
+		usleep(20000);
+	}
+	ck_assert_str_eq(info.scrub_state, "done");
+	ck_assert_uint_eq(atomic_load(&p->bm.n_unsynced), 0);
+	mism = info.scrub_mismatches;
+	ck_assert_uint_eq(mism, 1);
+	raid_pool_close(p);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("raid_bitmap");
@@ -294,6 +363,11 @@ int main(void)
 	tc = tcase_create("02_sigkill_overwrites");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, t02_sigkill_overwrites, 0, 2);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("03_scrub_during_resync");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, t03_scrub_during_resync);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
