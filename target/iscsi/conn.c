@@ -429,7 +429,10 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 
 	if (c->state == CONN_CLEANUP)
 		return;
-	if (why)
+	if (why && c->sess)
+		LOG_INFO(MOD, "%s: closing connection of initiator %s tsih %u: %s", c->peer_str,
+			 c->sess->initiator ? c->sess->initiator : "?", c->sess->tsih, why);
+	else if (why)
 		LOG_INFO(MOD, "%s: closing connection: %s", c->peer_str, why);
 	else
 		LOG_DBG(MOD, "%s: connection closed", c->peer_str);

@@ -127,8 +127,15 @@ static void login_fail(struct iscsi_conn *c, const uint8_t *req, uint16_t status
 	struct iscsi_login *l = c->login;
 	int csg = (iscsi_bhs_flags(req) >> 2) & 3;
 
-	LOG_WARN(MOD, "%s: login of %s refused (status 0x%04x): %s", c->peer_str,
-		 l && l->initiator ? l->initiator : "?", status, why);
+	/* one line with everything an operator greps for; never a CHAP
+	 * value (why is one of our fixed strings) */
+	LOG_WARN(MOD, "login refused: initiator %s isid %02x%02x%02x%02x%02x%02x target %s "
+		      "portal %s from %s: %s (status 0x%04x)",
+		 l && l->initiator ? l->initiator : "?", l ? l->isid[0] : 0, l ? l->isid[1] : 0,
+		 l ? l->isid[2] : 0, l ? l->isid[3] : 0, l ? l->isid[4] : 0, l ? l->isid[5] : 0,
+		 l && l->target >= 0 ? c->cfg->c->targets[l->target].iqn
+				     : (l && l->typed && l->type == ISCSI_SESSION_DISCOVERY ? "(discovery)" : "?"),
+		 c->cfg->c->portals[c->portal].name, c->peer_str, why, status);
 	if (l && l->target >= 0)
 		atomic_fetch_add(&iscsi_cfg_stats(c->cfg, l->target)->login_failed, 1);
 	if (!tx) {
@@ -592,14 +599,21 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 	if (!to_ffp)
 		return;
 
-	LOG_INFO(MOD, "%s: %s session tsih %u for %s%s%s", c->peer_str,
-		 c->sess->type == ISCSI_SESSION_DISCOVERY ? "discovery" : "normal", tsih,
-		 c->sess->initiator, c->sess->target >= 0 ? " -> " : "",
-		 c->sess->target >= 0 ? c->cfg->c->targets[c->sess->target].iqn : "");
+	LOG_INFO(MOD, "login: initiator %s isid %02x%02x%02x%02x%02x%02x tsih %u %s %s portal %s "
+		      "from %s%s",
+		 c->sess->initiator, c->sess->isid[0], c->sess->isid[1], c->sess->isid[2],
+		 c->sess->isid[3], c->sess->isid[4], c->sess->isid[5], tsih,
+		 c->sess->target >= 0 ? "target" : "session",
+		 c->sess->target >= 0 ? c->cfg->c->targets[c->sess->target].iqn : "discovery",
+		 c->cfg->c->portals[c->portal].name, c->peer_str,
+		 c->sess->params.header_digest || c->sess->params.data_digest ? " (digests on)" : "");
 	if (c->sess->target >= 0)
 		atomic_fetch_add(&iscsi_cfg_stats(c->cfg, c->sess->target)->login_ok, 1);
 	if (old_tsih) {
-		LOG_INFO(MOD, "%s: reinstating session tsih %u", c->peer_str, old_tsih);
+		LOG_INFO(MOD, "session reinstatement: initiator %s isid %02x%02x%02x%02x%02x%02x: "
+			      "tsih %u replaces tsih %u",
+			 c->sess->initiator, c->sess->isid[0], c->sess->isid[1], c->sess->isid[2],
+			 c->sess->isid[3], c->sess->isid[4], c->sess->isid[5], tsih, old_tsih);
 		iscsi_session_kill(c->srv, old_loop, old_tsih);
 	}
 	/* Digests apply from the first PDU after the final login response. */

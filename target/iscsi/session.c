@@ -221,8 +221,14 @@ void iscsi_session_free(struct iscsi_session *sess)
 			}
 		}
 		pthread_mutex_unlock(&s->lock);
-		LOG_INFO(MOD, "session %s tsih %u ended", sess->initiator ? sess->initiator : "?",
-			 sess->tsih);
+		LOG_INFO(MOD, "logout: initiator %s isid %02x%02x%02x%02x%02x%02x tsih %u %s %s "
+			      "portal %s: session ended",
+			 sess->initiator ? sess->initiator : "?", sess->isid[0], sess->isid[1],
+			 sess->isid[2], sess->isid[3], sess->isid[4], sess->isid[5], sess->tsih,
+			 sess->target >= 0 ? "target" : "session",
+			 sess->target >= 0 && sess->cfg ? sess->cfg->c->targets[sess->target].iqn
+							 : "discovery",
+			 sess->cfg ? sess->cfg->c->portals[sess->portal].name : "?");
 	}
 	while (sess->pending) {
 		struct iscsi_req *r = sess->pending;
