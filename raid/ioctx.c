@@ -205,46 +205,27 @@ static void prep_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
 	ctx->unsubmitted++;
 }
 
-static uint64_t mono_ns(void)
+/* Timeouts carry the mio's address with the low bit set, so a holder's
+ * timeout and its real I/O (both in the ring at once) are told apart. */
+#define HDD_TIMER_TAG 1u
+
+void raid_ioctx_hdd_arm(struct raid_ioctx *ctx, struct raid_mio *mio, uint64_t when_ns)
 {
-	struct timespec ts;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ctx->ring);
+	uint64_t now = raid_mono_ns(), d = when_ns > now ? when_ns - now : 1000;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * HDD timing model (pool option hdd): each member has one head and serves
- * requests one at a time in submission order. A request that starts where
- * the previous one ended costs only its transfer (len / mbps); any other
- * pays a seek of avg_seek_ms * sqrt(distance / (stroke / 3)) - so the
- * average seek, at a third of the stroke, is avg_seek_ms - plus half a
- * rotation (30000 / rpm ms). The real I/O runs at once; its completion is
- * held back until the modelled disk would be done.
- */
-static void hdd_schedule(struct raid_mio *mio)
-{
-	struct raid_member *m = mio->m;
-	const struct conf_hdd *h = &m->pool->hdd;
-	uint64_t now = mono_ns(), start, svc, stroke = m->pool->g.member_bytes;
-	double ns = 0;
-
-	pthread_mutex_lock(&m->hdd_mu);
-	start = m->hdd_busy_ns > now ? m->hdd_busy_ns : now;
-	if (mio->op != RAID_MIO_FSYNC) {
-		if (mio->off != m->hdd_head) {
-			uint64_t d = mio->off > m->hdd_head ? mio->off - m->hdd_head : m->hdd_head - mio->off;
-
-			ns += h->avg_seek_ms * 1e6 * sqrt((double)d * 3.0 / (double)(stroke ? stroke : 1));
-			ns += 30000.0 / h->rpm * 1e6;
-		}
-		ns += (double)mio->len / (h->mbps * 1e6) * 1e9;
-		m->hdd_head = mio->off + mio->len;
+	if (!sqe) {
+		kick(ctx);
+		sqe = io_uring_get_sqe(&ctx->ring);
 	}
-	svc = (uint64_t)ns;
-	m->hdd_busy_ns = start + svc;
-	mio->hdd_done_ns = start + svc;
-	pthread_mutex_unlock(&m->hdd_mu);
+	assert(sqe);
+	mio->hdd_wait = true;
+	mio->hdd_ts.tv_sec = (long long)(d / 1000000000ull);
+	mio->hdd_ts.tv_nsec = (long long)(d % 1000000000ull);
+	io_uring_prep_timeout(sqe, &mio->hdd_ts, 0, 0);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)mio | HDD_TIMER_TAG);
+	ctx->unsubmitted++;
+	ctx->kernel++;
 }
 
 static void start_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
@@ -288,20 +269,17 @@ int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
 				memcpy(mio->bounce, mio->buf, mio->len);
 		}
 	}
-	if (m->pool && m->pool->hdd.enabled)
-		hdd_schedule(mio);
+	mio->hdd_on = false;
 	start_mio(ctx, mio);
+	/* HDD model: the real I/O runs now, the modelled disk decides when it
+	 * completes (hdd.c) */
+	if (m->pool && m->pool->hdd.enabled)
+		raid_hdd_submit(ctx, mio);
 	return 0;
 }
 
 static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 {
-	if (mio->hdd_wait) {
-		/* the modelled disk is done now */
-		mio->hdd_wait = false;
-		mio->cb(mio, mio->hdd_res);
-		return;
-	}
 	if (res == -EAGAIN || res == -EINTR) {
 		ctx->kernel++;
 		prep_mio(ctx, mio);
@@ -337,28 +315,10 @@ static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 		free(mio->bounce);
 		mio->bounce = NULL;
 	}
-	if (mio->hdd_done_ns) {
-		uint64_t now = mono_ns();
-
-		if (now < mio->hdd_done_ns) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&ctx->ring);
-			uint64_t d = mio->hdd_done_ns - now;
-
-			if (!sqe) {
-				kick(ctx);
-				sqe = io_uring_get_sqe(&ctx->ring);
-			}
-			assert(sqe);
-			mio->hdd_res = res < 0 ? res : 0;
-			mio->hdd_wait = true;
-			mio->hdd_ts.tv_sec = (long long)(d / 1000000000ull);
-			mio->hdd_ts.tv_nsec = (long long)(d % 1000000000ull);
-			io_uring_prep_timeout(sqe, &mio->hdd_ts, 0, 0);
-			io_uring_sqe_set_data(sqe, mio);
-			ctx->unsubmitted++;
-			ctx->kernel++;
-			return;
-		}
+	if (mio->hdd_on) {
+		if (raid_hdd_real_done(mio, res < 0 ? res : 0))
+			mio->cb(mio, res < 0 ? res : 0);
+		return;
 	}
 	mio->cb(mio, res < 0 ? res : 0);
 }
@@ -376,12 +336,18 @@ void raid_ioctx_run(struct raid_ioctx *ctx)
 		bool any = false;
 
 		while (io_uring_peek_cqe(&ctx->ring, &cqe) == 0) {
-			struct raid_mio *mio = io_uring_cqe_get_data(cqe);
+			uint64_t ud = io_uring_cqe_get_data64(cqe);
+			struct raid_mio *mio = (struct raid_mio *)(uintptr_t)(ud & ~(uint64_t)HDD_TIMER_TAG);
 			int res = cqe->res;
 
 			io_uring_cqe_seen(&ctx->ring, cqe);
 			ctx->kernel--;
-			complete_mio(ctx, mio, res);
+			if (ud & HDD_TIMER_TAG) {
+				mio->hdd_wait = false;
+				raid_hdd_timer(ctx, mio);
+			} else {
+				complete_mio(ctx, mio, res);
+			}
 			any = true;
 		}
 		pthread_mutex_lock(&ctx->mu);

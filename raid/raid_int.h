@@ -172,7 +172,59 @@ struct raid_mio {
 	bool hdd_wait;            /* a timeout for it is in the ring */
 	int hdd_res;
 	struct __kernel_timespec hdd_ts;
+	/* HDD model v2 (hdd.c): the mio waits in its member's modelled queue.
+	 * hdd_state bits (member's hdd_mu): RAID_HDD_REAL real I/O done,
+	 * RAID_HDD_MODEL modelled disk done, RAID_HDD_HOLD this mio owns the
+	 * member's timer (only its own timeout may deliver it). */
+	bool hdd_on;
+	unsigned hdd_state;
+	uint64_t hdd_arr_ns;       /* when it reached the modelled disk */
+	struct raid_ioctx *hdd_ctx; /* submitting ctx: callbacks run there */
+	struct raid_mio *hdd_next; /* member's modelled queue */
 };
+
+enum { RAID_HDD_REAL = 1u, RAID_HDD_MODEL = 2u, RAID_HDD_HOLD = 4u };
+
+/* HDD model state of one member (hdd.c), zero = idle disk at offset 0.
+ * Protected by the member's hdd_mu. Holds no pointers that outlive a
+ * request: waiting mios are the submitters' until their callback. */
+#define RAID_HDD_MAX_EXT 128u
+#define RAID_HDD_NSTREAM 8u
+struct raid_hdd_ext { uint64_t a, b; };
+struct raid_hdd_stream {
+	uint64_t lo;              /* read segment cached by the disk: [lo, ra_end) */
+	uint64_t next;            /* end of the stream's last request */
+	uint64_t ra_end;          /* read ahead up to here */
+	uint64_t last_ns;         /* last use (LRU) */
+	bool used, seq;           /* seq: two requests in a row continued it */
+};
+struct raid_hdd {
+	uint64_t busy_until;      /* the head is busy with a job until then */
+	uint64_t head;            /* where the current/last job ends */
+	uint64_t last_a;          /* where it started: re-reaching it costs a rotation */
+	int cur;                  /* stream the head serves (-1/0 unused: see hdd.c) */
+	uint64_t batch;           /* bytes served on cur since the last switch */
+	int job;                  /* current job kind (hdd.c) */
+	uint64_t job_a, job_b;
+	struct raid_mio *job_mio; /* read in service, NULL otherwise */
+	struct raid_mio *q_head, *q_tail; /* waiting requests, arrival order */
+	struct raid_mio *holder;  /* the waiting mio whose timeout drives the model */
+	struct raid_hdd_ext ext[RAID_HDD_MAX_EXT]; /* dirty write cache, unsorted */
+	unsigned n_ext;
+	uint64_t dirty;
+	struct raid_hdd_stream st[RAID_HDD_NSTREAM];
+	/* statistics (tests, tuning) */
+	uint64_t n_seek, n_switch, n_hit, n_ra_bytes;
+};
+/* hdd.c: a member I/O enters the model (after its real I/O was queued) */
+void raid_hdd_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
+/* its real I/O finished with @res: true when the caller must run its callback now */
+bool raid_hdd_real_done(struct raid_mio *mio, int res);
+/* its timeout (armed by raid_ioctx_hdd_arm) fired, on its ctx */
+void raid_hdd_timer(struct raid_ioctx *ctx, struct raid_mio *mio);
+/* ioctx.c: arm @mio's timeout for @when_ns (CLOCK_MONOTONIC) on @ctx (its owner) */
+void raid_ioctx_hdd_arm(struct raid_ioctx *ctx, struct raid_mio *mio, uint64_t when_ns);
+uint64_t raid_mono_ns(void);
 
 enum { RAID_MIO_READ, RAID_MIO_WRITE, RAID_MIO_FSYNC };
 
@@ -303,6 +355,7 @@ struct raid_member {
 	pthread_mutex_t hdd_mu;   /* HDD model: head and queue of this member */
 	uint64_t hdd_head;        /* byte offset where the head is */
 	uint64_t hdd_busy_ns;     /* when the modelled disk becomes idle */
+	struct raid_hdd hdd;      /* HDD model v2 state (hdd.c), under hdd_mu */
 };
 
 struct raid_vol {

@@ -1,0 +1,658 @@
+/*
+ * raid/hdd.c - HDD timing model (pool option hdd = { mbps; avg_seek_ms; rpm; }).
+ *
+ * Every member behaves like one spinning disk with one head, a small write
+ * cache, read-ahead segments and a stream-aware elevator. The real I/O is
+ * issued at once (ioctx.c); only its completion is held back until the
+ * modelled disk would have finished it. The model never reorders real I/O,
+ * so it cannot change data ordering: overlapping writes are ordered by the
+ * stripe locks above it, FLUSH/FUA semantics are the real fsyncs'.
+ *
+ * Positioning cost of a job [a, b) with the head at h after a job that
+ * started at last_a (pos_ns):
+ *   a == h                      0 (sequential)
+ *   a > h (forward gap)         min(gap / mbps, seek(gap) + rot/2): a short
+ *                               gap is passed by rotation, like a real disk
+ *   last_a <= a < h             the sectors just went by: wait until they come
+ *                               round again, (1 - (h-a)/track) rotations (a
+ *                               re-write of the sector just read costs a full
+ *                               rotation)
+ *   otherwise                   seek(|a-h|) + rot/2
+ * seek(d) = avg_seek_ms * sqrt(d / (stroke / 3)); track = mbps * 60 / rpm
+ * bytes; transfer = len / mbps.
+ *
+ * Disk cache: writes are acknowledged when they fit in the write cache
+ * (HDD_WCACHE bytes, HDD_MAX_EXT extents), drained by the head later; a write
+ * that does not fit waits until drains make room. FSYNC completes when the
+ * cache is empty. Reads of a detected sequential stream make the head read
+ * ahead (up to HDD_RA_MAX beyond the stream's last request); reads inside a
+ * stream's cached segment complete without head time.
+ *
+ * Elevator (pick): the head stays on its current stream (reads continuing
+ * it, dirty data right ahead of the head, read-ahead) until it has served
+ * HDD_BATCH bytes there while other work waits; then it switches: the oldest
+ * waiting read, or the dirty extent nearest the head when writes/FSYNC wait
+ * for the cache or it is over half full (and when nothing else is left).
+ * So two sequential streams on one member are served in batches of up to
+ * HDD_BATCH instead of one seek per request, and round-robin between them
+ * keeps them fair.
+ *
+ * States of a modelled mio (bits in hdd_state, under the member's hdd_mu):
+ *   QUEUED (on m->hdd.q_*, no MODEL bit) -> MODEL (job done / admitted / hit /
+ *   cache drained for FSYNC; raid_hdd_submit or advance) ; independently
+ *   REAL (raid_hdd_real_done). With MODEL|REAL the callback runs once: from
+ *   raid_hdd_real_done's caller, from a deferred deliver() on the mio's ctx,
+ *   or from raid_hdd_timer when the mio is the HOLDer.
+ * The model advances lazily (advance) whenever a mio is submitted or the
+ * holder's timeout fires. Invariant (hdd_check): whenever the queue is not
+ * empty exactly one mio holds the timer (m->hdd.holder, HOLD bit), the queue
+ * holds no MODEL mio, dirty == sum of the extents and <= HDD_WCACHE + one
+ * request.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "raid/raid_int.h"
+
+#define HDD_WCACHE (64ull << 20)
+#define HDD_RA_MAX (16ull << 20)
+#define HDD_RA_UNIT (1ull << 20)
+#define HDD_DRAIN_MAX (4ull << 20)
+#define HDD_BATCH (32ull << 20)
+
+enum { JOB_NONE, JOB_READ, JOB_DRAIN, JOB_RA };
+
+uint64_t raid_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool hdd_check(const struct raid_member *m)
+{
+	const struct raid_hdd *h = &m->hdd;
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < h->n_ext; i++) {
+		if (h->ext[i].b <= h->ext[i].a)
+			return false;
+		sum += h->ext[i].b - h->ext[i].a;
+	}
+	if (sum != h->dirty || h->n_ext > RAID_HDD_MAX_EXT)
+		return false;
+	for (const struct raid_mio *q = h->q_head; q; q = q->hdd_next)
+		if (q->hdd_state & RAID_HDD_MODEL)
+			return false;
+	return !h->q_head || h->holder;
+}
+
+/* ---- costs ---- */
+
+static double bps(const struct conf_hdd *c)
+{
+	return c->mbps * 1e6;
+}
+
+static double rot_ns(const struct conf_hdd *c)
+{
+	return 60000.0 / c->rpm * 1e6;
+}
+
+static double seek_ns(const struct raid_member *m, uint64_t d)
+{
+	uint64_t stroke = m->pool->g.member_bytes ? m->pool->g.member_bytes : 1;
+
+	return m->pool->hdd.avg_seek_ms * 1e6 * sqrt((double)d * 3.0 / (double)stroke);
+}
+
+static double pos_ns(const struct raid_member *m, uint64_t a)
+{
+	const struct conf_hdd *c = &m->pool->hdd;
+	const struct raid_hdd *h = &m->hdd;
+	double track = bps(c) * 60.0 / c->rpm;
+
+	if (a == h->head)
+		return 0;
+	if (a > h->head) {
+		double pass = (double)(a - h->head) / bps(c) * 1e9;
+		double sk = seek_ns(m, a - h->head) + rot_ns(c) / 2;
+
+		return pass < sk ? pass : sk;
+	}
+	if (a >= h->last_a && (double)(h->head - a) < track)
+		return (1.0 - (double)(h->head - a) / track) * rot_ns(c);
+	return seek_ns(m, h->head - a) + rot_ns(c) / 2;
+}
+
+/* ---- streams ---- */
+
+/* The stream @a continues: at or after its last request, no further than a
+ * track past what the head has read for it. -1: none. */
+static int stream_of(const struct raid_member *m, uint64_t a)
+{
+	const struct raid_hdd *h = &m->hdd;
+	const struct conf_hdd *c = &m->pool->hdd;
+	uint64_t track = (uint64_t)(bps(c) * 60.0 / c->rpm);
+
+	for (unsigned i = 0; i < RAID_HDD_NSTREAM; i++) {
+		const struct raid_hdd_stream *s = &h->st[i];
+		uint64_t end = s->ra_end > s->next ? s->ra_end : s->next;
+
+		if (s->used && a >= s->lo && a <= end + track)
+			return (int)i;
+	}
+	return -1;
+}
+
+static int stream_new(struct raid_hdd *h, uint64_t a, uint64_t now)
+{
+	unsigned i, v = 0;
+
+	for (i = 0; i < RAID_HDD_NSTREAM; i++) {
+		if (!h->st[i].used) {
+			v = i;
+			break;
+		}
+		if (h->st[i].last_ns < h->st[v].last_ns)
+			v = i;
+	}
+	memset(&h->st[v], 0, sizeof(h->st[v]));
+	h->st[v].used = true;
+	h->st[v].lo = h->st[v].next = h->st[v].ra_end = a;
+	h->st[v].last_ns = now;
+	return (int)v;
+}
+
+/* A read served or hit: the stream moves on. */
+static void stream_read(struct raid_hdd *h, int si, uint64_t a, uint64_t b, uint64_t now)
+{
+	struct raid_hdd_stream *s = &h->st[si];
+
+	if (a >= s->next && a > s->lo)
+		s->seq = true;
+	if (b > s->next)
+		s->next = b;
+	if (s->ra_end < s->next)
+		s->ra_end = s->next;
+	/* the segment keeps what was read ahead and a little behind */
+	if (s->next > s->lo + HDD_RA_MAX)
+		s->lo = s->next - HDD_RA_MAX;
+	s->last_ns = now;
+}
+
+static bool read_hit(const struct raid_hdd *h, uint64_t a, uint64_t b)
+{
+	for (unsigned i = 0; i < RAID_HDD_NSTREAM; i++) {
+		const struct raid_hdd_stream *s = &h->st[i];
+
+		if (s->used && s->seq && a >= s->lo && b <= s->ra_end)
+			return true;
+	}
+	return false;
+}
+
+/* ---- write cache ---- */
+
+static bool cache_fits(const struct raid_hdd *h, uint64_t len)
+{
+	return h->dirty == 0 || (h->dirty + len <= HDD_WCACHE && h->n_ext < RAID_HDD_MAX_EXT);
+}
+
+static void cache_put(struct raid_hdd *h, uint64_t a, uint64_t b)
+{
+	unsigned i = 0;
+
+	/* merge everything overlapping or touching [a, b) */
+	while (i < h->n_ext) {
+		struct raid_hdd_ext *e = &h->ext[i];
+
+		if (e->b >= a && e->a <= b) {
+			if (e->a < a)
+				a = e->a;
+			if (e->b > b)
+				b = e->b;
+			h->dirty -= e->b - e->a;
+			*e = h->ext[--h->n_ext];
+			continue;
+		}
+		i++;
+	}
+	assert(h->n_ext < RAID_HDD_MAX_EXT);
+	h->ext[h->n_ext].a = a;
+	h->ext[h->n_ext].b = b;
+	h->n_ext++;
+	h->dirty += b - a;
+}
+
+/* The head wrote [a, b) (a is an extent's start). */
+static void cache_drained(struct raid_hdd *h, uint64_t a, uint64_t b)
+{
+	for (unsigned i = 0; i < h->n_ext; i++) {
+		struct raid_hdd_ext *e = &h->ext[i];
+
+		if (e->a == a) {
+			h->dirty -= b - a;
+			if (b >= e->b)
+				*e = h->ext[--h->n_ext];
+			else
+				e->a = b;
+			return;
+		}
+	}
+}
+
+/* ---- queue ---- */
+
+static void q_remove(struct raid_hdd *h, struct raid_mio *mio)
+{
+	struct raid_mio **pp = &h->q_head, *prev = NULL;
+
+	while (*pp && *pp != mio) {
+		prev = *pp;
+		pp = &(*pp)->hdd_next;
+	}
+	if (!*pp)
+		return;
+	*pp = mio->hdd_next;
+	if (h->q_tail == mio)
+		h->q_tail = prev;
+	mio->hdd_next = NULL;
+}
+
+static void deliver(void *arg)
+{
+	struct raid_mio *mio = arg;
+
+	mio->cb(mio, mio->hdd_res);
+}
+
+/* The modelled disk is done with @mio (queued or not): hand it back when
+ * its real I/O is done too, unless its own timeout will. */
+static void model_done(struct raid_member *m, struct raid_mio *mio)
+{
+	q_remove(&m->hdd, mio);
+	mio->hdd_state |= RAID_HDD_MODEL;
+	if ((mio->hdd_state & RAID_HDD_REAL) && !(mio->hdd_state & RAID_HDD_HOLD)) {
+		if (raid_defer(mio->hdd_ctx, deliver, mio) < 0)
+			LOG_ERR(RAID_MOD, "hdd model: cannot defer a completion (out of memory)");
+	}
+}
+
+/* Writes waiting for room, FSYNCs waiting for an empty cache, reads that the
+ * read-ahead now covers: settle them at time @t. */
+static void settle(struct raid_member *m, uint64_t t)
+{
+	struct raid_hdd *h = &m->hdd;
+	struct raid_mio *q = h->q_head, *n;
+	bool blocked = false;   /* a write ahead still waits: keep FIFO order */
+
+	for (; q; q = n) {
+		n = q->hdd_next;
+		if (q->hdd_arr_ns > t)
+			continue;
+		if (q->op == RAID_MIO_WRITE) {
+			if (!blocked && cache_fits(h, q->len)) {
+				cache_put(h, q->off, q->off + q->len);
+				model_done(m, q);
+			} else {
+				blocked = true;
+			}
+		} else if (q->op == RAID_MIO_FSYNC) {
+			if (!blocked && !h->dirty)
+				model_done(m, q);
+			else
+				blocked = true;
+		} else if (q != h->job_mio && read_hit(h, q->off, q->off + q->len)) {
+			int si = stream_of(m, q->off);
+
+			if (si >= 0)
+				stream_read(h, si, q->off, q->off + q->len, t);
+			h->n_hit++;
+			model_done(m, q);
+		}
+	}
+}
+
+/* ---- elevator ---- */
+
+struct job {
+	int kind;
+	struct raid_mio *mio;
+	uint64_t a, b;
+	int stream;
+};
+
+/* Does a write or FSYNC wait for the cache, or is it pressing? */
+static bool cache_pressing(const struct raid_hdd *h, uint64_t t)
+{
+	if (h->dirty > HDD_WCACHE / 2 || h->n_ext > RAID_HDD_MAX_EXT / 2)
+		return true;
+	for (const struct raid_mio *q = h->q_head; q; q = q->hdd_next)
+		if (q->hdd_arr_ns <= t && q->op != RAID_MIO_READ)
+			return true;
+	return false;
+}
+
+static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
+{
+	struct raid_hdd *h = &m->hdd;
+	const struct conf_hdd *c = &m->pool->hdd;
+	uint64_t track = (uint64_t)(bps(c) * 60.0 / c->rpm);
+	struct raid_hdd_stream *s = h->cur >= 0 ? &h->st[h->cur] : NULL;
+	struct raid_mio *q;
+	bool others = false;
+	int best = -1;
+
+	if (!s)
+		return false;
+	/* reads continuing the stream, oldest first */
+	for (q = h->q_head; q; q = q->hdd_next) {
+		if (q->hdd_arr_ns > t || q->op != RAID_MIO_READ)
+			continue;
+		if (stream_of(m, q->off) == h->cur) {
+			if (!j->mio) {
+				j->mio = q;
+			}
+		} else {
+			others = true;
+		}
+	}
+	/* dirty data right ahead of the head */
+	for (unsigned i = 0; i < h->n_ext; i++) {
+		if (h->ext[i].a >= h->head && h->ext[i].a <= h->head + track) {
+			if (best < 0 || h->ext[i].a < h->ext[best].a)
+				best = (int)i;
+		} else {
+			others = true;
+		}
+	}
+	if (h->batch >= HDD_BATCH && others) {
+		j->mio = NULL;
+		return false;
+	}
+	if (j->mio) {
+		uint64_t a = j->mio->off, b = a + j->mio->len;
+
+		/* what the read-ahead already holds costs no head time */
+		if (a >= s->lo && a < s->ra_end && s->ra_end < b)
+			a = s->ra_end;
+		j->kind = JOB_READ;
+		j->a = a;
+		j->b = b;
+		j->stream = h->cur;
+		return true;
+	}
+	if (best >= 0) {
+		j->kind = JOB_DRAIN;
+		j->a = h->ext[best].a;
+		j->b = h->ext[best].b - j->a > HDD_DRAIN_MAX ? j->a + HDD_DRAIN_MAX : h->ext[best].b;
+		j->stream = h->cur;
+		return true;
+	}
+	if (s->seq && s->ra_end < s->next + HDD_RA_MAX && h->head == s->ra_end &&
+	    !(others && cache_pressing(h, t))) {
+		j->kind = JOB_RA;
+		j->a = s->ra_end;
+		j->b = s->ra_end + HDD_RA_UNIT;
+		if (j->b > m->pool->g.member_bytes)
+			return false;
+		j->stream = h->cur;
+		return true;
+	}
+	return false;
+}
+
+static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
+{
+	struct raid_hdd *h = &m->hdd;
+	struct raid_mio *q, *oldest = NULL;
+	int near = -1;
+
+	for (q = h->q_head; q; q = q->hdd_next)
+		if (q->hdd_arr_ns <= t && q->op == RAID_MIO_READ && q != h->job_mio) {
+			oldest = q;
+			break;
+		}
+	for (unsigned i = 0; i < h->n_ext; i++) {
+		uint64_t d = h->ext[i].a > h->head ? h->ext[i].a - h->head : h->head - h->ext[i].a;
+		uint64_t bd = near < 0 ? 0
+				       : (h->ext[near].a > h->head ? h->ext[near].a - h->head
+								   : h->head - h->ext[near].a);
+
+		if (near < 0 || d < bd)
+			near = (int)i;
+	}
+	if (near >= 0 && (!oldest || cache_pressing(h, t))) {
+		j->kind = JOB_DRAIN;
+		j->a = h->ext[near].a;
+		j->b = h->ext[near].b - j->a > HDD_DRAIN_MAX ? j->a + HDD_DRAIN_MAX : h->ext[near].b;
+		j->stream = -1;
+		return true;
+	}
+	if (oldest) {
+		j->kind = JOB_READ;
+		j->mio = oldest;
+		j->a = oldest->off;
+		j->b = oldest->off + oldest->len;
+		j->stream = stream_of(m, oldest->off);
+		return true;
+	}
+	return false;
+}
+
+static void job_start(struct raid_member *m, uint64_t t, struct job *j)
+{
+	struct raid_hdd *h = &m->hdd;
+	const struct conf_hdd *c = &m->pool->hdd;
+	double ns = pos_ns(m, j->a) + (double)(j->b - j->a) / bps(c) * 1e9;
+	bool moved = j->a != h->head;
+
+	if (j->stream < 0) {
+		j->stream = j->kind == JOB_DRAIN ? -1 : stream_new(h, j->a, t);
+		if (j->stream < 0) {
+			/* writes form streams too: find or open one at the head */
+			j->stream = stream_of(m, j->a);
+			if (j->stream < 0)
+				j->stream = stream_new(h, j->a, t);
+		}
+	}
+	if (j->stream != h->cur) {
+		h->cur = j->stream;
+		h->batch = 0;
+		h->n_switch++;
+	}
+	if (moved && ns > (double)(j->b - j->a) / bps(c) * 1e9 + 1e6)
+		h->n_seek++;
+	h->batch += j->b - j->a;
+	h->job = j->kind;
+	h->job_a = j->a;
+	h->job_b = j->b;
+	h->job_mio = j->kind == JOB_READ ? j->mio : NULL;
+	h->busy_until = t + (uint64_t)ns;
+	h->last_a = j->a;
+	h->head = j->b;
+	if (j->kind == JOB_RA)
+		h->n_ra_bytes += j->b - j->a;
+}
+
+static void job_end(struct raid_member *m, uint64_t t)
+{
+	struct raid_hdd *h = &m->hdd;
+	struct raid_hdd_stream *s = h->cur >= 0 ? &h->st[h->cur] : NULL;
+
+	switch (h->job) {
+	case JOB_READ:
+		if (s)
+			stream_read(h, h->cur, h->job_mio->off, h->job_b, t);
+		model_done(m, h->job_mio);
+		break;
+	case JOB_RA:
+		if (s && h->job_b > s->ra_end)
+			s->ra_end = h->job_b;
+		break;
+	case JOB_DRAIN:
+		cache_drained(h, h->job_a, h->job_b);
+		if (s) {
+			s->next = h->job_b;
+			s->ra_end = h->job_b;
+			s->last_ns = t;
+		}
+		break;
+	default:
+		break;
+	}
+	h->job = JOB_NONE;
+	h->job_mio = NULL;
+}
+
+/* Run the modelled disk up to @now. Decisions at time t only see requests
+ * that had arrived by t, so running late changes nothing. */
+static void advance(struct raid_member *m, uint64_t now)
+{
+	struct raid_hdd *h = &m->hdd;
+
+	for (;;) {
+		uint64_t t;
+		struct job j;
+
+		if (h->busy_until > now)
+			break;
+		t = h->busy_until;
+		if (h->job != JOB_NONE)
+			job_end(m, t);
+		settle(m, t);
+		memset(&j, 0, sizeof(j));
+		j.stream = -1;
+		if (pick_continue(m, t, &j) || pick_switch(m, t, &j)) {
+			job_start(m, t, &j);
+			continue;
+		}
+		/* idle until the next arrival, if it is before now */
+		{
+			uint64_t next = UINT64_MAX;
+
+			for (struct raid_mio *q = h->q_head; q; q = q->hdd_next)
+				if (q->hdd_arr_ns > t && q->hdd_arr_ns < next)
+					next = q->hdd_arr_ns;
+			if (next == UINT64_MAX || next > now) {
+				h->busy_until = now;
+				break;
+			}
+			h->busy_until = next;
+		}
+	}
+}
+
+static void arm_deferred(void *arg);
+
+/* Some waiting mio must own the member's timer. */
+static void ensure_holder(struct raid_member *m, struct raid_ioctx *ctx)
+{
+	struct raid_hdd *h = &m->hdd;
+	struct raid_mio *w = h->q_head;
+
+	if (h->holder || !w)
+		return;
+	w->hdd_state |= RAID_HDD_HOLD;
+	h->holder = w;
+	if (w->hdd_ctx == ctx)
+		raid_ioctx_hdd_arm(ctx, w, h->busy_until);
+	else if (raid_defer(w->hdd_ctx, arm_deferred, w) < 0)
+		LOG_ERR(RAID_MOD, "hdd model: cannot defer a timer (out of memory)");
+}
+
+/* Drop @mio's HOLD; true when it is to be delivered now by the caller. */
+static bool unhold(struct raid_member *m, struct raid_mio *mio, struct raid_ioctx *ctx)
+{
+	mio->hdd_state &= ~RAID_HDD_HOLD;
+	if (m->hdd.holder == mio)
+		m->hdd.holder = NULL;
+	ensure_holder(m, ctx);
+	return (mio->hdd_state & (RAID_HDD_MODEL | RAID_HDD_REAL)) == (RAID_HDD_MODEL | RAID_HDD_REAL);
+}
+
+static void arm_deferred(void *arg)
+{
+	struct raid_mio *mio = arg;
+	struct raid_member *m = mio->m;
+	bool now_cb = false;
+
+	pthread_mutex_lock(&m->hdd_mu);
+	advance(m, raid_mono_ns());
+	if (mio->hdd_state & RAID_HDD_MODEL)
+		now_cb = unhold(m, mio, mio->hdd_ctx);
+	else
+		raid_ioctx_hdd_arm(mio->hdd_ctx, mio, m->hdd.busy_until);
+	assert(hdd_check(m));
+	pthread_mutex_unlock(&m->hdd_mu);
+	if (now_cb)
+		mio->cb(mio, mio->hdd_res);
+}
+
+void raid_hdd_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
+{
+	struct raid_member *m = mio->m;
+	struct raid_hdd *h = &m->hdd;
+	uint64_t now = raid_mono_ns();
+
+	pthread_mutex_lock(&m->hdd_mu);
+	mio->hdd_on = true;
+	mio->hdd_state = 0;
+	mio->hdd_arr_ns = now;
+	mio->hdd_ctx = ctx;
+	mio->hdd_next = NULL;
+	mio->hdd_res = 0;
+	if (h->busy_until == 0) {
+		h->cur = -1;
+		h->busy_until = now;
+	}
+	advance(m, now);
+	if (h->q_tail)
+		h->q_tail->hdd_next = mio;
+	else
+		h->q_head = mio;
+	h->q_tail = mio;
+	/* writes into a cache with room, reads of read-ahead data, FSYNC of a
+	 * clean cache: done now */
+	settle(m, now);
+	/* an idle head starts at once */
+	advance(m, now);
+	ensure_holder(m, ctx);
+	assert(hdd_check(m));
+	pthread_mutex_unlock(&m->hdd_mu);
+}
+
+bool raid_hdd_real_done(struct raid_mio *mio, int res)
+{
+	struct raid_member *m = mio->m;
+	bool now_cb;
+
+	pthread_mutex_lock(&m->hdd_mu);
+	mio->hdd_res = res;
+	mio->hdd_state |= RAID_HDD_REAL;
+	now_cb = (mio->hdd_state & RAID_HDD_MODEL) && !(mio->hdd_state & RAID_HDD_HOLD);
+	pthread_mutex_unlock(&m->hdd_mu);
+	return now_cb;
+}
+
+void raid_hdd_timer(struct raid_ioctx *ctx, struct raid_mio *mio)
+{
+	struct raid_member *m = mio->m;
+	bool now_cb = false;
+
+	pthread_mutex_lock(&m->hdd_mu);
+	advance(m, raid_mono_ns());
+	if (mio->hdd_state & RAID_HDD_MODEL)
+		now_cb = unhold(m, mio, ctx);
+	else
+		raid_ioctx_hdd_arm(ctx, mio, m->hdd.busy_until);   /* still its turn to come */
+	assert(hdd_check(m));
+	pthread_mutex_unlock(&m->hdd_mu);
+	if (now_cb)
+		mio->cb(mio, mio->hdd_res);
+}
