@@ -1,5 +1,7 @@
 /* tests/unit/test_lu.c - target/scsi/lu.c: dispatcher checks, unit
  * attentions, LUN field coding, task management. */
+#include <stdatomic.h>
+
 #include "tests/unit/scsi_fixture.h"
 
 START_TEST(t01_power_on_ua_once_per_nexus)
@@ -156,6 +158,85 @@ START_TEST(t10_nexus_requires_known_port)
 }
 END_TEST
 
+START_TEST(t11_latency_histogram)
+{
+	static struct scsi_lat_hist h;
+	uint64_t prev = 0;
+
+	/* buckets are monotonic and each value lies below its bucket's bound
+	 * and at or above the previous bucket's, within 12.5% above 16 us */
+	for (uint64_t us = 0; us < (1u << 20); us += 1 + us / 7) {
+		unsigned b = scsi_lat_bucket(us);
+
+		ck_assert_uint_lt(b, SCSI_LAT_BUCKETS);
+		ck_assert_uint_ge(b, prev);
+		prev = b;
+		ck_assert_uint_gt(scsi_lat_bucket_high(b), us);
+		if (b > 0)
+			ck_assert_uint_le(scsi_lat_bucket_high(b - 1), us);
+		if (us >= SCSI_LAT_LINEAR)
+			ck_assert_uint_le(scsi_lat_bucket_high(b) - us, us / 8 + 1);
+	}
+	ck_assert_uint_eq(scsi_lat_bucket(UINT64_MAX), SCSI_LAT_BUCKETS - 1);
+	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.5), 0);
+	/* 90 fast (5 us), 10 slow (1000 us): p50 fast, p99 slow */
+	for (int i = 0; i < 90; i++)
+		scsi_lat_record(&h, 5);
+	for (int i = 0; i < 10; i++)
+		scsi_lat_record(&h, 1000);
+	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.5), 6);
+	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.90), 6);
+	ck_assert_uint_ge(scsi_lat_quantile(&h, 0.99), 1000);
+	ck_assert_uint_le(scsi_lat_quantile(&h, 0.99), 1000 + 1000 / 8);
+	ck_assert_uint_eq(atomic_load(&h.count), 100);
+}
+END_TEST
+
+START_TEST(t12_lu_stats_and_remove)
+{
+	uint8_t tur[6] = { 0 };
+	uint8_t rd[16] = { 0x88, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0 };
+	struct scsi_lu_stats st;
+	struct scsi_lu *lu2;
+	struct scsi_lu_params p = { .vol = fx.vol, .name = "test/v0bis" };
+	struct scsi_cmd c;
+
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+	c = fx_run(fx.a, 0, rd, 16, 4096, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	scsi_lu_get_stats(fx.lu, &st);
+	ck_assert_uint_eq(st.read_ops, 1);
+	ck_assert_uint_eq(st.read_bytes, 4096);
+	ck_assert_uint_ge(st.other_ops, 1);
+	ck_assert_uint_eq(st.lat_count, st.read_ops + st.write_ops + st.other_ops);
+	ck_assert_uint_gt(st.lat_p99_us, 0);
+	ck_assert_str_eq(scsi_lu_name(fx.lu), "test/v0");
+
+	/* a second LU mapped at 1, then removed: both changes raise
+	 * REPORTED LUNS DATA HAS CHANGED on LUN 0 */
+	ck_assert_int_eq(scsi_lu_create(&p, &lu2), 0);
+	ck_assert_int_eq(scsi_target_add_lu(fx.t, 1, lu2), 0);
+	ck_assert_ptr_eq(scsi_target_lu(fx.t, 1), lu2);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_LUNS_CHANGED);
+	c = fx_run(fx.a, 1, tur, 6, 0, false);    /* LU 1's own power-on UA */
+	ck_assert_int_eq(scsi_target_remove_lu(fx.t, 1), 0);
+	ck_assert_int_eq(scsi_target_remove_lu(fx.t, 1), -ENOENT);
+	ck_assert_ptr_null(scsi_target_lu(fx.t, 1));
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_LUNS_CHANGED);
+	c = fx_run(fx.b, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_LUNS_CHANGED);
+	c = fx_run(fx.a, 1, tur, 6, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+	ck_assert_uint_eq(scsi_lu_inflight(lu2), 0);
+	scsi_lu_destroy(lu2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("scsi_lu");
@@ -173,6 +254,8 @@ int main(void)
 	tcase_add_test(tc, t08_request_sense_takes_ua);
 	tcase_add_test(tc, t09_public_set_sense_fixed);
 	tcase_add_test(tc, t10_nexus_requires_known_port);
+	tcase_add_test(tc, t11_latency_histogram);
+	tcase_add_test(tc, t12_lu_stats_and_remove);
 	suite_add_tcase(s, tc);
 	return fx_main(s);
 }
