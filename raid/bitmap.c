@@ -13,11 +13,26 @@
  * lost data in it from parity (the request fails with -EIO) because that
  * parity may belong to a half-finished write.
  *
- * Region states: CLEAN (bit 0) -> DIRTY (raid_bm_start, bit 1 durable before
- * the write is issued; cnt counts writes in flight) -> CLEAN (raid_bm_clear_idle:
- * cnt 0 and gen unchanged across an fdatasync of every member). A bit found
- * set at assembly after an unclean shutdown makes the region UNSYNCED until
- * raid_bm_synced(). Invariant (raid_bm_check): cnt > 0 implies the bit is set.
+ * Region states: CLEAN (bit 0) -> DIRTY (raid_bm_start[_async], bit 1 durable
+ * before the write is issued; cnt counts writes in flight) -> CLEAN
+ * (raid_bm_clear_idle: cnt 0 and gen unchanged across an fdatasync of every
+ * member). A bit found set at assembly after an unclean shutdown makes the
+ * region UNSYNCED until raid_bm_synced(). Invariant (raid_bm_check): cnt > 0
+ * implies the bit is set.
+ *
+ * Who writes the bits: one writer thread per pool (bm_writer), never a
+ * reactor. A newly set bit goes into `pending` and bumps seq_set; the writer
+ * takes a pass: snapshot of `disk` (pending moves to `inflight`,
+ * seq_inflight = seq_set), pwrite + fdatasync on every writable member, then
+ * seq_durable = seq_inflight and the waiters whose bits were in it run (on
+ * their own ctx, raid_defer). Bits set while a pass is being written go into
+ * the next one, so concurrent first writes share one pass (group commit).
+ * A region is durable when its bit is set and neither pending nor inflight;
+ * a write into it waits for seq_set (pending) or seq_inflight (inflight).
+ * Writer states: IDLE (seq_durable == seq_set, waits on wr_cv) -> WRITING
+ * (a pass) -> IDLE; any -> EXIT on wr_stop (raid_bm_free). Clearing bits
+ * (raid_bm_clear_idle) also goes through a pass. Without the thread (it
+ * could not be created) the bits are written synchronously as before.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +42,17 @@
 #include "raid/raid_int.h"
 
 #define BM_MIN_REGION (1u << 20)
+
+/* A raid_bm_start_async() caller waiting for seq_durable >= need. */
+struct raid_bm_waiter {
+	uint64_t need;
+	struct raid_ioctx *ctx;
+	raid_defer_fn fn;
+	void *arg;
+	struct raid_bm_waiter *next;
+};
+
+static void *bm_writer(void *arg);
 
 static bool bit(const uint8_t *b, uint64_t i)
 {
@@ -58,6 +84,8 @@ int raid_bm_init(struct raid_pool *p, uint64_t region, bool load)
 
 	memset(bm, 0, sizeof(*bm));
 	pthread_mutex_init(&bm->mu, NULL);
+	pthread_cond_init(&bm->wr_cv, NULL);
+	pthread_cond_init(&bm->done_cv, NULL);
 	bm->region = region;
 	bm->nbits = (p->g.member_bytes + region - 1) / region;
 	bm->bytes = (bm->nbits / 8 + 1 + RAID_ALIGN - 1) / RAID_ALIGN * RAID_ALIGN;
@@ -68,8 +96,12 @@ int raid_bm_init(struct raid_pool *p, uint64_t region, bool load)
 	bm->cnt = calloc(bm->nbits, sizeof(*bm->cnt));
 	bm->gen = calloc(bm->nbits, sizeof(*bm->gen));
 	bm->seen = calloc(bm->nbits / 64 + 1, sizeof(*bm->seen));
+	bm->pending = raid_alloc(bm->bytes);
+	bm->inflight = raid_alloc(bm->bytes);
+	bm->snap = raid_alloc(bm->bytes);
 	tmp = raid_alloc(bm->bytes);
-	if (!bm->disk || !bm->unsynced || !bm->cnt || !bm->gen || !bm->seen || !tmp) {
+	if (!bm->disk || !bm->unsynced || !bm->cnt || !bm->gen || !bm->seen || !tmp ||
+	    !bm->pending || !bm->inflight || !bm->snap) {
 		free(tmp);
 		return -ENOMEM;
 	}
@@ -91,6 +123,11 @@ int raid_bm_init(struct raid_pool *p, uint64_t region, bool load)
 	for (uint64_t r = 0; r < bm->nbits; r++)
 		if (bit(bm->unsynced, r))
 			bm->n_unsynced++;
+	if (pthread_create(&bm->wr, NULL, bm_writer, p) == 0)
+		bm->wr_started = true;
+	else
+		LOG_WARN(RAID_MOD, "pool %s: no bitmap writer thread: bitmap writes will be synchronous",
+			 p->name);
 	return 0;
 }
 
@@ -100,6 +137,29 @@ void raid_bm_free(struct raid_pool *p)
 
 	if (!bm->region)
 		return;    /* never set up (raid0) */
+	if (bm->wr_started) {
+		pthread_mutex_lock(&bm->mu);
+		bm->wr_stop = true;
+		pthread_cond_signal(&bm->wr_cv);
+		pthread_mutex_unlock(&bm->mu);
+		pthread_join(bm->wr, NULL);
+		bm->wr_started = false;
+	}
+	/* nobody can be waiting: every write ended before the pool closes */
+	while (bm->waiters) {
+		struct raid_bm_waiter *w = bm->waiters;
+
+		bm->waiters = w->next;
+		LOG_ERR(RAID_MOD, "pool %s: a write still waited for the bitmap at close", p->name);
+		if (raid_defer(w->ctx, w->fn, w->arg))
+			w->fn(w->arg);
+		free(w);
+	}
+	free(bm->pending);
+	free(bm->inflight);
+	free(bm->snap);
+	pthread_cond_destroy(&bm->wr_cv);
+	pthread_cond_destroy(&bm->done_cv);
 	free(bm->disk);
 	free(bm->unsynced);
 	free(bm->cnt);
@@ -109,9 +169,9 @@ void raid_bm_free(struct raid_pool *p)
 	memset(bm, 0, sizeof(*bm));
 }
 
-/* bm->mu held. Failed members are returned in @failed for the caller to
- * mark faulty once the mutex is dropped. */
-static void write_disk(struct raid_pool *p, uint64_t *failed)
+/* Write @bits to every writable member. Failed members are returned in
+ * @failed for the caller to mark faulty once bm->mu is dropped. */
+static void write_disk(struct raid_pool *p, const uint8_t *bits, uint64_t *failed)
 {
 	struct raid_bitmap *bm = &p->bm;
 
@@ -120,7 +180,7 @@ static void write_disk(struct raid_pool *p, uint64_t *failed)
 
 		if (!m || !raid_member_writable(m))
 			continue;
-		if (pwrite(m->fd, bm->disk, bm->bytes, RAID_BITMAP_OFF) != (ssize_t)bm->bytes ||
+		if (pwrite(m->fd, bits, bm->bytes, RAID_BITMAP_OFF) != (ssize_t)bm->bytes ||
 		    fdatasync(m->fd))
 			*failed |= 1ull << i;
 	}
@@ -133,30 +193,184 @@ static void fail_members(struct raid_pool *p, uint64_t failed)
 			raid_member_fail(p->m[i], -EIO, "bitmap write failed");
 }
 
-void raid_bm_start(struct raid_pool *p, uint64_t moff, uint64_t len)
+/*
+ * One pass of the writer: snapshot, write outside the lock, publish. Called
+ * with bm->mu held and seq_durable < seq_set; returns with it held. The
+ * waiters it satisfied are handed back in @done for the caller to defer
+ * once the lock is dropped.
+ */
+static void bm_pass(struct raid_pool *p, uint64_t *failed, struct raid_bm_waiter **done)
 {
 	struct raid_bitmap *bm = &p->bm;
-	uint64_t failed = 0, r;
-	bool need = false;
+	struct raid_bm_waiter **pp = &bm->waiters;
+	uint64_t s = bm->seq_set;
 
-	if (!bm->nbits || !len)
-		return;
+	memcpy(bm->snap, bm->disk, bm->bytes);
+	memcpy(bm->inflight, bm->pending, bm->bytes);
+	memset(bm->pending, 0, bm->bytes);
+	bm->seq_inflight = s;
+	pthread_mutex_unlock(&bm->mu);
+	write_disk(p, bm->snap, failed);
 	pthread_mutex_lock(&bm->mu);
+	memset(bm->inflight, 0, bm->bytes);
+	bm->seq_durable = s;
+	while (*pp) {
+		struct raid_bm_waiter *w = *pp;
+
+		if (w->need <= s) {
+			*pp = w->next;
+			w->next = *done;
+			*done = w;
+		} else {
+			pp = &w->next;
+		}
+	}
+	pthread_cond_broadcast(&bm->done_cv);
+}
+
+static void run_waiters(struct raid_bm_waiter *w)
+{
+	while (w) {
+		struct raid_bm_waiter *next = w->next;
+
+		/* the caller's ctx is alive: its request is in flight */
+		if (raid_defer(w->ctx, w->fn, w->arg)) {
+			LOG_ERR(RAID_MOD, "bitmap: cannot defer a write's continuation: running it here");
+			w->fn(w->arg);
+		}
+		free(w);
+		w = next;
+	}
+}
+
+static void fail_members(struct raid_pool *p, uint64_t failed);
+
+static void *bm_writer(void *arg)
+{
+	struct raid_pool *p = arg;
+	struct raid_bitmap *bm = &p->bm;
+
+	pthread_mutex_lock(&bm->mu);
+	while (!bm->wr_stop || bm->seq_durable < bm->seq_set) {
+		uint64_t failed = 0;
+		struct raid_bm_waiter *done = NULL;
+
+		if (bm->seq_durable >= bm->seq_set) {
+			pthread_cond_wait(&bm->wr_cv, &bm->mu);
+			continue;
+		}
+		bm_pass(p, &failed, &done);
+		pthread_mutex_unlock(&bm->mu);
+		/* faulty first: a write released now must not count on them */
+		if (failed)
+			fail_members(p, failed);
+		run_waiters(done);
+		pthread_mutex_lock(&bm->mu);
+	}
+	pthread_mutex_unlock(&bm->mu);
+	return NULL;
+}
+
+/*
+ * Take the regions of [moff, moff+len) for a write; returns the seq_durable
+ * the write must wait for (0: none). bm->mu held.
+ */
+static uint64_t bm_take(struct raid_bitmap *bm, uint64_t moff, uint64_t len)
+{
+	uint64_t need = 0, r;
+	bool newly = false;
+
 	for (r = moff / bm->region; r <= (moff + len - 1) / bm->region && r < bm->nbits; r++) {
 		bm->cnt[r]++;
 		bm->gen[r]++;
 		if (!bit(bm->disk, r)) {
 			setbit(bm->disk, r, true);
-			need = true;
+			setbit(bm->pending, r, true);
+			newly = true;
+		} else if (bit(bm->pending, r)) {
+			need = bm->seq_set > need ? bm->seq_set : need;
+		} else if (bit(bm->inflight, r)) {
+			need = bm->seq_inflight > need ? bm->seq_inflight : need;
 		}
 	}
+	if (newly)
+		need = ++bm->seq_set;
+	return need > bm->seq_durable ? need : 0;
+}
+
+/* Without the writer thread: write the bits here. bm->mu held. */
+static void bm_write_sync(struct raid_pool *p, uint64_t *failed)
+{
+	struct raid_bitmap *bm = &p->bm;
+
+	write_disk(p, bm->disk, failed);
+	memset(bm->pending, 0, bm->bytes);
+	bm->seq_durable = bm->seq_set;
+}
+
+void raid_bm_start(struct raid_pool *p, uint64_t moff, uint64_t len)
+{
+	struct raid_bitmap *bm = &p->bm;
+	uint64_t failed = 0, need;
+
+	if (!bm->nbits || !len)
+		return;
+	pthread_mutex_lock(&bm->mu);
 	/* Durable before the data write: a crash in between leaves the bit set
 	 * and the region resynced, never a stale parity nobody knows about. */
-	if (need)
-		write_disk(p, &failed);
+	need = bm_take(bm, moff, len);
+	if (need && !bm->wr_started) {
+		bm_write_sync(p, &failed);
+	} else if (need) {
+		pthread_cond_signal(&bm->wr_cv);
+		while (bm->seq_durable < need)
+			pthread_cond_wait(&bm->done_cv, &bm->mu);
+	}
 	pthread_mutex_unlock(&bm->mu);
 	if (failed)
 		fail_members(p, failed);
+}
+
+bool raid_bm_start_async(struct raid_pool *p, uint64_t moff, uint64_t len,
+			 struct raid_ioctx *ctx, raid_defer_fn fn, void *arg)
+{
+	struct raid_bitmap *bm = &p->bm;
+	struct raid_bm_waiter *w = NULL;
+	uint64_t need, failed = 0;
+
+	if (!bm->nbits || !len)
+		return true;
+	pthread_mutex_lock(&bm->mu);
+	need = bm_take(bm, moff, len);
+	if (!need) {
+		pthread_mutex_unlock(&bm->mu);
+		return true;         /* the common case: the region is dirty already */
+	}
+	if (bm->wr_started)
+		w = malloc(sizeof(*w));
+	if (w) {
+		w->need = need;
+		w->ctx = ctx;
+		w->fn = fn;
+		w->arg = arg;
+		w->next = bm->waiters;
+		bm->waiters = w;
+		pthread_cond_signal(&bm->wr_cv);
+		pthread_mutex_unlock(&bm->mu);
+		return false;
+	}
+	/* no writer thread, or no memory to wait with: as raid_bm_start() */
+	if (!bm->wr_started) {
+		bm_write_sync(p, &failed);
+	} else {
+		pthread_cond_signal(&bm->wr_cv);
+		while (bm->seq_durable < need)
+			pthread_cond_wait(&bm->done_cv, &bm->mu);
+	}
+	pthread_mutex_unlock(&bm->mu);
+	if (failed)
+		fail_members(p, failed);
+	return true;
 }
 
 void raid_bm_end(struct raid_pool *p, uint64_t moff, uint64_t len)
@@ -253,8 +467,18 @@ void raid_bm_clear_idle(struct raid_pool *p, bool force)
 		else
 			bm->seen[r / 64] &= ~(1ull << (r % 64));
 	}
-	if (changed && !failed)
-		write_disk(p, &failed);
+	if (changed && !failed) {
+		/* a pass of the writer (or here without it), waited for */
+		uint64_t target = ++bm->seq_set;
+
+		if (!bm->wr_started) {
+			bm_write_sync(p, &failed);
+		} else {
+			pthread_cond_signal(&bm->wr_cv);
+			while (bm->seq_durable < target)
+				pthread_cond_wait(&bm->done_cv, &bm->mu);
+		}
+	}
 	pthread_mutex_unlock(&bm->mu);
 	free(snap);
 	if (failed)
@@ -268,8 +492,11 @@ bool raid_bm_check(struct raid_pool *p)
 
 	pthread_mutex_lock(&bm->mu);
 	for (uint64_t r = 0; r < bm->nbits; r++)
-		if (bm->cnt[r] && !bit(bm->disk, r))
+		if ((bm->cnt[r] && !bit(bm->disk, r)) ||
+		    ((bit(bm->pending, r) || bit(bm->inflight, r)) && !bit(bm->disk, r)))
 			ok = false;
+	if (bm->seq_durable > bm->seq_set || (bm->waiters && bm->seq_durable >= bm->seq_set))
+		ok = false;
 	pthread_mutex_unlock(&bm->mu);
 	return ok;
 }

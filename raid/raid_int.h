@@ -319,6 +319,19 @@ struct raid_bitmap {
 	uint32_t *gen;            /* bumped at every write start */
 	uint64_t *seen;           /* idle at the previous clearing pass */
 	_Atomic uint64_t n_unsynced;
+	/* The bitmap writer thread (bitmap.c) is the only one writing the bits
+	 * to the members, so reactors never wait for a pwrite + fdatasync:
+	 * bits set in memory bump seq_set; each pass writes a snapshot and
+	 * then seq_durable = the seq_set it saw. All under mu. */
+	pthread_t wr;
+	bool wr_started, wr_stop;
+	pthread_cond_t wr_cv;     /* wakes the writer */
+	pthread_cond_t done_cv;   /* a pass ended (seq_durable moved) */
+	uint64_t seq_set, seq_durable, seq_inflight;
+	uint8_t *pending;         /* set in memory, not in any pass yet; owned */
+	uint8_t *inflight;        /* set by the pass being written; owned */
+	uint8_t *snap;            /* the pass's copy of disk; owned */
+	struct raid_bm_waiter *waiters; /* raid_bm_start_async callers; owned */
 };
 
 uint64_t raid_bm_region_for(uint64_t member_bytes, uint64_t chunk);
@@ -327,6 +340,12 @@ int raid_bm_init(struct raid_pool *p, uint64_t region, bool load);
 void raid_bm_free(struct raid_pool *p);
 /* Member write of [moff, moff+len) on every member about to start / ended. */
 void raid_bm_start(struct raid_pool *p, uint64_t moff, uint64_t len);
+/* raid_bm_start() without blocking: true when the member write may be
+ * issued at once (its regions' bits are durable); false when @fn(@arg) will
+ * run on @ctx once they are. The regions count the write as started either
+ * way (raid_bm_end() when it ended). */
+bool raid_bm_start_async(struct raid_pool *p, uint64_t moff, uint64_t len,
+			 struct raid_ioctx *ctx, raid_defer_fn fn, void *arg);
 void raid_bm_end(struct raid_pool *p, uint64_t moff, uint64_t len);
 bool raid_bm_unsynced(struct raid_pool *p, uint64_t moff, uint64_t len);
 bool raid_bm_region_unsynced(struct raid_pool *p, uint64_t region);

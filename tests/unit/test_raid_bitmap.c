@@ -4,11 +4,14 @@
  * SIGKILL in the middle of overwrites); the parent reopens: only the dirty
  * regions are resynced, and afterwards every sector holds a whole old or new
  * version and losing a member changes nothing. An operator's scrub during the
- * resync waits for it instead of being refused.
+ * resync waits for it instead of being refused. The bits are written by the
+ * pool's bitmap writer thread; raid_bm_start_async continues on the caller's
+ * ctx once they are durable.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,6 +351,94 @@ START_TEST(t03_scrub_during_resync)
 }
 END_TEST
 
+struct async_wait {
+	struct raid_pool *p;
+	uint64_t region;       /* bit to look for on the members */
+	int done;
+	bool on_disk;          /* the bit was on every member when fn ran */
+	pthread_t thread;
+};
+
+/* The region's bit as stored on member @path. */
+static bool disk_bit(const char *path, uint64_t region)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t b = 0;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, (off_t)(RAID_BITMAP_OFF + region / 8)), 1);
+	close(fd);
+	return b & (1u << (region % 8));
+}
+
+static void async_cb(void *arg)
+{
+	struct async_wait *w = arg;
+
+	w->on_disk = true;
+	for (unsigned i = 0; i < 3; i++)
+		if (!disk_bit(paths[i], w->region))
+			w->on_disk = false;
+	w->thread = pthread_self();
+	w->done++;
+}
+
+/* raid_bm_start_async: the continuation runs on the caller's ctx once the
+ * bit is on every member; a dirty region goes on at once; several first
+ * writes wait together; close clears the bits. */
+START_TEST(t04_async_start)
+{
+	struct raid_pool *p;
+	struct raid_ioctx *ctx;
+	struct async_wait w[4];
+	uint64_t region;
+	int i;
+
+	mkpool(CONF_RAID5, 3, 16384);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	region = p->bm.region;
+	memset(w, 0, sizeof(w));
+	for (unsigned k = 0; k < 4; k++) {
+		w[k].p = p;
+		w[k].region = k;
+		ck_assert(!disk_bit(paths[0], k));
+	}
+	ck_assert(!raid_bm_start_async(p, 4096, 4096, ctx, async_cb, &w[0]));
+	for (i = 0; i < 500 && !w[0].done; i++)
+		raid_ioctx_wait(ctx, 10);
+	ck_assert_int_eq(w[0].done, 1);
+	ck_assert_msg(w[0].on_disk, "the continuation ran before the bit was on every member");
+	ck_assert(pthread_equal(w[0].thread, pthread_self()));
+	/* the region is dirty and durable now: no wait */
+	ck_assert(raid_bm_start_async(p, 8192, 512, ctx, async_cb, &w[0]));
+	ck_assert_int_eq(w[0].done, 1);
+	/* three first writes at once: each waits, each is released once */
+	for (unsigned k = 1; k < 4; k++)
+		ck_assert(!raid_bm_start_async(p, k * region + 512, 1024, ctx, async_cb, &w[k]));
+	for (i = 0; i < 500 && !(w[1].done && w[2].done && w[3].done); i++)
+		raid_ioctx_wait(ctx, 10);
+	for (unsigned k = 1; k < 4; k++) {
+		ck_assert_int_eq(w[k].done, 1);
+		ck_assert(w[k].on_disk);
+	}
+	ck_assert(raid_bm_check(p));
+	/* the synchronous form returns with the bit durable too */
+	raid_bm_start(p, 5 * region, 4096);
+	for (unsigned k = 0; k < 3; k++)
+		ck_assert(disk_bit(paths[k], 5));
+	raid_bm_end(p, 5 * region, 4096);
+	raid_bm_end(p, 4096, 4096);
+	raid_bm_end(p, 8192, 512);
+	for (unsigned k = 1; k < 4; k++)
+		raid_bm_end(p, k * region + 512, 1024);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	for (unsigned k = 0; k < 6; k++)
+		ck_assert_msg(!disk_bit(paths[1], k), "bit %u still set after close", k);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("raid_bitmap");
@@ -368,6 +459,11 @@ int main(void)
 	tc = tcase_create("03_scrub_during_resync");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, t03_scrub_during_resync);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("04_async_start");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, t04_async_start);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
