@@ -715,9 +715,17 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 
 		if (c->m->fd >= 0)
 			continue;
-		if (c->spare) {
+		if (c->spare && !expected_absent) {
 			LOG_WARN(RAID_MOD, "pool %s: spare %s: %s: not used", cp->name, c->m->path,
 				 strerror(-c->open_err));
+			continue;
+		}
+		if (c->spare) {
+			/* it may be the one that took a slot in a rebuild */
+			LOG_ERR(RAID_MOD, "pool %s: spare %s (%s) is %s and a member slot is empty%s",
+				cp->name, c->m->path, cand_where(c, w, sizeof(w)),
+				c->open_err == -ENOENT ? "missing" : strerror(-c->open_err), sd);
+			problems++;
 			continue;
 		}
 		/* its slot, if the configuration lists members in slot order */

@@ -14,6 +14,8 @@
  *    used, not written)
  * 06 a stale member needed beyond redundancy: not started, even with
  *    start_degraded
+ * 07 the file of a spare that took a slot in a rebuild goes missing: refused
+ *    like a member's (start_degraded: degraded)
  */
 #include <check.h>
 #include <errno.h>
@@ -448,6 +450,44 @@ START_TEST(t06_stale_needed)
 }
 END_TEST
 
+/* A spare that took a slot in a rebuild is a member like the others: its
+ * file missing refuses the pool; the member it replaced stays out. */
+START_TEST(t07_rebuilt_spare_missing)
+{
+	static char *spare[2];
+	struct raid_pool *p;
+	int i;
+
+	mkconf(&cp, paths, "r", CONF_RAID1, 2);
+	spare[0] = malloc(128);
+	ck_assert_ptr_nonnull(spare[0]);
+	snprintf(spare[0], 128, "%s/s0.img", tmpdir);
+	bpaths[0] = spare[0];                /* teardown removes it */
+	cp.spares = cp.spare_paths = spare;
+	cp.n_spares = 1;
+	make_pool_with_data(&cp, 8);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
+	for (i = 0; i < 1000 && strcmp(pstate(p), "optimal"); i++)
+		usleep(10000);
+	ck_assert_str_eq(pstate(p), "optimal");
+	raid_pool_close(p);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);    /* r1.img stale, s0 in slot 1 */
+	has_line("r1.img (slot 1) is stale");
+	ck_assert_str_eq(pstate(p), "optimal");
+	check_data(p, 8);
+	raid_pool_close(p);
+	ck_assert_int_eq(unlink(spare[0]), 0);
+	ck_assert_int_lt(open_logged(&cp, &p), 0);
+	has_line("s0.img (spare 0) is missing");
+	cp.start_degraded = true;
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_str_eq(pstate(p), "degraded");
+	check_data(p, 8);
+	raid_pool_close(p);
+}
+END_TEST
+
 int main(void)
 {
 	const struct { const char *name; const TTest *fn; } cases[] = {
@@ -457,6 +497,7 @@ int main(void)
 		{ "04_missing_member", t04_missing_member },
 		{ "05_blank_member", t05_blank_member },
 		{ "06_stale_needed", t06_stale_needed },
+		{ "07_rebuilt_spare_missing", t07_rebuilt_spare_missing },
 	};
 	Suite *s = suite_create("raid_pool");
 	SRunner *sr;
