@@ -16,8 +16,12 @@
  * States of a struct raid_mio: BACKLOG (in ctx->bl_*) -> KERNEL (sqe queued or
  * submitted, counted in ctx->kernel) -> (short or EAGAIN: KERNEL again) ->
  * DONE (callback called once from complete_mio(); the mio is then the
- * caller's again). Invariant (ioctx_check): kernel <= CQ_ENTRIES and the
- * backlog is empty whenever kernel < CQ_ENTRIES after a kick.
+ * caller's again). With the HDD model (hdd.c) DONE means "real I/O done":
+ * the callback then runs when the modelled disk is done as well, and a mio
+ * may additionally have a timeout in the ring (raid_ioctx_hdd_arm, user data
+ * tagged with HDD_TIMER_TAG) that drives its member's model.
+ * Invariant (ioctx_check): kernel <= CQ_ENTRIES and the backlog is empty
+ * whenever kernel < CQ_ENTRIES after a kick.
  */
 #include <assert.h>
 #include <errno.h>
@@ -36,6 +40,8 @@
 
 #define SQ_ENTRIES 256u
 #define CQ_ENTRIES 1024u
+/* member writes at least this long are handed to io_uring's workers */
+#define RAID_ASYNC_MIN (64u << 10)
 
 struct defer_item {
 	raid_defer_fn fn;
@@ -201,6 +207,13 @@ static void prep_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
 		io_uring_prep_write(sqe, mio->fd, b + mio->done, (unsigned)(mio->len - mio->done), poff);
 	else
 		io_uring_prep_fsync(sqe, mio->fd, IORING_FSYNC_DATASYNC);
+	/* A buffered write that the page cache takes at once (tmpfs, a fast
+	 * disk) is copied inline by io_uring_submit(), on the reactor's core.
+	 * Large ones go to io_uring's workers instead, so the copies run on
+	 * other cores while the reactor goes on with its sockets (raid6 on
+	 * memory writes 2x the data: the copy is its largest cost). */
+	if (mio->op == RAID_MIO_WRITE && mio->len - mio->done >= RAID_ASYNC_MIN)
+		sqe->flags |= IOSQE_ASYNC;
 	io_uring_sqe_set_data(sqe, mio);
 	ctx->unsubmitted++;
 }
