@@ -14,19 +14,30 @@
  *
  *   MAIN ---(librbd done; FUA write that succeeded)---> FLUSH ---> DONE
  *     \--------------(anything else)----------------------------> DONE
+ *   LOCK --(granted)--> CAW_READ --(equal)--> CAW_WRITE --> DONE
+ *                           \------(differs or error)-------> DONE
  *
- *   MAIN   raid_rbd_vol_submit() started the read / write / flush /
- *          compare-and-write in librbd (or recorded why it could not);
- *   FLUSH  step() started rbd_aio_flush after a FUA write: the write is
- *          durable only once the flush completed;
- *   DONE   finish() set io->result, dropped the ctx's in-flight count and
- *          ran io->cb.
- * Every transition runs on the submitting thread: librbd calls on_complete()
- * on its own threads, which only records the return value and hands the
- * request to the ctx with raid_defer(); step() then runs inside
- * raid_ioctx_run(). Invariant (io_check): phase is MAIN or FLUSH while the
- * request is owned by rbd.c, FLUSH only for FUA writes, and the ctx and
- * volume are set.
+ *   MAIN      raid_rbd_vol_submit() started the read / write / flush in
+ *             librbd, or a compare-and-write inside one RADOS object as one
+ *             RADOS write op (cmpext + write: atomic in the OSD against every
+ *             writer on every node; librbd 16's own compare-and-write only
+ *             takes a single 512-byte sector), or recorded why it could not;
+ *   FLUSH     step() started rbd_aio_flush after a FUA write: the write is
+ *             durable only once the flush completed;
+ *   LOCK      a compare-and-write spanning two objects waits for this node's
+ *             exclusive range lock (p->lock; caw_locked() moves on);
+ *   CAW_READ  ... reads the range (caw_read), step() compares;
+ *   CAW_WRITE ... writes it; atomic only against compare-and-writes through
+ *             this node (raid/README.md, "RBD pools");
+ *   DONE      finish() set io->result, released what the request held,
+ *             dropped the ctx's in-flight count and ran io->cb.
+ * Every transition runs on the submitting thread: librbd/librados call
+ * on_complete()/on_rados_complete() on their own threads, which only record
+ * the return value and hand the request to the ctx with raid_defer(); step()
+ * then runs inside raid_ioctx_run(). Invariant (io_check): the phase is one
+ * of the above while the request is owned by rbd.c, FLUSH only for FUA
+ * writes, the LOCK..CAW_WRITE phases only for compare-and-write with a
+ * struct caw, and the ctx and volume are set.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +54,9 @@
 #include <rados/librados.h>
 #include <rbd/librbd.h>
 #endif
+#ifndef MAX_ERRNO
+#define MAX_ERRNO 4095   /* cmpext reports a mismatch as -MAX_ERRNO - offset */
+#endif
 
 #ifdef RTGT_HAVE_RBD
 
@@ -56,6 +70,7 @@ struct rbd_vol {
 	struct raid_vol v;        /* first: raid_vol pointers are rbd_vol pointers */
 	rbd_image_t img;          /* open for the pool's lifetime */
 	uint64_t obj_bytes;
+	char prefix[32];          /* RADOS object name prefix of the data objects */
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
 };
 
@@ -68,9 +83,18 @@ struct rbd_pool {
 	_Atomic uint64_t prov_done, prov_total; /* provisioning in progress (bytes) */
 };
 
-enum { PHASE = 0, RET = 1, MISCMP = 2 };   /* io->rpriv_u[] slots */
-enum { PH_MAIN = 1, PH_FLUSH = 2 };
-enum { CTX = 0, VOL = 1 };                  /* io->rpriv[] slots */
+enum { PHASE = 0, RET = 1 };               /* io->rpriv_u[] slots */
+enum { PH_MAIN = 1, PH_FLUSH, PH_LOCK, PH_CAW_READ, PH_CAW_WRITE };
+enum { CTX = 0, VOL = 1, CAW = 2 };         /* io->rpriv[] slots */
+
+/* A compare-and-write in flight; owned by the request, freed by finish(). */
+struct caw {
+	rados_write_op_t op;      /* single-object path; NULL otherwise */
+	int prval;                /* cmpext result */
+	struct raid_lk lk;        /* two-object path */
+	bool locked;
+	uint8_t *tmp;             /* two-object path: what the range holds */
+};
 
 static struct rbd_pool *rp_of(struct raid_pool *p)
 {
@@ -90,9 +114,13 @@ static bool io_check(const struct raid_io *io)
 
 	if (!io->rpriv[CTX] || !io->rpriv[VOL])
 		return false;
-	if (ph != PH_MAIN && ph != PH_FLUSH)
+	if (ph < PH_MAIN || ph > PH_CAW_WRITE)
 		return false;
-	return ph != PH_FLUSH || (io->op == RAID_OP_WRITE && (io->flags & RAID_IO_FUA));
+	if (ph == PH_FLUSH)
+		return io->op == RAID_OP_WRITE && (io->flags & RAID_IO_FUA);
+	if (ph >= PH_LOCK)
+		return io->op == RAID_OP_COMPARE_WRITE && io->rpriv[CAW];
+	return true;
 }
 
 static void step(void *arg);
@@ -107,6 +135,17 @@ static void on_complete(rbd_completion_t c, void *arg)
 	rbd_aio_release(c);
 	/* raid_defer only fails without memory: the completion must not be
 	 * lost, so wait for memory rather than drop it. */
+	while (raid_defer(io->rpriv[CTX], step, io) < 0)
+		nanosleep(&ms, NULL);
+}
+
+static void on_rados_complete(rados_completion_t c, void *arg)
+{
+	struct raid_io *io = arg;
+	struct timespec ms = { 0, 1000000 };
+
+	io->rpriv_u[RET] = (uint64_t)(int64_t)rados_aio_get_return_value(c);
+	rados_aio_release(c);
 	while (raid_defer(io->rpriv[CTX], step, io) < 0)
 		nanosleep(&ms, NULL);
 }
@@ -144,12 +183,6 @@ static int start_op(struct raid_io *io)
 		case RAID_OP_FLUSH:
 			rc = rbd_aio_flush(rv->img, c);
 			break;
-		case RAID_OP_COMPARE_WRITE:
-			rc = (int)rbd_aio_compare_and_write(rv->img, io->off, io->len,
-							    (const char *)io->buf,
-							    (const char *)io->buf + io->len, c,
-							    &io->rpriv_u[MISCMP], 0);
-			break;
 		default:
 			rc = -EINVAL;
 		}
@@ -159,10 +192,112 @@ static int start_op(struct raid_io *io)
 	return rc;
 }
 
+/* Compare-and-write inside one object: cmpext + write in one RADOS op. */
+static int caw_rados(struct raid_io *io, struct caw *cw)
+{
+	struct rbd_vol *rv = io->rpriv[VOL];
+	struct rbd_pool *rp = (struct rbd_pool *)rv->v.pool;
+	uint64_t objno = io->off / rv->obj_bytes, ooff = io->off % rv->obj_bytes;
+	rados_completion_t c;
+	char oid[64];
+	int rc;
+
+	snprintf(oid, sizeof(oid), "%s.%016" PRIx64, rv->prefix, objno);
+	cw->op = rados_create_write_op();
+	if (!cw->op)
+		return -ENOMEM;
+	rados_write_op_cmpext(cw->op, (const char *)io->buf, io->len, ooff, &cw->prval);
+	rados_write_op_write(cw->op, (const char *)io->buf + io->len, io->len, ooff);
+	rc = rados_aio_create_completion2(io, on_rados_complete, &c);
+	if (rc < 0)
+		return rc;
+	rc = rados_aio_write_op_operate(cw->op, rp->ioctx, c, oid, NULL, 0);
+	if (rc < 0)
+		rados_aio_release(c);
+	return rc;
+}
+
+static int caw_read(struct raid_io *io)
+{
+	struct rbd_vol *rv = io->rpriv[VOL];
+	struct caw *cw = io->rpriv[CAW];
+	rbd_completion_t c;
+	int rc;
+
+	io->rpriv_u[PHASE] = PH_CAW_READ;
+	rc = rbd_aio_create_completion(io, on_complete, &c);
+	if (rc < 0)
+		return rc;
+	rc = rbd_aio_read(rv->img, io->off, io->len, (char *)cw->tmp, c);
+	if (rc < 0)
+		rbd_aio_release(c);
+	return rc;
+}
+
+static void caw_locked(void *arg)
+{
+	struct raid_io *io = arg;
+	int rc;
+
+	((struct caw *)io->rpriv[CAW])->locked = true;
+	rc = caw_read(io);
+	if (rc < 0)
+		fail_later(io, rc);
+}
+
+static int caw_start(struct raid_io *io)
+{
+	struct rbd_vol *rv = io->rpriv[VOL];
+	struct caw *cw = calloc(1, sizeof(*cw));
+
+	if (!cw)
+		return -ENOMEM;
+	io->rpriv[CAW] = cw;
+	if (io->off / rv->obj_bytes == (io->off + io->len - 1) / rv->obj_bytes)
+		return caw_rados(io, cw);
+	cw->tmp = malloc(io->len);
+	if (!cw->tmp)
+		return -ENOMEM;
+	cw->lk.a = io->off;
+	cw->lk.b = io->off + io->len;
+	cw->lk.excl = true;
+	cw->lk.ctx = io->rpriv[CTX];
+	cw->lk.fn = caw_locked;
+	cw->lk.arg = io;
+	io->rpriv_u[PHASE] = PH_LOCK;
+	if (!raid_slock_acquire(&rv->v.pool->lock, &cw->lk))
+		return 0;   /* caw_locked() goes on */
+	cw->locked = true;
+	return caw_read(io);
+}
+
+static void caw_free(struct raid_io *io)
+{
+	struct caw *cw = io->rpriv[CAW];
+
+	if (!cw)
+		return;
+	if (cw->op)
+		rados_release_write_op(cw->op);
+	if (cw->locked)
+		raid_slock_release(&((struct rbd_vol *)io->rpriv[VOL])->v.pool->lock, &cw->lk);
+	free(cw->tmp);
+	free(cw);
+	io->rpriv[CAW] = NULL;
+}
+
 static void finish(struct raid_io *io, int64_t ret)
 {
 	struct rbd_vol *rv = io->rpriv[VOL];
 	struct raid_ioctx *ctx = io->rpriv[CTX];
+	struct caw *cw = io->rpriv[CAW];
+
+	if (cw && cw->op && ret <= -MAX_ERRNO) {
+		/* cmpext: -MAX_ERRNO - index of the first differing byte */
+		io->miscompare_off = (uint64_t)(-ret - MAX_ERRNO);
+		ret = -EILSEQ;
+	}
+	caw_free(io);
 
 	if (ret >= 0) {
 		io->result = 0;
@@ -174,11 +309,7 @@ static void finish(struct raid_io *io, int64_t ret)
 			atomic_fetch_add(&rv->wr_ops, 1);
 		}
 	} else if (ret == -EILSEQ && io->op == RAID_OP_COMPARE_WRITE) {
-		uint64_t m = io->rpriv_u[MISCMP];
-
-		io->result = -EILSEQ;
-		/* librbd reports the image offset of the first difference */
-		io->miscompare_off = m >= io->off && m < io->off + io->len ? m - io->off : 0;
+		io->result = -EILSEQ;   /* miscompare_off already set */
 	} else {
 		if (ret != -ENOMEM)
 			LOG_ERR(RAID_MOD, "rbd: %s/%s: %s of %" PRIu64 " bytes at %" PRIu64 ": %s",
@@ -204,6 +335,29 @@ static void step(void *arg)
 	if (!io_check(io))
 		LOG_ERR(RAID_MOD, "rbd: request in an impossible state (phase %" PRIu64 ")",
 			io->rpriv_u[PHASE]);
+	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ) {
+		struct caw *cw = io->rpriv[CAW];
+		struct rbd_vol *rv = io->rpriv[VOL];
+		rbd_completion_t c;
+
+		for (uint64_t i = 0; i < io->len; i++) {
+			if (cw->tmp[i] != io->buf[i]) {
+				io->miscompare_off = i;
+				finish(io, -EILSEQ);
+				return;
+			}
+		}
+		io->rpriv_u[PHASE] = PH_CAW_WRITE;
+		rc = rbd_aio_create_completion(io, on_complete, &c);
+		if (rc == 0) {
+			rc = rbd_aio_write(rv->img, io->off, io->len,
+					   (const char *)io->buf + io->len, c);
+			if (rc == 0)
+				return;
+			rbd_aio_release(c);
+		}
+		ret = rc;
+	}
 	if (ret >= 0 && io->rpriv_u[PHASE] == PH_MAIN && io->op == RAID_OP_WRITE &&
 	    (io->flags & RAID_IO_FUA)) {
 		io->rpriv_u[PHASE] = PH_FLUSH;
@@ -231,10 +385,10 @@ int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct rai
 	io->miscompare_off = 0;
 	io->rpriv[CTX] = ctx;
 	io->rpriv[VOL] = vol;
+	io->rpriv[CAW] = NULL;
 	io->rpriv_u[PHASE] = PH_MAIN;
-	io->rpriv_u[MISCMP] = 0;
 	raid_ioctx_io_started(ctx);
-	rc = start_op(io);
+	rc = io->op == RAID_OP_COMPARE_WRITE ? caw_start(io) : start_op(io);
 	if (rc < 0)
 		fail_later(io, rc);
 	return 0;
@@ -481,6 +635,21 @@ int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_s
 	rv->v.size = info.size;
 	rv->v.extent = info.size;
 	rv->obj_bytes = info.obj_size ? info.obj_size : (1u << RBD_ORDER);
+	snprintf(rv->prefix, sizeof(rv->prefix), "%.*s", (int)sizeof(info.block_name_prefix),
+		 info.block_name_prefix);
+	{
+		uint64_t su = 0, sc = 0;
+
+		/* compare-and-write addresses RADOS objects directly: only for
+		 * the plain layout rbd_create2 makes */
+		if (rbd_get_stripe_unit(rv->img, &su) == 0 && rbd_get_stripe_count(rv->img, &sc) == 0 &&
+		    (su != rv->obj_bytes || sc != 1)) {
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: striped images (stripe unit %" PRIu64
+				", count %" PRIu64 ") are not supported", rp->rbd_pool, name, su, sc);
+			rc = -ENOTSUP;
+			goto err_close;
+		}
+	}
 	if (created && rp->thick) {
 		/* before the uuid: its presence tells a peer the image is set up */
 		rc = rbd_metadata_set(rv->img, META_THICK, "0");
