@@ -5,6 +5,9 @@
 # multipath family with one URL per portal (127.0.0.1 and 127.0.0.2) on a
 # second, fresh LUN of the same target, which must pass without failures.
 #   env: LEVEL (raid5)  PORT (13260)  MIN_PASSED (598)  TESTS (ALL regexp)
+#   LEVEL=rbd: the LUNs are RBD images on the Ceph cluster of CEPH_DIR (made by
+#   scripts/ceph-cluster.sh), or on a throwaway one started here and stopped
+#   at the end when CEPH_DIR is unset.
 set -u
 cd "$(dirname "$0")/.."
 LEVEL=${LEVEL:-raid5}
@@ -14,8 +17,10 @@ TESTS=${TESTS:-}
 IQN=iqn.2026-11.org.rtgt:conformance
 dir=$(mktemp -d /tmp/rtgt-conf.XXXXXX)
 pid=
+ceph_own=
 cleanup() {
 	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	[ -n "$ceph_own" ] && scripts/ceph-cluster.sh stop "$ceph_own"
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
@@ -25,22 +30,39 @@ raid1) members='"d0.img", "d1.img"' ;;
 raid5) members='"d0.img", "d1.img", "d2.img", "d3.img"' ;;
 raid6) members='"d0.img", "d1.img", "d2.img", "d3.img"' ;;
 raid10) members='"d0.img", "d1.img", "d2.img", "d3.img"' ;;
+rbd) members= ;;
 *) echo "conformance: unknown LEVEL $LEVEL" >&2; exit 2 ;;
 esac
+size0=40%; size1=10%
+pool="{ name = \"p\"; level = \"$LEVEL\"; chunk = \"64K\"; members = ( $members ); create_size = \"64M\"; }"
+# ---- rbd: a Ceph cluster and fresh images instead of member files ----
+if [ "$LEVEL" = rbd ]; then
+	cdir=${CEPH_DIR:-}
+	if [ -z "$cdir" ]; then
+		cdir=$dir/ceph
+		ceph_own=$cdir
+		scripts/ceph-cluster.sh start "$cdir" || { echo "conformance: no Ceph cluster for LEVEL=rbd"; exit 1; }
+	fi
+	cdir=$(cd "$cdir" && pwd)
+	pool="{ name = \"p\"; level = \"rbd\"; ceph_conf = \"$cdir/ceph.conf\"; rbd_pool = \"rbd\";
+            ceph_id = \"rtgt\"; keyring = \"$cdir/client.rtgt.keyring\"; }"
+	# the raid5 run's sizes (40% / 10% of 4 x 64M); new image names every run
+	size0=76M; size1=19M
+	sfx=$(date +%s)-$$
+fi
 cat > "$dir/rtgt.conf" <<CONF
 daemon = { workers = 2; control = "rtgtd.sock"; log_level = "warn"; };
-pools = ( { name = "p"; level = "$LEVEL"; chunk = "64K"; members = ( $members );
-            create_size = "64M"; } );
+pools = ( $pool );
 portals = ( { name = "lo"; listen = "127.0.0.1:$PORT"; },
             { name = "lo2"; listen = "127.0.0.2:$PORT"; } );
 targets = ( { iqn = "$IQN"; portals = ( "lo", "lo2" );
-              luns = ( { lun = 0; pool = "p"; volume = "v0"; size = "40%"; },
-                       { lun = 1; pool = "p"; volume = "mp"; size = "10%"; } );
+              luns = ( { lun = 0; pool = "p"; volume = "v0${sfx:-}"; size = "$size0"; },
+                       { lun = 1; pool = "p"; volume = "mp${sfx:-}"; size = "$size1"; } );
               allow = ( "ALL" ); } );
 CONF
 "${RTGTD:-bin/rtgtd}" -c "$dir/rtgt.conf" 2> "$dir/rtgtd.log" &
 pid=$!
-for _ in $(seq 50); do
+for _ in $(seq 300); do
 	(exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
 	kill -0 "$pid" 2>/dev/null || break
 	sleep 0.1
