@@ -73,8 +73,8 @@ static int cluster_start(char *why, size_t whylen)
 	snprintf(why, whylen, "rtgtd is built without librbd (install librbd-dev librados-dev)");
 	return 1;
 #endif
-	if (system("command -v ceph-mon && command -v ceph-mgr && command -v ceph-osd && "
-		   "command -v ceph && command -v rbd >/dev/null 2>&1") != 0) {
+	if (system("{ command -v ceph-mon && command -v ceph-mgr && command -v ceph-osd && "
+		   "command -v ceph && command -v rbd; } >/dev/null 2>&1") != 0) {
 		snprintf(why, whylen, "Ceph packages missing (scripts/deps.sh installs ceph-mon "
 			 "ceph-mgr ceph-osd ceph-common)");
 		return 1;
@@ -86,7 +86,7 @@ static int cluster_start(char *why, size_t whylen)
 	atexit(cluster_stop);
 	rc = harness_run(argv, err, sizeof(err), 180000);
 	if (rc == 3) {
-		snprintf(why, whylen, "%s", err);
+		snprintf(why, whylen, "%.900s", err);
 		return 1;
 	}
 	if (rc != 0) {
