@@ -75,15 +75,15 @@ args=(-d)
 mkdir -p var
 timeout 1200 iscsi-test-cu "${args[@]}" "iscsi://127.0.0.1:$PORT/$IQN/0" > var/conformance.log 2>&1
 # CUnit lists each failed assertion as "N. test_file.c:LINE - ..."
-grep -E "^ +[0-9]+\. test_" var/conformance.log | head -60
-summary=$(grep -E '^ +tests ' var/conformance.log | tail -1)
+grep -aE "^ +[0-9]+\. test_" var/conformance.log | head -60
+summary=$(grep -aE '^ +tests ' var/conformance.log | tail -1)
 echo "conformance ($LEVEL): $summary   (columns: Total Ran Passed Failed Inactive)"
 read -r _ total ran passed failed _ <<<"$summary"
 mp_failed=0
 if [ -z "$TESTS" ]; then
 	timeout 600 iscsi-test-cu -d -t ALL.MultipathIO "iscsi://127.0.0.1:$PORT/$IQN/1" \
 		"iscsi://127.0.0.2:$PORT/$IQN/1" > var/conformance-multipath.log 2>&1
-	mp=$(grep -E '^ +tests ' var/conformance-multipath.log | tail -1)
+	mp=$(grep -aE '^ +tests ' var/conformance-multipath.log | tail -1)
 	echo "multipath ($LEVEL, 2 portals): $mp"
 	read -r _ _ _ mp_passed mp_failed _ <<<"$mp"
 	if [ -z "${mp_passed:-}" ] || [ "${mp_passed:-0}" -lt 4 ]; then
