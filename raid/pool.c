@@ -1053,7 +1053,7 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	}
 	out->scrub_mismatches = atomic_load(&p->scrub_mismatch);
 	switch (atomic_load(&p->scrub_state)) {
-	case 1: out->scrub_state = "running"; break;
+	case 1: case 3: out->scrub_state = "running"; break;   /* 3: a resync */
 	case 2: out->scrub_state = "done"; break;
 	default: out->scrub_state = "idle"; break;
 	}

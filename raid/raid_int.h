@@ -418,7 +418,7 @@ struct raid_pool {
 	_Atomic int rebuild_slot;                /* slot being rebuilt, -1 none */
 	_Atomic uint64_t rebuild_rate;           /* bytes/s, measured */
 	_Atomic uint64_t scrub_mismatch;
-	_Atomic int scrub_state;                 /* 0 idle, 1 running, 2 done */
+	_Atomic int scrub_state;                 /* 0 idle, 1 running, 2 done, 3 resync running */
 	_Atomic uint64_t scrub_pos;
 };
 

@@ -9,11 +9,14 @@
  * unusable and a spare exists, or a REBUILDING member was found at assembly:
  * start_rebuild() swaps the spare into the slot) -> IDLE when done, stopped
  * or failed; IDLE -> SCRUB (scrub_req, or resync_req after an unclean
- * shutdown) -> IDLE; any state -> EXIT on bg_stop (raid_bg_stop). Only an
- * operator's scrub shows in scrub_state (1 from raid_pool_scrub() until it
- * ended, then 2): a scrub requested during a resync is queued, not refused. A stopped
+ * shutdown) -> IDLE; any state -> EXIT on bg_stop (raid_bg_stop). A stopped
  * rebuild leaves its checkpoint (rebuild_pos, written to the superblocks at
  * least once a second and at stop) and resumes from there on the next start.
+ *
+ * scrub_state (changed under bg_mu): an operator's scrub is 1 from
+ * raid_pool_scrub() until it ended, then 2; a resync is 3 ("running") then
+ * 2. A scrub asked for during a resync is queued, not refused: the state
+ * goes to 1 and the resync's end leaves it there until the scrub ended.
  *
  * Rebuild invariant: below member->rebuild_pos the rebuilding member holds
  * exactly what its slot should hold; rebuild_pos only grows, and only while
@@ -302,15 +305,17 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 	unsigned n = g->n, i;
 	double t0 = now_s();
 	uint64_t nmis = 0;
-	/* A resync is the engine's own pass: the scrub status (state, count)
-	 * that rtgtctl shows belongs to the operator's scrubs only. */
 	const char *what = resync ? "resync" : "scrub";
 
-	if (!resync) {
+	/* A resync shows as a running scrub (state 3) but an operator's scrub
+	 * asked for meanwhile (state 1) keeps its state: see raid_pool_scrub. */
+	pthread_mutex_lock(&p->bg_mu);
+	if (!resync || atomic_load(&p->scrub_state) != 1) {
 		atomic_store(&p->scrub_mismatch, 0);
 		atomic_store(&p->scrub_pos, 0);
-		atomic_store(&p->scrub_state, 1);
+		atomic_store(&p->scrub_state, resync ? 3 : 1);
 	}
+	pthread_mutex_unlock(&p->bg_mu);
 	for (i = 0; i < n; i++)
 		if (!(bufs[i] = raid_alloc(step)))
 			goto out;
@@ -354,8 +359,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 				if (mask <= 0)
 					continue;
 				nmis++;
-				if (!resync)
-					atomic_fetch_add(&p->scrub_mismatch, 1);
+				atomic_fetch_add(&p->scrub_mismatch, 1);
 				LOG_WARN(RAID_MOD, "pool %s: %s: row %llu mismatch%s%s", p->name, what,
 					 (unsigned long long)r, bad >= 0 ? ", bad member " : "",
 					 bad >= 0 ? p->m[bad]->path : "");
@@ -384,8 +388,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 					if (i == ref || !memcmp(rb[i], rb[ref], g->chunk))
 						continue;
 					nmis++;
-					if (!resync)
-						atomic_fetch_add(&p->scrub_mismatch, 1);
+					atomic_fetch_add(&p->scrub_mismatch, 1);
 					if (repair) {
 						memcpy(rb[i], rb[ref], g->chunk);
 						fixmask |= 1ull << i;
@@ -402,8 +405,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 			raid_bm_synced(p, (r1 * g->chunk - 1) / p->bm.region);
 		row = r1;
 		done += nb;
-		if (!resync)
-			atomic_store(&p->scrub_pos, row * g->chunk);
+		atomic_store(&p->scrub_pos, row * g->chunk);
 		pace(p, t0, done);
 	}
 	LOG_INFO(RAID_MOD, "pool %s: %s done: %llu mismatches%s", p->name, what,
@@ -411,8 +413,10 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 out:
 	for (i = 0; i < n; i++)
 		free(bufs[i]);
-	if (!resync)
+	pthread_mutex_lock(&p->bg_mu);
+	if (!resync || atomic_load(&p->scrub_state) == 3)
 		atomic_store(&p->scrub_state, 2);
+	pthread_mutex_unlock(&p->bg_mu);
 }
 
 static void flush_cb(struct raid_io *io)
@@ -569,8 +573,10 @@ int raid_pool_scrub(struct raid_pool *p, bool repair)
 		LOG_ERR(RAID_MOD, "pool %s: scrub needs an optimal pool", p->name);
 		return -EBUSY;
 	}
-	/* A resync in progress does not refuse it: the request waits for the
-	 * background thread, which runs it after the resync. */
+	/* A resync in progress (state 3) does not refuse it: the request waits
+	 * for the background thread, which runs it after the resync; until it
+	 * ended the state stays "running" (1), so nobody reads the resync's
+	 * count as this scrub's result. */
 	pthread_mutex_lock(&p->bg_mu);
 	if (p->scrub_req || atomic_load(&p->scrub_state) == 1) {
 		pthread_mutex_unlock(&p->bg_mu);

@@ -285,8 +285,8 @@ END_TEST
 
 /*
  * An operator's scrub asked for while the resync after a crash runs is
- * queued, not refused (-EALREADY), and its status and count are its own:
- * the resync neither shows as a scrub nor adds to its mismatches.
+ * queued, not refused (-EALREADY), and its "done" and count are its own:
+ * the resync (2 mismatches) shows as running, the scrub finds 1.
  */
 START_TEST(t03_scrub_during_resync)
 {
@@ -321,7 +321,8 @@ START_TEST(t03_scrub_during_resync)
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	corrupt(paths[0], region + 8192);   /* dirty: the resync repairs it */
+	corrupt(paths[0], region + 8192);   /* dirty: the resync repairs them */
+	corrupt(paths[0], region + 131072);
 	corrupt(paths[1], 3 * region);      /* clean: only the scrub sees it */
 	cp.rebuild_mbps = 2;                /* ~0.5 s per region resynced */
 	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
@@ -331,7 +332,7 @@ START_TEST(t03_scrub_during_resync)
 		usleep(5000);
 	ck_assert_uint_eq(atomic_load(&p->bm.n_unsynced), 1);
 	ck_assert_int_eq(raid_pool_info(p, &info), 0);
-	ck_assert_str_eq(info.scrub_state, "idle");       /* the resync is not a scrub */
+	ck_assert_str_eq(info.scrub_state, "running");    /* the resync */
 	ck_assert_int_eq(raid_pool_scrub(p, false), 0);
 	ck_assert_int_eq(raid_pool_scrub(p, false), -EALREADY);
 	ck_assert_int_eq(raid_pool_info(p, &info), 0);
