@@ -197,6 +197,7 @@ struct raid_hdd_stream {
 	uint64_t ra_end;          /* read ahead up to here */
 	uint64_t last_ns;         /* last use (LRU) */
 	bool used, seq;           /* seq: two requests in a row continued it */
+	unsigned run;             /* reads in a row that continued it closely */
 };
 struct raid_hdd {
 	uint64_t busy_until;      /* the head is busy with a job until then */
@@ -375,6 +376,10 @@ struct raid_member {
 	uint64_t hdd_head;        /* byte offset where the head is */
 	uint64_t hdd_busy_ns;     /* when the modelled disk becomes idle */
 	struct raid_hdd hdd;      /* HDD model v2 state (hdd.c), under hdd_mu */
+	/* mirror read balancing (io.c): reads issued and not done yet, and
+	 * where the last one ended (the head, as far as the pool knows) */
+	_Atomic unsigned rd_pending;
+	_Atomic uint64_t rd_head;
 };
 
 struct raid_vol {
@@ -384,6 +389,17 @@ struct raid_vol {
 	uint64_t start;           /* logical bytes in the pool */
 	uint64_t size;
 	uint64_t extent;
+};
+
+/* A sequential read stream on one mirror set (io.c, read balancing). */
+#define RAID_RSTREAMS 16u
+struct raid_rstream {
+	uint64_t next;            /* member offset where it continues */
+	uint64_t last_ns;         /* last read: LRU and activity */
+	unsigned set;             /* mirror set: device of its first copy */
+	unsigned copy;            /* the copy it sticks to while it shares the set */
+	unsigned hits;            /* reads that continued it (>= 2: a stream) */
+	bool used;
 };
 
 struct raid_pool {
@@ -404,6 +420,10 @@ struct raid_pool {
 	struct raid_scache sc;                   /* raid5/6 only (sc.max == 0 otherwise) */
 	struct raid_bitmap bm;                   /* levels with redundancy */
 	_Atomic unsigned rr;                     /* mirror read spreading */
+	/* mirror read balancing (io.c): recent read streams, under rs_lock
+	 * (a spin flag: a few compares per read) */
+	struct raid_rstream rs[RAID_RSTREAMS];
+	_Atomic bool rs_lock;
 	_Atomic bool failed;                     /* beyond redundancy */
 	struct raid_member *retired;             /* replaced members, freed at close
 	                                          * (in-flight I/O may still point at them) */
