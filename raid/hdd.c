@@ -59,7 +59,9 @@
 
 #define HDD_WCACHE (64ull << 20)
 #define HDD_RA_MAX (16ull << 20)
-#define HDD_RA_UNIT (1ull << 20)
+#define HDD_RA_UNIT (512ull << 10)
+#define HDD_SEQ_GAP (256ull << 10)
+#define HDD_SEQ_RUN 2u
 #define HDD_DRAIN_MAX (4ull << 20)
 #define HDD_BATCH (32ull << 20)
 
@@ -168,13 +170,21 @@ static int stream_new(struct raid_hdd *h, uint64_t a, uint64_t now)
 	return (int)v;
 }
 
-/* A read served or hit: the stream moves on. */
+/* A read served or hit: the stream moves on. Read-ahead starts only after
+ * HDD_SEQ_RUN reads in a row each began at most HDD_SEQ_GAP past the end of
+ * the previous one (a parity chunk skipped is fine; a random read that
+ * happens to land a little after another one is not a stream). */
 static void stream_read(struct raid_hdd *h, int si, uint64_t a, uint64_t b, uint64_t now)
 {
 	struct raid_hdd_stream *s = &h->st[si];
 
-	if (a >= s->next && a > s->lo)
-		s->seq = true;
+	if (a >= s->next && a > s->lo) {
+		if (a - s->next <= HDD_SEQ_GAP)
+			s->run++;
+		else
+			s->run = 0;   /* a jump (a strided reader): no read-ahead across it */
+		s->seq = s->run >= HDD_SEQ_RUN;
+	}
 	if (b > s->next)
 		s->next = b;
 	if (s->ra_end < s->next)
@@ -350,11 +360,15 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 
 	if (!s)
 		return false;
-	/* reads continuing the stream, oldest first */
+	/* reads continuing the stream, oldest first; a read a little further
+	 * ahead (a strided reader, e.g. a mirror half that leaves every other
+	 * band to the other disk) continues it too: the head seeks forward
+	 * instead of reading through the gap (pos_ns takes the cheaper) */
 	for (q = h->q_head; q; q = q->hdd_next) {
 		if (q->hdd_arr_ns > t || q->op != RAID_MIO_READ)
 			continue;
-		if (stream_of(m, q->off) == h->cur) {
+		if (stream_of(m, q->off) == h->cur ||
+		    (q->off >= s->next && q->off <= s->next + HDD_RA_MAX)) {
 			if (!j->mio) {
 				j->mio = q;
 			}
@@ -468,6 +482,12 @@ static void job_start(struct raid_member *m, uint64_t t, struct job *j)
 	}
 	if (moved && ns > (double)(j->b - j->a) / bps(c) * 1e9 + 1e6)
 		h->n_seek++;
+	h->n_busy_ns += (uint64_t)ns;
+	h->n_pos_ns += (uint64_t)(ns - (double)(j->b - j->a) / bps(c) * 1e9);
+	if (j->kind == JOB_READ)
+		h->n_rd_jobs++;
+	else if (j->kind == JOB_DRAIN)
+		h->n_drain_jobs++;
 	h->batch += j->b - j->a;
 	h->job = j->kind;
 	h->job_a = j->a;

@@ -19,8 +19,9 @@
  * writes and parity-level reads.
  *
  * Row states (parity levels, struct row.stage): PLAN -> READ (member reads
- * issued, maybe none) -> WRITE (parity computed, member writes issued) ->
- * DONE; a read error marks the member faulty and sends the row back to PLAN
+ * issued, maybe none) -> WRITE (parity computed; the write-intent bits made
+ * durable by the bitmap writer thread when they were not, then member
+ * writes issued: row_writes -> row_writes_go) -> DONE; a read error marks the member faulty and sends the row back to PLAN
  * (at most MAX_TRIES times), where it is planned again without that member.
  * Write errors mark members faulty; the row still succeeds while no more
  * members are unusable than the level tolerates, because every surviving
@@ -326,6 +327,7 @@ static void seg_read_done(struct raid_mio *mio, int res)
 {
 	struct seg *s = mio->arg;
 
+	atomic_fetch_sub(&mio->m->rd_pending, 1);
 	if (res < 0) {
 		if (raid_member_read_error(mio->m, res, mio->off))
 			s->bad |= 1ull << s->cur;
@@ -343,12 +345,133 @@ static void seg_read_done(struct raid_mio *mio, int res)
 	free(s);
 }
 
-/* Pick an untried readable copy, spreading reads over mirrors. */
+/*
+ * Mirror read balancing (raid1/raid10), in the spirit of md's read_balance:
+ * on spinning disks what matters is where each head is and which stream it
+ * serves, not an even count of requests.
+ *  - Reads are grouped into streams per mirror set (pool->rs): a read that
+ *    starts within RS_WINDOW of where a recent read on the same set ended
+ *    continues that stream.
+ *  - Several streams on one set: each sticks to its own copy (a new stream
+ *    takes the copy with the fewest streams), so two sequential readers on
+ *    one pool never make a head seek between them.
+ *  - A stream alone on its set alternates copies in RS_BAND pieces of member
+ *    space, so both disks of a mirror work on one stream (like a hardware
+ *    RAID controller reading both halves of a mirror; md's raid10 "far"
+ *    layout gets the same from its layout). Each disk skips the other's
+ *    band with one short seek instead of reading it.
+ *  - A read that starts no stream (random I/O) goes to the copy with the
+ *    fewest reads pending, then the nearest head.
+ * The pick is only a preference: a copy that is not readable is skipped and
+ * a failed read tries the others (seg_read_done).
+ */
+#define RS_WINDOW (8ull << 20)
+#define RS_BAND (4ull << 20)
+#define RS_ACTIVE_NS 500000000ull
+
+static void rs_lock(struct raid_pool *p)
+{
+	bool f = false;
+
+	while (!atomic_compare_exchange_weak(&p->rs_lock, &f, true))
+		f = false;
+}
+
+static void rs_unlock(struct raid_pool *p)
+{
+	atomic_store(&p->rs_lock, false);
+}
+
+static unsigned rs_pick(struct raid_pool *p, const struct raid_loc *loc, uint64_t len)
+{
+	unsigned nc = loc->ncopies, set = loc->dev[0], c, i, best = 0;
+	uint64_t moff = loc->moff[0], now = raid_mono_ns();
+	unsigned nstreams[RAID_MAX_SLOTS] = { 0 };
+	struct raid_rstream *st = NULL, *victim = NULL;
+	bool shared = false;
+
+	rs_lock(p);
+	for (i = 0; i < RAID_RSTREAMS; i++) {
+		struct raid_rstream *r = &p->rs[i];
+
+		if (r->used && r->set == set && moff + RS_WINDOW >= r->next &&
+		    moff <= r->next + RS_WINDOW && !st) {
+			st = r;
+			continue;
+		}
+		if (r->used && r->set == set && r->hits >= 2 && now - r->last_ns < RS_ACTIVE_NS) {
+			nstreams[r->copy % nc]++;
+			shared = true;
+		}
+		/* evict one-off reads first, then the least recently used */
+		if (!victim || !r->used ||
+		    (victim->used && (r->hits < 2) > (victim->hits < 2)) ||
+		    (victim->used && (r->hits < 2) == (victim->hits < 2) && r->last_ns < victim->last_ns))
+			victim = r;
+	}
+	if (st) {
+		st->hits++;
+		if (moff + len > st->next)
+			st->next = moff + len;
+		st->last_ns = now;
+		if (st->hits < 2 || shared)
+			c = st->copy;
+		else
+			c = (st->copy + (unsigned)(moff / RS_BAND)) % nc;
+		rs_unlock(p);
+		return c;
+	}
+	/* a new stream, or a random read */
+	for (c = 1; c < nc; c++) {
+		struct raid_member *mb = p->m[loc->dev[best]], *mc = p->m[loc->dev[c]];
+		unsigned pb, pc;
+		uint64_t db, dc;
+
+		if (!mc)
+			continue;
+		if (!mb) {
+			best = c;
+			continue;
+		}
+		if (nstreams[c] != nstreams[best]) {
+			if (nstreams[c] < nstreams[best])
+				best = c;
+			continue;
+		}
+		pb = atomic_load(&mb->rd_pending);
+		pc = atomic_load(&mc->rd_pending);
+		if (pc != pb) {
+			if (pc < pb)
+				best = c;
+			continue;
+		}
+		db = atomic_load(&mb->rd_head);
+		dc = atomic_load(&mc->rd_head);
+		db = db > loc->moff[best] ? db - loc->moff[best] : loc->moff[best] - db;
+		dc = dc > loc->moff[c] ? dc - loc->moff[c] : loc->moff[c] - dc;
+		if (dc < db)
+			best = c;
+	}
+	if (victim) {
+		victim->used = true;
+		victim->set = set;
+		victim->next = moff + len;
+		victim->last_ns = now;
+		victim->copy = best;
+		victim->hits = 0;
+	}
+	rs_unlock(p);
+	return best;
+}
+
+/* Pick an untried readable copy: the balanced choice first, then any. */
 static bool seg_issue_read(struct seg *s)
 {
 	struct raid_pool *p = s->rq->p;
-	unsigned nc = s->loc.ncopies, start = atomic_fetch_add(&p->rr, 1), k;
+	unsigned nc = s->loc.ncopies, start = 0, k;
 
+	if (!s->tried && nc > 1)
+		start = rs_pick(p, &s->loc, s->len);
 	for (k = 0; k < nc; k++) {
 		unsigned c = (start + k) % nc;
 		struct raid_member *m = p->m[s->loc.dev[c]];
@@ -360,6 +483,8 @@ static bool seg_issue_read(struct seg *s)
 		if (!m || !raid_member_readable(m, s->loc.moff[c] + s->len))
 			continue;
 		s->cur = c;
+		atomic_fetch_add(&m->rd_pending, 1);
+		atomic_store(&m->rd_head, s->loc.moff[c] + s->len);
 		mio->m = m;
 		mio->op = RAID_MIO_READ;
 		mio->buf = s->buf;
@@ -369,6 +494,7 @@ static bool seg_issue_read(struct seg *s)
 		mio->arg = s;
 		if (raid_mio_submit(s->rq->ctx, mio) == 0)
 			return true;
+		atomic_fetch_sub(&m->rd_pending, 1);
 	}
 	return false;
 }
@@ -440,8 +566,20 @@ static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
 	seg_write_issue(s);
 }
 
+static void seg_write_go(void *arg);
+
+/* The write-intent bits come first; when they are not durable yet the bitmap
+ * writer thread makes them so and seg_write_go continues on our ctx, so a
+ * reactor never sleeps in pwrite + fdatasync. */
 static void seg_write_issue(struct seg *s)
 {
+	if (raid_bm_start_async(s->rq->p, s->loc.moff[0], s->len, s->rq->ctx, seg_write_go, s))
+		seg_write_go(s);
+}
+
+static void seg_write_go(void *arg)
+{
+	struct seg *s = arg;
 	struct req *rq = s->rq;
 	struct raid_pool *p = rq->p;
 	struct raid_loc loc = s->loc;
@@ -450,7 +588,6 @@ static void seg_write_issue(struct seg *s)
 	unsigned c;
 
 	s->pending = 1;
-	raid_bm_start(p, loc.moff[0], len);
 	for (c = 0; c < loc.ncopies; c++) {
 		struct raid_member *m = p->m[loc.dev[c]];
 		struct raid_mio *mio = &s->mio[c];
@@ -866,17 +1003,29 @@ static void row_after_read(struct row *r)
 	row_writes(r);
 }
 
+static void row_writes_go(void *arg);
+
+/* As seg_write_issue: the bits first, without blocking the reactor. */
 static void row_writes(struct row *r)
 {
+	const struct raid_geom *g = &r->rq->p->g;
+
+	r->stage = ST_WRITE;
+	if (raid_bm_start_async(r->rq->p, r->row * g->chunk + r->lo, r->hi - r->lo, r->rq->ctx,
+				row_writes_go, r))
+		row_writes_go(r);
+}
+
+static void row_writes_go(void *arg)
+{
+	struct row *r = arg;
 	struct req *rq = r->rq;
 	struct raid_pool *p = rq->p;
 	const struct raid_geom *g = &p->g;
 	unsigned d, i;
 
-	r->stage = ST_WRITE;
 	r->err = false;
 	r->pending = 1;
-	raid_bm_start(p, r->row * g->chunk + r->lo, r->hi - r->lo);
 	for (d = 0; d < g->ndata; d++) {
 		unsigned dev = raid_geom_data_dev(g, r->row, d);
 

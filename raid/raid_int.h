@@ -216,6 +216,8 @@ struct raid_hdd {
 	struct raid_hdd_stream st[RAID_HDD_NSTREAM];
 	/* statistics (tests, tuning) */
 	uint64_t n_seek, n_switch, n_hit, n_ra_bytes;
+	uint64_t n_busy_ns, n_pos_ns;      /* head time in jobs, of which positioning */
+	uint64_t n_rd_jobs, n_drain_jobs;  /* jobs by kind (read-ahead: n_ra_bytes) */
 };
 /* hdd.c: a member I/O enters the model (after its real I/O was queued) */
 void raid_hdd_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
