@@ -174,7 +174,7 @@ static void fsync_done(struct raid_mio *mio, int res)
 		raid_member_fail(mio->m, res, "fsync failed");
 	if (--rq->pending)
 		return;
-	if (raid_pool_unusable(rq->p) > rq->p->g.npar)
+	if (raid_pool_beyond_redundancy(rq->p))
 		finish(rq, -EIO);
 	else
 		finish(rq, rq->result);
@@ -212,7 +212,7 @@ static void start_fsync(struct req *rq, uint64_t mask)
 	}
 	/* drop the guard */
 	if (--rq->pending == 0)
-		finish(rq, raid_pool_unusable(p) > p->g.npar ? -EIO : rq->result);
+		finish(rq, raid_pool_beyond_redundancy(p) ? -EIO : rq->result);
 }
 
 /* ---------------- raid0/1/10 segments ---------------- */

@@ -309,6 +309,8 @@ START_TEST(t02_raid10_one_per_pair)
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
 	fill(buf, 1u << 20, 2);
 	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 1u << 20, buf), 0);
+	/* SYNCHRONIZE CACHE and FUA must not report the pool lost either */
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_FLUSH, 0, 0, buf), 0);
 	raid_ioctx_destroy(ctx);
 	raid_pool_close(p);
 
