@@ -743,6 +743,10 @@ int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		static const char *const kv[][2] = {
 			{ "rbd_cache", "false" },
 			{ "rbd_discard_on_zeroed_write_same", "false" },
+			/* the caller's buffer stays untouched until its
+			 * callback (raid.h), so librbd may send it as is
+			 * instead of copying every write */
+			{ "rbd_disable_zero_copy_writes", "false" },
 			{ "client_mount_timeout", "20" },
 			{ "rados_mon_op_timeout", "30" },
 			{ "rados_osd_op_timeout", "60" },
