@@ -44,12 +44,18 @@ fi
 ceph_() { timeout 30 ceph --conf "$conf" --name client.admin "$@"; }
 
 # pid files are written by the daemons themselves (pid_file in ceph.conf)
-stop_daemon() {   # name
+term_daemon() {   # name: SIGTERM, no wait
+	local pf=$dir/run/$1.pid pid
+	[ -f "$pf" ] || return 0
+	pid=$(cat "$pf" 2>/dev/null)
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+	return 0
+}
+wait_daemon() {   # name: wait up to 10 s for it to end, then SIGKILL
 	local pf=$dir/run/$1.pid pid i
 	[ -f "$pf" ] || return 0
 	pid=$(cat "$pf" 2>/dev/null)
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid" 2>/dev/null
 		for i in $(seq 100); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
@@ -64,10 +70,14 @@ stop_daemon() {   # name
 }
 
 do_stop() {
-	# OSDs first: a monitor that goes first leaves them retrying for minutes
-	stop_daemon osd.0
-	stop_daemon mgr.x
-	stop_daemon mon.a
+	# OSD (and manager) before the monitor: an OSD whose monitor went
+	# first keeps retrying for minutes
+	term_daemon osd.0
+	term_daemon mgr.x
+	wait_daemon osd.0
+	wait_daemon mgr.x
+	term_daemon mon.a
+	wait_daemon mon.a
 	case $dir in
 	/|"") ;;
 	*) rm -rf "$dir" ;;
@@ -157,13 +167,19 @@ q() { "$@" > "$dir/log/setup.log" 2>&1 || fail "failed: $*: $(tail -3 "$dir/log/
 q ceph-authtool --create-keyring "$dir/mon.keyring" --gen-key -n mon. --cap mon 'allow *'
 q ceph-authtool --create-keyring "$dir/client.admin.keyring" --gen-key -n client.admin \
 	--cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *' --cap mds 'allow *'
-q ceph-authtool "$dir/mon.keyring" --import-keyring "$dir/client.admin.keyring"
+# every key is made here and given to the monitor at mkfs: no round trips to
+# it later (each `ceph` command costs about a second on a busy 2-core box)
+q ceph-authtool --create-keyring "$dir/mgr.x/keyring" --gen-key -n mgr.x \
+	--cap mon 'allow profile mgr' --cap osd 'allow *' --cap mds 'allow *'
+q ceph-authtool --create-keyring "$dir/client.rtgt.keyring" --gen-key -n client.rtgt \
+	--cap mon 'profile rbd' --cap osd 'profile rbd pool=rbd' --cap mgr 'profile rbd pool=rbd'
+for k in client.admin.keyring mgr.x/keyring client.rtgt.keyring; do
+	q ceph-authtool "$dir/mon.keyring" --import-keyring "$dir/$k"
+done
 q monmaptool --create --addv a "[v2:127.0.0.1:$port]" --fsid "$fsid" "$dir/monmap"
 q ceph-mon --conf "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/mon.keyring"
 q ceph-mon --conf "$conf" -i a
 
-q ceph_ auth get-or-create mgr.x mon 'allow profile mgr' osd 'allow *' mds 'allow *' \
-	-o "$dir/mgr.x/keyring"
 q ceph-mgr --conf "$conf" -i x
 
 osd_uuid=$(cat /proc/sys/kernel/random/uuid)
@@ -172,25 +188,26 @@ id=$(echo "{\"cephx_secret\": \"$osd_key\"}" | ceph_ osd new "$osd_uuid" -i - 2>
 	fail "ceph osd new: $(tail -3 "$dir/log/setup.log")"
 [ "$id" = 0 ] || fail "ceph osd new gave id '$id', expected 0"
 q ceph-authtool --create-keyring "$dir/osd.0/keyring" --name osd.0 --add-key "$osd_key"
+# the monitor takes the pool now; its PGs peer as soon as the OSD is up
+q ceph_ osd pool create rbd 8 8   # size 1 from osd_pool_default_size
 # --no-mon-config: mkfs must not wait for the monitor's config database
 q ceph-osd --conf "$conf" -i 0 --mkfs --osd-uuid "$osd_uuid" --no-mon-config
 q ceph-osd --conf "$conf" -i 0
 
-q ceph_ osd pool create rbd 8 8
-q ceph_ osd pool set rbd size 1 --yes-i-really-mean-it
 q timeout 60 rbd --conf "$conf" --name client.admin pool init rbd
-q ceph_ auth get-or-create client.rtgt mon 'profile rbd' osd 'profile rbd pool=rbd' \
-	mgr 'profile rbd pool=rbd' -o "$dir/client.rtgt.keyring"
 printf 'CEPH_CONF=%s\nCEPH_ARGS="--name client.admin"\n' "$conf" > "$dir/env"
 
 # HEALTH_OK can come before the PGs are active+clean: wait for both.
 deadline=$(( $(date +%s) + timeout_s ))
 while :; do
-	health=$(ceph_ health 2>/dev/null)
-	pgs=$(ceph_ pg stat 2>/dev/null)
-	if [[ $health == HEALTH_OK* ]] &&
-	   [[ $pgs =~ ^([0-9]+)\ pgs:\ ([0-9]+)\ active\+clean\; ]] &&
-	   [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]; then
+	# one command per poll: "status":"HEALTH_OK", "num_pgs":N and a
+	# single PG state "active+clean" with count N
+	st=$(ceph_ status -f json 2>/dev/null | tr -d ' \n')
+	health=$(grep -o '"health":{"status":"[A-Z_]*"' <<<"$st" | cut -d'"' -f6)
+	npgs=$(grep -o '"num_pgs":[0-9]*' <<<"$st" | head -1 | cut -d: -f2)
+	pgs=$(grep -o '"pgs_by_state":\[[^]]*\]' <<<"$st")
+	if [ "$health" = HEALTH_OK ] && [ -n "$npgs" ] && [ "$npgs" -gt 0 ] &&
+	   [ "$pgs" = "\"pgs_by_state\":[{\"state_name\":\"active+clean\",\"count\":$npgs}]" ]; then
 		break
 	fi
 	if [ "$(date +%s)" -ge "$deadline" ]; then
