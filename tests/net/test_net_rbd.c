@@ -16,6 +16,11 @@
  * 04 thick = false: the image is created thin (`rbd du` shows nothing used).
  * 05 libiscsi's conformance suite on an RBD-backed LUN
  *    (scripts/conformance.sh LEVEL=rbd on this cluster): 0 failures.
+ * 06 two nodes, one image: two rtgtd export the same image under the same
+ *    target name; both report the same NAA identity, data written through
+ *    either reads back through the other, and libiscsi's multipath Simple
+ *    and CompareAndWrite tests pass with one URL per node (its Reset test
+ *    needs cross-node unit attentions, which are not there yet).
  *
  * Without the Ceph packages (or built without librbd) the test prints
  * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
@@ -44,7 +49,7 @@ static char cluster_dir[128];        /* DIR of scripts/ceph-cluster.sh */
 static pid_t cluster_owner;
 static unsigned vol_seq;             /* fresh image names across test cases */
 
-static struct harness_daemon D;
+static struct harness_daemon D, D2;   /* D2: the second node of case 06 */
 static struct iscsi_context *C;
 
 /* ---- cluster ---- */
@@ -142,6 +147,7 @@ static void setup(void)
 {
 	ck_assert_int_eq(harness_init(&D), 0);
 	harness_fini_at_exit(&D);
+	memset(&D2, 0, sizeof(D2));
 	C = NULL;
 }
 
@@ -150,11 +156,13 @@ static void teardown(void)
 	harness_iscsi_logout(C);
 	C = NULL;
 	harness_fini(&D);
+	harness_fini(&D2);
 }
 
-static void write_conf(const char *vol, const char *size, const char *extra)
+static void write_conf_d(struct harness_daemon *d, const char *vol, const char *size,
+			 const char *extra)
 {
-	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+	ck_assert_int_eq(harness_write_file(d, "rtgt.conf",
 		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
 		"pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"%s/ceph.conf\";\n"
 		"            rbd_pool = \"rbd\"; ceph_id = \"rtgt\";\n"
@@ -163,7 +171,12 @@ static void write_conf(const char *vol, const char *size, const char *extra)
 		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
 		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"%s\"; } );\n"
 		"  allow = ( \"ALL\" ); } );\n",
-		cluster_dir, cluster_dir, extra ? extra : "", D.port, vol, size), 0);
+		cluster_dir, cluster_dir, extra ? extra : "", d->port, vol, size), 0);
+}
+
+static void write_conf(const char *vol, const char *size, const char *extra)
+{
+	write_conf_d(&D, vol, size, extra);
 }
 
 static void start(void)
@@ -176,15 +189,22 @@ static void start(void)
 	}
 }
 
-static void login(void)
+static struct iscsi_context *login_d(struct harness_daemon *d)
 {
 	struct harness_login o = { 0 };
+	struct iscsi_context *c;
 	char err[512];
 
-	C = harness_iscsi_login(D.port, &o, err, sizeof(err));
-	if (!C)
-		harness_dump_log(&D, stderr, 30);
-	ck_assert_msg(C != NULL, "login failed: %s", err);
+	c = harness_iscsi_login(d->port, &o, err, sizeof(err));
+	if (!c)
+		harness_dump_log(d, stderr, 30);
+	ck_assert_msg(c != NULL, "login failed: %s", err);
+	return c;
+}
+
+static void login(void)
+{
+	C = login_d(&D);
 }
 
 static void stop_expect_0(void)
@@ -455,6 +475,71 @@ START_TEST(t05_conformance)
 }
 END_TEST
 
+/* iscsi-test-cu @test with one URL per node; returns the passed count and
+ * fails on any failed test. */
+static int multipath_run(const char *test)
+{
+	char line[256], u1[256], u2[256];
+	int rc;
+
+	ck_assert_int_eq(harness_url(u1, sizeof(u1), D.port, HARNESS_TARGET, 0), 0);
+	ck_assert_int_eq(harness_url(u2, sizeof(u2), D2.port, HARNESS_TARGET, 0), 0);
+	rc = run_line(line, sizeof(line),
+		      "timeout 300 iscsi-test-cu -d -t '%s' %s %s > %s/mp.log 2>&1; "
+		      "grep -aE '^ +tests ' %s/mp.log | tail -1", test, u1, u2, D.dir, D.dir);
+	ck_assert_int_eq(rc, 0);
+	{
+		int total = -1, ran = -1, passed = -1, failed = -1;
+
+		ck_assert_msg(sscanf(line, " tests %d %d %d %d", &total, &ran, &passed,
+				     &failed) == 4, "%s: no summary (\"%s\")", test, line);
+		ck_assert_msg(failed == 0 && passed > 0, "%s across two nodes: %d passed, %d failed",
+			      test, passed, failed);
+		return passed;
+	}
+}
+
+START_TEST(t06_two_nodes)
+{
+	static uint8_t a[128 << 10], b[128 << 10];
+	struct iscsi_context *ca, *cb;
+	uint8_t naa_a[16], naa_b[16];
+	char vol[64];
+	int rc;
+
+	next_vol(vol, sizeof(vol));
+	ck_assert_int_eq(harness_init(&D2), 0);
+	harness_fini_at_exit(&D2);
+	write_conf(vol, "16M", NULL);
+	write_conf_d(&D2, vol, "16M", NULL);
+	start();
+	rc = harness_start(&D2);
+	if (rc)
+		harness_dump_log(&D2, stderr, 40);
+	ck_assert_msg(rc == 0, "second node did not start: %s", strerror(-rc));
+
+	C = ca = login_d(&D);
+	lun_naa(naa_a);
+	fill(a, sizeof(a), 6);
+	lun_write(2 << 20, a, sizeof(a), false);
+	cb = login_d(&D2);
+	C = cb;
+	lun_naa(naa_b);
+	ck_assert_msg(memcmp(naa_a, naa_b, 16) == 0, "the two nodes report different NAA ids");
+	lun_expect(2 << 20, a, sizeof(a));
+	fill(b, sizeof(b), 7);
+	lun_write(7 << 20, b, sizeof(b), true);
+	C = ca;
+	lun_expect(7 << 20, b, sizeof(b));
+	harness_iscsi_logout(cb);
+
+	ck_assert_int_ge(multipath_run("ALL.MultipathIO.Simple"), 1);
+	ck_assert_int_ge(multipath_run("ALL.MultipathIO.CompareAndWrite*"), 2);
+	stop_expect_0();
+	ck_assert_int_eq(harness_stop(&D2), 0);
+}
+END_TEST
+
 static Suite *rbd_suite(void)
 {
 	Suite *s = suite_create("net_rbd");
@@ -464,6 +549,7 @@ static Suite *rbd_suite(void)
 		{ "03_persistence", t03_persistence, 180 },
 		{ "04_thin", t04_thin, 120 },
 		{ "05_conformance", t05_conformance, 1800 },
+		{ "06_two_nodes", t06_two_nodes, 600 },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
