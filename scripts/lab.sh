@@ -53,8 +53,14 @@ OUT/results.md, OUT/results.json and OUT/results.png.
   --hdd M:S:R          HDD model of every member (default 260:8.5:7200)
   --no-hdd             no HDD model: members run at memory speed
   --keep-logs          copy rtgtd logs into OUT/logs
-  --calibrate-only     build the links, measure them with a memory-backed
-                       target, print the figures and stop (no results files)
+  --calibrate-only     build the links, measure them (raw TCP with
+                       scripts/lab/tcprate.py, then a memory-backed target),
+                       print the figures and stop (no results files)
+  --only LIST          run only these pools, comma separated: raid5, raid6,
+                       raid10, 2xraid1 (default: all)
+  --tbf-latency MS     tbf queue limit as a delay (default 2 ms: a deep queue only adds
+                       round-trip time to every R2T of a write)
+  --tbf-burst BYTES    tbf bucket (default: 1 ms of the rate, >= 64 KiB)
   --help               this text
 
 SIZE takes K, M, G suffixes (powers of 1024). Exit status: 0 when every run
@@ -101,6 +107,9 @@ SPAN=
 HDD=260:8.5:7200
 KEEP_LOGS=0
 CAL_ONLY=0
+ONLY=raid5,raid6,raid10,2xraid1
+TBF_LAT=2
+TBF_BURST=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--links) [ $# -ge 2 ] || bad_usage "--links needs 1 or 2"; LINKS=$2; shift 2 ;;
@@ -115,6 +124,9 @@ while [ $# -gt 0 ]; do
 	--no-hdd) HDD=; shift ;;
 	--keep-logs) KEEP_LOGS=1; shift ;;
 	--calibrate-only) CAL_ONLY=1; shift ;;
+	--only) [ $# -ge 2 ] || bad_usage "--only needs a list"; ONLY=$2; shift 2 ;;
+	--tbf-latency) [ $# -ge 2 ] || bad_usage "--tbf-latency needs ms"; TBF_LAT=$2; shift 2 ;;
+	--tbf-burst) [ $# -ge 2 ] || bad_usage "--tbf-burst needs bytes"; TBF_BURST=$2; shift 2 ;;
 	--help|-h) usage; exit 0 ;;
 	*) bad_usage "unknown argument '$1'" ;;
 	esac
@@ -127,6 +139,14 @@ else
 	: "${TIME:=10}" "${MEMBER_SIZE:=16G}" "${SPAN:=1G}"
 fi
 WARM_TIME=2
+for o in ${ONLY//,/ }; do
+	case $o in raid5|raid6|raid10|2xraid1) ;; *) bad_usage "--only: unknown pool '$o' (raid5, raid6, raid10, 2xraid1)" ;; esac
+done
+want() { [[ ",$ONLY," == *",$1,"* ]]; }
+[[ $TBF_LAT =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v l="$TBF_LAT" 'BEGIN { exit !(l >= 0.1 && l <= 1000) }' ||
+	bad_usage "--tbf-latency must be 0.1..1000 ms, not '$TBF_LAT'"
+[ -z "$TBF_BURST" ] || { [[ $TBF_BURST =~ ^[0-9]+$ ]] && [ "$TBF_BURST" -ge 16384 ]; } ||
+	bad_usage "--tbf-burst must be bytes >= 16384, not '$TBF_BURST'"
 [[ $TIME =~ ^[0-9]+$ ]] && [ "$TIME" -ge 1 ] && [ "$TIME" -le 3600 ] ||
 	bad_usage "--time must be 1..3600 seconds, not '$TIME'"
 member_b=$(to_bytes "$MEMBER_SIZE")
@@ -227,11 +247,11 @@ members_dir=$(mktemp -d "$DIR/rtgt-lab-members.XXXXXX") || die "cannot create a 
 # ---------------------------------------------------------------- network
 # burst: 1 ms worth of the rate (>= 64 KiB) so one GSO segment always fits
 # and TCP is not starved between token refills; latency caps the queue.
-BURST=$(awk -v b="$RATE_BPS" 'BEGIN { x = int(b / 8 / 1000); if (x < 65536) x = 65536; print x }')
+BURST=${TBF_BURST:-$(awk -v b="$RATE_BPS" 'BEGIN { x = int(b / 8 / 1000); if (x < 65536) x = 65536; print x }')}
 shape() {   # dev [netns]
 	local cmd=(tc)
 	[ $# -ge 2 ] && cmd=(ip netns exec "$2" tc)
-	"${cmd[@]}" qdisc replace dev "$1" root tbf rate "$RATE_BPS"bit burst "$BURST" latency 5ms
+	"${cmd[@]}" qdisc replace dev "$1" root tbf rate "$RATE_BPS"bit burst "$BURST" latency "${TBF_LAT}ms"
 }
 link_up() {   # n client-dev nas-dev client-ip nas-ip
 	ip link add "$2" type veth peer name "$3" || return 1
@@ -411,8 +431,23 @@ t_start=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 note "members: 4 x $MEMBER_SIZE sparse in $members_dir, span $SPAN, $TIME s per run, hdd ${HDD:-none}"
 
-# ---- link calibration: memory-backed RAID0 (no HDD model), 1 MiB qd 8
+# ---- link calibration: raw TCP, then memory-backed RAID0 (no HDD model), 1 MiB qd 8
 cal_time=$(( TIME < 5 ? TIME : 5 ))
+RAW_W='' RAW_R=''
+TCPRATE=$ROOT/scripts/lab/tcprate.py
+if command -v python3 >/dev/null && [ -f "$TCPRATE" ]; then
+	# one TCP stream over link 1, client -> NAS (what a write sends) and
+	# NAS -> client (a read); the sink/source runs inside the namespace
+	ip netns exec "$NS" python3 "$TCPRATE" serve "$NAS1" 5201 > "$work/tcprate.log" 2>&1 &
+	raw_pid=$!
+	for _ in $(seq 50); do (exec 3<>"/dev/tcp/$NAS1/5201") 2>/dev/null && break; sleep 0.1; done
+	RAW_W=$(timeout $((cal_time + 20)) python3 "$TCPRATE" run "$NAS1" 5201 "$cal_time" send 2>>"$work/tcprate.log")
+	RAW_R=$(timeout $((cal_time + 20)) python3 "$TCPRATE" run "$NAS1" 5201 "$cal_time" recv 2>>"$work/tcprate.log")
+	kill "$raw_pid" 2>/dev/null; wait "$raw_pid" 2>/dev/null
+	note "raw TCP over link 1 (one stream, $cal_time s): client->NAS ${RAW_W:-?} MB/s, NAS->client ${RAW_R:-?} MB/s"
+else
+	note "python3 or $TCPRATE missing: no raw TCP figure"
+fi
 {
 	conf_daemon
 	printf 'pools = (\n'; conf_pool mem raid0 0 c0 c1; printf '\n);\n'
@@ -449,6 +484,7 @@ fi
 
 # ---- RAID5 / RAID6 / RAID10, one pool of four members: one volume per link
 for level in raid5 raid6 raid10; do
+	want "$level" || continue
 	{
 		conf_daemon
 		printf 'pools = (\n'; conf_pool nas "$level" 1 d0 d1 d2 d3; printf '\n);\n'
@@ -476,7 +512,7 @@ for level in raid5 raid6 raid10; do
 done
 
 # ---- 2 x RAID1, one target per pool and link
-if [ "$LINKS" -eq 2 ]; then
+if [ "$LINKS" -eq 2 ] && want 2xraid1; then
 	{
 		conf_daemon
 		printf 'pools = (\n'
@@ -599,13 +635,14 @@ shares_txt() {   # cfg -> "w 50/50, r 49/51, rand 50/50" for multi-session confi
 	echo
 	echo "Command: \`scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}\`  "
 	echo "rtgt $GIT_REV on $HOSTNOTE, $(date -u '+%Y-%m-%d %H:%M UTC'), $t_total s in all; load average $LOAD_START at the start, $LOAD_END at the end (other work on the machine skews the figures).  "
-	echo "Links: $LINKS x veth, tc tbf $RATE each direction. Members: 4 x $MEMBER_SIZE sparse files in $DIR, direct_io = false, HDD model ${HDD:-off} (mbps:seek_ms:rpm), active in this build: **$HDD_ACTIVE**${HDD_PROBE_MS:+ (4K random read p50 $HDD_PROBE_MS ms)}.  "
+	echo "Links: $LINKS x veth, tc tbf $RATE each direction (burst $BURST B, latency $TBF_LAT ms). Members: 4 x $MEMBER_SIZE sparse files in $DIR, direct_io = false, HDD model ${HDD:-off} (mbps:seek_ms:rpm), active in this build: **$HDD_ACTIVE**${HDD_PROBE_MS:+ (4K random read p50 $HDD_PROBE_MS ms)}.  "
 	echo "Runs: $TIME s each; sequential runs 1 MiB qd 8 per session over the first $SPAN of each LUN (reads over what the write covered); random runs 4 KiB 70% read qd 32 per session over the whole LUN."
 	echo
 	echo "Link calibration (memory-backed RAID0, no HDD model; the ceiling of the shaped links plus the target):"
 	echo
 	echo "| path | seq write MB/s | seq read MB/s |"
 	echo "|---|---|---|"
+	echo "| link 1, raw TCP (one stream, no iSCSI) | $(num "$RAW_W") | $(num "$RAW_R") |"
 	echo "| link 1 | $(num "${R_MBPS[cal1|seqwrite]:-}") | $(num "${R_MBPS[cal1|seqread]:-}") |"
 	[ "$LINKS" -eq 2 ] && echo "| links 1+2 together | $(num "${R_MBPS[cal2|seqwrite]:-}") | $(num "${R_MBPS[cal2|seqread]:-}") |"
 	echo
@@ -645,8 +682,8 @@ jarr() { local s=$1; [ -n "${s// }" ] || { printf '[]'; return; }; printf '[%s]'
 {
 	printf '{"lab":{"command":%s,"rev":%s,"date":%s,"seconds":%s,' "$(jstr "scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}")" \
 		"$(jstr "$GIT_REV")" "$(jstr "$(date -u +%FT%TZ)")" "$t_total"
-	printf '"links":%s,"rate":%s,"rate_bps":%s,"tbf_burst":%s,"quick":%s,"time":%s,' "$LINKS" \
-		"$(jstr "$RATE")" "$RATE_BPS" "$BURST" "$([ "$QUICK" -eq 1 ] && echo true || echo false)" "$TIME"
+	printf '"links":%s,"rate":%s,"rate_bps":%s,"tbf_burst":%s,"tbf_latency_ms":%s,"quick":%s,"time":%s,' "$LINKS" \
+		"$(jstr "$RATE")" "$RATE_BPS" "$BURST" "$TBF_LAT" "$([ "$QUICK" -eq 1 ] && echo true || echo false)" "$TIME"
 	printf '"loadavg_start":%s,"loadavg_end":%s,' "$(jstr "$LOAD_START")" "$(jstr "$LOAD_END")"
 	printf '"members":4,"member_bytes":%s,"member_dir":%s,"span_bytes":%s,' "$member_b" "$(jstr "$DIR")" "$span_b"
 	if [ -n "$HDD" ]; then
@@ -655,7 +692,8 @@ jarr() { local s=$1; [ -n "${s// }" ] || { printf '[]'; return; }; printf '[%s]'
 		printf '"hdd":null,'
 	fi
 	printf '"hdd_active":%s,"hdd_probe_p50_ms":%s,' "$(jstr "$HDD_ACTIVE")" "$(jnum "$HDD_PROBE_MS")"
-	printf '"calibration":{"link1":{"write_mbps":%s,"read_mbps":%s}' \
+	printf '"calibration":{"raw_tcp_link1":{"to_nas_mbps":%s,"from_nas_mbps":%s},' "$(jnum "$RAW_W")" "$(jnum "$RAW_R")"
+	printf '"link1":{"write_mbps":%s,"read_mbps":%s}' \
 		"$(jnum "${R_MBPS[cal1|seqwrite]:-}")" "$(jnum "${R_MBPS[cal1|seqread]:-}")"
 	[ "$LINKS" -eq 2 ] && printf ',"links12":{"write_mbps":%s,"read_mbps":%s}' \
 		"$(jnum "${R_MBPS[cal2|seqwrite]:-}")" "$(jnum "${R_MBPS[cal2|seqread]:-}")"
