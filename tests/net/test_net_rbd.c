@@ -21,6 +21,9 @@
  *    either reads back through the other, and libiscsi's multipath Simple
  *    and CompareAndWrite tests pass with one URL per node (its Reset test
  *    needs cross-node unit attentions, which are not there yet).
+ * 07 start-up failures are clear and bounded: a Ceph pool that does not
+ *    exist, and a monitor nobody answers at (rtgtd gives up after the
+ *    20 s mount timeout), each exit 1 with one line naming the problem.
  *
  * Without the Ceph packages (or built without librbd) the test prints
  * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
@@ -540,6 +543,46 @@ START_TEST(t06_two_nodes)
 }
 END_TEST
 
+START_TEST(t07_bad_cluster)
+{
+	uint16_t dead;
+	time_t t0;
+
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 1; control = \"rtgtd.sock\"; };\n"
+		"pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"%s/ceph.conf\";\n"
+		"            rbd_pool = \"nosuch\"; ceph_id = \"rtgt\";\n"
+		"            keyring = \"%s/client.rtgt.keyring\"; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+		"  luns = ( { lun = 0; pool = \"c\"; volume = \"v\"; size = \"16M\"; } ); } );\n",
+		cluster_dir, cluster_dir, D.port), 0);
+	ck_assert_int_eq(harness_start(&D), -ECHILD);
+	ck_assert_int_eq(D.last_status, 1);
+	ck_assert_msg(log_has("Ceph pool \"nosuch\": does not exist"), "no clear missing-pool line");
+
+	/* a ceph.conf whose monitor address nobody listens on */
+	ck_assert_int_eq(harness_free_port(&dead), 0);
+	ck_assert_int_eq(harness_write_file(&D, "dead.conf",
+		"[global]\nmon_host = [v2:127.0.0.1:%u]\nauth_client_required = cephx\n", dead), 0);
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 1; control = \"rtgtd.sock\"; };\n"
+		"pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"dead.conf\";\n"
+		"            rbd_pool = \"rbd\"; ceph_id = \"rtgt\";\n"
+		"            keyring = \"%s/client.rtgt.keyring\"; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+		"  luns = ( { lun = 0; pool = \"c\"; volume = \"v\"; size = \"16M\"; } ); } );\n",
+		cluster_dir, D.port), 0);
+	t0 = time(NULL);
+	ck_assert_int_eq(harness_start(&D), -ECHILD);
+	ck_assert_int_eq(D.last_status, 1);
+	ck_assert_msg(log_has("cannot connect to the Ceph cluster"), "no clear connection line");
+	ck_assert_msg(time(NULL) - t0 < 29, "gave up only after %lld s",
+		      (long long)(time(NULL) - t0));
+}
+END_TEST
+
 static Suite *rbd_suite(void)
 {
 	Suite *s = suite_create("net_rbd");
@@ -550,6 +593,7 @@ static Suite *rbd_suite(void)
 		{ "04_thin", t04_thin, 120 },
 		{ "05_conformance", t05_conformance, 1800 },
 		{ "06_two_nodes", t06_two_nodes, 600 },
+		{ "07_bad_cluster", t07_bad_cluster, 120 },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
