@@ -48,6 +48,7 @@
 #define OBJ        (4u << 20)       /* librbd's object size (raid/rbd.c) */
 #define VOL_BYTES  (16u << 20)
 
+static char cluster_base[64];        /* mkdtemp dir holding cluster_dir */
 static char cluster_dir[128];        /* DIR of scripts/ceph-cluster.sh */
 static pid_t cluster_owner;
 static unsigned vol_seq;             /* fresh image names across test cases */
@@ -64,15 +65,14 @@ static void cluster_stop(void)
 
 	if (getpid() != cluster_owner || !cluster_dir[0])
 		return;
-	harness_run(argv, err, sizeof(err), 60000);
-	rmdir(cluster_dir);
+	harness_run(argv, err, sizeof(err), 60000);   /* removes cluster_dir */
+	rmdir(cluster_base);
 	cluster_dir[0] = '\0';
 }
 
 /* 0 when running, > 0 to skip (reason in @why), < 0 on failure. */
 static int cluster_start(char *why, size_t whylen)
 {
-	char base[] = "/tmp/rtgt-rbd.XXXXXX";
 	char *argv[] = { "scripts/ceph-cluster.sh", "start", cluster_dir, NULL };
 	char err[4096];
 	int rc;
@@ -87,9 +87,10 @@ static int cluster_start(char *why, size_t whylen)
 			 "ceph-mgr ceph-osd ceph-common)");
 		return 1;
 	}
-	if (!mkdtemp(base))
+	snprintf(cluster_base, sizeof(cluster_base), "/tmp/rtgt-rbd.XXXXXX");
+	if (!mkdtemp(cluster_base))
 		return -errno;
-	snprintf(cluster_dir, sizeof(cluster_dir), "%s/ceph", base);
+	snprintf(cluster_dir, sizeof(cluster_dir), "%s/ceph", cluster_base);
 	cluster_owner = getpid();
 	atexit(cluster_stop);
 	rc = harness_run(argv, err, sizeof(err), 180000);
