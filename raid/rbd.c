@@ -49,7 +49,7 @@
 
 #include "raid/rbd_int.h"
 
-#if __has_include(<rbd/librbd.h>)
+#if __has_include(<rbd/librbd.h>) && !defined(RTGT_NO_RBD)   /* RTGT_NO_RBD: build the stub */
 #define RTGT_HAVE_RBD 1
 #include <rados/librados.h>
 #include <rbd/librbd.h>
