@@ -91,6 +91,8 @@ enum { CTX = 0, VOL = 1, CAW = 2 };         /* io->rpriv[] slots */
 struct caw {
 	rados_write_op_t op;      /* single-object path; NULL otherwise */
 	int prval;                /* cmpext result */
+	unsigned creating;        /* single-object path, object absent: create
+	                           * attempts so far (exclusive create + write) */
 	struct raid_lk lk;        /* two-object path */
 	bool locked;
 	uint8_t *tmp;             /* two-object path: what the range holds */
@@ -192,8 +194,12 @@ static int start_op(struct raid_io *io)
 	return rc;
 }
 
-/* Compare-and-write inside one object: cmpext + write in one RADOS op. */
-static int caw_rados(struct raid_io *io, struct caw *cw)
+/* Compare-and-write inside one object: cmpext + write in one RADOS op.
+ * With @create (the object did not exist, and the data to compare is all
+ * zeros, which is what a thin image reads there): create the object
+ * exclusively + write, so a concurrent first write elsewhere in the same
+ * object makes this fail with -EEXIST and the cmpext path runs again. */
+static int caw_rados_op(struct raid_io *io, struct caw *cw, bool create)
 {
 	struct rbd_vol *rv = io->rpriv[VOL];
 	struct rbd_pool *rp = (struct rbd_pool *)rv->v.pool;
@@ -203,10 +209,15 @@ static int caw_rados(struct raid_io *io, struct caw *cw)
 	int rc;
 
 	snprintf(oid, sizeof(oid), "%s.%016" PRIx64, rv->prefix, objno);
+	if (cw->op)
+		rados_release_write_op(cw->op);
 	cw->op = rados_create_write_op();
 	if (!cw->op)
 		return -ENOMEM;
-	rados_write_op_cmpext(cw->op, (const char *)io->buf, io->len, ooff, &cw->prval);
+	if (create)
+		rados_write_op_create(cw->op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	else
+		rados_write_op_cmpext(cw->op, (const char *)io->buf, io->len, ooff, &cw->prval);
 	rados_write_op_write(cw->op, (const char *)io->buf + io->len, io->len, ooff);
 	rc = rados_aio_create_completion2(io, on_rados_complete, &c);
 	if (rc < 0)
@@ -254,7 +265,7 @@ static int caw_start(struct raid_io *io)
 		return -ENOMEM;
 	io->rpriv[CAW] = cw;
 	if (io->off / rv->obj_bytes == (io->off + io->len - 1) / rv->obj_bytes)
-		return caw_rados(io, cw);
+		return caw_rados_op(io, cw, false);
 	cw->tmp = malloc(io->len);
 	if (!cw->tmp)
 		return -ENOMEM;
@@ -335,6 +346,29 @@ static void step(void *arg)
 	if (!io_check(io))
 		LOG_ERR(RAID_MOD, "rbd: request in an impossible state (phase %" PRIu64 ")",
 			io->rpriv_u[PHASE]);
+	if (io->rpriv_u[PHASE] == PH_MAIN && io->op == RAID_OP_COMPARE_WRITE &&
+	    (ret == -ENOENT || ret == -EEXIST)) {
+		struct caw *cw = io->rpriv[CAW];
+		uint64_t i;
+
+		/* -ENOENT: no object yet (thin image): it reads as zeros;
+		 * -EEXIST: it appeared between our two attempts: compare again */
+		if (ret == -ENOENT) {
+			for (i = 0; i < io->len && !io->buf[i]; i++)
+				;
+			if (i < io->len) {
+				io->miscompare_off = i;
+				finish(io, -EILSEQ);
+				return;
+			}
+		}
+		if (cw->creating++ < 8) {
+			rc = caw_rados_op(io, cw, ret == -ENOENT);
+			if (rc == 0)
+				return;
+			ret = rc;
+		}
+	}
 	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ) {
 		struct caw *cw = io->rpriv[CAW];
 		struct rbd_vol *rv = io->rpriv[VOL];

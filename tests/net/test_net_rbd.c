@@ -13,7 +13,9 @@
  *    and not (MISCOMPARE, data unchanged).
  * 03 persistence: data written before SIGTERM, and before SIGKILL, reads back
  *    after a restart.
- * 04 thick = false: the image is created thin (`rbd du` shows nothing used).
+ * 04 thick = false: the image is created thin (`rbd du` shows nothing used);
+ *    COMPARE AND WRITE where no RADOS object exists yet and past the end of
+ *    a short one compares against zeros.
  * 05 libiscsi's conformance suite on an RBD-backed LUN
  *    (scripts/conformance.sh LEVEL=rbd on this cluster): 0 failures.
  * 06 two nodes, one image: two rtgtd export the same image under the same
@@ -454,6 +456,38 @@ START_TEST(t04_thin)
 	start();
 	ck_assert_msg(!log_has("writing out"), "a thin volume was provisioned");
 	ck_assert_int_eq(image_used(vol), 0);
+
+	/* COMPARE AND WRITE where no object exists yet (reads as zeros), and
+	 * beyond the end of an object that exists but is shorter */
+	login();
+	{
+		static uint8_t cw[2 * 4096], z[4096];
+		const uint64_t offs[] = { 0, 1 << 20, 6 << 20 };
+		struct scsi_task *t;
+
+		for (unsigned k = 0; k < 3; k++) {
+			memset(cw, 0, 4096);
+			cw[100] = 1;
+			fill(cw + 4096, 4096, 30 + k);
+			t = iscsi_compareandwrite_sync(C, 0, offs[k] / 512, cw, sizeof(cw), 512, 0, 0,
+						       0, 0, 0);
+			ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+				      t->sense.key == SCSI_SENSE_MISCOMPARE,
+				      "thin COMPARE AND WRITE at %llu against non-zero data did not miscompare",
+				      (unsigned long long)offs[k]);
+			ck_assert_int_eq(sense_info(t), 100);
+			scsi_free_scsi_task(t);
+			lun_expect(offs[k], z, 4096);
+			cw[100] = 0;
+			t = iscsi_compareandwrite_sync(C, 0, offs[k] / 512, cw, sizeof(cw), 512, 0, 0,
+						       0, 0, 0);
+			ck_assert_msg(t && t->status == SCSI_STATUS_GOOD,
+				      "thin COMPARE AND WRITE at %llu against zeros failed",
+				      (unsigned long long)offs[k]);
+			scsi_free_scsi_task(t);
+			lun_expect(offs[k], cw + 4096, 4096);
+		}
+	}
 	stop_expect_0();
 }
 END_TEST
