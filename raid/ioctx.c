@@ -266,6 +266,7 @@ int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
 	mio->next = NULL;
 	mio->hdd_done_ns = 0;
 	mio->hdd_wait = false;
+	mio->t_sub_ns = raid_lat_now_ns();
 	mio->fd = m->fd;
 	if (mio->fd < 0)
 		return -ENODEV;
@@ -320,6 +321,8 @@ static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 			}
 			res = 0;
 			raid_io_account(mio->m, mio->op == RAID_MIO_WRITE, mio->len);
+			raid_member_lat(mio->m, mio->op == RAID_MIO_WRITE,
+					raid_lat_now_ns() - mio->t_sub_ns);
 		}
 	}
 	if (mio->bounce) {

@@ -39,6 +39,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "raid/raid_int.h"
@@ -1033,6 +1034,10 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		mi->write_bytes = atomic_load(&m->wr_bytes);
 		mi->read_ops = atomic_load(&m->rd_ops);
 		mi->write_ops = atomic_load(&m->wr_ops);
+		mi->read_lat_p50_us = raid_lat_pct_us(m->lat_hist[0], 50);
+		mi->read_lat_p99_us = raid_lat_pct_us(m->lat_hist[0], 99);
+		mi->write_lat_p50_us = raid_lat_pct_us(m->lat_hist[1], 50);
+		mi->write_lat_p99_us = raid_lat_pct_us(m->lat_hist[1], 99);
 		if (st == RAID_M_REBUILDING && p->g.member_bytes)
 			out->rebuild_progress = (double)atomic_load(&m->rebuild_pos) /
 						(double)p->g.member_bytes;
@@ -1059,6 +1064,52 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	}
 	pthread_mutex_unlock(&p->meta_mu);
 	return 0;
+}
+
+uint64_t raid_lat_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void raid_member_lat(struct raid_member *m, bool write, uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned b = 0;
+
+	/* bucket b holds [2^(b-1), 2^b) us; bucket 0 is "under 1 us" */
+	while (us && b < RAID_LAT_BUCKETS - 1) {
+		us >>= 1;
+		b++;
+	}
+	atomic_fetch_add_explicit(&m->lat_hist[write][b], 1, memory_order_relaxed);
+}
+
+uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct)
+{
+	uint64_t snap[RAID_LAT_BUCKETS], total = 0, need, acc = 0;
+	unsigned b;
+
+	for (b = 0; b < RAID_LAT_BUCKETS; b++) {
+		snap[b] = atomic_load_explicit(&hist[b], memory_order_relaxed);
+		total += snap[b];
+	}
+	if (!total)
+		return 0;
+	/* the smallest bucket with at least pct% of the I/Os at or below it */
+	need = (total * pct + 99) / 100;
+	if (!need)
+		need = 1;
+	for (b = 0; b < RAID_LAT_BUCKETS; b++) {
+		acc += snap[b];
+		if (acc >= need)
+			break;
+	}
+	if (b >= RAID_LAT_BUCKETS)
+		b = RAID_LAT_BUCKETS - 1;
+	return 1ull << b;
 }
 
 static struct raid_member *find_member(struct raid_pool *p, const char *member)

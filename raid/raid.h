@@ -107,6 +107,10 @@ struct raid_member_info {
 	char path[256];        /* as configured */
 	const char *state;     /* "active" | "faulty" | "spare" | "rebuilding" | "missing" */
 	uint64_t read_bytes, write_bytes, read_ops, write_ops;
+	/* member I/O latency, submission to completion of the real I/O, in
+	 * microseconds: upper bound of the log2 bucket holding the percentile
+	 * (0 when no I/O of that kind completed yet) */
+	uint64_t read_lat_p50_us, read_lat_p99_us, write_lat_p50_us, write_lat_p99_us;
 };
 
 struct raid_pool_info {
@@ -131,5 +135,12 @@ const char *raid_pool_name(const struct raid_pool *pool);
 int raid_pool_fail(struct raid_pool *pool, const char *member);
 int raid_pool_add_spare(struct raid_pool *pool, const char *path);
 int raid_pool_scrub(struct raid_pool *pool, bool repair);
+/* Detach a faulty (or missing) member or a spare, @member as for
+ * raid_pool_fail: the superblocks of the others record its slot as empty
+ * (a raid disk's slot waits for a spare, a spare's slot is freed) and its
+ * file is closed but left as it is. -EBUSY: active or rebuilding (fail it
+ * first); -ENOENT: no such member; -EALREADY: slot already empty;
+ * -EOPNOTSUPP: rbd pool. */
+int raid_pool_remove(struct raid_pool *pool, const char *member);
 
 #endif

@@ -44,6 +44,8 @@ enum raid_mstate {
 	RAID_M_REBUILDING = 4,
 	RAID_M_MISSING = 5,       /* runtime only: configured, not found */
 };
+/* RAID_M_EMPTY in a slot < n_members: the member was removed (rtgtctl
+ * remove) and the slot waits for a spare; past n_members: a free slot. */
 const char *raid_mstate_name(int st);
 
 /* ---- geometry (geom.c): pure functions, no I/O ---- */
@@ -181,6 +183,7 @@ struct raid_mio {
 	uint64_t hdd_arr_ns;       /* when it reached the modelled disk */
 	struct raid_ioctx *hdd_ctx; /* submitting ctx: callbacks run there */
 	struct raid_mio *hdd_next; /* member's modelled queue */
+	uint64_t t_sub_ns;        /* CLOCK_MONOTONIC at submission (latency) */
 };
 
 enum { RAID_HDD_REAL = 1u, RAID_HDD_MODEL = 2u, RAID_HDD_HOLD = 4u };
@@ -357,6 +360,7 @@ void raid_bm_clear_idle(struct raid_pool *p, bool force);
 bool raid_bm_check(struct raid_pool *p);
 
 /* ---- pool, members, volumes (pool.c, vol.c) ---- */
+#define RAID_LAT_BUCKETS 32u      /* up to 2^31 us (~36 min): the last one is open-ended */
 struct raid_member {
 	struct raid_pool *pool;
 	char path[256];           /* as configured */
@@ -382,6 +386,10 @@ struct raid_member {
 	 * where the last one ended (the head, as far as the pool knows) */
 	_Atomic unsigned rd_pending;
 	_Atomic uint64_t rd_head;
+	/* latency histogram (pool.c, raid_member_lat): [0] reads, [1] writes;
+	 * bucket b counts I/Os of [2^(b-1), 2^b) microseconds. Atomic: several
+	 * reactor threads complete I/O on one member. */
+	_Atomic uint64_t lat_hist[2][RAID_LAT_BUCKETS];
 };
 
 struct raid_vol {
@@ -481,5 +489,12 @@ int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t mi
 int raid_pool_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_io *io,
 			  uint64_t min_age_ms);
 void raid_io_account(struct raid_member *m, bool write, uint64_t len);
+/* pool.c: CLOCK_MONOTONIC in ns, and one member I/O's latency into its
+ * histogram (thread-safe). */
+uint64_t raid_lat_now_ns(void);
+void raid_member_lat(struct raid_member *m, bool write, uint64_t ns);
+/* pool.c: percentile @pct (0..100) of a histogram, in microseconds (the
+ * upper bound of its bucket); 0 for an empty histogram. */
+uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct);
 
 #endif
