@@ -274,7 +274,7 @@ void raid_member_fail(struct raid_member *m, int err, const char *why)
 
 	pthread_mutex_lock(&p->meta_mu);
 	st = atomic_load(&m->state);
-	if (st == RAID_M_FAULTY || st == RAID_M_MISSING) {
+	if (st == RAID_M_FAULTY || st == RAID_M_MISSING || st == RAID_M_EMPTY) {
 		pthread_mutex_unlock(&p->meta_mu);
 		return;
 	}
@@ -632,7 +632,19 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		    !slot_state_usable(st)) {
 			bool replaced = c->sb.slot < ref->n_slots &&
 					memcmp(ref->slots[c->sb.slot].uuid, c->sb.member_uuid, 16);
+			/* rtgtctl remove empties the slot or, past the raid
+			 * disks, frees it (then a new spare may reuse it) */
+			bool removed = c->sb.slot >= ref->n_slots ||
+				       (!replaced && st == RAID_M_EMPTY) ||
+				       (replaced && c->sb.slot >= ref->n_members);
 
+			if (removed) {
+				LOG_WARN(RAID_MOD, "pool %s: member %s (%s) was removed from the pool (event counter %llu, pool at %llu): not used; it may be taken out of the configuration",
+					 cp->name, m->path, cand_where(c, w, sizeof(w)),
+					 (unsigned long long)c->sb.events,
+					 (unsigned long long)ref->events);
+				continue;
+			}
 			/* a known-failed member: never used again (md) */
 			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) is stale (event counter %llu, pool at %llu; the pool recorded it as %s): not used",
 				cp->name, m->path, cand_where(c, w, sizeof(w)),
@@ -690,6 +702,7 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		struct raid_member *m;
 		bool was_up = ref->slots[i].state == RAID_M_ACTIVE ||
 			      ref->slots[i].state == RAID_M_REBUILDING;
+		bool empty = ref->slots[i].state == RAID_M_EMPTY;
 
 		if (p->m[i])
 			continue;
@@ -701,8 +714,9 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		m->slot = i;
 		m->pool = p;
 		memcpy(m->uuid, ref->slots[i].uuid, 16);
-		atomic_store(&m->state, was_up ? RAID_M_MISSING : RAID_M_FAULTY);
+		atomic_store(&m->state, was_up ? RAID_M_MISSING : empty ? RAID_M_EMPTY : RAID_M_FAULTY);
 		snprintf(m->path, sizeof(m->path), "%s",
+			 empty ? "(removed)" :
 			 i < cp->n_members && !cs[i].used ? cp->members[i] : "(unknown)");
 		p->m[i] = m;
 		if (i < p->g.n && was_up)
@@ -731,7 +745,8 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		}
 		/* its slot, if the configuration lists members in slot order */
 		if (c->pos < p->g.n && !p->m[c->pos]->rpath && p->m[c->pos]->fd < 0)
-			known_failed = atomic_load(&p->m[c->pos]->state) == RAID_M_FAULTY;
+			known_failed = atomic_load(&p->m[c->pos]->state) == RAID_M_FAULTY ||
+				       atomic_load(&p->m[c->pos]->state) == RAID_M_EMPTY;
 		else
 			known_failed = expected_absent == 0;
 		if (known_failed) {
@@ -1137,7 +1152,7 @@ int raid_pool_fail(struct raid_pool *p, const char *member)
 	if (!m)
 		return -ENOENT;
 	st = atomic_load(&m->state);
-	if (st == RAID_M_FAULTY || st == RAID_M_MISSING)
+	if (st == RAID_M_FAULTY || st == RAID_M_MISSING || st == RAID_M_EMPTY)
 		return -EALREADY;
 	raid_member_fail(m, 0, "failed by operator");
 	return 0;
@@ -1191,7 +1206,7 @@ int raid_pool_add_spare(struct raid_pool *p, const char *path)
 	for (idx = p->g.n; idx < p->n_slots; idx++) {
 		int st = atomic_load(&p->m[idx]->state);
 
-		if (st == RAID_M_FAULTY || st == RAID_M_MISSING)
+		if (st == RAID_M_FAULTY || st == RAID_M_MISSING || st == RAID_M_EMPTY)
 			break;
 	}
 	if (idx == p->n_slots && p->n_slots >= RAID_MAX_SLOTS) {
@@ -1212,5 +1227,103 @@ int raid_pool_add_spare(struct raid_pool *p, const char *path)
 	pthread_mutex_unlock(&p->meta_mu);
 	LOG_INFO(RAID_MOD, "pool %s: added spare %s", p->name, path);
 	raid_bg_kick(p);
+	return rc;
+}
+
+/* A slot holder for a removed member: no file, state EMPTY. */
+static struct raid_member *placeholder_new(struct raid_pool *p, const struct raid_member *was)
+{
+	struct raid_member *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	pthread_mutex_init(&m->hdd_mu, NULL);
+	m->fd = m->fd_buf = -1;
+	m->pool = p;
+	m->slot = was->slot;
+	/* the slot keeps the removed member's UUID so that, at assembly, its
+	 * file is recognised as removed rather than as an unknown member */
+	memcpy(m->uuid, was->uuid, 16);
+	atomic_store(&m->state, RAID_M_EMPTY);
+	snprintf(m->path, sizeof(m->path), "(removed)");
+	return m;
+}
+
+/*
+ * Detach a member that holds no data the pool relies on: a faulty or missing
+ * raid disk (its slot stays, EMPTY, for a spare to rebuild into) or a spare
+ * (its slot is freed: trailing free slots are dropped, others are reused by
+ * add-spare). The member struct goes on p->retired, not freed: a late
+ * completion may still point at it. Its file is closed and left untouched.
+ * Closing is safe because a faulty member gets no new I/O (readable/writable
+ * say no) and a spare gets none at all; the superblock writes that do reach
+ * them run under meta_mu, which we hold.
+ */
+int raid_pool_remove(struct raid_pool *p, const char *member)
+{
+	struct raid_member *m, *ph;
+	unsigned slot;
+	int st, rc;
+	char path[256];
+
+	if (p->level == CONF_RBD)
+		return -EOPNOTSUPP;   /* Ceph manages its own devices */
+	ph = NULL;
+	pthread_mutex_lock(&p->meta_mu);
+	m = find_member(p, member);
+	if (!m) {
+		LOG_ERR(RAID_MOD, "pool %s: remove: no member %s", p->name, member);
+		rc = -ENOENT;
+		goto out_unlock;
+	}
+	st = atomic_load(&m->state);
+	if (st == RAID_M_EMPTY) {
+		LOG_ERR(RAID_MOD, "pool %s: remove: slot %u is already empty", p->name, m->slot);
+		rc = -EALREADY;
+		goto out_unlock;
+	}
+	if (st == RAID_M_ACTIVE || st == RAID_M_REBUILDING) {
+		LOG_ERR(RAID_MOD, "pool %s: remove: member %s is %s: fail it first", p->name, m->path,
+			raid_mstate_name(st));
+		rc = -EBUSY;
+		goto out_unlock;
+	}
+	slot = m->slot;
+	if (slot < p->g.n || slot + 1 < p->n_slots) {
+		ph = placeholder_new(p, m);
+		if (!ph) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		p->m[slot] = ph;
+	} else {
+		p->m[slot] = NULL;
+		p->n_slots--;
+	}
+	/* free slots at the end go away (never raid disks) */
+	while (p->n_slots > p->g.n && atomic_load(&p->m[p->n_slots - 1]->state) == RAID_M_EMPTY) {
+		struct raid_member *e = p->m[--p->n_slots];
+
+		p->m[p->n_slots] = NULL;
+		e->retired_next = p->retired;
+		p->retired = e;
+	}
+	if (m->fd_buf >= 0 && m->fd_buf != m->fd)
+		close(m->fd_buf);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = m->fd_buf = -1;
+	m->retired_next = p->retired;
+	p->retired = m;
+	snprintf(path, sizeof(path), "%s", m->path);
+	rc = raid_pool_write_sbs_locked(p, false);
+	pthread_mutex_unlock(&p->meta_mu);
+	LOG_INFO(RAID_MOD, "pool %s: removed %s %s (slot %u)%s", p->name, raid_mstate_name(st), path,
+		 slot, slot < p->g.n ? ": the slot waits for a spare" : "");
+	raid_bg_kick(p);
+	return rc;
+
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
 	return rc;
 }

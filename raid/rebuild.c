@@ -178,7 +178,9 @@ static struct raid_member *start_rebuild(struct raid_pool *p)
 	atomic_store(&sp->state, RAID_M_REBUILDING);
 	sp->slot = s;
 	old->slot = k;
-	atomic_store(&old->state, RAID_M_FAULTY);
+	/* a removed slot's placeholder stays a free (empty) slot */
+	if (atomic_load(&old->state) != RAID_M_EMPTY)
+		atomic_store(&old->state, RAID_M_FAULTY);
 	p->m[k] = old;
 	p->m[s] = sp;
 	raid_pool_write_sbs_locked(p, false);

@@ -918,10 +918,10 @@ static int status_json(struct daemon *d, struct json_object *reply, bool stats)
 			json_object_object_add(mo, "write_bytes", json_object_new_int64((int64_t)mi->write_bytes));
 			json_object_object_add(mo, "read_ops", json_object_new_int64((int64_t)mi->read_ops));
 			json_object_object_add(mo, "write_ops", json_object_new_int64((int64_t)mi->write_ops));
-			/* raid.h exposes no member latency: say so rather
-			 * than print a zero that looks measured */
-			if (stats)
-				json_object_object_add(mo, "latency", NULL);
+			json_object_object_add(mo, "read_lat_p50_us", json_object_new_int64((int64_t)mi->read_lat_p50_us));
+			json_object_object_add(mo, "read_lat_p99_us", json_object_new_int64((int64_t)mi->read_lat_p99_us));
+			json_object_object_add(mo, "write_lat_p50_us", json_object_new_int64((int64_t)mi->write_lat_p50_us));
+			json_object_object_add(mo, "write_lat_p99_us", json_object_new_int64((int64_t)mi->write_lat_p99_us));
 			json_object_array_add(members, mo);
 		}
 		json_object_object_add(p, "members", members);
@@ -986,11 +986,23 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 			return -ENOENT;
 		}
 		if (!strcmp(cmd, "remove")) {
-			/* raid.h has no member removal: refuse clearly */
-			snprintf(err, errlen, "remove: not supported by this build (the raid engine "
-					      "cannot detach a member; a faulty member stays listed "
-					      "until restart)");
-			return -ENOTSUP;
+			if (!a1) {
+				snprintf(err, errlen, "usage: remove POOL MEMBER");
+				return -EINVAL;
+			}
+			LOG_INFO(MOD, "ctl: removing member %s from pool %s", a1, a0);
+			rc = raid_pool_remove(p, a1);
+			if (rc == -EBUSY)
+				snprintf(err, errlen, "remove %s %s: member is active: fail it first", a0, a1);
+			else if (rc == -ENOENT)
+				snprintf(err, errlen, "remove %s %s: no such member (give its position in status or its path)", a0, a1);
+			else if (rc == -EALREADY)
+				snprintf(err, errlen, "remove %s %s: slot already empty", a0, a1);
+			else if (rc == -EOPNOTSUPP)
+				snprintf(err, errlen, "remove %s: not for rbd pools (Ceph manages its own devices)", a0);
+			else if (rc)
+				snprintf(err, errlen, "remove %s %s: %s", a0, a1, strerror(-rc));
+			return rc;
 		}
 		if (!strcmp(cmd, "fail")) {
 			if (!a1) {

@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"  fail POOL MEMBER         mark a member faulty (MEMBER: 0-based index or path)\n"
 		"  add-spare POOL PATH      add an existing file or device as a hot spare\n"
 		"                           (a relative PATH is taken from the current directory)\n"
-		"  remove POOL MEMBER       detach a faulty or spare member (if the build supports it)\n"
+		"  remove POOL MEMBER       detach a faulty or spare member\n"
 		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
 		"  reload                   re-read the daemon's configuration file and apply it live\n"
 		"  COMMAND --help           what one command does\n"
@@ -276,8 +276,9 @@ static void print_pools(struct json_object *reply, bool counters)
 		if (get(p, "rebuild_eta_s") && strcmp(state, "rebuilding") == 0)
 			printf("  rebuild eta %.0f s\n", json_object_get_double(get(p, "rebuild_eta_s")));
 		if (counters)
-			printf("  %3s %-36s %-10s %10s %10s %10s %10s\n", "#", "MEMBER", "STATE",
-			       "READ", "WRITTEN", "READ OPS", "WRITE OPS");
+			printf("  %3s %-36s %-10s %10s %10s %10s %10s %8s %8s %8s %8s\n", "#", "MEMBER",
+			       "STATE", "READ", "WRITTEN", "READ OPS", "WRITE OPS", "RD p50", "RD p99",
+			       "WR p50", "WR p99");
 		else
 			printf("  %3s %-36s %-10s %10s %10s\n", "#", "MEMBER", "STATE", "READ",
 			       "WRITTEN");
@@ -289,8 +290,13 @@ static void print_pools(struct json_object *reply, bool counters)
 			       human_bytes(get_i64(mo, "read_bytes"), b1, sizeof(b1)),
 			       human_bytes(get_i64(mo, "write_bytes"), b2, sizeof(b2)));
 			if (counters)
-				printf(" %10lld %10lld", (long long)get_i64(mo, "read_ops"),
-				       (long long)get_i64(mo, "write_ops"));
+				printf(" %10lld %10lld %8lld %8lld %8lld %8lld",
+				       (long long)get_i64(mo, "read_ops"),
+				       (long long)get_i64(mo, "write_ops"),
+				       (long long)get_i64(mo, "read_lat_p50_us"),
+				       (long long)get_i64(mo, "read_lat_p99_us"),
+				       (long long)get_i64(mo, "write_lat_p50_us"),
+				       (long long)get_i64(mo, "write_lat_p99_us"));
 			printf("\n");
 		}
 		if (arr_len(vols)) {
@@ -480,7 +486,8 @@ static void print_human(const char *cmd, char **args, struct json_object *reply)
 		print_targets(reply, true, false, false);
 	} else if (strcmp(cmd, "stats") == 0) {
 		print_pools(reply, true);
-		printf("    (member latency: not available from this raid build)\n\n");
+		printf("    (member latency in us, submission to completion of member I/O;\n"
+		       "     upper bound of a power-of-two bucket, 0: no I/O yet)\n\n");
 		print_targets(reply, false, true, false);
 		print_luns(reply);
 	} else if (strcmp(cmd, "sessions") == 0) {
@@ -513,8 +520,8 @@ static const struct command commands[] = {
 	  "Pools (level, state, rebuild progress and ETA, usable size, chunk, scrub),\n"
 	  "their members (state, bytes) and volumes; targets with their sessions.\n" },
 	{ "stats", 0, 0, "stats",
-	  "Counters since start: per member bytes and ops (member latency is not\n"
-	  "available from the raid engine); per target and per session ops, bytes,\n"
+	  "Counters since start: per member bytes, ops and I/O latency p50/p99 in\n"
+	  "microseconds (power-of-two buckets); per target and per session ops, bytes,\n"
 	  "logins and command latency p50/p99 in microseconds (time inside the SCSI\n"
 	  "layer, log-linear histogram, <= 12.5% error); per LUN (volume) the same.\n" },
 	{ "sessions", 0, 0, "sessions",
@@ -527,8 +534,11 @@ static const struct command commands[] = {
 	  "Adds an existing file or block device as a hot spare (a relative PATH is\n"
 	  "taken from the current directory). A degraded pool rebuilds onto it.\n" },
 	{ "remove", 2, 2, "remove POOL MEMBER",
-	  "Detaches a faulty or spare member from the pool. Builds whose raid engine\n"
-	  "cannot detach members answer \"not supported by this build\" (exit 1).\n" },
+	  "Detaches a faulty or spare member (position or path, as for fail) from the\n"
+	  "pool; its file is closed and left as it is. A raid disk's slot shows as\n"
+	  "\"(removed)\", \"empty\" until a spare rebuilds into it. An active member is\n"
+	  "refused (fail it first). The file may stay in the configuration: a restart\n"
+	  "leaves it out with a warning.\n" },
 	{ "scrub", 1, 1, "scrub POOL [--repair]",
 	  "Starts a background check of parity / mirror copies; progress and the\n"
 	  "mismatch count show in status. --repair rewrites what does not match.\n" },
