@@ -16,6 +16,14 @@
  *    start_degraded
  * 07 the file of a spare that took a slot in a rebuild goes missing: refused
  *    like a member's (start_degraded: degraded)
+ * 08 raid_pool_remove of a spare: the slot goes, the file is left as it was,
+ *    a restart with the file still configured warns and leaves it out; member
+ *    latency percentiles are reported for members that did I/O
+ * 09 raid_pool_remove of a faulty raid disk: its slot shows empty, the
+ *    superblocks record it, a restart starts degraded with a warning and a
+ *    spare added later rebuilds into the slot
+ * 10 raid_pool_remove refuses an active member (-EBUSY) and an unknown one
+ *    (-ENOENT); nothing changes
  */
 #include <check.h>
 #include <errno.h>
@@ -490,6 +498,137 @@ START_TEST(t07_rebuilt_spare_missing)
 }
 END_TEST
 
+static void make_spare_file(char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, MEMBER_BYTES), 0);
+	close(fd);
+}
+
+START_TEST(t08_remove_spare)
+{
+	static char *spare[2];
+	static struct raid_pool_info info;
+	struct raid_pool *p;
+	char keep[128];
+	unsigned i, with_io = 0;
+
+	mkconf(&cp, paths, "q", CONF_RAID1, 2);
+	spare[0] = malloc(128);
+	ck_assert_ptr_nonnull(spare[0]);
+	snprintf(spare[0], 128, "%s/qs0.img", tmpdir);
+	bpaths[0] = spare[0];
+	cp.spares = cp.spare_paths = spare;
+	cp.n_spares = 1;
+	make_pool_with_data(&cp, 9);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_str_eq(mstate(p, 2), "spare");
+	check_data(p, 9);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	for (i = 0; i < info.n_members; i++) {
+		struct raid_member_info *mi = &info.members[i];
+
+		if (mi->read_ops) {
+			with_io++;
+			ck_assert_uint_ge(mi->read_lat_p50_us, 1);
+			ck_assert_uint_ge(mi->read_lat_p99_us, mi->read_lat_p50_us);
+		} else {
+			ck_assert_uint_eq(mi->read_lat_p50_us, 0);
+		}
+		if (mi->write_ops)
+			ck_assert_uint_ge(mi->write_lat_p99_us, mi->write_lat_p50_us);
+	}
+	ck_assert_uint_ge(with_io, 1);
+	snprintf(keep, sizeof(keep), "%s/keep.img", tmpdir);
+	copy_file(spare[0], keep);
+	ck_assert_int_eq(raid_pool_remove(p, spare[0]), 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(info.n_members, 2);
+	ck_assert_str_eq(info.state, "optimal");
+	ck_assert_int_eq(raid_pool_remove(p, spare[0]), -ENOENT);
+	check_data(p, 9);
+	raid_pool_close(p);
+	ck_assert_msg(same_file(spare[0], keep), "the removed spare was written");
+	/* still in the configuration: left out with a warning */
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	has_line("qs0.img (spare 0) was removed from the pool");
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(info.n_members, 2);
+	ck_assert_str_eq(info.state, "optimal");
+	check_data(p, 9);
+	raid_pool_close(p);
+	ck_assert_msg(same_file(spare[0], keep), "the removed spare was written at restart");
+}
+END_TEST
+
+START_TEST(t09_remove_faulty_restart)
+{
+	struct raid_pool *p;
+	struct raid_sb sb;
+	char sp[128];
+	int fd, i;
+
+	mkconf(&cp, paths, "f", CONF_RAID5, 4);
+	make_pool_with_data(&cp, 10);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
+	ck_assert_int_eq(raid_pool_remove(p, "1"), 0);
+	ck_assert_str_eq(mstate(p, 1), "empty");
+	ck_assert_str_eq(pstate(p), "degraded");
+	ck_assert_int_eq(raid_pool_remove(p, "1"), -EALREADY);
+	ck_assert_int_eq(raid_pool_fail(p, "1"), -EALREADY);
+	check_data(p, 10);
+	raid_pool_close(p);
+	/* the others' superblocks record the slot as empty */
+	fd = open(paths[0], O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(raid_sb_read(fd, &sb), 0);
+	close(fd);
+	ck_assert_uint_eq(sb.slots[1].state, RAID_M_EMPTY);
+	/* f1.img still configured: degraded start with a warning, not refused */
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	has_line("f1.img (slot 1) was removed from the pool");
+	has_line("started degraded");
+	ck_assert_str_eq(pstate(p), "degraded");
+	ck_assert_str_eq(mstate(p, 1), "empty");
+	check_data(p, 10);
+	/* a spare rebuilds into the empty slot */
+	snprintf(sp, sizeof(sp), "%s/keep.img", tmpdir);   /* teardown removes it */
+	make_spare_file(sp);
+	ck_assert_int_eq(raid_pool_add_spare(p, sp), 0);
+	for (i = 0; i < 1000 && strcmp(pstate(p), "optimal"); i++)
+		usleep(10000);
+	ck_assert_str_eq(pstate(p), "optimal");
+	ck_assert_str_eq(mstate(p, 1), "active");
+	check_data(p, 10);
+	raid_pool_close(p);
+}
+END_TEST
+
+START_TEST(t10_remove_active_refused)
+{
+	struct raid_pool *p;
+
+	mkconf(&cp, paths, "a", CONF_RAID5, 3);
+	make_pool_with_data(&cp, 11);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_int_eq(raid_pool_remove(p, "0"), -EBUSY);
+	ck_assert_int_eq(raid_pool_remove(p, paths[2]), -EBUSY);
+	ck_assert_int_eq(raid_pool_remove(p, "7"), -ENOENT);
+	ck_assert_int_eq(raid_pool_remove(p, "/nonexistent.img"), -ENOENT);
+	ck_assert_str_eq(pstate(p), "optimal");
+	ck_assert_str_eq(mstate(p, 0), "active");
+	ck_assert_str_eq(mstate(p, 2), "active");
+	check_data(p, 11);
+	raid_pool_close(p);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_str_eq(pstate(p), "optimal");
+	raid_pool_close(p);
+}
+END_TEST
+
 int main(void)
 {
 	const struct { const char *name; const TTest *fn; } cases[] = {
@@ -500,6 +639,9 @@ int main(void)
 		{ "05_blank_member", t05_blank_member },
 		{ "06_stale_needed", t06_stale_needed },
 		{ "07_rebuilt_spare_missing", t07_rebuilt_spare_missing },
+		{ "08_remove_spare", t08_remove_spare },
+		{ "09_remove_faulty_restart", t09_remove_faulty_restart },
+		{ "10_remove_active_refused", t10_remove_active_refused },
 	};
 	Suite *s = suite_create("raid_pool");
 	SRunner *sr;
