@@ -16,6 +16,10 @@
  *    random writes on raid5 cost at most 2 reads + 2 writes each.
  * 05 raid5 beyond redundancy: READ gets CHECK CONDITION, the daemon lives.
  * 06 scrub finds a corruption made in a member file, --repair fixes it.
+ * 07 rtgtctl remove: refused for an active member; a failed member removed
+ *    is no longer listed (its slot shows "(removed)", "empty"), member
+ *    latency shows in stats; a restart with the file still configured
+ *    starts degraded; add-spare then rebuilds into the slot.
  *
  * Every check reads the whole LUN and compares it with a shadow copy kept by
  * the test, so nothing is compared against data the test did not write.
@@ -948,6 +952,82 @@ START_TEST(t06_scrub_raid1)
 }
 END_TEST
 
+/* ---- 07: remove ---- */
+
+START_TEST(t07_remove)
+{
+	static char out[8192];
+	struct json_object *root, *p, *ms, *m;
+	char path[256];
+	unsigned with_io = 0;
+	int rc, fd;
+
+	write_conf("raid5", 4, 0);
+	start();
+	lun_open();
+	write_pattern(700, 0, 2u << 20);
+	rc = ctl(out, sizeof(out), "remove", "p", "d1.img", (char *)NULL);
+	ck_assert_msg(rc != 0 && strstr(out, "fail it first"),
+		      "remove of an active member: exit %d: %s", rc, out);
+	rc = ctl(out, sizeof(out), "remove", "p", "nosuch.img", (char *)NULL);
+	ck_assert_msg(rc != 0 && strstr(out, "no such member"),
+		      "remove of an unknown member: exit %d: %s", rc, out);
+	expect_states("optimal", "d1.img", "active");
+	fail_member("d1.img");
+	expect_states("degraded", "d1.img", "faulty");
+	ctl_ok("remove", "p", "d1.img", NULL);
+	p = status_pool(&root);
+	ck_assert_msg(member_of(p, "d1.img") == NULL, "d1.img still listed after remove: %s",
+		      json_object_to_json_string(p));
+	ck_assert_msg(!strcmp(jstr(p, "state"), "degraded"), "pool %s", jstr(p, "state"));
+	ck_assert(json_object_object_get_ex(p, "members", &ms));
+	ck_assert_uint_eq(json_object_array_length(ms), 4);
+	m = json_object_array_get_idx(ms, 1);
+	ck_assert_str_eq(jstr(m, "path"), "(removed)");
+	ck_assert_str_eq(jstr(m, "state"), "empty");
+	json_object_put(root);
+	rc = ctl(out, sizeof(out), "remove", "p", "1", (char *)NULL);
+	ck_assert_msg(rc != 0 && strstr(out, "already empty"), "second remove: exit %d: %s", rc,
+		      out);
+	lun_verify("after remove");
+	/* member latency: every member that read has percentiles */
+	p = status_pool(&root);
+	ck_assert(json_object_object_get_ex(p, "members", &ms));
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		m = json_object_array_get_idx(ms, i);
+		if (jint(m, "read_ops") <= 0)
+			continue;
+		with_io++;
+		ck_assert_msg(jint(m, "read_lat_p50_us") >= 1 &&
+			      jint(m, "read_lat_p99_us") >= jint(m, "read_lat_p50_us"),
+			      "member %s: read latency p50 %lld p99 %lld", jstr(m, "path"),
+			      (long long)jint(m, "read_lat_p50_us"),
+			      (long long)jint(m, "read_lat_p99_us"));
+	}
+	json_object_put(root);
+	ck_assert_uint_ge(with_io, 3);
+	rc = ctl(out, sizeof(out), "stats", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "RD p99"), "stats: exit %d: %s", rc, out);
+	/* d1.img is still in the configuration: a restart starts degraded */
+	stop_expect_0();
+	start();
+	lun_open();
+	expect_states("degraded", NULL, NULL);
+	lun_verify("after a restart with the removed member configured");
+	snprintf(path, sizeof(path), "%s/s0.img", D.dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	ck_assert_msg(fd >= 0 && ftruncate(fd, 32 << 20) == 0, "cannot make %s", path);
+	close(fd);
+	ctl_ok("add-spare", "p", path, NULL);
+	wait_pool("optimal", false);
+	expect_states("optimal", "s0.img", "active");
+	lun_verify("after the rebuild into the removed slot");
+	fail_member("d0.img");
+	lun_verify("rebuilt member needed");
+	stop_expect_0();
+}
+END_TEST
+
 static Suite *raid_suite(void)
 {
 	const struct {
@@ -964,6 +1044,7 @@ static Suite *raid_suite(void)
 		{ "06_scrub_raid5", t06_scrub_raid5, 0 },
 		{ "06_scrub_raid6", t06_scrub_raid6, 0 },
 		{ "06_scrub_raid1", t06_scrub_raid1, 0 },
+		{ "07_remove", t07_remove, 0 },
 	};
 	/* Check keeps the pointer: the names must outlive the suite (static,
 	 * not strdup: LeakSanitizer in make check SAN=1 reported those) */
