@@ -1254,10 +1254,10 @@ static struct raid_member *placeholder_new(struct raid_pool *p, const struct rai
  * raid disk (its slot stays, EMPTY, for a spare to rebuild into) or a spare
  * (its slot is freed: trailing free slots are dropped, others are reused by
  * add-spare). The member struct goes on p->retired, not freed: a late
- * completion may still point at it. Its file is closed and left untouched.
- * Closing is safe because a faulty member gets no new I/O (readable/writable
- * say no) and a spare gets none at all; the superblock writes that do reach
- * them run under meta_mu, which we hold.
+ * completion may still point at it. Its file is left untouched and stays
+ * open until the pool closes. A faulty member gets no new I/O
+ * (readable/writable say no) and a spare gets none at all; the superblock
+ * writes that do reach them run under meta_mu, which we hold.
  */
 int raid_pool_remove(struct raid_pool *p, const char *member)
 {
@@ -1308,11 +1308,10 @@ int raid_pool_remove(struct raid_pool *p, const char *member)
 		e->retired_next = p->retired;
 		p->retired = e;
 	}
-	if (m->fd_buf >= 0 && m->fd_buf != m->fd)
-		close(m->fd_buf);
-	if (m->fd >= 0)
-		close(m->fd);
-	m->fd = m->fd_buf = -1;
+	/* The descriptors stay open until the pool closes (member_close on
+	 * p->retired): a request that saw the member usable just before it
+	 * failed may still be on its way to the ring, and a closed number could
+	 * meanwhile be reused for another file. */
 	m->retired_next = p->retired;
 	p->retired = m;
 	snprintf(path, sizeof(path), "%s", m->path);
