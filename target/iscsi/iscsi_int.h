@@ -342,6 +342,10 @@ struct iscsi_session {
 	 * on the loop thread, read by the status JSON under srv->lock */
 	struct iscsi_tgt_stats stats;
 	bool reinstated;               /* under srv->lock */
+	/* logged out (response queued): no longer counts against max_sessions
+	 * nor as a nexus to reinstate, though the conn may still be draining;
+	 * under srv->lock */
+	bool ended;
 
 	/* CmdSN window; loop thread only */
 	uint32_t exp_cmdsn, max_cmdsn;

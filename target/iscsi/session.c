@@ -129,7 +129,7 @@ int iscsi_session_register(struct iscsi_server *s, struct iscsi_session *sess,
 		goto out_unlock;
 	}
 	for (o = s->sessions; o; o = o->next) {
-		if (o->reinstated)
+		if (o->reinstated || o->ended)
 			continue;
 		live++;
 		if (!old && session_same_nexus(o, sess))
@@ -410,6 +410,14 @@ static void logout(struct iscsi_conn *c, struct iscsi_req *req)
 	iscsi_put16(tx->hdr + ISCSI_OFF_TIME2RETAIN, 0);
 	iscsi_conn_fill_sn(c, tx->hdr, true);
 	tx->close_after = rsp == ISCSI_LOGOUT_RSP_OK;
+	if (tx->close_after && c->sess) {
+		/* The initiator may log in again as soon as it reads the
+		 * response, before this conn has drained and freed the
+		 * session: the slot is free from now on. */
+		pthread_mutex_lock(&c->sess->srv->lock);
+		c->sess->ended = true;
+		pthread_mutex_unlock(&c->sess->srv->lock);
+	}
 	LOG_INFO(MOD, "%s: logout (reason %u)", c->peer_str, reason);
 	iscsi_req_free(req);
 	iscsi_conn_queue(c, tx);
