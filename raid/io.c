@@ -353,8 +353,9 @@ static void seg_read_done(struct raid_mio *mio, int res)
  *    starts within RS_WINDOW of where a recent read on the same set ended
  *    continues that stream.
  *  - Several streams on one set: each sticks to its own copy (a new stream
- *    takes the copy with the fewest streams), so two sequential readers on
- *    one pool never make a head seek between them.
+ *    takes the copy with the fewest streams; a stream that finds another one
+ *    on its copy moves to a free copy), so two sequential readers on one
+ *    pool never make a head seek between them.
  *  - A stream alone on its set alternates copies in RS_BAND pieces of member
  *    space, so both disks of a mirror work on one stream (like a hardware
  *    RAID controller reading both halves of a mirror; md's raid10 "far"
@@ -367,7 +368,11 @@ static void seg_read_done(struct raid_mio *mio, int res)
  */
 #define RS_WINDOW (8ull << 20)
 #define RS_BAND (4ull << 20)
-#define RS_ACTIVE_NS 500000000ull
+/* A stream that read nothing for a second no longer holds its copy. Not
+ * much shorter: a reader whose reads wait behind another stream for a while
+ * must not look gone, or the other one would take its disk too (a reader
+ * that wraps round is recognised by its volume, not by going quiet). */
+#define RS_ACTIVE_NS 1000000000ull
 
 static void rs_lock(struct raid_pool *p)
 {
@@ -382,12 +387,24 @@ static void rs_unlock(struct raid_pool *p)
 	atomic_store(&p->rs_lock, false);
 }
 
-static unsigned rs_pick(struct raid_pool *p, const struct raid_loc *loc, uint64_t len)
+/* How much a record is worth keeping: 0 free, 1 quiet, 2 active one-off,
+ * 3 active stream. */
+static unsigned rs_keep(const struct raid_rstream *r, uint64_t now)
+{
+	if (!r->used)
+		return 0;
+	if (now - r->last_ns >= RS_ACTIVE_NS)
+		return 1;
+	return r->hits >= 2 ? 3 : 2;
+}
+
+static unsigned rs_pick(struct raid_pool *p, const struct raid_loc *loc, uint64_t len,
+			const void *owner)
 {
 	unsigned nc = loc->ncopies, set = loc->dev[0], c, i, best = 0;
 	uint64_t moff = loc->moff[0], now = raid_mono_ns();
 	unsigned nstreams[RAID_MAX_SLOTS] = { 0 };
-	struct raid_rstream *st = NULL, *victim = NULL;
+	struct raid_rstream *st = NULL, *victim = NULL, *jumped = NULL;
 	bool shared = false;
 
 	rs_lock(p);
@@ -400,20 +417,47 @@ static unsigned rs_pick(struct raid_pool *p, const struct raid_loc *loc, uint64_
 			continue;
 		}
 		if (r->used && r->set == set && r->hits >= 2 && now - r->last_ns < RS_ACTIVE_NS) {
+			if (r->owner == owner && !jumped) {
+				jumped = r;   /* maybe this read's own stream, moved on */
+				continue;
+			}
 			nstreams[r->copy % nc]++;
 			shared = true;
 		}
-		/* evict one-off reads first, then the least recently used */
-		if (!victim || !r->used ||
-		    (victim->used && (r->hits < 2) > (victim->hits < 2)) ||
-		    (victim->used && (r->hits < 2) == (victim->hits < 2) && r->last_ns < victim->last_ns))
+		/* evict a free slot, else what went quiet, else one-off
+		 * reads, else the least recently used: never a stream in
+		 * its first reads while old records linger */
+		if (!victim || rs_keep(r, now) < rs_keep(victim, now) ||
+		    (rs_keep(r, now) == rs_keep(victim, now) && r->last_ns < victim->last_ns))
 			victim = r;
+	}
+	if (!st && jumped) {
+		/* a stream of the same volume was active a moment ago and this
+		 * read continues nothing: the reader jumped (a benchmark
+		 * wrapping round its span, the next file); it keeps its copy
+		 * instead of becoming a second stream that takes the copy of
+		 * another volume's reader */
+		st = jumped;
+		st->next = moff;
+	} else if (st && jumped) {
+		nstreams[jumped->copy % nc]++;
+		shared = true;
 	}
 	if (st) {
 		st->hits++;
 		if (moff + len > st->next)
 			st->next = moff + len;
 		st->last_ns = now;
+		if (st->hits >= 2 && shared && nstreams[st->copy % nc]) {
+			/* two streams ended up on one copy (the second began
+			 * before the first counted as a stream): move to a copy
+			 * no stream uses, for good */
+			for (c = 0; c < nc; c++)
+				if (!nstreams[c] && p->m[loc->dev[c]]) {
+					st->copy = c;
+					break;
+				}
+		}
 		if (st->hits < 2 || shared)
 			c = st->copy;
 		else
@@ -459,6 +503,7 @@ static unsigned rs_pick(struct raid_pool *p, const struct raid_loc *loc, uint64_
 		victim->last_ns = now;
 		victim->copy = best;
 		victim->hits = 0;
+		victim->owner = owner;
 	}
 	rs_unlock(p);
 	return best;
@@ -471,7 +516,7 @@ static bool seg_issue_read(struct seg *s)
 	unsigned nc = s->loc.ncopies, start = 0, k;
 
 	if (!s->tried && nc > 1)
-		start = rs_pick(p, &s->loc, s->len);
+		start = rs_pick(p, &s->loc, s->len, s->rq->vol);
 	for (k = 0; k < nc; k++) {
 		unsigned c = (start + k) % nc;
 		struct raid_member *m = p->m[s->loc.dev[c]];

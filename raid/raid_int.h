@@ -410,6 +410,9 @@ struct raid_rstream {
 	unsigned copy;            /* the copy it sticks to while it shares the set */
 	unsigned hits;            /* reads that continued it (>= 2: a stream) */
 	bool used;
+	const void *owner;        /* the volume read (identity only, never
+	                           * dereferenced): a reader that jumps (wraps)
+	                           * stays the same stream */
 };
 
 struct raid_pool {
