@@ -366,7 +366,7 @@ static void seg_read_done(struct raid_mio *mio, int res)
  * The pick is only a preference: a copy that is not readable is skipped and
  * a failed read tries the others (seg_read_done).
  */
-#define RS_WINDOW (8ull << 20)
+#define RS_WINDOW (4ull << 20)
 #define RS_BAND (4ull << 20)
 /* A stream that read nothing for a second no longer holds its copy. Not
  * much shorter: a reader whose reads wait behind another stream for a while
@@ -385,6 +385,11 @@ static void rs_lock(struct raid_pool *p)
 static void rs_unlock(struct raid_pool *p)
 {
 	atomic_store(&p->rs_lock, false);
+}
+
+static uint64_t rs_dist(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
 }
 
 /* How much a record is worth keeping: 0 free, 1 quiet, 2 active one-off,
@@ -412,10 +417,16 @@ static unsigned rs_pick(struct raid_pool *p, const struct raid_loc *loc, uint64_
 		struct raid_rstream *r = &p->rs[i];
 
 		if (r->used && r->set == set && moff + RS_WINDOW >= r->next &&
-		    moff <= r->next + RS_WINDOW && !st) {
-			st = r;
-			continue;
+		    moff <= r->next + RS_WINDOW &&
+		    (!st || rs_dist(moff, r->next) < rs_dist(moff, st->next))) {
+			st = r;   /* the nearest stream it continues */
 		}
+	}
+	for (i = 0; i < RAID_RSTREAMS; i++) {
+		struct raid_rstream *r = &p->rs[i];
+
+		if (r == st)
+			continue;
 		if (r->used && r->set == set && r->hits >= 2 && now - r->last_ns < RS_ACTIVE_NS) {
 			if (r->owner == owner && !jumped) {
 				jumped = r;   /* maybe this read's own stream, moved on */

@@ -708,6 +708,90 @@ out:
 }
 END_TEST
 
+/* Mirror read balancing (io.c rs_pick): two sequential readers on one raid1
+ * pool each stay on a copy of their own (no head shared between them); a
+ * lone reader uses both copies, a 4 MiB band of member space each. */
+static int member_read(struct raid_pool *p, const uint64_t *before)
+{
+	int who = -1;
+
+	for (unsigned i = 0; i < 2; i++)
+		if (atomic_load(&p->m[i]->rd_ops) != before[i]) {
+			ck_assert_int_eq(who, -1);   /* one copy per 64K read */
+			who = (int)i;
+		}
+	return who;
+}
+
+START_TEST(t12_mirror_read_balance)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *va, *vb, *vf;
+	struct raid_ioctx *ctx;
+	struct conf_size half = { .percent = 45 };
+	uint8_t *buf = raid_alloc(65536);
+	uint64_t before[2];
+	unsigned used_a[2] = { 0 }, used_b[2] = { 0 }, used_f[2] = { 0 };
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	tp_init(&t, "mb", CONF_RAID1, 2, 65536);
+	t.cp.create_size = 64u << 20;   /* the readers 29 MiB apart (sparse files) */
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "a", &half, &va), 0);
+	ck_assert_int_eq(raid_vol_open(p, "b", &half, &vb), 0);
+	/* interleaved a, b, a, b ... 64 KiB each, with an extra read of a
+	 * every third time (a plain alternation of copies would also give
+	 * each reader one copy if the two strictly alternated) */
+	for (uint64_t off = 0; off < (4u << 20); off += 65536) {
+		unsigned seq[3] = { 0, 1, 0 }, nseq = (off >> 16) % 3 ? 2 : 3;
+
+		for (unsigned j = 0; j < nseq; j++) {
+			unsigned k = seq[j];
+			int who;
+
+			before[0] = atomic_load(&p->m[0]->rd_ops);
+			before[1] = atomic_load(&p->m[1]->rd_ops);
+			ck_assert_int_eq(do_io(k ? vb : va, ctx, RAID_OP_READ, 0, off, 65536, buf, NULL), 0);
+			who = member_read(p, before);
+			ck_assert_int_ge(who, 0);
+			if (off >= 8 * 65536)   /* after both are known as streams */
+				(k ? used_b : used_a)[who]++;
+		}
+	}
+	ck_assert_msg((used_a[0] == 0) != (used_a[1] == 0), "reader a used both copies: %u %u",
+		      used_a[0], used_a[1]);
+	ck_assert_msg((used_b[0] == 0) != (used_b[1] == 0), "reader b used both copies: %u %u",
+		      used_b[0], used_b[1]);
+	ck_assert_msg((used_a[0] == 0) == (used_b[0] != 0), "a and b share a copy");
+	raid_pool_close(p);
+	tp_free(&t);
+
+	/* a lone reader over the whole pool: both copies, in bands */
+	tp_init(&t, "mf", CONF_RAID1, 2, 65536);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "f", &full, &vf), 0);
+	ck_assert_uint_gt(raid_vol_bytes(vf), 6u << 20);
+	for (uint64_t off = 0; off + 65536 <= raid_vol_bytes(vf); off += 65536) {
+		int who;
+
+		before[0] = atomic_load(&p->m[0]->rd_ops);
+		before[1] = atomic_load(&p->m[1]->rd_ops);
+		ck_assert_int_eq(do_io(vf, ctx, RAID_OP_READ, 0, off, 65536, buf, NULL), 0);
+		who = member_read(p, before);
+		ck_assert_int_ge(who, 0);
+		used_f[who]++;
+	}
+	/* 4 MiB bands: the first band on one copy, what follows on the other */
+	ck_assert_msg(used_f[0] >= 32 && used_f[1] >= 32, "lone reader: %u / %u reads per copy",
+		      used_f[0], used_f[1]);
+	raid_pool_close(p);
+	tp_free(&t);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("raid_io");
@@ -763,6 +847,11 @@ static Suite *suite(void)
 	tc = tcase_create("11_read_error_repair");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, t11_read_error_repair, 0, (int)nshapes);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("12_mirror_read_balance");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, t12_mirror_read_balance);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
