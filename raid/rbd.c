@@ -885,6 +885,18 @@ int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	return 0;
 }
 
+int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen)
+{
+	/* format 2 images: prefix "rbd_data.<image id>" */
+	const char *dot = v->pool->level == CONF_RBD ? strchr(rv_of(v)->prefix, '.') : NULL;
+
+	if (!dot)
+		return -EOPNOTSUPP;
+	*ioctx = rp_of(v->pool)->ioctx;
+	snprintf(id, idlen, "%s", dot + 1);
+	return 0;
+}
+
 #else /* !RTGT_HAVE_RBD */
 
 static int no_rbd(const char *pool)
@@ -918,6 +930,11 @@ int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct rai
 int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 {
 	return -ENOTSUP;
+}
+
+int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen)
+{
+	return -EOPNOTSUPP;
 }
 
 #endif

@@ -25,4 +25,9 @@ int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_s
 int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io);
 int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out);
 
+/* For rbd_pr.c: the pool's librados I/O context (a rados_ioctx_t) in
+ * *@ioctx and the RBD image id of @v in @id. 0, or -EOPNOTSUPP (not an rbd
+ * volume, or built without librbd). */
+int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen);
+
 #endif
