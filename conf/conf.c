@@ -34,6 +34,7 @@
 #define CONF_NAME_MAX 63          /* pool names: raid_pool_info.name[64] */
 #define CONF_ALIAS_MAX 255
 #define CONF_SIZE_ALIGN 4096ULL   /* absolute volume sizes: any block size fits */
+#define CONF_MAX_PEER_GROUPS 64   /* scsi target: SCSI_MAX_PORTS peer groups */
 
 /* The walk's running state: where to print, how much went wrong. */
 struct vctx {
@@ -1032,7 +1033,7 @@ free_all:
 
 /* ---- portals ---- */
 
-static const char *const portal_keys[] = { "name", "listen", NULL };
+static const char *const portal_keys[] = { "name", "listen", "tpgt", NULL };
 
 struct portal_addr {
 	unsigned char addr[sizeof(struct in6_addr)];
@@ -1073,6 +1074,7 @@ static void parse_portals(struct vctx *v, const config_setting_t *root)
 		struct portal_addr *pa = &addrs[c->n_portals];
 		const char *name = NULL, *listen = NULL, *why;
 		char where[96], host[64];
+		unsigned long long num;
 
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
 			err_at(v, g, "portals[%d] must be a group { ... }, not %s", i, type_name(g));
@@ -1081,8 +1083,9 @@ static void parse_portals(struct vctx *v, const config_setting_t *root)
 		snprintf(where, sizeof(where), "portals[%d]", i);
 		check_keys(v, g, where, portal_keys);
 		pt->line = setting_line(g);
-		/* the TPGT is the position in the file, so it stays stable
-		 * as long as portals are only appended */
+		/* by default the TPGT is the position in the file, so it stays
+		 * stable as long as portals are only appended; a second node
+		 * exporting the same target sets it to stay distinct */
 		pt->tpgt = (uint16_t)(i + 1);
 		if (get_string(v, g, "name", where, true, &name) > 0) {
 			pt->name = xstrdup(v, name);
@@ -1091,6 +1094,26 @@ static void parse_portals(struct vctx *v, const config_setting_t *root)
 				if (c->portals[j].name && strcmp(c->portals[j].name, name) == 0)
 					err_at(v, g, "portal name '%s' is already used at line %d",
 					       name, c->portals[j].line);
+		}
+		if (get_uint(v, g, "tpgt", where, 1, 65535, &num) > 0) {
+			pt->tpgt = (uint16_t)num;
+			pt->tpgt_set = true;
+		}
+		for (unsigned j = 0; j < c->n_portals; j++) {
+			if (c->portals[j].tpgt != pt->tpgt)
+				continue;
+			if (pt->tpgt_set)
+				err_at(v, config_setting_get_member(g, "tpgt"),
+				       "%s: tpgt %u is already used by portal '%s' (line %d)",
+				       where, pt->tpgt, c->portals[j].name ? c->portals[j].name : "?",
+				       c->portals[j].line);
+			else
+				err_at(v, g, "%s: tpgt %u (its position in the list) is already "
+				       "used by portal '%s' (line %d): give this portal a distinct "
+				       "'tpgt'", where, pt->tpgt,
+				       c->portals[j].name ? c->portals[j].name : "?",
+				       c->portals[j].line);
+			break;
 		}
 		if (get_string(v, g, "listen", where, true, &listen) <= 0) {
 			c->n_portals++;
@@ -1137,7 +1160,7 @@ free_addrs:
 /* ---- targets ---- */
 
 static const char *const target_keys[] = {
-	"iqn", "alias", "portals", "luns", "allow", "chap", NULL,
+	"iqn", "alias", "portals", "luns", "allow", "chap", "peer_portal_groups", NULL,
 };
 static const char *const lun_keys[] = { "lun", "pool", "volume", "size", NULL };
 static const char *const chap_keys[] = {
@@ -1279,6 +1302,70 @@ static void parse_luns(struct vctx *v, const config_setting_t *g, const char *tw
 	}
 }
 
+/* The TPGTs of the same target on other nodes. Each becomes a target port
+ * group (and relative port id) this node reports as active/non-optimized,
+ * so it must not collide with one of this target's own ports. Portals are
+ * parsed before targets, so t->portals already resolves to TPGTs. */
+static void parse_peer_groups(struct vctx *v, const config_setting_t *s, const char *where,
+			      struct conf_target *t)
+{
+	int n;
+
+	if (config_setting_type(s) != CONFIG_TYPE_LIST &&
+	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
+		err_at(v, s, "%s: peer_portal_groups must be a list of TPGTs ( 2, 3 ), not %s",
+		       where, type_name(s));
+		return;
+	}
+	n = config_setting_length(s);
+	if (n > CONF_MAX_PEER_GROUPS) {
+		err_at(v, s, "%s: peer_portal_groups has %d entries, at most %d", where, n,
+		       CONF_MAX_PEER_GROUPS);
+		return;
+	}
+	if (n == 0)
+		return;
+	t->peer_groups = xcalloc(v, (size_t)n, sizeof(*t->peer_groups));
+	if (!t->peer_groups)
+		return;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		long long id;
+		bool bad = false;
+
+		if (config_setting_type(e) != CONFIG_TYPE_INT &&
+		    config_setting_type(e) != CONFIG_TYPE_INT64) {
+			err_at(v, e, "%s: peer_portal_groups[%d] must be an integer TPGT, not %s",
+			       where, i, type_name(e));
+			continue;
+		}
+		id = config_setting_get_int64(e);
+		if (id < 1 || id > 65535) {
+			err_at(v, e, "%s: peer_portal_groups[%d] = %lld is out of range 1..65535",
+			       where, i, id);
+			continue;
+		}
+		for (unsigned j = 0; j < t->n_peer_groups && !bad; j++)
+			if (t->peer_groups[j] == id) {
+				err_at(v, e, "%s: peer_portal_groups lists %lld twice", where, id);
+				bad = true;
+			}
+		for (unsigned j = 0; j < t->n_portals && !bad; j++) {
+			const struct conf_portal *pt = &v->c->portals[t->portals[j]];
+
+			if (pt->tpgt == id) {
+				err_at(v, e, "%s: peer_portal_groups: %lld is the tpgt of this "
+				       "node's own portal '%s' (line %d); a peer node's portals "
+				       "need tpgts of their own", where, id,
+				       pt->name ? pt->name : "?", pt->line);
+				bad = true;
+			}
+		}
+		if (!bad)
+			t->peer_groups[t->n_peer_groups++] = (uint16_t)id;
+	}
+}
+
 static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx,
 			 struct conf_target *t)
 {
@@ -1376,6 +1463,9 @@ static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx
 	s = config_setting_get_member(g, "chap");
 	if (s)
 		parse_chap(v, s, where, &t->chap);
+	s = config_setting_get_member(g, "peer_portal_groups");
+	if (s)
+		parse_peer_groups(v, s, where, t);
 }
 
 static void parse_targets(struct vctx *v, const config_setting_t *root)
@@ -1675,6 +1765,7 @@ void conf_free(struct conf *c)
 		free(t->iqn);
 		free(t->alias);
 		free(t->portals);
+		free(t->peer_groups);
 		for (unsigned j = 0; j < t->n_luns; j++) {
 			free(t->luns[j].pool);
 			free(t->luns[j].volume);

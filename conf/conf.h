@@ -75,8 +75,13 @@ struct conf_portal {
 	char *host;                /* address part, without brackets */
 	uint16_t port;
 	int family;                /* AF_INET or AF_INET6 */
-	uint16_t tpgt;             /* 1-based position in the portals list */
+	uint16_t tpgt;             /* key "tpgt", else the 1-based position in
+	                            * the portals list; unique among portals. It
+	                            * is also the SCSI relative target port id
+	                            * and target port group id of every target
+	                            * port on this portal. */
 	int line;
+	bool tpgt_set;             /* "tpgt" was given explicitly */
 };
 
 struct conf_chap {
@@ -106,6 +111,14 @@ struct conf_target {
 	bool allow_all;
 	struct conf_chap chap;
 	int line;
+	/* Key "peer_portal_groups": TPGTs under which other nodes export this
+	 * same target (same image, same iqn). REPORT TARGET PORT GROUPS lists
+	 * each as an active/non-optimized group holding one port whose
+	 * relative port id is that TPGT (implicit ALUA). 1..65535, distinct,
+	 * none equal to a TPGT of this target's own portals. NULL when
+	 * n_peer_groups == 0. */
+	uint16_t *peer_groups;
+	unsigned n_peer_groups;
 };
 
 struct conf_daemon {

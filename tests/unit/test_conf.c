@@ -1014,6 +1014,159 @@ START_TEST(t24_start_degraded)
 }
 END_TEST
 
+START_TEST(t25_portal_tpgt)
+{
+	struct conf *c = NULL;
+	const char *text =
+		"pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\"); } );\n" /* 1 */
+		"portals = (\n"                                                                  /* 2 */
+		" { name = \"a\"; listen = \"127.0.0.1:3260\"; tpgt = 2; },\n"                  /* 3 */
+		" { name = \"b\"; listen = \"127.0.0.2:3260\"; },\n"                            /* 4 */
+		" { name = \"c\"; listen = \"127.0.0.3:3260\"; tpgt = 2; },\n"                  /* 5 */
+		" { name = \"d\"; listen = \"127.0.0.4:3260\"; tpgt = 0; },\n"                  /* 6 */
+		" { name = \"e\"; listen = \"127.0.0.5:3260\"; tpgt = 65536; },\n"              /* 7 */
+		" { name = \"f\"; listen = \"127.0.0.6:3260\"; tpgt = \"7\"; }\n"               /* 8 */
+		");\n"                                                                           /* 9 */
+		"targets = ( { iqn = \"iqn.2026-11.org.rtgt:t\"; portals = (\"a\");\n"          /* 10 */
+		"  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"50%\"; } ); } );\n";
+
+	ck_assert_int_eq(load(text, &c), -EINVAL);
+	ck_assert_ptr_null(c);
+	/* portal b defaults to its position, 2, which a already took */
+	ASSERT_ERR(4, "portal 'b': tpgt 2 (its position in the list) is already used by portal 'a' (line 3)");
+	ASSERT_ERR(5, "portal 'c': tpgt 2 is already used by portal 'a' (line 3)");
+	ASSERT_ERR(6, "tpgt = 0 is out of range 1..65535");
+	ASSERT_ERR(7, "tpgt = 65536 is out of range 1..65535");
+	ASSERT_ERR(8, "tpgt must be an integer");
+	ck_assert_uint_eq(err_lines(), 5);
+
+	/* a second node: its only portal takes TPGT 2 */
+	c = expect_good(NULL, NULL, "portals = ( { name = \"p1\"; listen = \"127.0.0.1:3260\"; tpgt = 2; } );\n",
+			NULL);
+	ck_assert_uint_eq(c->portals[0].tpgt, 2);
+	ck_assert(c->portals[0].tpgt_set);
+	conf_free(c);
+	/* explicit and positional mix when they do not collide */
+	c = expect_good(NULL, NULL,
+			"portals = ( { name = \"p1\"; listen = \"127.0.0.1:3260\"; tpgt = 65535; },\n"
+			"            { name = \"p2\"; listen = \"127.0.0.2:3260\"; } );\n", NULL);
+	ck_assert_uint_eq(c->portals[0].tpgt, 65535);
+	ck_assert_uint_eq(c->portals[1].tpgt, 2);
+	ck_assert(!c->portals[1].tpgt_set);
+	conf_free(c);
+	/* without the key nothing changes */
+	c = expect_good(NULL, NULL, NULL, NULL);
+	ck_assert_uint_eq(c->portals[0].tpgt, 1);
+	ck_assert(!c->portals[0].tpgt_set);
+	ck_assert_uint_eq(c->targets[0].n_peer_groups, 0);
+	ck_assert_ptr_null(c->targets[0].peer_groups);
+	conf_free(c);
+}
+END_TEST
+
+START_TEST(t26_peer_portal_groups)
+{
+	struct conf *c = NULL;
+	const char *text =
+		"pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\"); } );\n" /* 1 */
+		"portals = ( { name = \"a\"; listen = \"127.0.0.1:3260\"; },\n"                 /* 2 */
+		"            { name = \"b\"; listen = \"127.0.0.2:3260\"; tpgt = 5; } );\n"     /* 3 */
+		"targets = (\n"                                                                  /* 4 */
+		" { iqn = \"iqn.2026-11.org.rtgt:t1\"; portals = (\"a\", \"b\");\n"             /* 5 */
+		"   peer_portal_groups = ( 3,\n"                                                 /* 6 */
+		"     1,\n"                                                                      /* 7 */
+		"     3,\n"                                                                      /* 8 */
+		"     0,\n"                                                                      /* 9 */
+		"     70000,\n"                                                                  /* 10 */
+		"     \"4\",\n"                                                                  /* 11 */
+		"     5 );\n"                                                                    /* 12 */
+		"   luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"50%\"; } ); },\n"
+		" { iqn = \"iqn.2026-11.org.rtgt:t2\"; portals = (\"a\"); peer_portal_groups = 2;\n" /* 14 */
+		"   luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"50%\"; } ); }\n"
+		");\n";
+
+	ck_assert_int_eq(load(text, &c), -EINVAL);
+	ck_assert_ptr_null(c);
+	ASSERT_ERR(7, "peer_portal_groups: 1 is the tpgt of this node's own portal 'a' (line 2)");
+	ASSERT_ERR(8, "peer_portal_groups lists 3 twice");
+	ASSERT_ERR(9, "peer_portal_groups[3] = 0 is out of range 1..65535");
+	ASSERT_ERR(10, "peer_portal_groups[4] = 70000 is out of range 1..65535");
+	ASSERT_ERR(11, "peer_portal_groups[5] must be an integer TPGT");
+	ASSERT_ERR(12, "peer_portal_groups: 5 is the tpgt of this node's own portal 'b' (line 3)");
+	ASSERT_ERR(14, "peer_portal_groups must be a list of TPGTs");
+	ck_assert_uint_eq(err_lines(), 7);
+
+	/* a TPGT of a portal this target does not use is a fine peer id:
+	 * relative port ids are per target */
+	c = expect_good(NULL, NULL,
+			"portals = ( { name = \"p1\"; listen = \"127.0.0.1:3260\"; },\n"
+			"            { name = \"p2\"; listen = \"127.0.0.2:3260\"; } );\n",
+			"targets = ( { iqn = \"iqn.2026-11.org.rtgt:t\"; portals = (\"p1\");\n"
+			"  peer_portal_groups = [ 2, 65535 ];\n"
+			"  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"50%\"; } ); } );\n");
+	ck_assert_uint_eq(c->targets[0].n_peer_groups, 2);
+	ck_assert_uint_eq(c->targets[0].peer_groups[0], 2);
+	ck_assert_uint_eq(c->targets[0].peer_groups[1], 65535);
+	conf_free(c);
+	/* an empty list is no peers */
+	c = expect_good(NULL, NULL, NULL,
+			"targets = ( { iqn = \"iqn.2026-11.org.rtgt:t\"; portals = (\"p1\");\n"
+			"  peer_portal_groups = ( );\n"
+			"  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"50%\"; } ); } );\n");
+	ck_assert_uint_eq(c->targets[0].n_peer_groups, 0);
+	conf_free(c);
+	/* a misspelt key is caught like every other */
+	expect_bad(NULL, NULL, NULL,
+		   "targets = ( { iqn = \"iqn.2026-11.org.rtgt:t\"; portals = (\"p1\");\n"
+		   "  peer_portal_group = ( 2 );\n"
+		   "  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"50%\"; } ); } );\n",
+		   "unknown key 'peer_portal_group' (did you mean 'peer_portal_groups'?)");
+}
+END_TEST
+
+/* The two-node example pair: the same target and image, distinct TPGTs,
+ * each naming the other's as its peer. */
+START_TEST(t27_two_node_examples)
+{
+	static const char *const files[] = {
+		"conf/examples/rbd-node-a.conf", "conf/examples/rbd-node-b.conf",
+	};
+	struct conf *c[2];
+
+	for (unsigned i = 0; i < 2; i++) {
+		FILE *errs = open_memstream(&errbuf, &errlen);
+		int ret = conf_load(files[i], &c[i], errs);
+
+		fclose(errs);
+		ck_assert_msg(ret == 0, "%s: %d\n%s", files[i], ret, errbuf);
+		ck_assert_msg(errlen == 0, "%s printed:\n%s", files[i], errbuf);
+		free(errbuf);
+		errbuf = NULL;
+		ck_assert_uint_eq(c[i]->n_targets, 1);
+		ck_assert_uint_ge(c[i]->targets[0].n_peer_groups, 1);
+	}
+	ck_assert_str_eq(c[0]->targets[0].iqn, c[1]->targets[0].iqn);
+	ck_assert_str_eq(c[0]->targets[0].luns[0].volume, c[1]->targets[0].luns[0].volume);
+	ck_assert_str_eq(c[0]->pools[0].rbd_pool, c[1]->pools[0].rbd_pool);
+	for (unsigned i = 0; i < 2; i++) {
+		const struct conf_target *me = &c[i]->targets[0], *peer = &c[1 - i]->targets[0];
+
+		/* my peers are exactly the other node's TPGTs */
+		ck_assert_uint_eq(me->n_peer_groups, peer->n_portals);
+		for (unsigned k = 0; k < peer->n_portals; k++) {
+			uint16_t tpgt = c[1 - i]->portals[peer->portals[k]].tpgt;
+			bool found = false;
+
+			for (unsigned j = 0; j < me->n_peer_groups; j++)
+				found |= me->peer_groups[j] == tpgt;
+			ck_assert_msg(found, "%s: peer tpgt %u missing", files[i], tpgt);
+		}
+	}
+	conf_free(c[0]);
+	conf_free(c[1]);
+}
+END_TEST
+
 static Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -1042,6 +1195,9 @@ static Suite *conf_suite(void)
 		{ "22_touches_nothing_on_disk", t22_touches_nothing_on_disk },
 		{ "23_log_lines", t23_log_lines },
 		{ "24_start_degraded", t24_start_degraded },
+		{ "25_portal_tpgt", t25_portal_tpgt },
+		{ "26_peer_portal_groups", t26_peer_portal_groups },
+		{ "27_two_node_examples", t27_two_node_examples },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
