@@ -240,6 +240,12 @@ struct scsi_target {
 	struct scsi_port ports[SCSI_MAX_PORTS];
 	unsigned n_ports;
 	struct scsi_nexus *nexuses;
+	/* Target port groups of the same target on other nodes (implicit
+	 * ALUA): reported active/non-optimized, each holding one port whose
+	 * relative port id equals the group id. Never equal to a local
+	 * port's tpgt (scsi_target_set_peer_groups refuses it). Under lock. */
+	uint16_t peer_tpgs[SCSI_MAX_PORTS];
+	unsigned n_peer_tpgs;
 };
 
 /* ---- opcode table ---- */
