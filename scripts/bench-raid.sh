@@ -92,24 +92,25 @@ print('median of %d rounds: raid5/raid0 write: %.2f (goal 0.70)   raid6/raid0 wr
 # that show the rebuild running (progress strictly between 0 and 1), so the
 # time to notice the failure and the polling granularity do not count; the
 # end-to-end time from the fail command to "optimal" is printed too.
+T_FAIL=$(date +%s.%N)
 bin/rtgtctl -s "$DIR/rtgtd.sock" fail r5 1 >/dev/null
-python3 - "$DIR/rtgtd.sock" "$CAP" "$SIZE" <<'EOP'
+python3 - "$DIR/rtgtd.sock" "$CAP" "$SIZE" "$T_FAIL" <<'EOP'
 import json, subprocess, sys, time
 sock, cap = sys.argv[1], float(sys.argv[2])
-t0 = time.monotonic()
+t0 = float(sys.argv[4])   # wall clock when the fail command was sent
 samples = []
 member = None
-while time.monotonic() - t0 < 600:
+while time.time() - t0 < 600:
     out = subprocess.run(["bin/rtgtctl", "-s", sock, "status", "--json"],
                          capture_output=True, text=True, check=True).stdout
     p = [p for p in json.loads(out)["pools"] if p["name"] == "r5"][0]
-    t = time.monotonic()
+    t = time.time()
     if p["state"] == "optimal":
         break
     if 0.0 < p["rebuild_progress"] < 1.0:
         samples.append((t, p["rebuild_progress"]))
     time.sleep(0.2)
-t1 = time.monotonic()
+t1 = time.time()
 # the member's data area: its size less the 1 MiB of superblocks and bitmap
 # in front of it (RAID_DATA_OFF in raid/raid_int.h)
 size = sys.argv[3]
