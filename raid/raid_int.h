@@ -221,6 +221,10 @@ struct raid_hdd {
 	uint64_t n_seek, n_switch, n_hit, n_ra_bytes;
 	uint64_t n_busy_ns, n_pos_ns;      /* head time in jobs, of which positioning */
 	uint64_t n_rd_jobs, n_drain_jobs;  /* jobs by kind (read-ahead: n_ra_bytes) */
+	uint64_t n_rd_bytes, n_wr_bytes;   /* bytes the head read (jobs) / destaged */
+	/* accounting window hdd.c logs at LOG_INFO (head busy share, seeks):
+	 * start time and the counters at its start */
+	uint64_t win_t0, win_busy, win_pos, win_seek, win_switch, win_rd, win_wr, win_ra;
 };
 /* hdd.c: a member I/O enters the model (after its real I/O was queued) */
 void raid_hdd_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
