@@ -41,7 +41,13 @@ enum raid_op {
 	RAID_OP_WRITE,
 	RAID_OP_FLUSH,          /* off/len ignored: every member, metadata included */
 	RAID_OP_COMPARE_WRITE,  /* atomic against every other write to the range */
+	RAID_OP_WRITE_SAME,     /* buf: one RAID_SAME_BLOCK-byte block, written
+	                         * repeatedly over [off, off + len); only on a
+	                         * volume whose raid_vol_write_same_max() is not 0,
+	                         * len at most that (else -EINVAL) */
 };
+
+#define RAID_SAME_BLOCK 512u  /* RAID_OP_WRITE_SAME pattern size */
 
 #define RAID_IO_FUA 0x1u    /* durable on every member before completion */
 
@@ -83,6 +89,15 @@ void raid_vol_uuid(const struct raid_vol *vol, uint8_t out[16]);
 /* Optimal transfer granularity and length in bytes (chunk, full stripe). */
 uint32_t raid_vol_opt_gran(const struct raid_vol *vol);
 uint32_t raid_vol_opt_len(const struct raid_vol *vol);
+/* Largest RAID_OP_WRITE_SAME request in bytes the volume takes; 0 when it has
+ * no write-same of its own (RAID pools: the caller writes the pattern). */
+uint64_t raid_vol_write_same_max(const struct raid_vol *vol);
+/* 0 when the volume serves I/O; -EINPROGRESS while it is being prepared in
+ * the background (thick provisioning of an rbd image); otherwise the negative
+ * errno that stopped the preparation (the volume stays unusable; a restart
+ * resumes it). Until 0, raid_vol_submit() refuses everything but FLUSH with
+ * -EBUSY. Any thread, cheap (atomics). Once 0 it stays 0. */
+int raid_vol_ready(const struct raid_vol *vol);
 
 /* ---- pools ---- */
 
@@ -124,7 +139,16 @@ struct raid_pool_info {
 	unsigned n_members;     /* members and spares both listed in members[] */
 	struct raid_member_info members[64];
 	unsigned n_volumes;
-	struct { char name[64]; uint64_t bytes; } volumes[64];
+	struct {
+		char name[64];
+		uint64_t bytes;
+		/* background preparation (rbd thick provisioning); state NULL
+		 * when the volume never had any (RAID pools) */
+		const char *state;   /* "ready" | "provisioning" | "failed" */
+		uint64_t prov_done, prov_total; /* bytes written out / to write */
+		double prov_eta_s;   /* provisioning: < 0 when unknown */
+		int prov_error;      /* failed: negative errno */
+	} volumes[64];
 	uint64_t scrub_mismatches;
 	const char *scrub_state; /* "idle" | "running" | "done" */
 };
@@ -142,5 +166,61 @@ int raid_pool_scrub(struct raid_pool *pool, bool repair);
  * first); -ENOENT: no such member; -EALREADY: slot already empty;
  * -EOPNOTSUPP: rbd pool. */
 int raid_pool_remove(struct raid_pool *pool, const char *member);
+
+/* ---- shared state of a volume (raid/rbd_pr.c) ----
+ * A volume served by several rtgt nodes at once (an RBD image opened by two
+ * rtgtd) carries small blobs of state that every node must agree on, e.g.
+ * persistent reservations. Each blob is named by a short @tag ([a-z0-9_],
+ * at most 16 characters) and lives next to the volume (for RBD: the RADOS
+ * object "rtgt_<tag>.<image id>" in the image's pool). Every update is an
+ * atomic read-modify-write across nodes; every change is announced to all
+ * nodes watching the blob, and the update returns only once each live
+ * watcher has run its callback (or the timeout passed). RAID volumes are
+ * never shared: every call below returns -EOPNOTSUPP for them (and
+ * raid_vol_shared() false). */
+
+struct raid_shared_watch;
+
+bool raid_vol_shared(const struct raid_vol *vol);
+
+/* Transforms the current blob (@old, @old_len; NULL/0 when none exists yet)
+ * into the new one: sets *@out (malloc'd, taken over by raid) and
+ * *@out_len, or leaves *@out NULL to write nothing. Returns 0 or a negative
+ * errno (nothing written, the update returns it). May be called more than
+ * once per update (another node wrote in between: it runs again on the
+ * newer blob), on a helper thread. */
+typedef int (*raid_shared_fn)(void *arg, const uint8_t *old, size_t old_len, uint8_t **out,
+			      size_t *out_len);
+/* Called on @ctx's thread when the update is over: @rc 0 (written and
+ * every watcher acknowledged, or nothing to write), -ETIMEDOUT (written,
+ * some watcher did not acknowledge within the timeout), or the negative
+ * errno of @fn or of the cluster (nothing written). @blob/@len: what was
+ * written (valid only during the call; NULL when nothing was). */
+typedef void (*raid_shared_done_fn)(void *arg, int rc, const uint8_t *blob, size_t len);
+/* Runs the read-modify-write of blob @tag on a helper thread and completes
+ * through @done on @ctx's thread (inside raid_ioctx_run(), never inside this
+ * call). Returns 0, or a negative errno when it could not start (then @done
+ * never runs). */
+int raid_vol_shared_update(struct raid_vol *vol, const char *tag, struct raid_ioctx *ctx,
+			   raid_shared_fn fn, raid_shared_done_fn done, void *arg);
+/* Reads blob @tag now (blocking; start-up): *@out malloc'd (NULL, 0 when it
+ * does not exist). */
+int raid_vol_shared_read(struct raid_vol *vol, const char *tag, uint8_t **out, size_t *out_len);
+/* Sends @msg to every node watching blob @tag and waits (blocking, at most
+ * @timeout_ms) for their callbacks; nothing is written. -ETIMEDOUT when
+ * some watcher did not answer in time. */
+int raid_vol_shared_notify(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
+			   unsigned timeout_ms);
+/* @cb(arg, msg, len, self) runs on a library thread for every update
+ * (@msg: the blob written) and notify (@msg: what was sent) of blob @tag,
+ * from any node, this one included (@self true); the writer waits until it
+ * returns. When the watch breaks (changes may have been missed) it is
+ * re-established and @cb runs with the current blob (@len 0 if none, @self
+ * false), so the watcher catches up. */
+typedef void (*raid_shared_watch_fn)(void *arg, const uint8_t *msg, size_t len, bool self);
+int raid_vol_shared_watch(struct raid_vol *vol, const char *tag, raid_shared_watch_fn cb,
+			  void *arg, struct raid_shared_watch **out);
+/* Stops the watch; no callback runs after it returns. NULL is fine. */
+void raid_vol_shared_unwatch(struct raid_shared_watch *w);
 
 #endif

@@ -36,15 +36,47 @@
  * the return value and hand the request to the ctx with raid_defer(); step()
  * then runs inside raid_ioctx_run(). Invariant (io_check): the phase is one
  * of the above while the request is owned by rbd.c, FLUSH only for FUA
- * writes, the LOCK..CAW_WRITE phases only for compare-and-write with a
- * struct caw, and the ctx and volume are set.
+ * writes (WRITE or WRITE_SAME), the LOCK..CAW_WRITE phases only for
+ * compare-and-write with a struct caw, and the ctx and volume are set.
+ * WRITE_SAME is one rbd_aio_writesame (one 512-byte block repeated; at most
+ * WS_MAX bytes per request, so librbd never sees a length near its size_t /
+ * int return-value limits and one request spans at most 16 objects).
+ *
+ * Volume preparation state machine (struct rbd_vol, rv->prov_state; thick
+ * provisioning runs on the volume's own thread, prov_main(), never on a
+ * reactor):
+ *
+ *   READY  <---------------------------------------------------------------.
+ *   RUNNING --raid_rbd_vol_open(): image not written out yet, thread made   |
+ *        |     (prov_main: take the provisioning lock, resume from the      |
+ *        |      rtgt.thick checkpoint, write-same batches, checkpoints)     |
+ *        |--all written, flushed, rtgt.thick = "done" (prov_main) ---------'
+ *        |--a peer node holds the lock and finishes: rtgt.thick = "done"
+ *        |     seen while waiting (prov_main) ----------------------------> READY
+ *        |--write/flush/metadata error (prov_main) ---------------------> FAILED
+ *        `--pool closing (prov_stop set by raid_rbd_pool_close): the
+ *              offset reached is checkpointed, thread ends, volume freed.
+ *   FAILED: prov_err holds the errno; stays until the daemon restarts, which
+ *           resumes from the checkpoint.
+ * While not READY the SCSI layer answers media access with NOT READY
+ * (raid_vol_ready) and raid_rbd_vol_submit refuses all but FLUSH, so no
+ * initiator data can be overwritten by provisioning zeros nor zeros read
+ * before they were written. The lock (RADOS lock "rtgt.thick" on the image
+ * header object, 10 s lease renewed every second) makes one node write the
+ * image out while a peer opening the same image waits for "done".
+ * Invariant (prov_check): READY never has a live provisioning thread that
+ * writes (prov_thread_live implies the state was RUNNING when it started),
+ * prov_done <= prov_total, FAILED has prov_err < 0, the others 0.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/random.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include "raid/rbd_int.h"
@@ -65,6 +97,11 @@
 /* librbd's default object size (order 22): the unit of thick provisioning */
 #define RBD_ORDER  22
 #define PROV_QD    8u
+#define WS_MAX     (64ull << 20)     /* bytes per WRITE_SAME request */
+#define PROV_LOCK  "rtgt.thick"
+#define PROV_LEASE_S 10
+
+enum { PROV_READY = 0, PROV_RUNNING, PROV_FAILED };
 
 struct rbd_vol {
 	struct raid_vol v;        /* first: raid_vol pointers are rbd_vol pointers */
@@ -72,6 +109,15 @@ struct rbd_vol {
 	uint64_t obj_bytes;
 	char prefix[32];          /* RADOS object name prefix of the data objects */
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
+	/* thick provisioning (state machine at the top) */
+	_Atomic int prov_state;   /* PROV_* */
+	_Atomic int prov_err;     /* FAILED: negative errno */
+	_Atomic uint64_t prov_done; /* bytes from 0 known written out */
+	_Atomic uint64_t prov_base; /* prov_done when this run started writing */
+	_Atomic uint64_t prov_t0_ms; /* when it started writing; 0: not yet */
+	_Atomic bool prov_stop;   /* pool closing: checkpoint and end */
+	pthread_t prov_thr;
+	bool prov_thread_live;    /* prov_thr must be joined */
 };
 
 struct rbd_pool {
@@ -80,7 +126,6 @@ struct rbd_pool {
 	rados_ioctx_t ioctx;
 	char rbd_pool[128];
 	bool thick;
-	_Atomic uint64_t prov_done, prov_total; /* provisioning in progress (bytes) */
 };
 
 enum { PHASE = 0, RET = 1 };               /* io->rpriv_u[] slots */
@@ -119,7 +164,8 @@ static bool io_check(const struct raid_io *io)
 	if (ph < PH_MAIN || ph > PH_CAW_WRITE)
 		return false;
 	if (ph == PH_FLUSH)
-		return io->op == RAID_OP_WRITE && (io->flags & RAID_IO_FUA);
+		return (io->op == RAID_OP_WRITE || io->op == RAID_OP_WRITE_SAME) &&
+		       (io->flags & RAID_IO_FUA);
 	if (ph >= PH_LOCK)
 		return io->op == RAID_OP_COMPARE_WRITE && io->rpriv[CAW];
 	return true;
@@ -184,6 +230,10 @@ static int start_op(struct raid_io *io)
 			break;
 		case RAID_OP_FLUSH:
 			rc = rbd_aio_flush(rv->img, c);
+			break;
+		case RAID_OP_WRITE_SAME:
+			rc = rbd_aio_writesame(rv->img, io->off, io->len, (const char *)io->buf,
+					       RAID_SAME_BLOCK, c, 0);
 			break;
 		default:
 			rc = -EINVAL;
@@ -327,7 +377,8 @@ static void finish(struct raid_io *io, int64_t ret)
 				rp_of(rv->v.pool)->rbd_pool, rv->v.name,
 				io->op == RAID_OP_READ ? "read" :
 				io->op == RAID_OP_FLUSH ? "flush" :
-				io->op == RAID_OP_COMPARE_WRITE ? "compare-and-write" : "write",
+				io->op == RAID_OP_COMPARE_WRITE ? "compare-and-write" :
+				io->op == RAID_OP_WRITE_SAME ? "write same" : "write",
 				io->len, io->off, strerror((int)-ret));
 		/* the target maps -EIO to a medium error; keep -ENOMEM apart */
 		io->result = ret == -ENOMEM ? -ENOMEM : -EIO;
@@ -392,7 +443,8 @@ static void step(void *arg)
 		}
 		ret = rc;
 	}
-	if (ret >= 0 && io->rpriv_u[PHASE] == PH_MAIN && io->op == RAID_OP_WRITE &&
+	if (ret >= 0 && io->rpriv_u[PHASE] == PH_MAIN &&
+	    (io->op == RAID_OP_WRITE || io->op == RAID_OP_WRITE_SAME) &&
 	    (io->flags & RAID_IO_FUA)) {
 		io->rpriv_u[PHASE] = PH_FLUSH;
 		rc = start_op(io);
@@ -407,13 +459,19 @@ int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct rai
 {
 	int rc;
 
-	if (!io || !io->cb || (unsigned)io->op > RAID_OP_COMPARE_WRITE || !ctx)
+	if (!io || !io->cb || (unsigned)io->op > RAID_OP_WRITE_SAME || !ctx)
 		return -EINVAL;
 	if (io->op != RAID_OP_FLUSH) {
 		if (io->off % 512 || io->len % 512 || io->len == 0 || !io->buf)
 			return -EINVAL;
+		if (io->op == RAID_OP_WRITE_SAME && io->len > WS_MAX)
+			return -EINVAL;
 		if (io->off > vol->size || io->len > vol->size - io->off)
 			return -ERANGE;
+		/* provisioning zeros must never land on an initiator's data,
+		 * nor an initiator read zeros not yet written */
+		if (atomic_load(&rv_of(vol)->prov_state) != PROV_READY)
+			return -EBUSY;
 	}
 	io->result = 0;
 	io->miscompare_off = 0;
@@ -498,31 +556,121 @@ err:
 	return rc;
 }
 
+/* ---- thick provisioning (state machine at the top) ---- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static bool prov_check(struct rbd_vol *rv)
+{
+	int st = atomic_load(&rv->prov_state), err = atomic_load(&rv->prov_err);
+
+	if (atomic_load(&rv->prov_done) > rv->v.size)
+		return false;
+	if (st == PROV_FAILED)
+		return err < 0;
+	return err == 0 && (st == PROV_READY || st == PROV_RUNNING);
+}
+
+static void prov_set(struct rbd_vol *rv, int state, int err)
+{
+	atomic_store(&rv->prov_err, err);
+	atomic_store(&rv->prov_state, state);
+	if (!prov_check(rv))
+		LOG_ERR(RAID_MOD, "rbd: %s: provisioning in an impossible state (%d, %d)",
+			rv->v.name, state, err);
+}
+
+/* Format 2 images: data objects "rbd_data.<id>.N", header "rbd_header.<id>". */
+static void header_oid(const struct rbd_vol *rv, char *oid, size_t len)
+{
+	const char *id = strchr(rv->prefix, '.');
+
+	snprintf(oid, len, "rbd_header.%s", id ? id + 1 : rv->prefix);
+}
+
+/* Take or renew the provisioning lease: 0, -EBUSY while a peer holds it. */
+static int prov_lock(struct rbd_pool *rp, struct rbd_vol *rv)
+{
+	struct timeval lease = { PROV_LEASE_S, 0 };
+	char oid[80];
+	int rc;
+
+	header_oid(rv, oid, sizeof(oid));
+	rc = rados_lock_exclusive(rp->ioctx, oid, PROV_LOCK, "rtgt", "rtgt thick provisioning",
+				  &lease, LIBRADOS_LOCK_FLAG_MAY_RENEW);
+	return rc == -EEXIST ? -EBUSY : rc;
+}
+
+static void prov_unlock(struct rbd_pool *rp, struct rbd_vol *rv)
+{
+	char oid[80];
+
+	header_oid(rv, oid, sizeof(oid));
+	rados_unlock(rp->ioctx, oid, PROV_LOCK, "rtgt");
+}
+
+/* The checkpoint in META_THICK: *done, or the object-aligned offset reached. */
+static int meta_thick(struct rbd_vol *rv, bool *done, uint64_t *from)
+{
+	char s[32], *end;
+	int rc = meta_get(rv->img, META_THICK, s, sizeof(s));
+
+	if (rc < 0)
+		return rc;
+	*done = strcmp(s, "done") == 0;
+	*from = *done ? rv->v.size : strtoull(s, &end, 10);
+	if (!*done && (*end || *from > rv->v.size))
+		*from = 0;   /* unreadable checkpoint: start over, zeros are idempotent */
+	if (!*done)
+		*from = *from / rv->obj_bytes * rv->obj_bytes;
+	return 0;
+}
+
+static void prov_progress(struct rbd_vol *rv, uint64_t pos)
+{
+	if (!atomic_load(&rv->prov_t0_ms)) {
+		atomic_store(&rv->prov_base, pos);
+		atomic_store(&rv->prov_t0_ms, now_ms());
+	}
+	atomic_store(&rv->prov_done, pos);
+}
+
 /*
- * Thick provisioning: write zeros over the whole image, one object per
- * write-same, PROV_QD in flight. rbd_discard_on_zeroed_write_same is off
- * (pool open), so the zeros are really written and every object exists:
- * the space is taken in the OSDs now rather than at the first write. The
- * offset reached is checkpointed in META_THICK, so an interrupted start
- * resumes instead of starting over.
+ * Write zeros over [from, size), one object per write-same, PROV_QD in
+ * flight. rbd_discard_on_zeroed_write_same is off (pool open), so the zeros
+ * are really written and every object exists: the space is taken in the OSDs
+ * now rather than at the first write. About every second the lease is
+ * renewed and the offset reached (all writes before it completed) is
+ * checkpointed in META_THICK, so an interrupted run resumes there. Returns
+ * 0 when done ("done" stored), -ECANCELED when the pool closes, -EBUSY when
+ * the lease was lost to a peer, or the error that stopped it.
  */
 static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 {
 	static const char zero[4096];
 	rbd_completion_t c[PROV_QD] = { 0 };
-	uint64_t size = rv->v.size, pos = from, next_ck, next_log;
+	uint64_t size = rv->v.size, pos = from, next_log, last_ck = now_ms();
 	unsigned i;
 	int rc = 0;
 
-	atomic_store(&rp->prov_total, size);
-	atomic_store(&rp->prov_done, from);
-	next_ck = next_log = from + size / 10;
+	prov_progress(rv, from);
+	next_log = from + size / 10;
 	LOG_INFO(RAID_MOD, "rbd: %s/%s: writing out %" PRIu64 " bytes (thick)%s", rp->rbd_pool,
 		 rv->v.name, size - from, from ? ", resuming" : "");
 	while (pos < size && rc == 0) {
 		uint64_t base = pos;
 		unsigned n = 0;
 
+		if (atomic_load(&rv->prov_stop)) {
+			rc = -ECANCELED;
+			break;
+		}
 		for (i = 0; i < PROV_QD && pos < size; i++) {
 			uint64_t len = rv->obj_bytes - pos % rv->obj_bytes;
 
@@ -553,13 +701,16 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 			pos = base;
 			break;
 		}
-		atomic_store(&rp->prov_done, pos);
-		if (pos >= next_ck && pos < size) {
+		prov_progress(rv, pos);
+		if (now_ms() - last_ck >= 1000 && pos < size) {
 			char s[32];
 
+			rc = prov_lock(rp, rv);
+			if (rc < 0)
+				break;
 			snprintf(s, sizeof(s), "%" PRIu64, pos);
 			rbd_metadata_set(rv->img, META_THICK, s);   /* a hint only */
-			next_ck = pos + size / 10;
+			last_ck = now_ms();
 		}
 		if (pos >= next_log && pos < size) {
 			LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning %.0f%%", rp->rbd_pool,
@@ -571,16 +722,85 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 		rc = rbd_flush(rv->img);
 	if (rc == 0)
 		rc = rbd_metadata_set(rv->img, META_THICK, "done");
-	atomic_store(&rp->prov_total, 0);
-	atomic_store(&rp->prov_done, 0);
-	if (rc < 0) {
+	if (rc == -ECANCELED) {
+		char s[32];
+
+		snprintf(s, sizeof(s), "%" PRIu64, pos);
+		rbd_metadata_set(rv->img, META_THICK, s);
+		LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning interrupted at %" PRIu64
+			 " of %" PRIu64 " bytes (the next start resumes)", rp->rbd_pool, rv->v.name,
+			 pos, size);
+	} else if (rc == -EBUSY) {
+		LOG_WARN(RAID_MOD, "rbd: %s/%s: thick provisioning lease lost to another node at %"
+			 PRIu64 " bytes; waiting for it to finish", rp->rbd_pool, rv->v.name, pos);
+	} else if (rc < 0) {
 		LOG_ERR(RAID_MOD, "rbd: %s/%s: thick provisioning stopped at %" PRIu64 " of %" PRIu64
-			" bytes: %s (the next start resumes)", rp->rbd_pool, rv->v.name, pos, size,
-			strerror(-rc));
-		return rc;
+			" bytes: %s; the LUN stays not ready (the next start resumes)", rp->rbd_pool,
+			rv->v.name, pos, size, strerror(-rc));
+	} else {
+		LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning done", rp->rbd_pool, rv->v.name);
 	}
-	LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning done", rp->rbd_pool, rv->v.name);
-	return 0;
+	return rc;
+}
+
+/* The volume's provisioning thread: wait for the lease (a peer may be
+ * writing the image out; follow its checkpoint meanwhile), then write out
+ * what is left. Never touches a reactor. */
+static void *prov_main(void *arg)
+{
+	struct rbd_vol *rv = arg;
+	struct rbd_pool *rp = rp_of(rv->v.pool);
+	bool done = false, told = false;
+	uint64_t from = 0;
+	int rc;
+
+	for (;;) {
+		if (atomic_load(&rv->prov_stop))
+			return NULL;
+		rc = prov_lock(rp, rv);
+		if (rc == 0) {
+			/* under the lease: the checkpoint is the truth */
+			rc = meta_thick(rv, &done, &from);
+			if (rc < 0)
+				LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s: %s", rp->rbd_pool,
+					rv->v.name, META_THICK, strerror(-rc));
+			else if (!done)
+				rc = provision(rp, rv, from);
+			prov_unlock(rp, rv);
+			if (rc != -EBUSY)
+				break;
+		} else if (rc != -EBUSY) {
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: provisioning lock: %s", rp->rbd_pool,
+				rv->v.name, strerror(-rc));
+			break;
+		}
+		rc = meta_thick(rv, &done, &from);
+		if (rc < 0)
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s: %s", rp->rbd_pool, rv->v.name,
+				META_THICK, strerror(-rc));
+		if (rc < 0 || done)
+			break;
+		if (!told)
+			LOG_INFO(RAID_MOD, "rbd: %s/%s: being written out by another node (or a previous run whose lease has not expired yet); waiting",
+				 rp->rbd_pool, rv->v.name);
+		told = true;
+		prov_progress(rv, from);
+		for (unsigned t = 0; t < 10 && !atomic_load(&rv->prov_stop); t++) {
+			struct timespec ts = { 0, 100000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (rc == -ECANCELED)
+		return NULL;
+	if (rc < 0) {
+		prov_set(rv, PROV_FAILED, rc);
+		return NULL;
+	}
+	atomic_store(&rv->prov_done, rv->v.size);
+	prov_set(rv, PROV_READY, 0);
+	LOG_INFO(RAID_MOD, "rbd: %s/%s: ready", rp->rbd_pool, rv->v.name);
+	return NULL;
 }
 
 /* ---- volumes ---- */
@@ -591,8 +811,8 @@ int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_s
 	struct rbd_pool *rp = rp_of(p);
 	struct rbd_vol *rv;
 	rbd_image_info_t info;
-	char thick[32];
-	bool created = false;
+	uint64_t from = 0;
+	bool created = false, done = false;
 	unsigned i, slot = RAID_MAX_VOLS;
 	int order = RBD_ORDER, rc;
 
@@ -696,17 +916,22 @@ int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_s
 	rc = vol_uuid(rp, rv, created);
 	if (rc < 0)
 		goto err_close;
-	rc = meta_get(rv->img, META_THICK, thick, sizeof(thick));
-	if (rc == 0 && strcmp(thick, "done") != 0) {
-		char *end;
-		uint64_t from = strtoull(thick, &end, 10);
-
-		if (*end || from > info.size)
-			from = 0;
-		from = from / rv->obj_bytes * rv->obj_bytes;
-		rc = provision(rp, rv, from);
-		if (rc < 0)
+	rc = meta_thick(rv, &done, &from);
+	if (rc == 0 && !done) {
+		/* written out in the background (prov_main); the volume is
+		 * not ready meanwhile */
+		atomic_store(&rv->prov_done, from);
+		prov_set(rv, PROV_RUNNING, 0);
+		rc = pthread_create(&rv->prov_thr, NULL, prov_main, rv);
+		if (rc) {
+			rc = -rc;
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: provisioning thread: %s", rp->rbd_pool, name,
+				strerror(-rc));
 			goto err_close;
+		}
+		rv->prov_thread_live = true;
+		LOG_INFO(RAID_MOD, "rbd: %s/%s: not ready until written out (thick, %" PRIu64
+			 " of %" PRIu64 " bytes done)", rp->rbd_pool, name, from, info.size);
 	} else if (rc < 0 && rc != -ENOENT) {
 		LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s: %s", rp->rbd_pool, name, META_THICK,
 			strerror(-rc));
@@ -840,6 +1065,13 @@ void raid_rbd_pool_close(struct raid_pool *p)
 		if (!p->vols[i])
 			continue;
 		rv = rv_of(p->vols[i]);
+		if (rv->prov_thread_live) {
+			/* at most one batch (PROV_QD objects) to wait for; the
+			 * offset reached is checkpointed */
+			atomic_store(&rv->prov_stop, true);
+			pthread_join(rv->prov_thr, NULL);
+			rv->prov_thread_live = false;
+		}
 		rc = rbd_flush(rv->img);
 		if (rc < 0)
 			LOG_ERR(RAID_MOD, "rbd: %s/%s: flush at close: %s", rp->rbd_pool, rv->v.name,
@@ -859,13 +1091,12 @@ int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 {
 	struct rbd_pool *rp = rp_of(p);
 	struct rados_cluster_stat_t st;
-	uint64_t total = atomic_load(&rp->prov_total);
+	uint64_t all_done = 0, all_total = 0, now = now_ms();
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", p->name);
 	out->level = "rbd";
-	out->state = total ? "rebuilding" : "optimal";
-	out->rebuild_progress = total ? (double)atomic_load(&rp->prov_done) / (double)total : 0.0;
+	out->state = "optimal";
 	out->rebuild_eta_s = -1;
 	out->chunk = p->g.chunk;
 	out->scrub_state = "idle";
@@ -876,12 +1107,35 @@ int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	for (unsigned i = 0; i < RAID_MAX_VOLS && out->n_volumes < 64; i++) {
 		if (!p->vols[i])
 			continue;
-		snprintf(out->volumes[out->n_volumes].name, sizeof(out->volumes[0].name), "%s",
-			 p->vols[i]->name);
-		out->volumes[out->n_volumes].bytes = p->vols[i]->size;
+		struct rbd_vol *rv = rv_of(p->vols[i]);
+		int pst = atomic_load(&rv->prov_state);
+		uint64_t done = atomic_load(&rv->prov_done), base = atomic_load(&rv->prov_base);
+		uint64_t t0 = atomic_load(&rv->prov_t0_ms);
+		__typeof__(&out->volumes[0]) vo = &out->volumes[out->n_volumes];
+
+		snprintf(vo->name, sizeof(vo->name), "%s", rv->v.name);
+		vo->bytes = rv->v.size;
+		vo->state = pst == PROV_RUNNING ? "provisioning" : pst == PROV_FAILED ? "failed" : "ready";
+		vo->prov_total = rv->v.size;
+		vo->prov_done = pst == PROV_READY ? rv->v.size : done;
+		vo->prov_error = atomic_load(&rv->prov_err);
+		vo->prov_eta_s = -1;
+		/* rate of this run so far (not counting what an earlier run did) */
+		if (pst == PROV_RUNNING && t0 && done > base && now > t0)
+			vo->prov_eta_s = (double)(rv->v.size - done) * (double)(now - t0) /
+					 1000.0 / (double)(done - base);
+		if (pst == PROV_RUNNING) {
+			out->state = "provisioning";
+			all_done += done;
+			all_total += rv->v.size;
+			if (vo->prov_eta_s > out->rebuild_eta_s)
+				out->rebuild_eta_s = vo->prov_eta_s;
+		}
 		out->n_volumes++;
 	}
 	pthread_mutex_unlock(&p->meta_mu);
+	/* the pool-level fields summarise the volumes still being written out */
+	out->rebuild_progress = all_total ? (double)all_done / (double)all_total : 0.0;
 	return 0;
 }
 
@@ -897,7 +1151,43 @@ int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen)
 	return 0;
 }
 
+uint64_t raid_vol_write_same_max(const struct raid_vol *vol)
+{
+	return vol->pool->level == CONF_RBD ? WS_MAX : 0;
+}
+
+int raid_vol_ready(const struct raid_vol *vol)
+{
+	struct rbd_vol *rv = (struct rbd_vol *)vol;
+
+	if (vol->pool->level != CONF_RBD)
+		return 0;
+	switch (atomic_load(&rv->prov_state)) {
+	case PROV_READY:
+		return 0;
+	case PROV_RUNNING:
+		return -EINPROGRESS;
+	default:
+		return atomic_load(&rv->prov_err);
+	}
+}
+
 #else /* !RTGT_HAVE_RBD */
+
+/* RAID pools have neither write-same nor background preparation, and no rbd
+ * volume can exist in this build */
+uint64_t raid_vol_write_same_max(const struct raid_vol *vol)
+{
+	(void)vol;
+	return 0;
+}
+
+int raid_vol_ready(const struct raid_vol *vol)
+{
+	(void)vol;
+	return 0;
+}
+
 
 static int no_rbd(const char *pool)
 {

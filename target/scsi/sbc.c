@@ -17,7 +17,11 @@
  * ctx is outstanding at any time. Data path: READ lands directly in cmd->buf
  * and WRITE leaves from it; a bounce buffer exists only for a read whose
  * EDTL is not a whole number of blocks, for VERIFY's medium copy and for
- * the WRITE SAME pattern.
+ * the WRITE SAME pattern. WRITE SAME on a volume with its own write-same
+ * (raid_vol_write_same_max() > 0: RBD images) sends the one block as
+ * RAID_OP_WRITE_SAME pieces of at most that size (K_WSAME_VOL); elsewhere
+ * the pattern is expanded into 1 MiB writes (K_WSAME). The SCSI checks are
+ * the same for both.
  */
 #include <assert.h>
 #include <errno.h>
@@ -31,7 +35,9 @@
 #define WS_PIECE (1u << 20) /* bytes per WRITE SAME volume write */
 #define MAX_CAW_BLOCKS 64
 
-enum sbc_kind { K_READ, K_WRITE, K_VERIFY, K_WSAME, K_CAW, K_FLUSH };
+enum sbc_kind { K_READ, K_WRITE, K_VERIFY, K_WSAME, K_WSAME_VOL, K_CAW, K_FLUSH };
+
+_Static_assert(RAID_SAME_BLOCK == SCSI_BS, "RAID_OP_WRITE_SAME repeats one logical block");
 
 struct sbc_ctx {
 	struct raid_io io;
@@ -102,6 +108,28 @@ static bool write_through(struct scsi_lu *lu)
 	return wt;
 }
 
+/* ---- readiness ---- */
+
+/*
+ * A volume still being prepared (thick provisioning of an rbd image) has no
+ * medium yet: media access gets NOT READY, LOGICAL UNIT IS IN PROCESS OF
+ * BECOMING READY (SBC-3 4.x, SPC-4 TEST UNIT READY), so an initiator never
+ * reads zeros it did not write nor has its data overwritten by them; if the
+ * preparation failed, NOT READY, MANUAL INTERVENTION REQUIRED (the operator
+ * has to fix the cluster and restart). INQUIRY, REPORT LUNS, READ CAPACITY
+ * and the others that do not touch the medium keep working.
+ */
+bool sbc_medium_ready(struct scsi_cmd *cmd)
+{
+	int rc = raid_vol_ready(scsi_cmd_lu(cmd)->vol);
+
+	if (rc == 0)
+		return true;
+	scsi_sense(cmd, SK_NOT_READY, rc == -EINPROGRESS ? ASC_BECOMING_READY : ASC_NOT_READY_MANUAL);
+	scsi_cmd_complete(cmd);
+	return false;
+}
+
 /* ---- completion ---- */
 
 static void ctx_finish(struct sbc_ctx *c)
@@ -164,6 +192,14 @@ static void ctx_step(struct sbc_ctx *c)
 		c->io.len = len < c->bounce_len ? len : c->bounce_len;
 		c->io.buf = c->bounce;
 		break;
+	case K_WSAME_VOL: {
+		uint64_t max = raid_vol_write_same_max(lu->vol) / SCSI_BS * SCSI_BS;
+
+		c->io.op = RAID_OP_WRITE_SAME;
+		c->io.len = len < max ? len : max;
+		c->io.buf = c->bounce;
+		break;
+	}
 	case K_CAW:
 		c->io.op = RAID_OP_COMPARE_WRITE;
 		c->io.len = len;
@@ -303,6 +339,8 @@ void sbc_read(struct scsi_cmd *cmd)
 	uint32_t n, len;
 	struct sbc_ctx *c;
 
+	if (!sbc_medium_ready(cmd))
+		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (!rw_checks(cmd, lba, n, cmd->cdb[0] != OP_READ_6))
 		return;
@@ -334,6 +372,8 @@ void sbc_write(struct scsi_cmd *cmd)
 	uint32_t n, len;
 	struct sbc_ctx *c;
 
+	if (!sbc_medium_ready(cmd))
+		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (!rw_checks(cmd, lba, n, op != OP_WRITE_6))
 		return;
@@ -375,6 +415,8 @@ void sbc_verify(struct scsi_cmd *cmd)
 	struct sbc_ctx *c;
 	uint64_t need;
 
+	if (!sbc_medium_ready(cmd))
+		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (!rw_checks(cmd, lba, n, true))
 		return;
@@ -411,6 +453,8 @@ void sbc_write_same(struct scsi_cmd *cmd)
 	uint32_t n, piece, i;
 	struct sbc_ctx *c;
 
+	if (!sbc_medium_ready(cmd))
+		return;
 	lba = ws16 ? get_be64(&cmd->cdb[2]) : get_be32(&cmd->cdb[2]);
 	n = ws16 ? get_be32(&cmd->cdb[10]) : get_be16(&cmd->cdb[7]);
 	if (cmd->cdb[1] >> 5) {
@@ -441,6 +485,21 @@ void sbc_write_same(struct scsi_cmd *cmd)
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
 		return scsi_cmd_complete(cmd);
 	}
+	if (raid_vol_write_same_max(lu->vol) >= SCSI_BS) {
+		/* the volume repeats the block itself (librbd write-same) */
+		c = ctx_new(cmd, K_WSAME_VOL, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
+		if (!c)
+			return;
+		if (write_through(lu))
+			c->flags |= RAID_IO_FUA;
+		if (!ctx_bounce(c, SCSI_BS))
+			return;
+		if (ndob)
+			memset(c->bounce, 0, SCSI_BS);
+		else
+			memcpy(c->bounce, cmd->buf, SCSI_BS);
+		return ctx_step(c);
+	}
 	c = ctx_new(cmd, K_WSAME, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
 	if (!c)
 		return;
@@ -466,6 +525,8 @@ void sbc_compare_write(struct scsi_cmd *cmd)
 	uint32_t n = cmd->cdb[13];
 	struct sbc_ctx *c;
 
+	if (!sbc_medium_ready(cmd))
+		return;
 	if (cmd->cdb[1] >> 5) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
 		return scsi_cmd_complete(cmd);
@@ -510,6 +571,8 @@ void sbc_sync_cache(struct scsi_cmd *cmd)
 	uint32_t n;
 	struct sbc_ctx *c;
 
+	if (!sbc_medium_ready(cmd))
+		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (out_of_range(scsi_cmd_lu(cmd), lba, n)) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
@@ -526,6 +589,8 @@ void sbc_prefetch(struct scsi_cmd *cmd)
 	uint64_t lba;
 	uint32_t n;
 
+	if (!sbc_medium_ready(cmd))
+		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (out_of_range(scsi_cmd_lu(cmd), lba, n)) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
@@ -592,6 +657,8 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 	uint64_t left;
 	uint8_t d[24];
 
+	if (!sbc_medium_ready(cmd))
+		return;
 	if (lba >= lu->nblocks) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 		return scsi_cmd_complete(cmd);

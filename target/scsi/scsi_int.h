@@ -92,6 +92,8 @@ enum {
 
 enum {
 	ASC_NONE = 0x0000,
+	ASC_BECOMING_READY = 0x0401,   /* NOT READY: in process of becoming ready */
+	ASC_NOT_READY_MANUAL = 0x0403, /* NOT READY: manual intervention required */
 	ASC_WRITE_ERROR = 0x0c00,
 	ASC_INVALID_FIELD_IN_IU = 0x0e03,
 	ASC_READ_ERROR = 0x1100,
@@ -226,6 +228,17 @@ struct scsi_lu {
 	_Atomic uint64_t st_read_ops, st_write_ops, st_other_ops;
 	_Atomic uint64_t st_read_bytes, st_write_bytes;
 	struct scsi_lat_hist st_lat;
+	/* Shared LU (raid_vol_shared(vol): an RBD image that other rtgt nodes
+	 * serve too): the persistent-reservation state above is a copy of the
+	 * volume's "pr" blob, installed under lock by pr.c (see the top of
+	 * pr.c); pr_path is not used. Set by pr_load() before the LU is
+	 * shared, then constant. */
+	bool pr_shared;
+	struct raid_shared_watch *pr_watch; /* owned; NULL unless pr_shared */
+	uint64_t pr_seq;                /* version of the installed blob (lock) */
+	/* pr.c's scratch LUs only: where ua_reg()/abort_reg() record the
+	 * events of a service action; NULL on real LUs */
+	struct pr_rec *pr_rec;
 };
 
 struct scsi_port {
@@ -333,6 +346,9 @@ void sbc_prefetch(struct scsi_cmd *cmd);
 void sbc_read_capacity10(struct scsi_cmd *cmd);
 void sbc_read_capacity16(struct scsi_cmd *cmd);
 void sbc_get_lba_status(struct scsi_cmd *cmd);
+/* true when the LU's volume serves I/O; otherwise completes @cmd with NOT
+ * READY (becoming ready / manual intervention required) and returns false. */
+bool sbc_medium_ready(struct scsi_cmd *cmd);
 
 /* ---- pr.c ---- */
 void pr_reserve6(struct scsi_cmd *cmd);
@@ -351,5 +367,10 @@ void pr_free(struct scsi_lu *lu);
 bool pr_check(struct scsi_lu *lu);
 /* Called with lu->lock held when a nexus goes away or a reset happens. */
 void pr_nexus_gone(struct scsi_lu *lu, const struct scsi_nexus *n);
+/* After a LOGICAL UNIT RESET (@code ASC_BUS_DEVICE_RESET) or target reset
+ * (ASC_POWER_ON_RESET) of @lu, lock not held: on a shared LU tells the
+ * other nodes, which abort the LU's commands and raise @code for their
+ * nexuses. Waits for them (bounded, PR_RESET_NOTIFY_MS). */
+void pr_lu_reset(struct scsi_lu *lu, uint16_t code);
 
 #endif
