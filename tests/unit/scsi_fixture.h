@@ -21,6 +21,7 @@
 #include "raid/raid.h"
 #include "target/scsi/scsi.h"
 #include "target/scsi/scsi_int.h"
+#include "tests/lib/ckmain.h"
 
 #define FX_VOL_BYTES (8u << 20)
 #define FX_BUF (1u << 20)
@@ -183,13 +184,7 @@ static uint8_t fx_key(const struct scsi_cmd *c)
 
 static int fx_main(Suite *s)
 {
-	SRunner *sr = srunner_create(s);
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run(s);
 }
 
 #endif

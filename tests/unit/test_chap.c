@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 
 #include "target/iscsi/iscsi_text.h"
+#include "tests/lib/ckmain.h"
 
 static const struct iscsi_chap_creds creds = {
 	.user = "alice",
@@ -317,32 +318,15 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("chap");
-	SRunner *sr;
-	int failed;
-	struct {
-		const char *name;
-		const TTest *t;
-	} cases[] = {
-		{ "01_challenge_sent", t01_challenge_sent },
-		{ "02_algorithm_errors", t02_algorithm_errors },
-		{ "03_known_vector", t03_known_vector },
-		{ "04_bad_responses", t04_bad_responses },
-		{ "05_mutual", t05_mutual },
-		{ "06_mutual_refused", t06_mutual_refused },
-		{ "07_invariants", t07_invariants },
+	const struct ck_case cases[] = {
+		CK_CASE("01_challenge_sent", t01_challenge_sent),
+		CK_CASE("02_algorithm_errors", t02_algorithm_errors),
+		CK_CASE("03_known_vector", t03_known_vector),
+		CK_CASE("04_bad_responses", t04_bad_responses),
+		CK_CASE("05_mutual", t05_mutual),
+		CK_CASE("06_mutual_refused", t06_mutual_refused),
+		CK_CASE("07_invariants", t07_invariants),
 	};
-	unsigned i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_test(tc, cases[i].t);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "chap", CK_CASES(cases) });
 }

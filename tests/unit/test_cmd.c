@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "target/iscsi/iscsi_int.h"
+#include "tests/lib/ckmain.h"
 
 START_TEST(t01_residuals)
 {
@@ -139,28 +140,12 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("cmd");
-	SRunner *sr;
-	int failed;
-	struct {
-		const char *name;
-		const TTest *t;
-	} cases[] = {
-		{ "01_residuals", t01_residuals },
-		{ "02_datain_split", t02_datain_split },
-		{ "03_datain_final", t03_datain_final },
-		{ "04_buffer_budget", t04_buffer_budget },
+	const struct ck_case cases[] = {
+		CK_CASE("01_residuals", t01_residuals),
+		CK_CASE("02_datain_split", t02_datain_split),
+		CK_CASE("03_datain_final", t03_datain_final),
+		CK_CASE("04_buffer_budget", t04_buffer_budget),
 	};
 
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_test(tc, cases[i].t);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "cmd", CK_CASES(cases) });
 }

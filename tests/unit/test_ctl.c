@@ -26,6 +26,7 @@
 
 #include "conf/conf.h"
 #include "target/daemon/ctl.h"
+#include "tests/lib/ckmain.h"
 
 static char tmpdir[64];
 static char sockpath[128];
@@ -592,41 +593,22 @@ START_TEST(t08_rtgtctl)
 }
 END_TEST
 
-static Suite *ctl_suite(void)
-{
-	Suite *s = suite_create("ctl");
-	struct { const char *name; const TTest *fn; } cases[] = {
-		{ "01_socket_file", t01_socket_file },
-		{ "02_request_reply", t02_request_reply },
-		{ "03_bad_requests", t03_bad_requests },
-		{ "04_pipelined_in_order", t04_pipelined_in_order },
-		{ "05_request_size_limit", t05_request_size_limit },
-		{ "06_many_clients_and_disconnects", t06_many_clients_and_disconnects },
-		{ "07_half_close_gets_answer", t07_half_close_gets_answer },
-		{ "08_rtgtctl", t08_rtgtctl },
-	};
-
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_unchecked_fixture(tc, make_dir, remove_dir);
-		/* checked: the loop thread must live in the forked test process */
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_add_test(tc, cases[i].fn);
-		tcase_set_timeout(tc, 20);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(ctl_suite());
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_socket_file", t01_socket_file),
+		CK_CASE("02_request_reply", t02_request_reply),
+		CK_CASE("03_bad_requests", t03_bad_requests),
+		CK_CASE("04_pipelined_in_order", t04_pipelined_in_order),
+		CK_CASE("05_request_size_limit", t05_request_size_limit),
+		CK_CASE("06_many_clients_and_disconnects", t06_many_clients_and_disconnects),
+		CK_CASE("07_half_close_gets_answer", t07_half_close_gets_answer),
+		CK_CASE("08_rtgtctl", t08_rtgtctl),
+	};
 
 	signal(SIGPIPE, SIG_IGN);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	/* checked: the loop thread must live in the forked test process */
+	return ck_main(&(struct ck_suite_def){
+		"ctl", CK_CASES(cases), .setup = setup, .teardown = teardown,
+		.usetup = make_dir, .uteardown = remove_dir, .timeout = 20 });
 }

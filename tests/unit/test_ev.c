@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "net/net_int.h"
+#include "tests/lib/ckmain.h"
 
 static int order[8];
 static int norder;
@@ -147,19 +148,13 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("ev");
-	TCase *tc = tcase_create("ev");
-	SRunner *sr;
-	int failed;
+	/* one tcase "ev" holding all four tests */
+	const struct ck_case cases[] = {
+		CK_CASE("ev", t01_timers_fire_in_deadline_order),
+		CK_CASE(NULL, t02_timer_cancel_from_own_callback),
+		CK_CASE(NULL, t03_callback_closes_other_and_own_fd),
+		CK_CASE(NULL, t04_calls_from_other_threads_run_on_loop),
+	};
 
-	tcase_add_test(tc, t01_timers_fire_in_deadline_order);
-	tcase_add_test(tc, t02_timer_cancel_from_own_callback);
-	tcase_add_test(tc, t03_callback_closes_other_and_own_fd);
-	tcase_add_test(tc, t04_calls_from_other_threads_run_on_loop);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "ev", CK_CASES(cases) });
 }

@@ -3,6 +3,7 @@
 #include <check.h>
 
 #include "target/iscsi/iscsi_int.h"
+#include "tests/lib/ckmain.h"
 
 START_TEST(t01_limits)
 {
@@ -35,26 +36,10 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("login");
-	SRunner *sr;
-	int failed;
-	struct {
-		const char *name;
-		const TTest *t;
-	} cases[] = {
-		{ "01_limits", t01_limits },
-		{ "02_status_values", t02_status_values },
+	const struct ck_case cases[] = {
+		CK_CASE("01_limits", t01_limits),
+		CK_CASE("02_status_values", t02_status_values),
 	};
 
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_test(tc, cases[i].t);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "login", CK_CASES(cases) });
 }

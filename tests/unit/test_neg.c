@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "target/iscsi/iscsi_text.h"
+#include "tests/lib/ckmain.h"
 
 static const struct iscsi_limits lim_default = {
 	.max_recv_dsl = 262144,
@@ -398,36 +399,19 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("neg");
-	SRunner *sr;
-	int failed;
-	struct {
-		const char *name;
-		const TTest *t;
-	} cases[] = {
-		{ "01_defaults", t01_defaults },
-		{ "02_digest_lists", t02_digest_lists },
-		{ "03_numeric_min_max", t03_numeric_min_max },
-		{ "04_numeric_bad_values_rejected", t04_numeric_bad_values_rejected },
-		{ "05_booleans", t05_booleans },
-		{ "06_mrdsl_declaration", t06_mrdsl_declaration },
-		{ "07_unknown_and_irrelevant", t07_unknown_and_irrelevant },
-		{ "08_twice_and_ffp", t08_twice_and_ffp },
-		{ "09_finish_fixups", t09_finish_fixups },
-		{ "10_libiscsi_login_set", t10_libiscsi_login_set },
-		{ "11_numeric_syntax_fails_login", t11_numeric_syntax_fails_login },
+	const struct ck_case cases[] = {
+		CK_CASE("01_defaults", t01_defaults),
+		CK_CASE("02_digest_lists", t02_digest_lists),
+		CK_CASE("03_numeric_min_max", t03_numeric_min_max),
+		CK_CASE("04_numeric_bad_values_rejected", t04_numeric_bad_values_rejected),
+		CK_CASE("05_booleans", t05_booleans),
+		CK_CASE("06_mrdsl_declaration", t06_mrdsl_declaration),
+		CK_CASE("07_unknown_and_irrelevant", t07_unknown_and_irrelevant),
+		CK_CASE("08_twice_and_ffp", t08_twice_and_ffp),
+		CK_CASE("09_finish_fixups", t09_finish_fixups),
+		CK_CASE("10_libiscsi_login_set", t10_libiscsi_login_set),
+		CK_CASE("11_numeric_syntax_fails_login", t11_numeric_syntax_fails_login),
 	};
-	unsigned i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_test(tc, cases[i].t);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "neg", CK_CASES(cases) });
 }

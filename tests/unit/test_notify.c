@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "target/daemon/notify.h"
+#include "tests/lib/ckmain.h"
 
 static char dir[64];
 static char path[128];
@@ -120,29 +121,13 @@ END_TEST
 
 int main(void)
 {
-	const struct {
-		const char *name;
-		const TTest *fn;
-	} cases[] = {
-		{ "01_path_socket", t01_path_socket },
-		{ "02_abstract_socket", t02_abstract_socket },
-		{ "03_no_socket_no_op", t03_no_socket_no_op },
-		{ "04_bad_names_and_states", t04_bad_names_and_states },
+	const struct ck_case cases[] = {
+		CK_CASE("01_path_socket", t01_path_socket),
+		CK_CASE("02_abstract_socket", t02_abstract_socket),
+		CK_CASE("03_no_socket_no_op", t03_no_socket_no_op),
+		CK_CASE("04_bad_names_and_states", t04_bad_names_and_states),
 	};
-	Suite *s = suite_create("notify");
-	SRunner *sr;
-	int failed;
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_add_test(tc, cases[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"notify", CK_CASES(cases), .setup = setup, .teardown = teardown });
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "target/iscsi/pdu.h"
+#include "tests/lib/ckmain.h"
 
 static void bhs_init(uint8_t *b, uint8_t op, uint8_t flags, uint32_t dsl)
 {
@@ -175,29 +176,13 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("pdu");
-	SRunner *sr;
-	int failed;
-	struct {
-		const char *name;
-		const TTest *t;
-	} cases[] = {
-		{ "01_accessors", t01_accessors },
-		{ "02_crc_vectors", t02_crc_vectors },
-		{ "03_serial_numbers", t03_serial_numbers },
-		{ "04_login_phase_checks", t04_login_phase_checks },
-		{ "05_ffp_checks", t05_ffp_checks },
+	const struct ck_case cases[] = {
+		CK_CASE("01_accessors", t01_accessors),
+		CK_CASE("02_crc_vectors", t02_crc_vectors),
+		CK_CASE("03_serial_numbers", t03_serial_numbers),
+		CK_CASE("04_login_phase_checks", t04_login_phase_checks),
+		CK_CASE("05_ffp_checks", t05_ffp_checks),
 	};
 
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_test(tc, cases[i].t);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "pdu", CK_CASES(cases) });
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 static const enum conf_level levels[] = { CONF_RAID0, CONF_RAID1, CONF_RAID5, CONF_RAID6,
 					  CONF_RAID10 };
@@ -130,20 +131,10 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("raid_geom");
-	TCase *tc = tcase_create("01_round_trip");
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_round_trip", t01_round_trip, .timeout = 60, .loop_end = 5),
+		CK_CASE("02_md_layouts", t02_md_layouts),
+	};
 
-	tcase_add_loop_test(tc, t01_round_trip, 0, 5);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("02_md_layouts");
-	tcase_add_test(tc, t02_md_layouts);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){ "raid_geom", CK_CASES(cases) });
 }

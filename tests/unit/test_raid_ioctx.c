@@ -16,6 +16,7 @@
 
 #include "raid/raid.h"
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 static char tmpdir[64];
 static char *paths[2];
@@ -156,22 +157,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("raid_ioctx");
-	TCase *tc;
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_defer_wakes_owner", t01_defer_wakes_owner, .no_fixture = true),
+		CK_CASE("02_hdd_model", t02_hdd_model, .timeout = 30),
+	};
 
-	tc = tcase_create("01_defer_wakes_owner");
-	tcase_add_test(tc, t01_defer_wakes_owner);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("02_hdd_model");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t02_hdd_model);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"raid_ioctx", CK_CASES(cases), .setup = setup, .teardown = teardown });
 }

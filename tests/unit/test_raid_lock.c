@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 static int granted[8];
 
@@ -74,16 +75,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("raid_lock");
-	TCase *tc = tcase_create("01_conflicts_fifo");
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_conflicts_fifo", t01_conflicts_fifo),
+	};
 
-	tcase_add_test(tc, t01_conflicts_fifo);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){ "raid_lock", CK_CASES(cases) });
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 #define LEN 4096
 
@@ -162,23 +163,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("raid_parity");
-	TCase *tc = tcase_create("01_reference");
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_reference", t01_reference, .loop_end = 10),
+		CK_CASE("02_recover_all", t02_recover_all, .timeout = 60, .loop_end = 10),
+		CK_CASE("03_check_names_bad", t03_check_names_bad),
+	};
 
-	tcase_add_loop_test(tc, t01_reference, 0, 10);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("02_recover_all");
-	tcase_add_loop_test(tc, t02_recover_all, 0, 10);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("03_check_names_bad");
-	tcase_add_test(tc, t03_check_names_bad);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){ "raid_parity", CK_CASES(cases) });
 }

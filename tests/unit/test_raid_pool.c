@@ -36,6 +36,7 @@
 
 #include "raid/raid.h"
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 #define MEMBER_BYTES (8u << 20)
 #define MAXM 8
@@ -631,33 +632,20 @@ END_TEST
 
 int main(void)
 {
-	const struct { const char *name; const TTest *fn; } cases[] = {
-		{ "01_failure_rule", t01_failure_rule },
-		{ "02_raid10_one_per_pair", t02_raid10_one_per_pair },
-		{ "03_foreign_member", t03_foreign_member },
-		{ "04_missing_member", t04_missing_member },
-		{ "05_blank_member", t05_blank_member },
-		{ "06_stale_needed", t06_stale_needed },
-		{ "07_rebuilt_spare_missing", t07_rebuilt_spare_missing },
-		{ "08_remove_spare", t08_remove_spare },
-		{ "09_remove_faulty_restart", t09_remove_faulty_restart },
-		{ "10_remove_active_refused", t10_remove_active_refused },
+	const struct ck_case cases[] = {
+		CK_CASE("01_failure_rule", t01_failure_rule),
+		CK_CASE("02_raid10_one_per_pair", t02_raid10_one_per_pair),
+		CK_CASE("03_foreign_member", t03_foreign_member),
+		CK_CASE("04_missing_member", t04_missing_member),
+		CK_CASE("05_blank_member", t05_blank_member),
+		CK_CASE("06_stale_needed", t06_stale_needed),
+		CK_CASE("07_rebuilt_spare_missing", t07_rebuilt_spare_missing),
+		CK_CASE("08_remove_spare", t08_remove_spare),
+		CK_CASE("09_remove_faulty_restart", t09_remove_faulty_restart),
+		CK_CASE("10_remove_active_refused", t10_remove_active_refused),
 	};
-	Suite *s = suite_create("raid_pool");
-	SRunner *sr;
-	int failed;
 
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, cases[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"raid_pool", CK_CASES(cases), .setup = setup, .teardown = teardown,
+		.timeout = 60 });
 }

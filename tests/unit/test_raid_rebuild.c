@@ -15,6 +15,7 @@
 
 #include "raid/raid.h"
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 #define MEMBER_BYTES (8u << 20)
 
@@ -338,34 +339,14 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("raid_rebuild");
-	TCase *tc;
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_rebuild_configured_spare", t01_rebuild_configured_spare, .loop_end = 4),
+		CK_CASE("02_add_spare", t02_add_spare),
+		CK_CASE("03_resume_and_rate", t03_resume_and_rate),
+		CK_CASE("04_scrub", t04_scrub, .loop_end = 4),
+	};
 
-	tc = tcase_create("01_rebuild_configured_spare");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t01_rebuild_configured_spare, 0, 4);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("02_add_spare");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t02_add_spare);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("03_resume_and_rate");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t03_resume_and_rate);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("04_scrub");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t04_scrub, 0, 4);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"raid_rebuild", CK_CASES(cases), .setup = setup, .teardown = teardown,
+		.timeout = 60 });
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 static char path[64];
 static int fd = -1;
@@ -113,20 +114,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("raid_sb");
-	TCase *tc = tcase_create("01_encode_decode");
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_encode_decode", t01_encode_decode, .no_fixture = true),
+		CK_CASE("02_alternating_copies", t02_alternating_copies),
+	};
 
-	tcase_add_test(tc, t01_encode_decode);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("02_alternating_copies");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t02_alternating_copies);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"raid_sb", CK_CASES(cases), .setup = setup, .teardown = teardown });
 }

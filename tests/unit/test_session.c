@@ -3,6 +3,7 @@
 #include <check.h>
 
 #include "target/iscsi/iscsi_int.h"
+#include "tests/lib/ckmain.h"
 
 START_TEST(t01_classify)
 {
@@ -77,28 +78,12 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("session");
-	SRunner *sr;
-	int failed;
-	struct {
-		const char *name;
-		const TTest *t;
-	} cases[] = {
-		{ "01_classify", t01_classify },
-		{ "02_classify_wrap", t02_classify_wrap },
-		{ "03_max_cmdsn", t03_max_cmdsn },
-		{ "04_session_check", t04_session_check },
+	const struct ck_case cases[] = {
+		CK_CASE("01_classify", t01_classify),
+		CK_CASE("02_classify_wrap", t02_classify_wrap),
+		CK_CASE("03_max_cmdsn", t03_max_cmdsn),
+		CK_CASE("04_session_check", t04_session_check),
 	};
 
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_test(tc, cases[i].t);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "session", CK_CASES(cases) });
 }

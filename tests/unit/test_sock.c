@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "net/net.h"
+#include "tests/lib/ckmain.h"
 
 START_TEST(t01_parse_and_format_addresses)
 {
@@ -27,16 +28,9 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("sock");
-	TCase *tc = tcase_create("sock");
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("sock", t01_parse_and_format_addresses),
+	};
 
-	tcase_add_test(tc, t01_parse_and_format_addresses);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "sock", CK_CASES(cases) });
 }

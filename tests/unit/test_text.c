@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "target/iscsi/iscsi_text.h"
+#include "tests/lib/ckmain.h"
 
 static int parse_str(const char *s, size_t len, struct iscsi_kvlist *l)
 {
@@ -226,31 +227,14 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("text");
-	SRunner *sr;
-	int failed;
-	struct {
-		const char *name;
-		const TTest *t;
-	} cases[] = {
-		{ "01_parse_pairs", t01_parse_pairs },
-		{ "02_parse_errors", t02_parse_errors },
-		{ "03_textbuf", t03_textbuf },
-		{ "04_numbers", t04_numbers },
-		{ "05_binary", t05_binary },
-		{ "06_names", t06_names },
+	const struct ck_case cases[] = {
+		CK_CASE("01_parse_pairs", t01_parse_pairs),
+		CK_CASE("02_parse_errors", t02_parse_errors),
+		CK_CASE("03_textbuf", t03_textbuf),
+		CK_CASE("04_numbers", t04_numbers),
+		CK_CASE("05_binary", t05_binary),
+		CK_CASE("06_names", t06_names),
 	};
-	unsigned i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_test(tc, cases[i].t);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "text", CK_CASES(cases) });
 }

@@ -8,6 +8,7 @@
 
 #include "conf/conf.h"
 #include "target/iscsi/iscsi_int.h"
+#include "tests/lib/ckmain.h"
 
 static struct conf_portal portals[3];
 static unsigned p_t1[] = { 0, 1 }, p_t2[] = { 2 };
@@ -122,27 +123,11 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("textreq");
-	SRunner *sr;
-	int failed;
-	struct {
-		const char *name;
-		const TTest *t;
-	} cases[] = {
-		{ "01_format_portal", t01_format_portal },
-		{ "02_acl", t02_acl },
-		{ "03_sendtargets", t03_sendtargets },
+	const struct ck_case cases[] = {
+		CK_CASE("01_format_portal", t01_format_portal),
+		CK_CASE("02_acl", t02_acl),
+		CK_CASE("03_sendtargets", t03_sendtargets),
 	};
 
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_test(tc, cases[i].t);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "textreq", CK_CASES(cases) });
 }
