@@ -931,6 +931,25 @@ static int status_json(struct daemon *d, struct json_object *reply, bool stats)
 
 			json_object_object_add(vo, "name", json_object_new_string(pi->volumes[v].name));
 			json_object_object_add(vo, "bytes", json_object_new_int64((int64_t)pi->volumes[v].bytes));
+			if (pi->volumes[v].state) {
+				/* background preparation (rbd thick provisioning) */
+				const typeof(pi->volumes[0]) *pv = &pi->volumes[v];
+
+				json_object_object_add(vo, "state", json_object_new_string(pv->state));
+				json_object_object_add(vo, "provision_done_bytes",
+						       json_object_new_int64((int64_t)pv->prov_done));
+				json_object_object_add(vo, "provision_total_bytes",
+						       json_object_new_int64((int64_t)pv->prov_total));
+				json_object_object_add(vo, "provision_progress",
+						       json_object_new_double(pv->prov_total ?
+							(double)pv->prov_done / (double)pv->prov_total : 1.0));
+				if (pv->prov_eta_s >= 0)
+					json_object_object_add(vo, "provision_eta_s",
+							       json_object_new_double(pv->prov_eta_s));
+				if (pv->prov_error)
+					json_object_object_add(vo, "provision_error",
+							       json_object_new_string(strerror(-pv->prov_error)));
+			}
 			json_object_array_add(vols, vo);
 		}
 		json_object_object_add(p, "volumes", vols);
