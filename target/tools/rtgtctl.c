@@ -261,7 +261,7 @@ static void print_pools(struct json_object *reply, bool counters)
 		char rebuild[16] = "-", scrub[48] = "-";
 		const char *state = get_str(p, "state", "?");
 
-		if (prog && strcmp(state, "rebuilding") == 0)
+		if (prog && (strcmp(state, "rebuilding") == 0 || strcmp(state, "provisioning") == 0))
 			snprintf(rebuild, sizeof(rebuild), "%.1f%%",
 				 json_object_get_double(prog) * 100.0);
 		if (get(p, "scrub_state"))
@@ -304,8 +304,25 @@ static void print_pools(struct json_object *reply, bool counters)
 			for (size_t v = 0; v < arr_len(vols); v++) {
 				struct json_object *vo = json_object_array_get_idx(vols, v);
 
-				printf(" %s (%s)", get_str(vo, "name", "?"),
+				const char *vst = get_str(vo, "state", "ready");
+
+				printf(" %s (%s", get_str(vo, "name", "?"),
 				       human_bytes(get_i64(vo, "bytes"), b1, sizeof(b1)));
+				/* rbd thick provisioning: not ready until written out */
+				if (strcmp(vst, "provisioning") == 0) {
+					printf(", provisioning %.1f%%, %s of ",
+					       json_object_get_double(get(vo, "provision_progress")) * 100.0,
+					       human_bytes(get_i64(vo, "provision_done_bytes"), b1, sizeof(b1)));
+					printf("%s", human_bytes(get_i64(vo, "provision_total_bytes"), b2, sizeof(b2)));
+					if (get(vo, "provision_eta_s"))
+						printf(", eta %.0f s",
+						       json_object_get_double(get(vo, "provision_eta_s")));
+				} else if (strcmp(vst, "failed") == 0) {
+					printf(", provisioning FAILED at %s: %s, not ready",
+					       human_bytes(get_i64(vo, "provision_done_bytes"), b1, sizeof(b1)),
+					       get_str(vo, "provision_error", "?"));
+				}
+				printf(")");
 			}
 			printf("\n");
 		}
