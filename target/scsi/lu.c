@@ -36,6 +36,9 @@
 
 /* ---- opcode table ---- */
 
+/* ASYMMETRIC ACCESS STATE CHANGED */
+#define ASC_ALUA_STATE_CHANGED 0x2a06
+
 #define RW_READ (OPF_PR_READ | OPF_RCTD)
 #define RW_WRITE (OPF_PR_WRITE | OPF_MEDIUM_WRITE | OPF_RCTD)
 
@@ -583,9 +586,97 @@ int scsi_target_add_port(struct scsi_target *t, uint16_t rel_port, uint16_t tpgt
 		rc = -ENOSPC;
 		goto out;
 	}
+	/* a group reported as another node's cannot also be ours */
+	for (i = 0; i < t->n_peer_tpgs; i++)
+		if (t->peer_tpgs[i] == tpgt || t->peer_tpgs[i] == rel_port) {
+			rc = -EEXIST;
+			goto out;
+		}
 	t->ports[t->n_ports].rel_port = rel_port;
 	t->ports[t->n_ports].tpgt = tpgt;
 	t->n_ports++;
+out:
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+int scsi_target_remove_port(struct scsi_target *t, uint16_t rel_port)
+{
+	unsigned i;
+	int rc = -ENOENT;
+
+	if (!t)
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n_ports; i++)
+		if (t->ports[i].rel_port == rel_port) {
+			t->ports[i] = t->ports[--t->n_ports];
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+unsigned scsi_target_ports(struct scsi_target *t, uint16_t *rel_ports, unsigned max)
+{
+	unsigned i, n;
+
+	pthread_mutex_lock(&t->lock);
+	n = t->n_ports;
+	for (i = 0; i < n && i < max; i++)
+		rel_ports[i] = t->ports[i].rel_port;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+int scsi_target_set_peer_groups(struct scsi_target *t, const uint16_t *ids, unsigned n)
+{
+	bool changed;
+	unsigned i, j;
+	int rc = 0;
+
+	if (!t || (n && !ids))
+		return -EINVAL;
+	if (n > SCSI_MAX_PORTS)
+		return -E2BIG;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < n && !rc; i++) {
+		if (ids[i] == 0)
+			rc = -EINVAL;
+		for (j = 0; j < i && !rc; j++)
+			if (ids[j] == ids[i])
+				rc = -EINVAL;
+		for (j = 0; j < t->n_ports && !rc; j++)
+			if (t->ports[j].tpgt == ids[i] || t->ports[j].rel_port == ids[i])
+				rc = -EINVAL;
+	}
+	if (rc)
+		goto out;
+	changed = n != t->n_peer_tpgs ||
+		  (n && memcmp(t->peer_tpgs, ids, n * sizeof(*ids)) != 0);
+	if (!changed)
+		goto out;
+	if (n)
+		memcpy(t->peer_tpgs, ids, n * sizeof(*ids));
+	t->n_peer_tpgs = n;
+	/* SPC-4 5.16.2.3: an implicit change of the reported states is
+	 * announced to every I_T nexus so multipath re-reads them */
+	for (i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_lu *lu = t->luns[i];
+		struct scsi_nexus *nx;
+
+		if (!lu)
+			continue;
+		pthread_mutex_lock(&lu->lock);
+		for (nx = t->nexuses; nx; nx = nx->next) {
+			struct scsi_ua *ua = scsi_ua_get(lu, nx, false);
+
+			if (ua)
+				scsi_ua_add(ua, ASC_ALUA_STATE_CHANGED);
+		}
+		pthread_mutex_unlock(&lu->lock);
+	}
 out:
 	pthread_mutex_unlock(&t->lock);
 	return rc;

@@ -118,6 +118,19 @@ int scsi_target_add_lu(struct scsi_target *t, uint64_t lun, struct scsi_lu *lu);
 /* One target port per portal group: @rel_port 1..65535, @tpgt the iSCSI
  * TPGT; the SCSI target port name is "<iqn>,t,0x<tpgt as 4 hex digits>". */
 int scsi_target_add_port(struct scsi_target *t, uint16_t rel_port, uint16_t tpgt);
+/* Implicit ALUA across nodes: every local port is its own target port group
+ * (group id = its tpgt), reported active/optimized. @ids (n <= 64) are the
+ * groups of the same target served by other nodes, reported
+ * active/non-optimized with one port each whose relative port id is the
+ * group id. Replaces the previous list; when it changes, every nexus gets
+ * ASYMMETRIC ACCESS STATE CHANGED on every LU. -EINVAL for a 0 or repeated
+ * id or one equal to a local port's tpgt, -E2BIG for too many. */
+int scsi_target_set_peer_groups(struct scsi_target *t, const uint16_t *ids, unsigned n);
+/* Removes the local port @rel_port (its portal left the target on a
+ * reload): 0 or -ENOENT. Nexuses already made through it keep working. */
+int scsi_target_remove_port(struct scsi_target *t, uint16_t rel_port);
+/* Copies up to @max local relative port ids; returns how many ports exist. */
+unsigned scsi_target_ports(struct scsi_target *t, uint16_t *rel_ports, unsigned max);
 
 /* ---- I_T nexus ---- */
 

@@ -12,6 +12,12 @@
  * other nexuses. Invariant (mode_check()): only bits listed as changeable in
  * mode_page(PC=1) ever differ from the defaults.
  *
+ * ALUA (REPORT TARGET PORT GROUPS, VPD 0x83 group designator): no state
+ * machine here. A group's asymmetric access state is fixed by where it is:
+ * a local port's group is active/optimized, a peer node's group
+ * active/non-optimized; only a configuration reload changes the peer list
+ * (scsi_target_set_peer_groups in lu.c, which raises the unit attention).
+ *
  * All handlers complete synchronously; none touches the volume.
  */
 #include <stdio.h>
@@ -157,9 +163,10 @@ static unsigned vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
 	memset(v4, 0, 4);
 	put_be16(&v4[2], cmd->nexus->rel_port);
 	p += put_desig(&d[p], 1, 1, 4, true, v4, 4, false);
-	/* target port group: a single group holds every port */
+	/* target port group: each port is its own group, numbered by its
+	 * TPGT (spc_report_tpgs) */
 	memset(v4, 0, 4);
-	put_be16(&v4[2], 1);
+	put_be16(&v4[2], cmd->nexus->tpgt);
 	p += put_desig(&d[p], 1, 1, 5, true, v4, 4, false);
 	/* target port name */
 	n = snprintf(name, sizeof(name), "%s,t,0x%04x", t->iqn, cmd->nexus->tpgt);
@@ -634,13 +641,43 @@ void spc_report_tmfs(struct scsi_cmd *cmd)
 
 /* ---- REPORT TARGET PORT GROUPS ---- */
 
+/* Implicit ALUA (INQUIRY TPGS = 01b, no SET TARGET PORT GROUPS). Every local
+ * target port is a group of its own whose id is its TPGT, reported
+ * active/optimized and preferred: this node serves it. Every peer group (the
+ * same target exported by another node, scsi_target_set_peer_groups) is
+ * reported active/non-optimized, not preferred, with one port whose
+ * relative port id is the group id, as that node numbers its own ports.
+ * Both nodes thus describe the same set of groups, each from its side. */
+#define RTPG_DESC_LEN 12        /* group descriptor with one port */
+#define RTPG_AAS_AO 0x0
+#define RTPG_AAS_ANO 0x1
+#define RTPG_PREF 0x80
+#define RTPG_SUP_AO 0x01
+#define RTPG_SUP_AN 0x02
+
+static unsigned rtpg_group(uint8_t *d, uint16_t id, bool local, bool peers)
+{
+	memset(d, 0, RTPG_DESC_LEN);
+	d[0] = local ? (RTPG_PREF | RTPG_AAS_AO) : RTPG_AAS_ANO;
+	/* a group this node reports optimized is non-optimized as seen from
+	 * a peer node, so with peers both states are supported */
+	d[1] = RTPG_SUP_AO | (peers ? RTPG_SUP_AN : 0);
+	put_be16(&d[2], id);
+	/* d[5] status code 0: no transition happened here; states follow
+	 * the configuration only */
+	d[7] = 1;               /* target port count */
+	put_be16(&d[8 + 2], id);
+	return RTPG_DESC_LEN;
+}
+
 void spc_report_tpgs(struct scsi_cmd *cmd)
 {
 	struct scsi_target *t = cmd->target;
 	uint32_t alloc = get_be32(&cmd->cdb[6]);
 	uint8_t fmt = cmd->cdb[1] >> 5;
-	uint8_t d[8 + 8 + 4 * SCSI_MAX_PORTS];
-	unsigned p, i, g;
+	uint8_t d[8 + 2 * SCSI_MAX_PORTS * RTPG_DESC_LEN];
+	unsigned p, i;
+	bool peers;
 
 	if (fmt > 1) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
@@ -648,19 +685,18 @@ void spc_report_tpgs(struct scsi_cmd *cmd)
 	}
 	memset(d, 0, sizeof(d));
 	p = fmt ? 8 : 4;
-	g = p;
-	d[g] = 0x80;            /* PREF, active/optimized */
-	d[g + 1] = 0x01;        /* AO_SUP */
-	put_be16(&d[g + 2], 1);
 	pthread_mutex_lock(&t->lock);
-	d[g + 7] = (uint8_t)t->n_ports;
-	p = g + 8;
-	for (i = 0; i < t->n_ports; i++, p += 4)
-		put_be16(&d[p + 2], t->ports[i].rel_port);
+	peers = t->n_peer_tpgs > 0;
+	for (i = 0; i < t->n_ports; i++)
+		p += rtpg_group(&d[p], t->ports[i].tpgt, true, peers);
+	for (i = 0; i < t->n_peer_tpgs; i++)
+		p += rtpg_group(&d[p], t->peer_tpgs[i], false, peers);
 	pthread_mutex_unlock(&t->lock);
 	put_be32(&d[0], p - 4);
-	if (fmt)
-		d[4] = 0x10;
+	if (fmt) {
+		d[4] = 0x10;    /* extended header format */
+		d[5] = 0;       /* implicit transition time: immediate */
+	}
 	scsi_reply(cmd, d, p, alloc);
 	scsi_cmd_complete(cmd);
 }

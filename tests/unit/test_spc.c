@@ -288,6 +288,126 @@ START_TEST(t09_report_supported_opcodes)
 }
 END_TEST
 
+static struct scsi_cmd rtpg(struct scsi_nexus *n, bool ext, uint32_t alloc)
+{
+	uint8_t cdb[12] = { OP_MAINT_IN, 0x0a, 0 };
+
+	if (ext)
+		cdb[1] |= 1 << 5;
+	put_be32(&cdb[6], alloc);
+	return fx_run(n, 0, cdb, 12, alloc, false);
+}
+
+/* Checks the group descriptor at @p: id, state, PREF, one port @id. */
+static unsigned check_group(unsigned p, uint16_t id, bool optimized)
+{
+	ck_assert_uint_eq(get_be16(&fx.buf[p + 2]), id);
+	ck_assert_uint_eq(fx.buf[p] & 0x0f, optimized ? 0 : 1);
+	ck_assert_uint_eq(fx.buf[p] & 0x80, optimized ? 0x80 : 0);
+	ck_assert_uint_eq(fx.buf[p + 1] & 0x03, 0x03);   /* AO_SUP, AN_SUP */
+	ck_assert_uint_eq(fx.buf[p + 7], 1);
+	ck_assert_uint_eq(get_be16(&fx.buf[p + 8 + 2]), id);
+	return p + 12;
+}
+
+START_TEST(t10_report_tpgs_peer_groups)
+{
+	struct scsi_target *own = fx.t, *t;
+	struct scsi_nexus *n;
+	uint16_t ids[3] = { 2, 0, 0 };
+	struct scsi_cmd c;
+	unsigned p;
+	int pos;
+
+	/* a node with local port 1 and the peer node's group 2 */
+	ck_assert_int_eq(scsi_target_create("iqn.2026-11.org.rtgt:test", &t), 0);
+	ck_assert_int_eq(scsi_target_add_port(t, 1, 1), 0);
+	ck_assert_int_eq(scsi_target_set_peer_groups(t, ids, 1), 0);
+	ck_assert_int_eq(scsi_target_add_port(t, 2, 2), -EEXIST);
+	ck_assert_int_eq(scsi_target_add_lu(t, 0, fx.lu), 0);
+	ck_assert_int_eq(scsi_nexus_create(t, "iqn.1994-05.com.c,i,0x400000000003", 1, &n), 0);
+	fx.t = t;
+	fx_clear_ua(n);
+	c = rtpg(n, false, 4096);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2 * 12);
+	ck_assert_uint_eq(c.xfer_len, 4 + 2 * 12);
+	p = check_group(4, 1, true);
+	check_group(p, 2, false);
+	/* extended header: same groups after 8 bytes */
+	c = rtpg(n, true, 4096);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(fx.buf[4] & 0x70, 0x10);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), 4 + 2 * 12);
+	p = check_group(8, 1, true);
+	check_group(p, 2, false);
+	/* allocation length truncates, the length field still says it all */
+	c = rtpg(n, false, 10);
+	ck_assert_uint_eq(c.xfer_len, 10);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2 * 12);
+	/* VPD 0x83: relative port 1 in group 1 */
+	c = inquiry(n, true, 0x83, 255);
+	pos = find_desig(fx.buf, 1, 4);
+	ck_assert_int_ge(pos, 0);
+	ck_assert_uint_eq(get_be16(&fx.buf[pos + 6]), 1);
+	pos = find_desig(fx.buf, 1, 5);
+	ck_assert_int_ge(pos, 0);
+	ck_assert_uint_eq(get_be16(&fx.buf[pos + 6]), 1);
+	/* INQUIRY: TPGS = 01b, implicit ALUA only */
+	c = inquiry(n, false, 0, 255);
+	ck_assert_uint_eq(fx.buf[5] & 0x30, 0x10);
+	scsi_nexus_destroy(n);
+	fx.t = own;
+	scsi_target_destroy(t);
+
+	/* the fixture's two-port target: each port is a group of its own */
+	ids[0] = 2;
+	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, ids, 1), -EINVAL);  /* local */
+	ids[0] = 0;
+	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, ids, 1), -EINVAL);
+	ids[0] = 3;
+	ids[1] = 3;
+	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, ids, 2), -EINVAL);
+	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, ids, 65), -E2BIG);
+	c = rtpg(fx.a, false, 4096);
+	ck_assert_int_eq(c.status, SCSI_GOOD);   /* refused lists changed nothing */
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2 * 12);
+	ck_assert_uint_eq(fx.buf[4 + 1], 0x01);  /* no peers: AO only */
+	/* adding a peer group is announced, once, to every nexus */
+	ids[1] = 4;
+	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, ids, 2), 0);
+	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, ids, 2), 0);
+	c = rtpg(fx.a, false, 4096);
+	ck_sense(c, SK_UNIT_ATTENTION, 0x2a06);   /* multipath re-reads on this */
+	c = rtpg(fx.a, false, 4096);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), 4 * 12);
+	p = check_group(4, 1, true);
+	p = check_group(p, 2, true);
+	p = check_group(p, 3, false);
+	check_group(p, 4, false);
+	{
+		uint8_t tur[6] = { 0 };
+
+		c = fx_run(fx.b, 0, tur, 6, 0, false);
+		ck_sense(c, SK_UNIT_ATTENTION, 0x2a06);
+		c = fx_run(fx.b, 0, tur, 6, 0, false);
+		ck_assert_int_eq(c.status, SCSI_GOOD);
+	}
+	/* VPD 0x83 through port 2 names group 2 */
+	c = inquiry(fx.b, true, 0x83, 255);
+	pos = find_desig(fx.buf, 1, 5);
+	ck_assert_uint_eq(get_be16(&fx.buf[pos + 6]), 2);
+	/* and removing the peers again */
+	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, NULL, 0), 0);
+	c = rtpg(fx.b, false, 4096);
+	ck_sense(c, SK_UNIT_ATTENTION, 0x2a06);
+	c = rtpg(fx.b, false, 4096);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2 * 12);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("scsi_spc");
@@ -304,6 +424,7 @@ int main(void)
 	tcase_add_test(tc, t07_mode_select_validation);
 	tcase_add_test(tc, t08_report_luns);
 	tcase_add_test(tc, t09_report_supported_opcodes);
+	tcase_add_test(tc, t10_report_tpgs_peer_groups);
 	suite_add_tcase(s, tc);
 	return fx_main(s);
 }
