@@ -26,7 +26,10 @@
  *            their LUs made. Any failure rolls back what this reload opened
  *            (a volume already created stays recorded in its pool) and the
  *            reload is refused: nothing else changed.
- *   COMMIT   cannot fail: targets reconciled (LUN maps, ports; added
+ *   COMMIT   cannot fail: targets reconciled (LUN maps, ports and peer
+ *            nodes' port groups, both live: a changed TPGT is a portal
+ *            removed and added, a changed peer list raises ASYMMETRIC
+ *            ACCESS STATE CHANGED; added
  *            targets made, removed ones unmapped and retired), the iSCSI
  *            server swapped to the new conf (listeners follow the portals,
  *            conns no longer served are closed), log level applied, pools
@@ -362,6 +365,26 @@ static int tgt_sync(struct daemon *d, const struct conf *c, const struct conf_ta
 				return rc;
 		}
 	}
+	/* Ports (relative port id = TPGT) and peer nodes' groups. Ports the
+	 * target no longer has go first and the peer list is replaced next,
+	 * so a TPGT that moved between "ours" and "the peer's" on a reload
+	 * never collides with its old role. */
+	{
+		uint16_t have[64];
+		unsigned n_have = scsi_target_ports(te->st, have, 64);
+
+		for (unsigned i = 0; i < n_have && i < 64; i++) {
+			bool keep = false;
+
+			for (unsigned p = 0; p < ct->n_portals && !keep; p++)
+				keep = c->portals[ct->portals[p]].tpgt == have[i];
+			if (!keep)
+				scsi_target_remove_port(te->st, have[i]);
+		}
+	}
+	rc = scsi_target_set_peer_groups(te->st, ct->peer_groups, ct->n_peer_groups);
+	if (rc)
+		return rc;
 	for (unsigned p = 0; p < ct->n_portals; p++) {
 		uint16_t tpgt = c->portals[ct->portals[p]].tpgt;
 
@@ -489,7 +512,8 @@ static void target_diff(const struct conf *oc, const struct conf_target *o,
 		       strcmp(o->luns[i].volume, n->luns[i].volume);
 	for (unsigned i = 0; !portals && i < o->n_portals; i++)
 		portals = strcmp(oc->portals[o->portals[i]].name, nc->portals[n->portals[i]].name) ||
-			  strcmp(oc->portals[o->portals[i]].listen, nc->portals[n->portals[i]].listen);
+			  strcmp(oc->portals[o->portals[i]].listen, nc->portals[n->portals[i]].listen) ||
+			  oc->portals[o->portals[i]].tpgt != nc->portals[n->portals[i]].tpgt;
 #define NOTE(cond, what)                                                                  \
 	do {                                                                              \
 		if ((cond) && off < len)                                                  \
@@ -504,6 +528,10 @@ static void target_diff(const struct conf *oc, const struct conf_target *o,
 	NOTE(!chap_eq(&o->chap, &n->chap), "chap");
 	NOTE((o->alias == NULL) != (n->alias == NULL) || (o->alias && strcmp(o->alias, n->alias)),
 	     "alias");
+	NOTE(o->n_peer_groups != n->n_peer_groups ||
+	     (n->n_peer_groups && memcmp(o->peer_groups, n->peer_groups,
+					 n->n_peer_groups * sizeof(*n->peer_groups))),
+	     "peer_portal_groups");
 #undef NOTE
 }
 
