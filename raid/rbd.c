@@ -58,6 +58,8 @@
  *              offset reached is checkpointed, thread ends, volume freed.
  *   FAILED: prov_err holds the errno; stays until the daemon restarts, which
  *           resumes from the checkpoint.
+ * raid_rbd_vol_open returns once the state left RUNNING or after
+ * PROV_GRACE_MS, whichever is first (a small image is ready at once).
  * While not READY the SCSI layer answers media access with NOT READY
  * (raid_vol_ready) and raid_rbd_vol_submit refuses all but FLUSH, so no
  * initiator data can be overwritten by provisioning zeros nor zeros read
@@ -100,6 +102,7 @@
 #define WS_MAX     (64ull << 20)     /* bytes per WRITE_SAME request */
 #define PROV_LOCK  "rtgt.thick"
 #define PROV_LEASE_S 10
+#define PROV_GRACE_MS 1000u           /* raid_rbd_vol_open waits this long */
 
 enum { PROV_READY = 0, PROV_RUNNING, PROV_FAILED };
 
@@ -942,8 +945,20 @@ int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_s
 	}
 	p->vols[slot] = &rv->v;
 	*out = &rv->v;
-	rc = 0;
-	goto out_unlock;
+	pthread_mutex_unlock(&p->meta_mu);
+	if (rv->prov_thread_live) {
+		/* a small image is written out in a moment: let it be ready
+		 * when the daemon starts serving rather than answer NOT READY
+		 * for a fraction of a second; a large one goes on in the
+		 * background */
+		for (unsigned t = 0; t < PROV_GRACE_MS / 10 &&
+		     atomic_load(&rv->prov_state) == PROV_RUNNING; t++) {
+			struct timespec ts = { 0, 10000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return 0;
 
 err_close:
 	rbd_close(rv->img);
