@@ -947,6 +947,8 @@ static void lu_reset(struct scsi_lu *lu, uint16_t ua_code,
 	 * (multipath initiators count the UA on each path) */
 	scsi_ua_add_all(lu, NULL, ua_code);
 	pthread_mutex_unlock(&lu->lock);
+	/* a shared LU: the other nodes' nexuses learn of it too */
+	pr_lu_reset(lu, ua_code);
 }
 
 int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum scsi_tmf fn)

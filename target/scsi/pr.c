@@ -24,6 +24,55 @@
  * SPC-2 reservation: lu->res2 holds the reserving nexus or NULL; RESERVE
  * sets it, RELEASE by the holder, a reset or the holder's nexus loss clear
  * it.
+ *
+ * Shared LUs (lu->pr_shared: the volume is an RBD image that other rtgt
+ * nodes serve too, raid_vol_shared()). The authoritative state is the
+ * volume's "pr" blob (raid.h, shared state; the RADOS object
+ * rtgt_pr.<image id>), a strictly parsed, checksummed text (st_format /
+ * st_parse): magic "rtgt-pr 2", seq (version, +1 per change), gen, aptpl,
+ * type and holder index, one "reg" line per registration (key, relative
+ * port, all_tg_pt, initiator port), one "ev" line per event of the change
+ * that made it (UA code or 0 for "abort their commands", the registration
+ * it applies to, the sending nexus that gets no UA), and an FNV-1a sum.
+ * lu->regs/pr_type/pr_holder/pr_gen/pr_aptpl are this node's copy, at
+ * version lu->pr_seq. Per shared LU, the copy moves:
+ *
+ *   EMPTY --pr_load (shared_load: watch, then read the blob)--> CURRENT
+ *   CURRENT --PROUT here (pr_out -> shared_out)--> UPDATING
+ *   UPDATING --raid helper thread: read blob, shared_apply() runs the same
+ *              prout_* handlers on a scratch LU whose ua_reg/abort_reg record
+ *              events instead of raising them, write blob seq+1 atomically
+ *              (retried if another node wrote in between), notify every
+ *              node and wait for their acks--> CURRENT (shared_done, on the
+ *              submitting thread: installs the blob if the watch did not
+ *              yet, then completes the command)
+ *   CURRENT --any node's change (watch_cb -> st_take -> st_install)--> CURRENT
+ *              (newer seq only; events done to this node's nexuses: UA for
+ *              each matching nexus but the sender, abort for code 0)
+ *   CURRENT --pr_free (LU destroyed): unwatch--> EMPTY
+ *
+ * Because every node installs the blob (under lu->lock) before it
+ * acknowledges the notify, and the PROUT completes only after the notify
+ * returned, a command through any node after GOOD sees the new state. A
+ * node that does not acknowledge within 5 s (dead, or cut off from the
+ * cluster) does not hold the PROUT longer: it completes GOOD (the state is
+ * written) with a warning logged; that node catches up from the object when
+ * its watch is re-established (raid re-reads the blob then), and until then
+ * enforces its old copy: in a network partition the cut-off node is stale
+ * for at most the OSD's watch timeout, after which its watch errors out.
+ * PR IN, pr_conflict() and the UA queues stay local. APTPL on a shared LU:
+ * the state is always kept (the object outlives every node; a node restart
+ * is not a power loss of the LU, which other nodes keep serving), the APTPL
+ * bit is stored and reported, lu->pr_path is not used. SPC-2 RESERVE /
+ * RELEASE on a shared LU: refused with ILLEGAL REQUEST, INVALID COMMAND
+ * OPERATION CODE (a nexus-bound reservation that dies with its session
+ * cannot be kept consistently by a node that never sees that session).
+ * A LOGICAL UNIT / target reset through one node (lu.c lu_reset ->
+ * pr_lu_reset) is a notify "rtgt-pr-reset <code>" with no state change:
+ * the others abort the LU's commands and raise the reset UA for their
+ * nexuses (reset_take); the reset waits for them at most 3 s.
+ * Invariant: pr_check() holds on the installed copy as on a local LU, and
+ * every installed blob passed st_parse() (which checks pr_check itself).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +83,11 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "raid/raid.h"
 #include "target/scsi/scsi_int.h"
+
+/* how long a reset waits for the other nodes of a shared LU */
+#define PR_RESET_NOTIFY_MS 3000u
 
 enum {
 	PRO_REGISTER = 0,
@@ -105,12 +158,65 @@ bool pr_check(struct scsi_lu *lu)
 	return found;
 }
 
+/* ---- shared LUs: events of a service action ---- */
+
+/* Something a service action does to the nexuses of a registration, kept
+ * with the new state so that every node does it to its own nexuses. */
+struct pr_ev {
+	uint16_t code;                  /* UA asc << 8 | ascq; 0: abort their commands */
+	uint16_t rel;                   /* the registration: iport, rel, atp */
+	bool atp;
+	char *iport;                    /* owned */
+	uint16_t xrel;                  /* the sending nexus (no UA for it) */
+	char *xiport;                   /* owned; NULL: none */
+	struct pr_ev *next;
+};
+
+struct pr_rec {
+	struct pr_ev *head, **tail;
+	int err;                        /* -ENOMEM while recording */
+};
+
+static void ev_free(struct pr_ev *e)
+{
+	while (e) {
+		struct pr_ev *next = e->next;
+
+		free(e->iport);
+		free(e->xiport);
+		free(e);
+		e = next;
+	}
+}
+
+static void ev_record(struct pr_rec *rec, const struct scsi_pr_reg *r, const char *xiport,
+		      uint16_t xrel, uint16_t code)
+{
+	struct pr_ev *e = calloc(1, sizeof(*e));
+
+	if (!e || !(e->iport = strdup(r->iport)) || (xiport && !(e->xiport = strdup(xiport)))) {
+		if (e)
+			ev_free(e);
+		rec->err = -ENOMEM;
+		return;
+	}
+	e->code = code;
+	e->rel = r->rel_port;
+	e->atp = r->all_tg_pt;
+	e->xrel = xrel;
+	*rec->tail = e;
+	rec->tail = &e->next;
+}
+
 /* UA @code for every nexus that @r stands for, except @except. */
 static void ua_reg(struct scsi_lu *lu, const struct scsi_pr_reg *r, const struct scsi_nexus *except,
 		   uint16_t code)
 {
 	struct scsi_ua *ua;
 
+	if (lu->pr_rec)
+		ev_record(lu->pr_rec, r, except ? except->iport : NULL,
+			  except ? except->rel_port : 0, code);
 	for (ua = lu->uas; ua; ua = ua->next)
 		if (ua->nexus != except && reg_matches(r, ua->nexus->iport, ua->nexus->rel_port))
 			scsi_ua_add(ua, code);
@@ -128,6 +234,8 @@ static void abort_reg(struct scsi_lu *lu, const struct scsi_pr_reg *r)
 {
 	struct scsi_cmd *c;
 
+	if (lu->pr_rec)
+		ev_record(lu->pr_rec, r, NULL, 0, 0);
 	for (c = lu->inflight; c; c = c->snext)
 		if (reg_matches(r, c->nexus->iport, c->nexus->rel_port))
 			c->aborted = 1;
@@ -227,7 +335,15 @@ unlink_tmp:
 	return rc;
 }
 
-int pr_load(struct scsi_lu *lu)
+static void regs_free(struct scsi_lu *lu)
+{
+	while (lu->regs)
+		reg_unlink(lu, lu->regs);
+	lu->pr_type = 0;
+	lu->pr_holder = NULL;
+}
+
+static int file_load(struct scsi_lu *lu)
 {
 	char line[1024], iport[900];
 	unsigned type = 0, rel, atp, n = 0;
@@ -286,16 +402,380 @@ int pr_load(struct scsi_lu *lu)
 close_f:
 	fclose(f);
 	if (rc < 0)
-		pr_free(lu);
+		regs_free(lu);
 	return rc;
+}
+
+/* ---- shared LUs: the state blob ---- */
+
+#define PR_TAG "pr"
+#define PR_MAGIC "rtgt-pr 2\n"
+#define PR_RESET_MAGIC "rtgt-pr-reset "
+#define PR_IPORT_MAX 511
+
+/* A parsed blob: the state in a scratch LU (regs, pr_type, pr_holder,
+ * pr_gen, pr_aptpl; no lock, nexuses or commands) plus its version and the
+ * events of the change that made it. */
+struct pr_st {
+	struct scsi_lu lu;
+	uint64_t seq;
+	struct pr_ev *evs;              /* owned */
+};
+
+static void st_free(struct pr_st *st)
+{
+	if (!st)
+		return;
+	regs_free(&st->lu);
+	ev_free(st->evs);
+	free(st);
+}
+
+/* FNV-1a: catches a torn or hand-edited object, not an adversary. */
+static uint64_t blob_sum(const char *b, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static int st_format(const struct pr_st *st, uint8_t **out, size_t *out_len)
+{
+	const struct scsi_pr_reg *r;
+	const struct pr_ev *e;
+	char *buf = NULL;
+	size_t len = 0;
+	int idx = -1, i = 0;
+	uint64_t sum;
+	FILE *f;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	for (r = st->lu.regs; r; r = r->next, i++)
+		if (r == st->lu.pr_holder)
+			idx = i;
+	fprintf(f, PR_MAGIC "seq %" PRIu64 "\ngen %" PRIu32 "\naptpl %d\ntype %u %d\n", st->seq,
+		st->lu.pr_gen, st->lu.pr_aptpl, st->lu.pr_type, idx);
+	for (r = st->lu.regs; r; r = r->next)
+		fprintf(f, "reg %016" PRIx64 " %u %d %s\n", r->key, r->rel_port, r->all_tg_pt,
+			r->iport);
+	for (e = st->evs; e; e = e->next)
+		fprintf(f, "ev %04x %u %d %s %u %s\n", e->code, e->rel, e->atp, e->iport, e->xrel,
+			e->xiport ? e->xiport : "-");
+	if (fflush(f) != 0) {
+		fclose(f);
+		free(buf);
+		return -ENOMEM;
+	}
+	sum = blob_sum(buf, len);
+	fprintf(f, "sum %016" PRIx64 "\n", sum);
+	if (fclose(f) != 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*out = (uint8_t *)buf;
+	*out_len = len;
+	return 0;
+}
+
+/* Strict: every line as st_format() writes it, in its order, the checksum
+ * right; anything else is -EBADMSG (and nothing is half-installed). */
+static int st_parse(const uint8_t *b, size_t len, struct pr_st *st)
+{
+	char *buf, *line, *end, iport[PR_IPORT_MAX + 1], xiport[PR_IPORT_MAX + 1];
+	unsigned type, rel, atp, xrel, code, n_regs = 0, stage = 0;
+	int holder = 0, used, aptpl, rc = -EBADMSG;
+	uint64_t sum, key;
+	struct pr_ev **tail = &st->evs;
+	size_t last;
+
+	if (len < sizeof(PR_MAGIC) || len > (1u << 20) || memchr(b, 0, len) ||
+	    b[len - 1] != '\n')
+		return -EBADMSG;
+	buf = malloc(len + 1);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, b, len);
+	buf[len] = 0;
+	for (last = len - 1; last > 0 && buf[last - 1] != '\n'; last--)
+		;
+	if (sscanf(buf + last, "sum %16" SCNx64 "\n%n", &sum, &used) != 1 ||
+	    last + (size_t)used != len || blob_sum(buf, last) != sum)
+		goto free_buf;
+	buf[last] = 0;
+	if (strncmp(buf, PR_MAGIC, strlen(PR_MAGIC)) != 0)
+		goto free_buf;
+	for (line = buf + strlen(PR_MAGIC); *line; line = end + 1) {
+		end = strchr(line, '\n');
+		*end = 0;
+		used = -1;
+		if (stage == 0 && sscanf(line, "seq %" SCNu64 "%n", &st->seq, &used) == 1) {
+			stage = 1;
+		} else if (stage == 1 && sscanf(line, "gen %" SCNu32 "%n", &st->lu.pr_gen, &used) == 1) {
+			stage = 2;
+		} else if (stage == 2 && sscanf(line, "aptpl %d%n", &aptpl, &used) == 1 &&
+			   (aptpl == 0 || aptpl == 1)) {
+			st->lu.pr_aptpl = aptpl;
+			stage = 3;
+		} else if (stage == 3 && sscanf(line, "type %u %d%n", &type, &holder, &used) == 2 &&
+			   (type == 0 || type_valid((uint8_t)type))) {
+			stage = 4;
+		} else if (stage == 4 && sscanf(line, "reg %16" SCNx64 " %u %u %511s%n", &key, &rel,
+						&atp, iport, &used) == 4 && rel <= 0xffff && atp <= 1) {
+			if (!reg_add(&st->lu, iport, (uint16_t)rel, atp, key)) {
+				rc = -ENOMEM;
+				goto free_buf;
+			}
+			n_regs++;
+		} else if (stage >= 4 && sscanf(line, "ev %4x %u %u %511s %u %511s%n", &code, &rel, &atp,
+						iport, &xrel, xiport, &used) == 6 &&
+			   rel <= 0xffff && xrel <= 0xffff && atp <= 1) {
+			struct pr_ev *e = calloc(1, sizeof(*e));
+
+			stage = 5;
+			if (!e) {
+				rc = -ENOMEM;
+				goto free_buf;
+			}
+			*tail = e;
+			tail = &e->next;
+			e->code = (uint16_t)code;
+			e->rel = (uint16_t)rel;
+			e->atp = atp;
+			e->xrel = (uint16_t)xrel;
+			e->iport = strdup(iport);
+			e->xiport = strcmp(xiport, "-") ? strdup(xiport) : NULL;
+			if (!e->iport || (strcmp(xiport, "-") && !e->xiport)) {
+				rc = -ENOMEM;
+				goto free_buf;
+			}
+		} else {
+			goto free_buf;
+		}
+		if (used < 0 || line[used] != 0)
+			goto free_buf;
+	}
+	if (stage < 4)
+		goto free_buf;
+	if (type && n_regs) {
+		struct scsi_pr_reg *r = st->lu.regs;
+
+		st->lu.pr_type = (uint8_t)type;
+		if (type_all_reg((uint8_t)type)) {
+			if (holder != -1)
+				goto free_buf;
+		} else {
+			for (int i = 0; r && i < holder; i++)
+				r = r->next;
+			if (holder < 0 || !r)
+				goto free_buf;
+			st->lu.pr_holder = r;
+		}
+	} else if (type || holder != -1) {
+		goto free_buf;
+	}
+	rc = pr_check(&st->lu) ? 0 : -EBADMSG;
+free_buf:
+	free(buf);
+	return rc;
+}
+
+static bool nexus_is(const struct scsi_nexus *n, const char *iport, uint16_t rel)
+{
+	return iport && n->rel_port == rel && strcmp(n->iport, iport) == 0;
+}
+
+/* Makes @st the LU's state if it is newer than what is installed, and with
+ * @raise does its events to this node's nexuses. Caller holds lu->lock.
+ * Returns whether it was installed. */
+static bool st_install(struct scsi_lu *lu, struct pr_st *st, bool raise)
+{
+	const struct pr_ev *e;
+
+	if (st->seq <= lu->pr_seq)
+		return false;
+	regs_free(lu);
+	lu->regs = st->lu.regs;
+	lu->pr_type = st->lu.pr_type;
+	lu->pr_holder = st->lu.pr_holder;
+	lu->pr_gen = st->lu.pr_gen;
+	lu->pr_aptpl = st->lu.pr_aptpl;
+	lu->pr_seq = st->seq;
+	st->lu.regs = NULL;
+	st->lu.pr_holder = NULL;
+	st->lu.pr_type = 0;
+	for (e = raise ? st->evs : NULL; e; e = e->next) {
+		struct scsi_pr_reg pat = { .iport = e->iport, .rel_port = e->rel, .all_tg_pt = e->atp };
+		struct scsi_cmd *c;
+		struct scsi_ua *ua;
+
+		if (!e->code) {
+			for (c = lu->inflight; c; c = c->snext)
+				if (reg_matches(&pat, c->nexus->iport, c->nexus->rel_port))
+					c->aborted = 1;
+			continue;
+		}
+		for (ua = lu->uas; ua; ua = ua->next)
+			if (reg_matches(&pat, ua->nexus->iport, ua->nexus->rel_port) &&
+			    !nexus_is(ua->nexus, e->xiport, e->xrel))
+				scsi_ua_add(ua, e->code);
+	}
+	return true;
+}
+
+/* Parses @b and installs it (lock taken here); logs garbage. */
+static void st_take(struct scsi_lu *lu, const uint8_t *b, size_t len, bool raise)
+{
+	struct pr_st *st = calloc(1, sizeof(*st));
+	int rc;
+
+	if (!st) {
+		LOG_ERR("scsi", "%s: no memory for the shared reservation state", lu->name);
+		return;
+	}
+	rc = st_parse(b, len, st);
+	if (rc < 0) {
+		LOG_ERR("scsi", "%s: ignoring a malformed shared reservation state (%zu bytes): %s",
+			lu->name, len, strerror(-rc));
+	} else {
+		pthread_mutex_lock(&lu->lock);
+		st_install(lu, st, raise);
+		pthread_mutex_unlock(&lu->lock);
+	}
+	st_free(st);
+}
+
+/* A peer's LOGICAL UNIT / target reset, as lu_reset() does it for a local
+ * one (mode pages are per node and stay). */
+static void reset_take(struct scsi_lu *lu, const uint8_t *msg, size_t len)
+{
+	char buf[32];
+	unsigned code;
+	int used = -1;
+	struct scsi_cmd *c;
+
+	if (len >= sizeof(buf))
+		goto bad;
+	memcpy(buf, msg, len);
+	buf[len] = 0;
+	if (sscanf(buf, PR_RESET_MAGIC "%4x\n%n", &code, &used) != 1 || used != (int)len ||
+	    (code != ASC_BUS_DEVICE_RESET && code != ASC_POWER_ON_RESET))
+		goto bad;
+	pthread_mutex_lock(&lu->lock);
+	for (c = lu->inflight; c; c = c->snext)
+		c->aborted = 1;
+	scsi_ua_add_all(lu, NULL, (uint16_t)code);
+	pthread_mutex_unlock(&lu->lock);
+	LOG_INFO("scsi", "%s: reset through another node", lu->name);
+	return;
+bad:
+	LOG_ERR("scsi", "%s: ignoring a malformed reset message from another node (%zu bytes)",
+		lu->name, len);
+}
+
+/* Library thread: a change (or reset) made by any node, this one included;
+ * the node that made it waits until we return. */
+static void watch_cb(void *arg, const uint8_t *msg, size_t len, bool self)
+{
+	struct scsi_lu *lu = arg;
+
+	if (len >= strlen(PR_RESET_MAGIC) && memcmp(msg, PR_RESET_MAGIC, strlen(PR_RESET_MAGIC)) == 0) {
+		if (!self)
+			reset_take(lu, msg, len);
+		return;
+	}
+	if (len)
+		st_take(lu, msg, len, true);
+}
+
+static int shared_load(struct scsi_lu *lu)
+{
+	uint8_t *b = NULL;
+	size_t len = 0;
+	int rc;
+
+	lu->pr_shared = true;
+	/* watch first, read second: no change can fall between the two */
+	rc = raid_vol_shared_watch(lu->vol, PR_TAG, watch_cb, lu, &lu->pr_watch);
+	if (rc < 0) {
+		LOG_ERR("scsi", "%s: cannot watch the shared reservation state: %s", lu->name,
+			strerror(-rc));
+		return rc;
+	}
+	rc = raid_vol_shared_read(lu->vol, PR_TAG, &b, &len);
+	if (rc < 0) {
+		LOG_ERR("scsi", "%s: cannot read the shared reservation state: %s", lu->name,
+			strerror(-rc));
+		goto unwatch;
+	}
+	if (len) {
+		struct pr_st *st = calloc(1, sizeof(*st));
+
+		rc = st ? st_parse(b, len, st) : -ENOMEM;
+		if (rc < 0) {
+			LOG_ERR("scsi", "%s: the shared reservation state (RADOS object rtgt_pr.<image id>, %zu bytes) is malformed: %s; fix or remove it",
+				lu->name, len, strerror(-rc));
+			st_free(st);
+			free(b);
+			goto unwatch;
+		}
+		pthread_mutex_lock(&lu->lock);
+		st_install(lu, st, false);
+		pthread_mutex_unlock(&lu->lock);
+		st_free(st);
+	}
+	free(b);
+	{
+		unsigned n = 0;
+		const struct scsi_pr_reg *r;
+
+		pthread_mutex_lock(&lu->lock);
+		for (r = lu->regs; r; r = r->next)
+			n++;
+		LOG_INFO("scsi", "%s: persistent reservations shared through the cluster: %u registration(s), generation %" PRIu32,
+			 lu->name, n, lu->pr_gen);
+		pthread_mutex_unlock(&lu->lock);
+	}
+	return 0;
+
+unwatch:
+	raid_vol_shared_unwatch(lu->pr_watch);
+	lu->pr_watch = NULL;
+	return rc;
+}
+
+int pr_load(struct scsi_lu *lu)
+{
+	if (raid_vol_shared(lu->vol))
+		return shared_load(lu);
+	return file_load(lu);
 }
 
 void pr_free(struct scsi_lu *lu)
 {
-	while (lu->regs)
-		reg_unlink(lu, lu->regs);
-	lu->pr_type = 0;
-	lu->pr_holder = NULL;
+	/* no watch callback runs on @lu once this returns */
+	raid_vol_shared_unwatch(lu->pr_watch);
+	lu->pr_watch = NULL;
+	regs_free(lu);
+}
+
+void pr_lu_reset(struct scsi_lu *lu, uint16_t code)
+{
+	char msg[32];
+	int len, rc;
+
+	if (!lu->pr_shared)
+		return;
+	len = snprintf(msg, sizeof(msg), PR_RESET_MAGIC "%04x\n", code);
+	rc = raid_vol_shared_notify(lu->vol, PR_TAG, msg, (size_t)len, PR_RESET_NOTIFY_MS);
+	if (rc < 0)
+		LOG_WARN("scsi", "%s: reset not confirmed by every other node: %s", lu->name,
+			 strerror(-rc));
 }
 
 void pr_nexus_gone(struct scsi_lu *lu, const struct scsi_nexus *n)
@@ -336,6 +816,12 @@ void pr_reserve6(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
 
+	/* a shared LU has no SPC-2 reservations (see the top of the file) */
+	if (lu->pr_shared) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+		return scsi_cmd_complete(cmd);
+	}
+
 	/* RESERVE(6) extent bit, RESERVE(10) third-party: not supported */
 	if (cmd->cdb[1] & (cmd->cdb[0] == OP_RESERVE_6 ? 0x01 : 0x13)) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, -1);
@@ -353,6 +839,11 @@ void pr_reserve6(struct scsi_cmd *cmd)
 void pr_release6(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+
+	if (lu->pr_shared) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+		return scsi_cmd_complete(cmd);
+	}
 
 	if (cmd->cdb[0] == OP_RELEASE_10 && (cmd->cdb[1] & 0x13)) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, -1);
@@ -422,7 +913,7 @@ void pr_in(struct scsi_cmd *cmd)
 		memset(d, 0, 8);
 		put_be16(&d[0], 8);
 		/* CRH, ATP_C, PTPL_C when persistable */
-		d[2] = 0x10 | 0x04 | (lu->pr_path ? 0x01 : 0);
+		d[2] = 0x10 | 0x04 | (lu->pr_path || lu->pr_shared ? 0x01 : 0);
 		/* TMV, PTPL_A */
 		d[3] = 0x80 | (lu->pr_aptpl ? 0x01 : 0);
 		d[4] = 0x80 | 0x40 | 0x20 | 0x08 | 0x02; /* WEAR EARO WERO EA WE */
@@ -569,7 +1060,7 @@ static int prout_clear(struct prout *o)
 	if (!o->reg || o->reg->key != o->key)
 		return PRO_CONFLICT;
 	ua_other_regs(lu, o->n, ASC_RESERVATIONS_PREEMPTED);
-	pr_free(lu);
+	regs_free(lu);
 	o->reg = NULL;
 	lu->pr_gen++;
 	return PRO_OK;
@@ -695,6 +1186,157 @@ static int prout_move(struct prout *o)
 	return PRO_OK;
 }
 
+static int prout_dispatch(struct prout *o, uint8_t sa)
+{
+	switch (sa) {
+	case PRO_REGISTER:
+		return prout_register(o, false);
+	case PRO_REGISTER_IGNORE:
+		return prout_register(o, true);
+	case PRO_RESERVE:
+		return prout_reserve(o);
+	case PRO_RELEASE:
+		return prout_release(o);
+	case PRO_CLEAR:
+		return prout_clear(o);
+	case PRO_PREEMPT:
+	case PRO_PREEMPT_ABORT:
+		return prout_preempt(o, sa == PRO_PREEMPT_ABORT);
+	default:
+		return prout_move(o);
+	}
+}
+
+static void prout_status(struct scsi_cmd *cmd, int rc)
+{
+	switch (rc) {
+	case PRO_CONFLICT:
+		cmd->status = SCSI_RESERVATION_CONFLICT;
+		break;
+	case PRO_BAD_PARAM:
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+		break;
+	case PRO_NOMEM:
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);
+		break;
+	case PRO_BAD_RELEASE:
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_RELEASE_PR);
+		break;
+	}
+}
+
+/* ---- PERSISTENT RESERVE OUT on a shared LU ---- */
+
+/* One PROUT in flight through the cluster; owned by the raid update, freed
+ * by shared_done(). */
+struct prout_job {
+	struct scsi_cmd *cmd;           /* borrowed until completed */
+	struct scsi_lu *lu;
+	uint8_t sa;
+	struct prout o;                 /* checked fields; lu/n/reg set per attempt */
+	struct scsi_nexus n;            /* the sender's identity (iport borrowed from cmd) */
+	int pro_rc;                     /* PRO_* of the last attempt */
+	bool bad_state;                 /* the stored state was malformed */
+};
+
+/* Helper thread, once per attempt: applies the service action to the
+ * state now stored and hands back the new one with its events. */
+static int shared_apply(void *arg, const uint8_t *old, size_t old_len, uint8_t **out,
+			size_t *out_len)
+{
+	struct prout_job *j = arg;
+	struct pr_rec rec = { .head = NULL, .tail = &rec.head, .err = 0 };
+	struct pr_st *st = calloc(1, sizeof(*st));
+	struct prout o = j->o;
+	int rc;
+
+	j->bad_state = false;
+	j->pro_rc = PRO_NOMEM;
+	if (!st)
+		return 0;
+	rc = old_len ? st_parse(old, old_len, st) : 0;
+	if (rc == -EBADMSG) {
+		LOG_ERR("scsi", "%s: the shared reservation state (RADOS object rtgt_pr.<image id>, %zu bytes) is malformed; PERSISTENT RESERVE OUT refused until it is fixed or removed",
+			j->lu->name, old_len);
+		j->bad_state = true;
+		st_free(st);
+		return 0;
+	}
+	if (rc < 0) {
+		st_free(st);
+		return 0;
+	}
+	st->lu.name = j->lu->name;
+	st->lu.pr_rec = &rec;
+	o.lu = &st->lu;
+	o.n = &j->n;
+	o.reg = reg_find(&st->lu, &j->n);
+	j->pro_rc = prout_dispatch(&o, j->sa);
+	st->lu.pr_rec = NULL;
+	if (j->pro_rc == PRO_OK && rec.err)
+		j->pro_rc = PRO_NOMEM;
+	if (j->pro_rc != PRO_OK) {
+		ev_free(rec.head);
+		st_free(st);
+		return 0;                       /* nothing to write */
+	}
+	st->seq++;
+	st->evs = rec.head;
+	rc = st_format(st, out, out_len);
+	if (rc < 0)
+		j->pro_rc = PRO_NOMEM;
+	st_free(st);
+	return 0;
+}
+
+/* Submitting thread: the update is over (written and seen by every node,
+ * or not written). */
+static void shared_done(void *arg, int rc, const uint8_t *blob, size_t len)
+{
+	struct prout_job *j = arg;
+	struct scsi_cmd *cmd = j->cmd;
+
+	/* usually installed already, by our own watch callback */
+	if (blob)
+		st_take(j->lu, blob, len, true);
+	if (j->bad_state || (rc < 0 && rc != -ETIMEDOUT)) {
+		if (!j->bad_state)
+			LOG_ERR("scsi", "%s: PERSISTENT RESERVE OUT through the cluster failed: %s",
+				j->lu->name, strerror(-rc));
+		scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+	} else {
+		prout_status(cmd, j->pro_rc);
+	}
+	free(j);
+	scsi_cmd_complete(cmd);
+}
+
+static void shared_out(struct scsi_cmd *cmd, struct prout *o, uint8_t sa)
+{
+	struct prout_job *j = calloc(1, sizeof(*j));
+	int rc;
+
+	if (!j) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);
+		return scsi_cmd_complete(cmd);
+	}
+	j->cmd = cmd;
+	j->lu = o->lu;
+	j->sa = sa;
+	j->o = *o;
+	j->n.iport = cmd->nexus->iport;
+	j->n.rel_port = cmd->nexus->rel_port;
+	j->n.tpgt = cmd->nexus->tpgt;
+	rc = raid_vol_shared_update(o->lu->vol, PR_TAG, cmd->ioctx, shared_apply, shared_done, j);
+	if (rc < 0) {
+		LOG_ERR("scsi", "%s: cannot start PERSISTENT RESERVE OUT through the cluster: %s",
+			o->lu->name, strerror(-rc));
+		free(j);
+		scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		scsi_cmd_complete(cmd);
+	}
+}
+
 void pr_out(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
@@ -731,7 +1373,7 @@ void pr_out(struct scsi_cmd *cmd)
 	} else {
 		o.aptpl = o.param[17] & 0x01;
 	}
-	if (o.aptpl && !lu->pr_path) {
+	if (o.aptpl && !lu->pr_path && !lu->pr_shared) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false,
 				 sa == PRO_REGISTER_MOVE ? 17 : 20, 0);
 		return scsi_cmd_complete(cmd);
@@ -759,32 +1401,11 @@ void pr_out(struct scsi_cmd *cmd)
 				o.move_port_ok = true;
 		pthread_mutex_unlock(&t->lock);
 	}
+	if (lu->pr_shared)
+		return shared_out(cmd, &o, sa);
 	pthread_mutex_lock(&lu->lock);
 	o.reg = reg_find(lu, o.n);
-	switch (sa) {
-	case PRO_REGISTER:
-		rc = prout_register(&o, false);
-		break;
-	case PRO_REGISTER_IGNORE:
-		rc = prout_register(&o, true);
-		break;
-	case PRO_RESERVE:
-		rc = prout_reserve(&o);
-		break;
-	case PRO_RELEASE:
-		rc = prout_release(&o);
-		break;
-	case PRO_CLEAR:
-		rc = prout_clear(&o);
-		break;
-	case PRO_PREEMPT:
-	case PRO_PREEMPT_ABORT:
-		rc = prout_preempt(&o, sa == PRO_PREEMPT_ABORT);
-		break;
-	default:
-		rc = prout_move(&o);
-		break;
-	}
+	rc = prout_dispatch(&o, sa);
 	if (rc == PRO_OK && lu->pr_path) {
 		/* rare and small: a synchronous write under the lock keeps
 		 * the file in step with the state */
@@ -795,19 +1416,6 @@ void pr_out(struct scsi_cmd *cmd)
 				lu->pr_path, strerror(-src));
 	}
 	pthread_mutex_unlock(&lu->lock);
-	switch (rc) {
-	case PRO_CONFLICT:
-		cmd->status = SCSI_RESERVATION_CONFLICT;
-		break;
-	case PRO_BAD_PARAM:
-		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
-		break;
-	case PRO_NOMEM:
-		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INSUFFICIENT_REG_RESOURCES);
-		break;
-	case PRO_BAD_RELEASE:
-		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_RELEASE_PR);
-		break;
-	}
+	prout_status(cmd, rc);
 	scsi_cmd_complete(cmd);
 }
