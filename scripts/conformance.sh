@@ -70,6 +70,14 @@ done
 if ! kill -0 "$pid" 2>/dev/null; then
 	echo "conformance: rtgtd did not start:"; cat "$dir/rtgtd.log"; exit 1
 fi
+# rbd thick images are written out in the background (NOT READY until then)
+if [ "$LEVEL" = rbd ]; then
+	for _ in $(seq 1200); do
+		st=$("${RTGTCTL:-bin/rtgtctl}" -s "$dir/rtgtd.sock" status --json 2>/dev/null) &&
+			! grep -q '"provisioning"' <<<"$st" && break
+		sleep 0.1
+	done
+fi
 args=(-d)
 [ -n "$TESTS" ] && args+=(-t "$TESTS")
 mkdir -p var
