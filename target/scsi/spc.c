@@ -18,7 +18,8 @@
  * active/non-optimized; only a configuration reload changes the peer list
  * (scsi_target_set_peer_groups in lu.c, which raises the unit attention).
  *
- * All handlers complete synchronously; none touches the volume.
+ * All handlers complete synchronously; none touches the volume (TEST UNIT
+ * READY only asks whether it is ready, raid_vol_ready through sbc.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,9 @@ static void done_good(struct scsi_cmd *cmd)
 
 void spc_test_unit_ready(struct scsi_cmd *cmd)
 {
+	/* NOT READY while the volume is being written out (rbd thick) */
+	if (!sbc_medium_ready(cmd))
+		return;
 	done_good(cmd);
 }
 
