@@ -17,33 +17,20 @@
 #include "raid/raid.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
+#include "tests/lib/raid_fixture.h"
 
 static char tmpdir[64];
 static char *paths[2];
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rtgt-ctx-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	rf_dir_make(tmpdir, sizeof(tmpdir), "rtgt-ctx");
 	conf_log_set_level(CONF_LOG_ERROR);
 }
 
 static void teardown(void)
 {
-	for (unsigned i = 0; i < 2; i++) {
-		if (paths[i])
-			unlink(paths[i]);
-		free(paths[i]);
-		paths[i] = NULL;
-	}
+	rf_paths_drop(paths, 2);
 	rmdir(tmpdir);
 }
 
@@ -85,27 +72,9 @@ START_TEST(t01_defer_wakes_owner)
 }
 END_TEST
 
-static void io_cb(struct raid_io *io)
-{
-	*(int *)io->arg = 1;
-}
-
 static void rd(struct raid_vol *v, struct raid_ioctx *ctx, uint64_t off, uint64_t len, uint8_t *b)
 {
-	struct raid_io io;
-	int done = 0;
-
-	memset(&io, 0, sizeof(io));
-	io.op = RAID_OP_READ;
-	io.off = off;
-	io.len = len;
-	io.buf = b;
-	io.cb = io_cb;
-	io.arg = &done;
-	ck_assert_int_eq(raid_vol_submit(v, ctx, &io), 0);
-	while (!done)
-		raid_ioctx_wait(ctx, 1000);
-	ck_assert_int_eq(io.result, 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, off, len, b), 0);
 }
 
 START_TEST(t02_hdd_model)
@@ -118,15 +87,8 @@ START_TEST(t02_hdd_model)
 	uint8_t *buf = malloc(1 << 20);
 	double t0, el;
 
-	memset(&cp, 0, sizeof(cp));
-	paths[0] = malloc(128);
-	snprintf(paths[0], 128, "%s/d0.img", tmpdir);
-	cp.name = "hdd";
-	cp.level = CONF_RAID0;
-	cp.chunk = 65536;
-	cp.members = cp.member_paths = paths;
-	cp.n_members = 1;
-	cp.create_size = 64u << 20;
+	rf_paths_make(paths, 1, tmpdir, "d");
+	rf_conf_pool(&cp, "hdd", CONF_RAID0, 65536, paths, 1, 64u << 20);
 	cp.hdd.enabled = true;
 	cp.hdd.mbps = 100;
 	cp.hdd.avg_seek_ms = 4;
@@ -136,18 +98,18 @@ START_TEST(t02_hdd_model)
 	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
 
 	/* sequential: 16 MiB at 100 MB/s ~ 168 ms (+ one seek) */
-	t0 = now_s();
+	t0 = rf_now_s();
 	for (unsigned i = 0; i < 16; i++)
 		rd(v, ctx, (uint64_t)i << 20, 1 << 20, buf);
-	el = now_s() - t0;
+	el = rf_now_s() - t0;
 	ck_assert_msg(el > 0.15 && el < 0.5, "sequential took %.3f s", el);
 
 	/* 30 random 4 KiB reads: each >= 4 ms rotation, on average ~ 8 ms */
 	srandom(3);
-	t0 = now_s();
+	t0 = rf_now_s();
 	for (unsigned i = 0; i < 30; i++)
 		rd(v, ctx, (uint64_t)(random() % 15000) * 4096, 4096, buf);
-	el = now_s() - t0;
+	el = rf_now_s() - t0;
 	ck_assert_msg(el > 30 * 0.004 && el < 30 * 0.020, "random took %.3f s", el);
 	raid_pool_close(p);
 	raid_ioctx_destroy(ctx);

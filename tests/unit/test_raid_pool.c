@@ -37,6 +37,7 @@
 #include "raid/raid.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
+#include "tests/lib/raid_fixture.h"
 
 #define MEMBER_BYTES (8u << 20)
 #define MAXM 8
@@ -49,27 +50,16 @@ static char logbuf[1 << 16];
 
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rtgt-pool-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	rf_dir_make(tmpdir, sizeof(tmpdir), "rtgt-pool");
 	conf_log_set_level(CONF_LOG_INFO);
-}
-
-static void unlink_list(char **list)
-{
-	for (unsigned i = 0; i < MAXM; i++) {
-		if (list[i])
-			unlink(list[i]);
-		free(list[i]);
-		list[i] = NULL;
-	}
 }
 
 static void teardown(void)
 {
 	char p[128];
 
-	unlink_list(paths);
-	unlink_list(bpaths);
+	rf_paths_drop(paths, MAXM);
+	rf_paths_drop(bpaths, MAXM);
 	snprintf(p, sizeof(p), "%s/keep.img", tmpdir);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/log", tmpdir);
@@ -80,18 +70,8 @@ static void teardown(void)
 static void mkconf(struct conf_pool *c, char **list, char *name, enum conf_level level,
 		   unsigned n)
 {
-	memset(c, 0, sizeof(*c));
-	for (unsigned i = 0; i < n; i++) {
-		list[i] = malloc(128);
-		ck_assert_ptr_nonnull(list[i]);
-		snprintf(list[i], 128, "%s/%s%u.img", tmpdir, name, i);
-	}
-	c->name = name;
-	c->level = level;
-	c->chunk = 65536;
-	c->members = c->member_paths = list;
-	c->n_members = n;
-	c->create_size = MEMBER_BYTES;
+	rf_paths_make(list, n, tmpdir, name);
+	rf_conf_pool(c, name, level, 65536, list, n, MEMBER_BYTES);
 }
 
 /* raid_pool_open() with its log lines captured in logbuf. */
@@ -124,30 +104,6 @@ static void has_line(const char *needle)
 {
 	ck_assert_msg(strstr(logbuf, needle), "no log line contains \"%s\"; log:\n%s", needle,
 		      logbuf);
-}
-
-static void io_cb(struct raid_io *io)
-{
-	*(int *)io->arg = 1;
-}
-
-static int do_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, uint64_t off,
-		 uint64_t len, uint8_t *buf)
-{
-	struct raid_io io;
-	int done = 0;
-
-	memset(&io, 0, sizeof(io));
-	io.op = op;
-	io.off = off;
-	io.len = len;
-	io.buf = buf;
-	io.cb = io_cb;
-	io.arg = &done;
-	ck_assert_int_eq(raid_vol_submit(v, ctx, &io), 0);
-	while (!done)
-		raid_ioctx_wait(ctx, 1000);
-	return io.result;
 }
 
 static void fill(uint8_t *b, size_t len, unsigned seed)
@@ -227,7 +183,7 @@ static void make_pool_with_data(struct conf_pool *c, unsigned seed)
 	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
 	fill(buf, 1u << 20, seed);
-	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 1u << 20, buf), 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, 0, 1u << 20, buf), 0);
 	raid_ioctx_destroy(ctx);
 	raid_pool_close(p);
 	free(buf);
@@ -244,7 +200,7 @@ static void check_data(struct raid_pool *p, unsigned seed)
 	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
 	fill(want, 1u << 20, seed);
-	ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, 1u << 20, got), 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 0, 1u << 20, got), 0);
 	ck_assert_msg(!memcmp(want, got, 1u << 20), "data differs");
 	raid_ioctx_destroy(ctx);
 	free(want);
@@ -317,9 +273,9 @@ START_TEST(t02_raid10_one_per_pair)
 	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
 	fill(buf, 1u << 20, 2);
-	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 1u << 20, buf), 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, 0, 1u << 20, buf), 0);
 	/* SYNCHRONIZE CACHE and FUA must not report the pool lost either */
-	ck_assert_int_eq(do_io(v, ctx, RAID_OP_FLUSH, 0, 0, buf), 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_FLUSH, 0, 0, buf), 0);
 	raid_ioctx_destroy(ctx);
 	raid_pool_close(p);
 

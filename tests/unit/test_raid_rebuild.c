@@ -16,6 +16,7 @@
 #include "raid/raid.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
+#include "tests/lib/raid_fixture.h"
 
 #define MEMBER_BYTES (8u << 20)
 
@@ -26,71 +27,24 @@ static struct conf_size full = { .percent = 100 };
 
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rtgt-rb-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	rf_dir_make(tmpdir, sizeof(tmpdir), "rtgt-rb");
 	conf_log_set_level(CONF_LOG_ERROR);
 }
 
 static void teardown(void)
 {
-	for (unsigned i = 0; i < 10; i++) {
-		if (paths[i])
-			unlink(paths[i]);
-		free(paths[i]);
-		paths[i] = NULL;
-	}
-	for (unsigned i = 0; i < 2; i++) {
-		if (spaths[i])
-			unlink(spaths[i]);
-		free(spaths[i]);
-		spaths[i] = NULL;
-	}
+	rf_paths_drop(paths, 10);
+	rf_paths_drop(spaths, 2);
 	rmdir(tmpdir);
 }
 
 static void mkpool(enum conf_level level, unsigned n, unsigned nspares, uint64_t chunk)
 {
-	memset(&cp, 0, sizeof(cp));
-	for (unsigned i = 0; i < n; i++) {
-		paths[i] = malloc(128);
-		snprintf(paths[i], 128, "%s/d%u.img", tmpdir, i);
-	}
-	for (unsigned i = 0; i < nspares; i++) {
-		spaths[i] = malloc(128);
-		snprintf(spaths[i], 128, "%s/s%u.img", tmpdir, i);
-	}
-	cp.name = "rb";
-	cp.level = level;
-	cp.chunk = chunk;
-	cp.members = cp.member_paths = paths;
-	cp.n_members = n;
+	rf_paths_make(paths, n, tmpdir, "d");
+	rf_paths_make(spaths, nspares, tmpdir, "s");
+	rf_conf_pool(&cp, "rb", level, chunk, paths, n, MEMBER_BYTES);
 	cp.spares = cp.spare_paths = nspares ? spaths : NULL;
 	cp.n_spares = nspares;
-	cp.create_size = MEMBER_BYTES;
-}
-
-static void io_cb(struct raid_io *io)
-{
-	*(int *)io->arg = 1;
-}
-
-static int do_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, uint64_t off,
-		 uint64_t len, uint8_t *buf)
-{
-	struct raid_io io;
-	int done = 0;
-
-	memset(&io, 0, sizeof(io));
-	io.op = op;
-	io.off = off;
-	io.len = len;
-	io.buf = buf;
-	io.cb = io_cb;
-	io.arg = &done;
-	ck_assert_int_eq(raid_vol_submit(v, ctx, &io), 0);
-	while (!done)
-		raid_ioctx_wait(ctx, 1000);
-	return io.result;
 }
 
 static void write_all(struct raid_vol *v, struct raid_ioctx *ctx, uint8_t *shadow)
@@ -100,7 +54,7 @@ static void write_all(struct raid_vol *v, struct raid_ioctx *ctx, uint8_t *shado
 	for (uint64_t i = 0; i < size; i++)
 		shadow[i] = (uint8_t)random();
 	for (uint64_t off = 0; off < size; off += step)
-		ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, off,
+		ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, off,
 				       size - off < step ? size - off : step, shadow + off), 0);
 }
 
@@ -112,7 +66,7 @@ static void verify(struct raid_vol *v, struct raid_ioctx *ctx, const uint8_t *sh
 	for (uint64_t off = 0; off < size; off += step) {
 		uint64_t len = size - off < step ? size - off : step;
 
-		ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, off, len, buf), 0);
+		ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, off, len, buf), 0);
 		ck_assert_msg(!memcmp(buf, shadow + off, len), "mismatch in [%llu, +%llu)",
 			      (unsigned long long)off, (unsigned long long)len);
 	}
@@ -131,14 +85,6 @@ static void wait_state(struct raid_pool *p, const char *state, double max_s)
 		usleep(20000);
 	}
 	ck_abort_msg("pool did not become %s (is %s)", state, info.state);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static const struct { enum conf_level level; unsigned n; uint64_t chunk; } shapes[] = {
@@ -233,7 +179,7 @@ START_TEST(t03_resume_and_rate)
 	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
 	shadow = malloc(raid_vol_bytes(v));
 	write_all(v, ctx, shadow);
-	t0 = now_s();
+	t0 = rf_now_s();
 	ck_assert_int_eq(raid_pool_fail(p, "3"), 0);
 	wait_state(p, "rebuilding", 2);
 	usleep(1200000);
@@ -247,10 +193,10 @@ START_TEST(t03_resume_and_rate)
 
 		for (unsigned k = 0; k < 4096; k++)
 			shadow[off + k] = (uint8_t)random();
-		ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, off, 4096, shadow + off), 0);
+		ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, off, 4096, shadow + off), 0);
 	}
 	raid_pool_close(p);
-	el = now_s() - t0;
+	el = rf_now_s() - t0;
 	ck_assert_msg(el > 1.0, "rebuild ran faster than its cap");
 
 	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
@@ -258,9 +204,9 @@ START_TEST(t03_resume_and_rate)
 	ck_assert_str_eq(info.state, "rebuilding");
 	ck_assert(info.rebuild_progress > 0.1);
 	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
-	t0 = now_s();
+	t0 = rf_now_s();
 	wait_state(p, "optimal", 30);
-	el = now_s() - t0;
+	el = rf_now_s() - t0;
 	ck_assert_msg(el < 2.6, "resume restarted from the beginning (%.2fs)", el);
 	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
 	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);

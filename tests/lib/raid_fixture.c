@@ -1,0 +1,83 @@
+/*
+ * tests/lib/raid_fixture.c - see raid_fixture.h.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "raid/raid_int.h"
+#include "tests/lib/raid_fixture.h"
+
+#define RF_PATH_LEN 128
+
+void rf_dir_make(char *dir, size_t len, const char *prefix)
+{
+	snprintf(dir, len, "/tmp/%s-XXXXXX", prefix);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+void rf_paths_make(char **list, unsigned n, const char *dir, const char *name)
+{
+	for (unsigned i = 0; i < n; i++) {
+		list[i] = malloc(RF_PATH_LEN);
+		ck_assert_ptr_nonnull(list[i]);
+		snprintf(list[i], RF_PATH_LEN, "%s/%s%u.img", dir, name, i);
+	}
+}
+
+void rf_paths_drop(char **list, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (list[i])
+			unlink(list[i]);
+		free(list[i]);
+		list[i] = NULL;
+	}
+}
+
+void rf_conf_pool(struct conf_pool *c, char *name, enum conf_level level, uint64_t chunk,
+		  char **list, unsigned n, uint64_t create_size)
+{
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->level = level;
+	c->chunk = chunk;
+	c->members = c->member_paths = list;
+	c->n_members = n;
+	c->create_size = create_size;
+}
+
+static void io_done(struct raid_io *io)
+{
+	*(int *)io->arg = 1;
+}
+
+int rf_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, uint64_t off,
+	  uint64_t len, uint8_t *buf)
+{
+	struct raid_io io;
+	int done = 0;
+
+	memset(&io, 0, sizeof(io));
+	io.op = op;
+	io.off = off;
+	io.len = len;
+	io.buf = buf;
+	io.cb = io_done;
+	io.arg = &done;
+	ck_assert_int_eq(raid_vol_submit(v, ctx, &io), 0);
+	while (!done)
+		raid_ioctx_wait(ctx, 1000);
+	return io.result;
+}
+
+double rf_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
