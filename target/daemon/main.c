@@ -906,6 +906,35 @@ static struct json_object *luns_json(struct daemon *d)
 	return arr;
 }
 
+static struct json_object *u16_array(const uint16_t *v, unsigned n)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (unsigned i = 0; a && i < n; i++)
+		json_object_array_add(a, json_object_new_int(v[i]));
+	return a;
+}
+
+/* Which node this is, per target: the TPGTs it serves (its target port
+ * groups, active/optimized here) and the peer nodes' (active/non-optimized). */
+static void targets_add_tpgts(const struct conf *c, struct json_object *targets)
+{
+	for (size_t i = 0; i < json_object_array_length(targets); i++) {
+		struct json_object *t = json_object_array_get_idx(targets, i), *iqn;
+		const struct conf_target *ct;
+		uint16_t own[64];
+		unsigned n = 0;
+
+		if (!json_object_object_get_ex(t, "iqn", &iqn) ||
+		    !(ct = conf_target_find(c, json_object_get_string(iqn))))
+			continue;
+		for (unsigned p = 0; p < ct->n_portals && n < 64; p++)
+			own[n++] = c->portals[ct->portals[p]].tpgt;
+		json_object_object_add(t, "tpgts", u16_array(own, n));
+		json_object_object_add(t, "peer_tpgts", u16_array(ct->peer_groups, ct->n_peer_groups));
+	}
+}
+
 static int status_json(struct daemon *d, struct json_object *reply, bool stats)
 {
 	struct json_object *pools = json_object_new_array();
@@ -989,6 +1018,8 @@ static int status_json(struct daemon *d, struct json_object *reply, bool stats)
 		json_object_array_add(pools, p);
 	}
 	rc = iscsi_server_status_json(d->server, targets);
+	if (!rc)
+		targets_add_tpgts(d->conf, targets);
 	if (stats)
 		json_object_object_add(reply, "luns", luns_json(d));
 out:

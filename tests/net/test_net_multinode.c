@@ -9,7 +9,8 @@
  *    group 3 and the port ",t,0x0003"; REPORT TARGET PORT GROUPS (both
  *    header formats, parsed field by field) lists group 3 active/optimized
  *    and preferred with port 3, groups 7 and 9 active/non-optimized with
- *    ports 7 and 9; SendTargets answers TargetAddress=127.0.0.1:PORT,3.
+ *    ports 7 and 9; SendTargets answers TargetAddress=127.0.0.1:PORT,3;
+ *    rtgtctl status --json lists the target's tpgts [3], peer_tpgts [7,9].
  *    A live reload down to ( 7 ) is reported as a target change, the
  *    session gets ASYMMETRIC ACCESS STATE CHANGED once and RTPG then lists
  *    groups 3 and 7. rtgtd --check refuses a peer group equal to the
@@ -323,6 +324,22 @@ START_TEST(t01_alua_one_node)
 		ck_assert_uint_eq(np, 1);
 		iscsi_free_discovery_data(dc, da);
 		harness_iscsi_logout(dc);
+	}
+
+	/* rtgtctl status --json says which node this is */
+	{
+		const char *ctl = getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
+		size_t k = 0;
+
+		rc = run_out(out, sizeof(out), "%s -s %s/rtgtd.sock status --json 2>&1", ctl,
+			     DA.dir);
+		ck_assert_msg(rc == 0, "rtgtctl status exited %d: %s", rc, out);
+		for (size_t j = 0; out[j]; j++)
+			if (out[j] != ' ' && out[j] != '\n' && out[j] != '\t')
+				out[k++] = out[j];
+		out[k] = '\0';
+		ck_assert_msg(strstr(out, "\"tpgts\":[3]") && strstr(out, "\"peer_tpgts\":[7,9]"),
+			      "status --json: %s", out);
 	}
 
 	/* live reload: one peer group less */
