@@ -73,6 +73,21 @@ static void verify(struct raid_vol *v, struct raid_ioctx *ctx, const uint8_t *sh
 	free(buf);
 }
 
+/* An I/O context, pool cp opened, its volume "v" over all of it written with
+ * random data: returns the shadow copy (malloc'd). */
+static uint8_t *open_written(struct raid_ioctx **ctx, struct raid_pool **p, struct raid_vol **v)
+{
+	uint8_t *shadow;
+
+	ck_assert_int_eq(raid_ioctx_create(ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&cp, p), 0);
+	ck_assert_int_eq(raid_vol_open(*p, "v", &full, v), 0);
+	shadow = malloc(raid_vol_bytes(*v));
+	ck_assert_ptr_nonnull(shadow);
+	write_all(*v, *ctx, shadow);
+	return shadow;
+}
+
 /* Poll status until @state (or timeout). */
 static void wait_state(struct raid_pool *p, const char *state, double max_s)
 {
@@ -102,11 +117,7 @@ START_TEST(t01_rebuild_configured_spare)
 
 	srandom(1 + (unsigned)_i);
 	mkpool(shapes[_i].level, shapes[_i].n, 1, shapes[_i].chunk);
-	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
-	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
-	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
-	shadow = malloc(raid_vol_bytes(v));
-	write_all(v, ctx, shadow);
+	shadow = open_written(&ctx, &p, &v);
 	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
 	wait_state(p, "optimal", 30);
 	ck_assert_int_eq(raid_pool_info(p, &info), 0);
@@ -133,11 +144,7 @@ START_TEST(t02_add_spare)
 
 	srandom(77);
 	mkpool(CONF_RAID5, 3, 0, 16384);
-	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
-	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
-	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
-	shadow = malloc(raid_vol_bytes(v));
-	write_all(v, ctx, shadow);
+	shadow = open_written(&ctx, &p, &v);
 	ck_assert_int_eq(raid_pool_fail(p, "2"), 0);
 	wait_state(p, "degraded", 1);
 	snprintf(sp, sizeof(sp), "%s/new.img", tmpdir);
@@ -174,11 +181,7 @@ START_TEST(t03_resume_and_rate)
 	srandom(5);
 	mkpool(CONF_RAID6, 4, 1, 65536);
 	cp.rebuild_mbps = 3;     /* 7 MiB of member data: ~2.4 s */
-	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
-	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
-	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
-	shadow = malloc(raid_vol_bytes(v));
-	write_all(v, ctx, shadow);
+	shadow = open_written(&ctx, &p, &v);
 	t0 = rf_now_s();
 	ck_assert_int_eq(raid_pool_fail(p, "3"), 0);
 	wait_state(p, "rebuilding", 2);
@@ -255,11 +258,7 @@ START_TEST(t04_scrub)
 
 	srandom(9);
 	mkpool(shapes[s].level, shapes[s].n, 0, shapes[s].chunk);
-	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
-	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
-	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
-	shadow = malloc(raid_vol_bytes(v));
-	write_all(v, ctx, shadow);
+	shadow = open_written(&ctx, &p, &v);
 	scrub_wait(p, false, &mism);
 	ck_assert_uint_eq(mism, 0);
 	/* corrupt data on member 1 in rows 2 and 5 */
