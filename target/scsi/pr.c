@@ -689,8 +689,18 @@ static void watch_cb(void *arg, const uint8_t *msg, size_t len, bool self)
 			reset_take(lu, msg, len);
 		return;
 	}
-	if (len)
+	if (len) {
 		st_take(lu, msg, len, true);
+	} else {
+		/* the watch was re-established on an empty object (removed by
+		 * hand): no reservations any more */
+		pthread_mutex_lock(&lu->lock);
+		regs_free(lu);
+		lu->pr_seq = 0;
+		pthread_mutex_unlock(&lu->lock);
+		LOG_WARN("scsi", "%s: the shared reservation state is gone; no reservations now",
+			 lu->name);
+	}
 }
 
 static int shared_load(struct scsi_lu *lu)
@@ -795,10 +805,12 @@ bool pr_conflict(struct scsi_lu *lu, const struct scsi_nexus *n, const struct sc
 	if (lu->res2 && lu->res2 != n)
 		return !(op->flags & OPF_RES2_OK);
 	r = reg_find(lu, n);
+	/* shared LU: pr_reserve6/pr_release6 refuse them with a sense that
+	 * says why, rather than a conflict */
 	if (opc == OP_RESERVE_6 || opc == OP_RESERVE_10)
-		return lu->regs != NULL;
+		return !lu->pr_shared && lu->regs != NULL;
 	if (opc == OP_RELEASE_6 || opc == OP_RELEASE_10)
-		return lu->pr_type && !r;
+		return !lu->pr_shared && lu->pr_type && !r;
 	if (!lu->pr_type || !(op->flags & (OPF_PR_READ | OPF_PR_WRITE)))
 		return false;
 	if (is_holder(lu, r))

@@ -26,6 +26,23 @@
  * 07 start-up failures are clear and bounded: a Ceph pool that does not
  *    exist, and a monitor nobody answers at (rtgtd gives up after the
  *    20 s mount timeout), each exit 1 with one line naming the problem.
+ * 08 persistent reservations shared by two nodes (TPGT 1 and 2) on one
+ *    image: K1 registered and WRITE EXCLUSIVE reserved through A, K2
+ *    registered through B; READ KEYS through either lists both and READ
+ *    RESERVATION through B names K1; right after A's PROUT returned, a WRITE
+ *    through B gets RESERVATION CONFLICT and a READ through B is GOOD; B
+ *    PREEMPTs K1: A's next command gets REGISTRATIONS PREEMPTED and its
+ *    WRITE a conflict; after B's RELEASE writes through either node are
+ *    GOOD; B reserves again and restarts: the restarted node reports the
+ *    same keys, generation and reservation and enforces it on A; RESERVE(6)
+ *    on the shared LU is refused with INVALID COMMAND OPERATION CODE; a
+ *    CLEAR through A gives B's nexus RESERVATIONS PREEMPTED.
+ * 09 libiscsi's whole MultipathIO family (Simple, Reset, CompareAndWrite,
+ *    CompareAndWriteAsync) with one URL per node: 0 failures (Reset needs
+ *    the LUN reset through one node to raise the UA on the other's nexus).
+ * 10 a malformed state object (rados put of garbage into rtgt_pr.<image
+ *    id>): a node refuses to start with one line naming it; a running node
+ *    ignores it (log line) and keeps enforcing the state it has.
  *
  * Without the Ceph packages (or built without librbd) the test prints
  * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
@@ -55,7 +72,7 @@ static char cluster_dir[128];        /* DIR of scripts/ceph-cluster.sh */
 static pid_t cluster_owner;
 static unsigned vol_seq;             /* fresh image names across test cases */
 
-static struct harness_daemon D, D2;   /* D2: the second node of case 06 */
+static struct harness_daemon D, D2;   /* D2: the second node of cases 06, 08-10 */
 static struct iscsi_context *C;
 
 /* ---- cluster ---- */
@@ -618,6 +635,345 @@ START_TEST(t07_bad_cluster)
 }
 END_TEST
 
+/* ---- two nodes sharing reservations ---- */
+
+/* Node @d on image @vol with its portal in target port group @tpgt, the
+ * other node's group listed as its peer. */
+static void write_conf_node(struct harness_daemon *d, const char *vol, unsigned tpgt)
+{
+	ck_assert_int_eq(harness_write_file(d, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
+		"pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"%s/ceph.conf\";\n"
+		"            rbd_pool = \"rbd\"; ceph_id = \"rtgt\";\n"
+		"            keyring = \"%s/client.rtgt.keyring\"; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; tpgt = %u; } );\n"
+		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+		"  peer_portal_groups = ( %u );\n"
+		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"16M\"; } );\n"
+		"  allow = ( \"ALL\" ); } );\n",
+		cluster_dir, cluster_dir, d->port, tpgt, 3 - tpgt, vol), 0);
+}
+
+static void start_d(struct harness_daemon *d)
+{
+	int rc = harness_start(d);
+
+	if (rc)
+		harness_dump_log(d, stderr, 40);
+	ck_assert_msg(rc == 0, "rtgtd did not start: %s (exit %d)", strerror(-rc), d->last_status);
+}
+
+/* A session with a fixed ISID: the same I_T nexus again after a restart. */
+static struct iscsi_context *login_isid(struct harness_daemon *d, uint32_t isid)
+{
+	struct harness_login o = { .isid_rnd = isid };
+	struct iscsi_context *c;
+	char err[512];
+
+	c = harness_iscsi_login(d->port, &o, err, sizeof(err));
+	if (!c)
+		harness_dump_log(d, stderr, 30);
+	ck_assert_msg(c != NULL, "login failed: %s", err);
+	return c;
+}
+
+static void two_nodes(const char *vol)
+{
+	ck_assert_int_eq(harness_init(&D2), 0);
+	harness_fini_at_exit(&D2);
+	write_conf_node(&D, vol, 1);
+	write_conf_node(&D2, vol, 2);
+	start_d(&D);
+	start_d(&D2);
+}
+
+/* TEST UNIT READY until GOOD (pending UAs consumed); returns how many UAs. */
+static int drain_ua(struct iscsi_context *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < 10; i++) {
+		struct scsi_task *t = iscsi_testunitready_sync(c, 0);
+		bool ua;
+
+		ck_assert_msg(t != NULL, "TUR: %s", iscsi_get_error(c));
+		if (t->status == SCSI_STATUS_GOOD) {
+			scsi_free_scsi_task(t);
+			return n;
+		}
+		ua = t->status == SCSI_STATUS_CHECK_CONDITION &&
+		     t->sense.key == SCSI_SENSE_UNIT_ATTENTION;
+		scsi_free_scsi_task(t);
+		ck_assert_msg(ua, "TUR: neither GOOD nor a unit attention");
+		n++;
+	}
+	ck_abort_msg("TUR never became GOOD");
+	return n;
+}
+
+/* PROUT @sa; returns the SAM status. */
+static int prout(struct iscsi_context *c, int sa, int type, uint64_t key, uint64_t sa_key)
+{
+	struct scsi_persistent_reserve_out_basic p = { .reservation_key = key,
+						       .service_action_reservation_key = sa_key };
+	struct scsi_task *t = iscsi_persistent_reserve_out_sync(c, 0, sa,
+		SCSI_PERSISTENT_RESERVE_SCOPE_LU, type, &p);
+	int st;
+
+	ck_assert_msg(t != NULL, "PROUT: %s", iscsi_get_error(c));
+	st = t->status;
+	scsi_free_scsi_task(t);
+	return st;
+}
+
+/* READ KEYS: the keys, sorted, in @keys (at most 8); returns the count and
+ * the generation in *@gen. */
+static int read_keys(struct iscsi_context *c, uint64_t keys[8], uint32_t *gen)
+{
+	struct scsi_task *t = iscsi_persistent_reserve_in_sync(c, 0,
+		SCSI_PERSISTENT_RESERVE_READ_KEYS, 1024);
+	struct scsi_persistent_reserve_in_read_keys *rk;
+	int n;
+
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ KEYS failed");
+	rk = scsi_datain_unmarshall(t);
+	ck_assert(rk != NULL);
+	n = rk->num_keys < 8 ? rk->num_keys : 8;
+	for (int i = 0; i < n; i++)
+		keys[i] = rk->keys[i];
+	*gen = rk->prgeneration;
+	scsi_free_scsi_task(t);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && keys[j - 1] > keys[j]; j--) {
+			uint64_t x = keys[j];
+
+			keys[j] = keys[j - 1];
+			keys[j - 1] = x;
+		}
+	return n;
+}
+
+/* READ RESERVATION: the holder's key (0 when none) and type in *@type. */
+static uint64_t read_res(struct iscsi_context *c, int *type)
+{
+	struct scsi_task *t = iscsi_persistent_reserve_in_sync(c, 0,
+		SCSI_PERSISTENT_RESERVE_READ_RESERVATION, 1024);
+	struct scsi_persistent_reserve_in_read_reservation *rr;
+	uint64_t key = 0;
+
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ RESERVATION failed");
+	rr = scsi_datain_unmarshall(t);
+	ck_assert(rr != NULL);
+	*type = 0;
+	if (rr->reserved) {
+		key = rr->reservation_key;
+		*type = rr->pr_type;
+	}
+	scsi_free_scsi_task(t);
+	return key;
+}
+
+static int write_st(struct iscsi_context *c, uint64_t lba)
+{
+	static uint8_t buf[4096];
+	struct scsi_task *t = iscsi_write16_sync(c, 0, lba, buf, sizeof(buf), 512, 0, 0, 0, 0, 0);
+	int st;
+
+	ck_assert_msg(t != NULL, "WRITE: %s", iscsi_get_error(c));
+	st = t->status;
+	scsi_free_scsi_task(t);
+	return st;
+}
+
+static int read_st(struct iscsi_context *c, uint64_t lba)
+{
+	struct scsi_task *t = iscsi_read16_sync(c, 0, lba, 4096, 512, 0, 0, 0, 0, 0);
+	int st;
+
+	ck_assert_msg(t != NULL, "READ: %s", iscsi_get_error(c));
+	st = t->status;
+	scsi_free_scsi_task(t);
+	return st;
+}
+
+#define K1 0x1111000000000001ULL
+#define K2 0x2222000000000002ULL
+#define WE SCSI_PERSISTENT_RESERVE_TYPE_WRITE_EXCLUSIVE
+
+START_TEST(t08_shared_pr)
+{
+	struct iscsi_context *ca, *cb;
+	struct scsi_task *t;
+	uint64_t ka[8], kb[8];
+	uint32_t gen_a, gen_b;
+	char vol[64];
+	int type;
+
+	next_vol(vol, sizeof(vol));
+	two_nodes(vol);
+	C = ca = login_isid(&D, 0xa1);
+	cb = login_isid(&D2, 0xb2);
+	drain_ua(ca);
+	drain_ua(cb);
+
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_RESERVE, WE, K1, 0), SCSI_STATUS_GOOD);
+	/* immediately after A's GOOD: B enforces it */
+	ck_assert_int_eq(write_st(cb, 100), SCSI_STATUS_RESERVATION_CONFLICT);
+	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K2), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(read_keys(ca, ka, &gen_a), 2);
+	ck_assert_int_eq(read_keys(cb, kb, &gen_b), 2);
+	ck_assert_msg(ka[0] == K1 && ka[1] == K2 && kb[0] == K1 && kb[1] == K2,
+		      "READ KEYS: A lists %llx %llx, B lists %llx %llx",
+		      (unsigned long long)ka[0], (unsigned long long)ka[1],
+		      (unsigned long long)kb[0], (unsigned long long)kb[1]);
+	ck_assert_uint_eq(gen_a, gen_b);
+	ck_assert_uint_eq(read_res(cb, &type), K1);
+	ck_assert_int_eq(type, WE);
+	/* registered, not the holder: writes conflict, reads do not */
+	ck_assert_int_eq(write_st(cb, 100), SCSI_STATUS_RESERVATION_CONFLICT);
+	ck_assert_int_eq(read_st(cb, 100), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(write_st(ca, 100), SCSI_STATUS_GOOD);
+
+	/* B preempts the holder: A's registration goes, A hears of it */
+	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_PREEMPT, WE, K2, K1), SCSI_STATUS_GOOD);
+	t = iscsi_testunitready_sync(ca, 0);
+	ck_assert(t != NULL);
+	ck_assert_msg(t->status == SCSI_STATUS_CHECK_CONDITION &&
+		      t->sense.key == SCSI_SENSE_UNIT_ATTENTION && t->sense.ascq == 0x2a05,
+		      "A after the preemption: status %d sense %x/%04x, expected UA "
+		      "REGISTRATIONS PREEMPTED (2a/05)", t->status, t->sense.key, t->sense.ascq);
+	scsi_free_scsi_task(t);
+	drain_ua(ca);
+	ck_assert_int_eq(write_st(ca, 200), SCSI_STATUS_RESERVATION_CONFLICT);
+	ck_assert_int_eq(write_st(cb, 200), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(read_keys(ca, ka, &gen_a), 1);
+	ck_assert_uint_eq(ka[0], K2);
+	ck_assert_uint_eq(read_res(ca, &type), K2);
+
+	/* released: everyone writes */
+	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_RELEASE, WE, K2, 0), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(write_st(ca, 300), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(write_st(cb, 300), SCSI_STATUS_GOOD);
+
+	/* B reserves again, then restarts: the state comes back from the
+	 * cluster, not from B's memory */
+	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_RESERVE, WE, K2, 0), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(read_keys(ca, ka, &gen_a), 1);
+	harness_iscsi_logout(cb);
+	ck_assert_int_eq(harness_stop(&D2), 0);
+	start_d(&D2);
+	cb = login_isid(&D2, 0xb2);
+	drain_ua(cb);
+	ck_assert_int_eq(read_keys(cb, kb, &gen_b), 1);
+	ck_assert_uint_eq(kb[0], K2);
+	ck_assert_uint_eq(gen_b, gen_a);
+	ck_assert_uint_eq(read_res(cb, &type), K2);
+	ck_assert_int_eq(type, WE);
+	ck_assert_int_eq(write_st(cb, 400), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(write_st(ca, 400), SCSI_STATUS_RESERVATION_CONFLICT);
+
+	/* SPC-2 reservations are not shared: refused with a clear sense */
+	t = iscsi_reserve6_sync(cb, 0);
+	ck_assert(t != NULL);
+	ck_assert_msg(t->status == SCSI_STATUS_CHECK_CONDITION &&
+		      t->sense.key == SCSI_SENSE_ILLEGAL_REQUEST && t->sense.ascq == 0x2000,
+		      "RESERVE(6) on a shared LU: status %d sense %x/%04x", t->status, t->sense.key,
+		      t->sense.ascq);
+	scsi_free_scsi_task(t);
+
+	/* clean up through A: CLEAR needs a registration */
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_CLEAR, 0, K1, 0), SCSI_STATUS_GOOD);
+	/* B's registration went with it: B's nexus hears of it, through B */
+	t = iscsi_testunitready_sync(cb, 0);
+	ck_assert(t != NULL);
+	ck_assert_msg(t->status == SCSI_STATUS_CHECK_CONDITION &&
+		      t->sense.key == SCSI_SENSE_UNIT_ATTENTION && t->sense.ascq == 0x2a03,
+		      "B after CLEAR through A: status %d sense %x/%04x, expected UA "
+		      "RESERVATIONS PREEMPTED (2a/03)", t->status, t->sense.key, t->sense.ascq);
+	scsi_free_scsi_task(t);
+	drain_ua(cb);
+	ck_assert_int_eq(read_keys(cb, kb, &gen_b), 0);
+	ck_assert_int_eq(write_st(ca, 500), SCSI_STATUS_GOOD);
+	harness_iscsi_logout(cb);
+	stop_expect_0();
+	ck_assert_int_eq(harness_stop(&D2), 0);
+}
+END_TEST
+
+START_TEST(t09_multipath_all)
+{
+	char vol[64];
+
+	next_vol(vol, sizeof(vol));
+	two_nodes(vol);
+	ck_assert_int_ge(multipath_run("ALL.MultipathIO"), 4);
+	ck_assert_int_eq(harness_stop(&D), 0);
+	ck_assert_int_eq(harness_stop(&D2), 0);
+}
+END_TEST
+
+/* The RADOS object holding @vol's reservation state, from `rbd info`. */
+static void pr_object(const char *vol, char *oid, size_t len)
+{
+	char id[128];
+	int rc = run_line(id, sizeof(id),
+			  "rbd --conf %s/ceph.conf --name client.admin info --format json rbd/%s"
+			  " | grep -o '\"id\":\"[0-9a-f]*\"' | cut -d'\"' -f4", cluster_dir, vol);
+
+	ck_assert_msg(rc == 0 && id[0], "no image id for %s", vol);
+	snprintf(oid, len, "rtgt_pr.%s", id);
+}
+
+START_TEST(t10_bad_state)
+{
+	struct iscsi_context *ca;
+	char vol[64], oid[160], line[256];
+	uint64_t ka[8];
+	uint32_t gen;
+	int rc;
+
+	next_vol(vol, sizeof(vol));
+	two_nodes(vol);
+	C = ca = login_d(&D);
+	drain_ua(ca);
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_RESERVE, WE, K1, 0), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(harness_stop(&D2), 0);
+
+	pr_object(vol, oid, sizeof(oid));
+	ck_assert_int_eq(harness_write_file(&D, "garbage", "rtgt-pr 2\nseq 99\nnonsense\n"), 0);
+	rc = run_line(line, sizeof(line), "rados --conf %s/ceph.conf --name client.admin -p rbd "
+		      "put %s %s/garbage 2>&1; echo $?", cluster_dir, oid, D.dir);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_str_eq(line, "0");
+	/* a node that starts refuses it, with a line naming the object */
+	ck_assert_int_eq(harness_start(&D2), -ECHILD);
+	ck_assert_int_eq(D2.last_status, 1);
+	{
+		static char log[1 << 16];
+
+		ck_assert_int_gt(harness_read_log(&D2, log, sizeof(log)), 0);
+		ck_assert_msg(strstr(log, "rtgt_pr.<image id>") && strstr(log, "malformed"),
+			      "no clear line about the malformed state object");
+	}
+	/* the running node keeps what it has and refuses to build on garbage */
+	ck_assert_int_eq(read_keys(ca, ka, &gen), 1);
+	ck_assert_uint_eq(ka[0], K1);
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_RELEASE, WE, K1, 0),
+			 SCSI_STATUS_CHECK_CONDITION);
+	ck_assert(log_has("malformed"));
+	/* removing the object starts over from no reservations */
+	rc = run_line(line, sizeof(line), "rados --conf %s/ceph.conf --name client.admin -p rbd "
+		      "rm %s 2>&1; echo $?", cluster_dir, oid);
+	ck_assert_str_eq(line, "0");
+	start_d(&D2);
+	stop_expect_0();
+	ck_assert_int_eq(harness_stop(&D2), 0);
+}
+END_TEST
+
 static Suite *rbd_suite(void)
 {
 	Suite *s = suite_create("net_rbd");
@@ -629,6 +985,9 @@ static Suite *rbd_suite(void)
 		{ "05_conformance", t05_conformance, 1800 },
 		{ "06_two_nodes", t06_two_nodes, 600 },
 		{ "07_bad_cluster", t07_bad_cluster, 120 },
+		{ "08_shared_pr", t08_shared_pr, 300 },
+		{ "09_multipath_all", t09_multipath_all, 600 },
+		{ "10_bad_state", t10_bad_state, 300 },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
