@@ -8,20 +8,27 @@
  * eventfd first and then everything that is ready, so nothing posted after the
  * drain can be missed.
  *
- * Member I/O is prepared as SQEs and submitted in one io_uring_submit() at the
- * end of raid_vol_submit()/raid_ioctx_run() (raid_ioctx_kick). At most
- * CQ_ENTRIES member I/Os are in the kernel at once so the completion queue
- * never overflows; the rest wait in a FIFO backlog.
+ * Member I/O is collected in a plug and submitted in one io_uring_submit() at
+ * the end of raid_vol_submit()/raid_ioctx_run() (raid_ioctx_kick). When the
+ * plug is flushed, reads or writes of one member that follow each other on
+ * the member (a sequential write touches row after row: 1 MiB on a 4-member
+ * raid6 with 64 KiB chunks is 8 rows x 4 members of 64 KiB) go to the kernel
+ * as one readv/writev, like the block layer's plug merging: one io_uring
+ * work item and one inode lock instead of eight. At most CQ_ENTRIES SQEs are
+ * in the kernel at once so the completion queue never overflows; the rest
+ * wait in a FIFO backlog.
  *
- * States of a struct raid_mio: BACKLOG (in ctx->bl_*) -> KERNEL (sqe queued or
- * submitted, counted in ctx->kernel) -> (short or EAGAIN: KERNEL again) ->
- * DONE (callback called once from complete_mio(); the mio is then the
- * caller's again). With the HDD model (hdd.c) DONE means "real I/O done":
+ * States of a struct raid_mio: BACKLOG (in ctx->bl_*) -> PLUGGED (in
+ * ctx->plug, counted in ctx->kernel) -> KERNEL (its own sqe, or a share of a
+ * merged group's sqe, counted once per sqe in ctx->kernel) -> (short, EAGAIN,
+ * or any error of a merged group: KERNEL again, on its own) -> DONE
+ * (callback called once from complete_mio(); the mio is then the caller's
+ * again). With the HDD model (hdd.c) DONE means "real I/O done":
  * the callback then runs when the modelled disk is done as well, and a mio
  * may additionally have a timeout in the ring (raid_ioctx_hdd_arm, user data
  * tagged with HDD_TIMER_TAG) that drives its member's model.
- * Invariant (ioctx_check): kernel <= CQ_ENTRIES and the backlog is empty
- * whenever kernel < CQ_ENTRIES after a kick.
+ * Invariant (ioctx_check): kernel <= CQ_ENTRIES, nplug <= kernel, and the
+ * backlog is empty whenever kernel < CQ_ENTRIES after a kick.
  */
 #include <assert.h>
 #include <errno.h>
@@ -29,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <math.h>
@@ -42,6 +50,9 @@
 #define CQ_ENTRIES 1024u
 /* member writes at least this long are handed to io_uring's workers */
 #define RAID_ASYNC_MIN (64u << 10)
+/* a merged group: at most this many mios and bytes */
+#define MERGE_MAX_MIOS 64u
+#define MERGE_MAX_BYTES (4u << 20)
 
 struct defer_item {
 	raid_defer_fn fn;
@@ -56,13 +67,17 @@ struct raid_ioctx {
 	unsigned kernel;            /* mios given to the ring */
 	unsigned unsubmitted;       /* sqes prepared since the last io_uring_submit */
 	struct raid_mio *bl_head, *bl_tail; /* backlog, owned by the ring's thread */
+	struct raid_mio **plug;     /* CQ_ENTRIES slots, owned; mios waiting for kick */
+	unsigned nplug;
+	unsigned long merged;       /* mios sent inside a group, ever */
 	pthread_mutex_t mu;         /* protects dq_* (any thread may defer) */
 	struct defer_item *dq_head, *dq_tail;
 };
 
 static bool ioctx_check(const struct raid_ioctx *ctx)
 {
-	return ctx->kernel <= CQ_ENTRIES && (ctx->bl_head != NULL) == (ctx->bl_tail != NULL);
+	return ctx->kernel <= CQ_ENTRIES && ctx->nplug <= ctx->kernel &&
+	       (ctx->bl_head != NULL) == (ctx->bl_tail != NULL);
 }
 
 int raid_ioctx_create(struct raid_ioctx **out)
@@ -73,6 +88,11 @@ int raid_ioctx_create(struct raid_ioctx **out)
 
 	if (!ctx)
 		return -ENOMEM;
+	ctx->plug = calloc(CQ_ENTRIES, sizeof(*ctx->plug));
+	if (!ctx->plug) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
 	ctx->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (ctx->efd < 0) {
 		rc = -errno;
@@ -99,6 +119,7 @@ err_ring:
 err_efd:
 	close(ctx->efd);
 err_free:
+	free(ctx->plug);
 	free(ctx);
 	return rc;
 }
@@ -112,6 +133,7 @@ void raid_ioctx_destroy(struct raid_ioctx *ctx)
 	/* Let the kernel finish what it has: buffers belong to callers. */
 	while (ctx->kernel || ctx->bl_head)
 		raid_ioctx_wait(ctx, 100);
+	free(ctx->plug);
 	for (d = ctx->dq_head; d; d = n) {
 		n = d->next;
 		free(d);
@@ -130,6 +152,11 @@ int raid_ioctx_fd(const struct raid_ioctx *ctx)
 unsigned raid_ioctx_inflight(const struct raid_ioctx *ctx)
 {
 	return ctx->inflight;
+}
+
+unsigned long raid_ioctx_merged(const struct raid_ioctx *ctx)
+{
+	return ctx->merged;
 }
 
 void raid_ioctx_io_started(struct raid_ioctx *ctx)
@@ -172,7 +199,7 @@ int raid_defer(struct raid_ioctx *ctx, raid_defer_fn fn, void *arg)
 	return 0;
 }
 
-static int kick(struct raid_ioctx *ctx)
+static int submit_sq(struct raid_ioctx *ctx)
 {
 	int rc;
 
@@ -189,17 +216,22 @@ static int kick(struct raid_ioctx *ctx)
 	return 0;
 }
 
+static uint8_t *mio_data(const struct raid_mio *mio)
+{
+	return mio->bounce ? mio->bounce : mio->buf;
+}
+
 static void prep_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ctx->ring);
-	uint8_t *b = mio->bounce ? mio->bounce : mio->buf;
+	uint8_t *b = mio_data(mio);
 	uint64_t poff = RAID_DATA_OFF + mio->off + mio->done;
 
 	if (!sqe) {
-		kick(ctx);
+		submit_sq(ctx);
 		sqe = io_uring_get_sqe(&ctx->ring);
 	}
-	/* The SQ has SQ_ENTRIES slots and kick() just emptied it. */
+	/* The SQ has SQ_ENTRIES slots and submit_sq() just emptied it. */
 	assert(sqe);
 	if (mio->op == RAID_MIO_READ)
 		io_uring_prep_read(sqe, mio->fd, b + mio->done, (unsigned)(mio->len - mio->done), poff);
@@ -228,7 +260,7 @@ void raid_ioctx_hdd_arm(struct raid_ioctx *ctx, struct raid_mio *mio, uint64_t w
 	uint64_t now = raid_mono_ns(), d = when_ns > now ? when_ns - now : 1000;
 
 	if (!sqe) {
-		kick(ctx);
+		submit_sq(ctx);
 		sqe = io_uring_get_sqe(&ctx->ring);
 	}
 	assert(sqe);
@@ -253,7 +285,143 @@ static void start_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
 		return;
 	}
 	ctx->kernel++;
-	prep_mio(ctx, mio);
+	ctx->plug[ctx->nplug++] = mio;
+}
+
+/* ---- plug merging ---- */
+
+/* Low bits of a CQE's user data: a mio (0), a hdd timeout (1), a group (2). */
+#define GROUP_TAG 2u
+
+struct mgroup {
+	unsigned n;
+	struct raid_mio **mio;    /* n, in member order; points into the allocation */
+	struct iovec iov[];       /* n */
+};
+
+static int plug_cmp(const void *a, const void *b)
+{
+	const struct raid_mio *x = *(struct raid_mio *const *)a, *y = *(struct raid_mio *const *)b;
+
+	if (x->fd != y->fd)
+		return x->fd < y->fd ? -1 : 1;
+	if (x->op != y->op)
+		return x->op < y->op ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return 0;
+}
+
+static bool mergeable(const struct raid_mio *a, const struct raid_mio *b)
+{
+	return a->fd == b->fd && a->op == b->op && a->op != RAID_MIO_FSYNC && !a->done &&
+	       !b->done && a->off + a->len == b->off;
+}
+
+/* One sqe for @n mios that follow each other on one member. Returns false
+ * when there is no memory for the group (the caller then preps them one by
+ * one). */
+static bool prep_group(struct raid_ioctx *ctx, struct raid_mio **mios, unsigned n)
+{
+	struct mgroup *g = malloc(sizeof(*g) + n * (sizeof(struct iovec) + sizeof(*mios)));
+	struct io_uring_sqe *sqe;
+	uint64_t total = 0;
+
+	if (!g)
+		return false;
+	g->n = n;
+	g->mio = (struct raid_mio **)(void *)&g->iov[n];
+	for (unsigned i = 0; i < n; i++) {
+		g->mio[i] = mios[i];
+		g->iov[i].iov_base = mio_data(mios[i]);
+		g->iov[i].iov_len = mios[i]->len;
+		total += mios[i]->len;
+	}
+	sqe = io_uring_get_sqe(&ctx->ring);
+	if (!sqe) {
+		submit_sq(ctx);
+		sqe = io_uring_get_sqe(&ctx->ring);
+	}
+	assert(sqe);
+	if (mios[0]->op == RAID_MIO_READ)
+		io_uring_prep_readv(sqe, mios[0]->fd, g->iov, n, RAID_DATA_OFF + mios[0]->off);
+	else
+		io_uring_prep_writev(sqe, mios[0]->fd, g->iov, n, RAID_DATA_OFF + mios[0]->off);
+	if (mios[0]->op == RAID_MIO_WRITE && total >= RAID_ASYNC_MIN)
+		sqe->flags |= IOSQE_ASYNC;
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)g | GROUP_TAG);
+	ctx->unsubmitted++;
+	return true;
+}
+
+/* Turn the plug into sqes: runs of mergeable mios become one group each. */
+static void flush_plug(struct raid_ioctx *ctx)
+{
+	unsigned i = 0, n = ctx->nplug;
+
+	if (!n)
+		return;
+	if (n > 1)
+		qsort(ctx->plug, n, sizeof(*ctx->plug), plug_cmp);
+	while (i < n) {
+		unsigned j = i + 1;
+		uint64_t bytes = ctx->plug[i]->len;
+
+		while (j < n && j - i < MERGE_MAX_MIOS && bytes + ctx->plug[j]->len <= MERGE_MAX_BYTES &&
+		       mergeable(ctx->plug[j - 1], ctx->plug[j]))
+			bytes += ctx->plug[j++]->len;
+		if (j - i > 1 && prep_group(ctx, &ctx->plug[i], j - i)) {
+			ctx->kernel -= j - i - 1;    /* one sqe for all of them */
+			ctx->merged += j - i;
+		} else {
+			for (unsigned k = i; k < j; k++)
+				prep_mio(ctx, ctx->plug[k]);
+		}
+		i = j;
+	}
+	ctx->nplug = 0;
+}
+
+static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res);
+
+/* A group's result is shared out in member order. A mio the kernel did not
+ * (fully) reach, and every mio of a group that failed, goes again on its
+ * own, so an error lands on exactly the mio whose range has it. */
+static void complete_group(struct raid_ioctx *ctx, struct mgroup *g, int res)
+{
+	uint64_t left = res > 0 ? (uint64_t)res : 0;
+
+	for (unsigned i = 0; i < g->n; i++) {
+		struct raid_mio *mio = g->mio[i];
+		uint64_t take = left < mio->len ? left : mio->len;
+
+		left -= take;
+		if (take) {
+			complete_mio(ctx, mio, (int)take);
+		} else {
+			ctx->kernel++;
+			prep_mio(ctx, mio);
+		}
+	}
+	free(g);
+}
+
+static int kick(struct raid_ioctx *ctx)
+{
+	for (;;) {
+		flush_plug(ctx);
+		if (!ctx->bl_head || ctx->kernel >= CQ_ENTRIES)
+			break;
+		while (ctx->bl_head && ctx->kernel < CQ_ENTRIES) {
+			struct raid_mio *mio = ctx->bl_head;
+
+			ctx->bl_head = mio->next;
+			if (!ctx->bl_head)
+				ctx->bl_tail = NULL;
+			start_mio(ctx, mio);
+		}
+	}
+	return submit_sq(ctx);
 }
 
 int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
@@ -353,12 +521,15 @@ void raid_ioctx_run(struct raid_ioctx *ctx)
 
 		while (io_uring_peek_cqe(&ctx->ring, &cqe) == 0) {
 			uint64_t ud = io_uring_cqe_get_data64(cqe);
-			struct raid_mio *mio = (struct raid_mio *)(uintptr_t)(ud & ~(uint64_t)HDD_TIMER_TAG);
+			struct raid_mio *mio =
+				(struct raid_mio *)(uintptr_t)(ud & ~(uint64_t)(HDD_TIMER_TAG | GROUP_TAG));
 			int res = cqe->res;
 
 			io_uring_cqe_seen(&ctx->ring, cqe);
 			ctx->kernel--;
-			if (ud & HDD_TIMER_TAG) {
+			if (ud & GROUP_TAG) {
+				complete_group(ctx, (struct mgroup *)(void *)mio, res);
+			} else if (ud & HDD_TIMER_TAG) {
 				mio->hdd_wait = false;
 				raid_hdd_timer(ctx, mio);
 			} else {

@@ -241,6 +241,9 @@ enum { RAID_MIO_READ, RAID_MIO_WRITE, RAID_MIO_FSYNC };
 typedef void (*raid_defer_fn)(void *arg);
 
 int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
+/* How many mios so far went to the kernel as part of a merged group (plug
+ * merging in ioctx.c; for tests and statistics). */
+unsigned long raid_ioctx_merged(const struct raid_ioctx *ctx);
 /* Thread-safe: run fn(arg) inside the next raid_ioctx_run() of @ctx. */
 int raid_defer(struct raid_ioctx *ctx, raid_defer_fn fn, void *arg);
 void raid_ioctx_io_started(struct raid_ioctx *ctx);

@@ -2,7 +2,8 @@
  * tests/unit/test_raid_ioctx.c - the per-thread context: the eventfd wakes a
  * poller, deferred calls from another thread run on the owner, and the HDD
  * timing model makes random I/O pay seeks and rotation while sequential I/O
- * streams at the configured rate.
+ * streams at the configured rate, and member I/Os that follow each other go
+ * to the kernel as one readv/writev whose result is shared out right.
  */
 #include <check.h>
 #include <errno.h>
@@ -117,11 +118,123 @@ START_TEST(t02_hdd_model)
 }
 END_TEST
 
+
+/* ---- 03: plug merging ---- */
+
+struct mwait {
+	unsigned left;
+	int res[8];
+	struct raid_mio mio[8];
+};
+
+static void mio_cb(struct raid_mio *mio, int res)
+{
+	struct mwait *w = mio->arg;
+
+	w->res[mio - w->mio] = res;
+	w->left--;
+}
+
+/* @n mios of @len bytes each, back to back from @off on member @m. */
+static void mios_run(struct raid_ioctx *ctx, struct raid_member *m, int op, uint8_t *buf,
+		     uint64_t off, uint64_t len, unsigned n, struct mwait *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->left = n;
+	for (unsigned i = 0; i < n; i++) {
+		struct raid_mio *mio = &w->mio[i];
+
+		mio->m = m;
+		mio->op = op;
+		mio->buf = buf + i * len;
+		mio->off = off + i * len;
+		mio->len = len;
+		mio->cb = mio_cb;
+		mio->arg = w;
+		w->res[i] = 1;
+	}
+	/* submitted out of member order: the plug sorts them */
+	for (unsigned i = 0; i < n; i++)
+		ck_assert_int_eq(raid_mio_submit(ctx, &w->mio[(i * 5) % n]), 0);
+	for (int k = 0; w->left && k < 100; k++)
+		raid_ioctx_wait(ctx, 100);
+	ck_assert_uint_eq(w->left, 0);
+}
+
+START_TEST(t03_plug_merge)
+{
+	struct conf_pool cp;
+	struct raid_pool *p;
+	struct raid_ioctx *ctx;
+	struct raid_member *m;
+	struct mwait w;
+	uint8_t *wb = malloc(8 * 4096), *rb = malloc(8 * 4096);
+	uint64_t end = (64u << 20) - RAID_DATA_OFF;   /* the file ends here */
+	unsigned long merged;
+
+	rf_paths_make(paths, 1, tmpdir, "m");
+	rf_conf_pool(&cp, "mg", CONF_RAID0, 65536, paths, 1, 64u << 20);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	m = p->m[0];
+	for (unsigned i = 0; i < 8 * 4096; i++)
+		wb[i] = (uint8_t)(i / 4096 * 31 + i % 251);
+
+	/* eight 4 KiB writes that follow each other: one writev, every
+	 * callback 0, the bytes where each mio said */
+	merged = raid_ioctx_merged(ctx);
+	mios_run(ctx, m, RAID_MIO_WRITE, wb, 1u << 20, 4096, 8, &w);
+	ck_assert_uint_eq(raid_ioctx_merged(ctx) - merged, 8);
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_int_eq(w.res[i], 0);
+	ck_assert_int_eq(pread(m->fd, rb, 8 * 4096, RAID_DATA_OFF + (1u << 20)), 8 * 4096);
+	ck_assert_mem_eq(rb, wb, 8 * 4096);
+
+	/* read back as one readv */
+	memset(rb, 0, 8 * 4096);
+	merged = raid_ioctx_merged(ctx);
+	mios_run(ctx, m, RAID_MIO_READ, rb, 1u << 20, 4096, 8, &w);
+	ck_assert_uint_eq(raid_ioctx_merged(ctx) - merged, 8);
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_int_eq(w.res[i], 0);
+	ck_assert_mem_eq(rb, wb, 8 * 4096);
+
+	/* a readv that runs off the end of the file comes back short: the
+	 * mios it covered complete, the others go again alone and fail */
+	mios_run(ctx, m, RAID_MIO_READ, rb, end - 2 * 4096, 4096, 4, &w);
+	ck_assert_int_eq(w.res[0], 0);
+	ck_assert_int_eq(w.res[1], 0);
+	ck_assert_int_eq(w.res[2], -EIO);
+	ck_assert_int_eq(w.res[3], -EIO);
+
+	/* mios with a gap between them are not merged */
+	merged = raid_ioctx_merged(ctx);
+	memset(&w, 0, sizeof(w));
+	w.left = 2;
+	for (unsigned i = 0; i < 2; i++) {
+		w.mio[i] = (struct raid_mio){ .m = m, .op = RAID_MIO_WRITE, .buf = wb,
+					      .off = (uint64_t)i * 65536, .len = 4096,
+					      .cb = mio_cb, .arg = &w };
+		ck_assert_int_eq(raid_mio_submit(ctx, &w.mio[i]), 0);
+	}
+	for (int k = 0; w.left && k < 100; k++)
+		raid_ioctx_wait(ctx, 100);
+	ck_assert_uint_eq(w.left, 0);
+	ck_assert_uint_eq(raid_ioctx_merged(ctx) - merged, 0);
+
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(wb);
+	free(rb);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
 		CK_CASE("01_defer_wakes_owner", t01_defer_wakes_owner, .no_fixture = true),
 		CK_CASE("02_hdd_model", t02_hdd_model, .timeout = 30),
+		CK_CASE("03_plug_merge", t03_plug_merge, .timeout = 30),
 	};
 
 	return ck_main(&(struct ck_suite_def){
