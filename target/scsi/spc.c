@@ -115,7 +115,8 @@ static unsigned inq_standard(struct scsi_cmd *cmd, uint8_t *d)
 	d[4] = INQ_STD_LEN - 5;
 	d[5] = 0x10;            /* TPGS=01: implicit ALUA */
 	pthread_mutex_lock(&t->lock);
-	nports = t->n_ports;
+	/* a peer node's port reaches the same LU: it counts */
+	nports = t->n_ports + t->n_peer_tpgs;
 	pthread_mutex_unlock(&t->lock);
 	if (nports > 1)
 		d[6] = 0x10;    /* MULTIP */

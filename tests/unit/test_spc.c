@@ -353,9 +353,15 @@ START_TEST(t10_report_tpgs_peer_groups)
 	pos = find_desig(fx.buf, 1, 5);
 	ck_assert_int_ge(pos, 0);
 	ck_assert_uint_eq(get_be16(&fx.buf[pos + 6]), 1);
-	/* INQUIRY: TPGS = 01b, implicit ALUA only */
+	/* INQUIRY: TPGS = 01b, implicit ALUA only; one local port plus the
+	 * peer's reach the LU: MULTIP */
 	c = inquiry(n, false, 0, 255);
 	ck_assert_uint_eq(fx.buf[5] & 0x30, 0x10);
+	ck_assert_uint_eq(fx.buf[6] & 0x10, 0x10);
+	ck_assert_int_eq(scsi_target_set_peer_groups(t, NULL, 0), 0);
+	fx_clear_ua(n);
+	c = inquiry(n, false, 0, 255);
+	ck_assert_uint_eq(fx.buf[6] & 0x10, 0);
 	scsi_nexus_destroy(n);
 	fx.t = own;
 	scsi_target_destroy(t);
