@@ -26,7 +26,7 @@
 
 #include "tests/lib/harness.h"
 
-static uint64_t now_ms(void)
+uint64_t harness_now_ms(void)
 {
 	struct timespec ts;
 
@@ -40,6 +40,18 @@ static void sleep_ms(unsigned ms)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+void harness_fill_random(uint8_t *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		buf[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
+	}
 }
 
 static int status_code(int st)
@@ -242,6 +254,23 @@ int harness_write_file(const struct harness_daemon *d, const char *name, const c
 	return rc;
 }
 
+int harness_img_list(char *buf, size_t len, const char *prefix, unsigned n)
+{
+	size_t used = 0;
+
+	if (!len)
+		return -ENOSPC;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n; i++) {
+		int w = snprintf(buf + used, len - used, "%s\"%s%u.img\"", i ? ", " : "", prefix, i);
+
+		if (w < 0 || (size_t)w >= len - used)
+			return -ENOSPC;
+		used += (size_t)w;
+	}
+	return 0;
+}
+
 int harness_conf_std_ex(struct harness_daemon *d, const char *daemon_extra, const char *level,
 			const char *targets)
 {
@@ -405,7 +434,7 @@ int harness_start(struct harness_daemon *d)
 		_exit(127);
 	}
 	d->pid = pid;
-	deadline = now_ms() + HARNESS_START_TIMEOUT_MS;
+	deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
 	for (;;) {
 		pid_t w = waitpid(pid, &st, WNOHANG);
 
@@ -423,7 +452,7 @@ int harness_start(struct harness_daemon *d)
 			}
 			return 0;
 		}
-		if (now_ms() > deadline)
+		if (harness_now_ms() > deadline)
 			break;
 		sleep_ms(30);
 	}
@@ -442,8 +471,8 @@ int harness_stop(struct harness_daemon *d)
 	if (d->pid <= 0)
 		return -ESRCH;
 	kill(d->pid, SIGTERM);
-	deadline = now_ms() + HARNESS_STOP_TIMEOUT_MS;
-	while (now_ms() < deadline) {
+	deadline = harness_now_ms() + HARNESS_STOP_TIMEOUT_MS;
+	while (harness_now_ms() < deadline) {
 		pid_t w = waitpid(d->pid, &st, WNOHANG);
 
 		if (w == d->pid) {
@@ -558,7 +587,10 @@ long harness_rss_kb(pid_t pid)
 	return kb;
 }
 
-int harness_run(char *const argv[], char *err, size_t errlen, int timeout_ms)
+/* harness_run() and harness_run_out(): @with_stdout sends stdout to @err
+ * too instead of /dev/null. */
+static int run_capture(char *const argv[], char *err, size_t errlen, int timeout_ms,
+		       bool with_stdout)
 {
 	size_t used = 0;
 	uint64_t deadline;
@@ -584,16 +616,18 @@ int harness_run(char *const argv[], char *err, size_t errlen, int timeout_ms)
 			dup2(nul, STDIN_FILENO);
 			dup2(nul, STDOUT_FILENO);
 		}
+		if (with_stdout)
+			dup2(pfd[1], STDOUT_FILENO);
 		dup2(pfd[1], STDERR_FILENO);
 		execv(argv[0], argv);
 		dprintf(STDERR_FILENO, "harness: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(pfd[1]);
-	deadline = now_ms() + (uint64_t)timeout_ms;
+	deadline = harness_now_ms() + (uint64_t)timeout_ms;
 	for (;;) {
 		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-		uint64_t now = now_ms();
+		uint64_t now = harness_now_ms();
 		char tmp[4096];
 		ssize_t n;
 
@@ -621,7 +655,7 @@ int harness_run(char *const argv[], char *err, size_t errlen, int timeout_ms)
 	close(pfd[0]);
 	/* stderr closed: the child is exiting, or closed it on purpose */
 	while (waitpid(pid, &st, WNOHANG) == 0) {
-		if (now_ms() >= deadline) {
+		if (harness_now_ms() >= deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			return -ETIMEDOUT;
@@ -629,6 +663,16 @@ int harness_run(char *const argv[], char *err, size_t errlen, int timeout_ms)
 		sleep_ms(10);
 	}
 	return status_code(st);
+}
+
+int harness_run(char *const argv[], char *err, size_t errlen, int timeout_ms)
+{
+	return run_capture(argv, err, errlen, timeout_ms, false);
+}
+
+int harness_run_out(char *const argv[], char *out, size_t outlen, int timeout_ms)
+{
+	return run_capture(argv, out, outlen, timeout_ms, true);
 }
 
 /* ---- libiscsi ---- */
@@ -734,13 +778,13 @@ int harness_tcp_send(int fd, const void *buf, size_t len)
 
 ssize_t harness_tcp_recv(int fd, void *buf, size_t len, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
 	uint8_t *p = buf;
 	size_t got = 0;
 
 	while (got < len) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		uint64_t now = now_ms();
+		uint64_t now = harness_now_ms();
 		ssize_t n;
 		int r;
 
@@ -768,12 +812,12 @@ ssize_t harness_tcp_recv(int fd, void *buf, size_t len, int timeout_ms)
 
 int harness_tcp_wait_closed(int fd, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
 	char buf[4096];
 
 	for (;;) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		uint64_t now = now_ms();
+		uint64_t now = harness_now_ms();
 		ssize_t n;
 		int r;
 
@@ -870,7 +914,7 @@ size_t harness_build_login(uint8_t *buf, size_t cap, const struct harness_login_
 ssize_t harness_recv_pdu(int fd, uint8_t bhs[HARNESS_BHS_LEN], uint8_t *data, size_t datacap,
 			 int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = harness_now_ms() + (uint64_t)timeout_ms;
 	size_t dsl, padded, off = 0;
 	ssize_t n;
 
@@ -885,7 +929,7 @@ ssize_t harness_recv_pdu(int fd, uint8_t bhs[HARNESS_BHS_LEN], uint8_t *data, si
 		uint8_t junk[4096];
 		uint8_t *dst = off < datacap ? data + off : junk;
 		size_t want = off < datacap ? datacap - off : sizeof(junk);
-		uint64_t now = now_ms();
+		uint64_t now = harness_now_ms();
 
 		if (want > padded - off)
 			want = padded - off;

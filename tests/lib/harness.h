@@ -74,6 +74,10 @@ int harness_conf_std(struct harness_daemon *d, const char *level, const char *ta
 int harness_conf_std_ex(struct harness_daemon *d, const char *daemon_extra, const char *level,
 			const char *targets);
 
+/* @n quoted member names for a config list, "\"@prefix0.img\", \"@prefix1.img\", ..."
+ * into @buf ("" for 0). Returns 0 or -ENOSPC. */
+int harness_img_list(char *buf, size_t len, const char *prefix, unsigned n);
+
 /* The rtgtd binary: $RTGTD or bin/rtgtd (relative to the repo root). */
 const char *harness_rtgtd_path(void);
 
@@ -97,6 +101,12 @@ void harness_dump_log(const struct harness_daemon *d, FILE *f, unsigned max_line
  * Returns the byte count or -errno. */
 ssize_t harness_read_log(const struct harness_daemon *d, char *buf, size_t len);
 
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t harness_now_ms(void);
+/* xorshift64*: the same @len bytes for the same @seed, so that a test can
+ * regenerate what it wrote instead of keeping it. */
+void harness_fill_random(uint8_t *buf, size_t len, uint64_t seed);
+
 /* VmRSS of @pid in KiB, or -errno. */
 long harness_rss_kb(pid_t pid);
 
@@ -107,6 +117,8 @@ long harness_rss_kb(pid_t pid);
  * @timeout_ms (the child is SIGKILLed), or -errno.
  */
 int harness_run(char *const argv[], char *err, size_t errlen, int timeout_ms);
+/* The same with stdout and stderr both captured into @out. */
+int harness_run_out(char *const argv[], char *out, size_t outlen, int timeout_ms);
 
 /* Number of entries in @dir, recursively (not counting @dir); names go to
  * @names (space separated, may be NULL). -errno on failure. */

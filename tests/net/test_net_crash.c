@@ -33,7 +33,10 @@
 #include <iscsi/scsi-lowlevel.h>
 #include <json-c/json.h>
 
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
+#include "tests/lib/rtgtctl_json.h"
 
 #define BLK      4096u
 #define REGION   2048u          /* 4 KiB blocks overwritten: 8 MiB */
@@ -45,8 +48,7 @@ static struct iscsi_context *C;
 
 static void setup(void)
 {
-	ck_assert_int_eq(harness_init(&D), 0);
-	harness_fini_at_exit(&D);
+	nf_setup(&D);
 	C = NULL;
 }
 
@@ -56,14 +58,6 @@ static void teardown(void)
 		iscsi_destroy_context(C);
 	C = NULL;
 	harness_fini(&D);
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* A 4 KiB block that names its block number and generation in every word,
@@ -80,12 +74,9 @@ static void stamp(uint8_t *b, uint64_t blk, uint64_t gen)
 
 static void write_conf(const char *level, unsigned n)
 {
-	char members[256] = "";
-	size_t ml = 0;
+	char members[256];
 
-	for (unsigned i = 0; i < n; i++)
-		ml += (size_t)snprintf(members + ml, sizeof(members) - ml, "%s\"d%u.img\"",
-				       i ? ", " : "", i);
+	ck_assert_int_eq(harness_img_list(members, sizeof(members), "d", n), 0);
 	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
 		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
 		"pools = ( { name = \"p\"; level = \"%s\"; chunk = \"64K\";\n"
@@ -96,49 +87,23 @@ static void write_conf(const char *level, unsigned n)
 		level, members, D.port, HARNESS_TARGET_DEFAULT), 0);
 }
 
-static void start(void)
-{
-	int rc = harness_start(&D);
-
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
-}
-
 static void stop_expect_0(void)
 {
-	int rc;
-
 	harness_iscsi_logout(C);
 	C = NULL;
-	rc = harness_stop(&D);
-	if (rc != 0)
-		harness_dump_log(&D, stderr, 40);
-	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
+	nf_stop_expect_0(&D, NULL);
 }
 
 static uint32_t login(void)
 {
 	struct harness_login o = { 0 };
-	struct scsi_readcapacity16 *rc16;
-	struct scsi_task *t;
-	char err[512];
+	uint64_t blocks;
 	uint32_t bs;
 
-	C = harness_iscsi_login(D.port, &o, err, sizeof(err));
-	if (!C)
-		harness_dump_log(&D, stderr, 30);
-	ck_assert_msg(C != NULL, "login failed: %s", err);
-	t = iscsi_readcapacity16_sync(C, 0);
-	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ CAPACITY 16: %s",
-		      iscsi_get_error(C));
-	rc16 = scsi_datain_unmarshall(t);
-	ck_assert_ptr_nonnull(rc16);
-	bs = rc16->block_length;
+	C = nf_login(&D, 0, &o);
+	nf_capacity(C, &blocks, &bs);
 	ck_assert_msg(BLK % bs == 0, "block length %u", bs);
-	ck_assert_msg((rc16->returned_lba + 1) * bs >= (uint64_t)REGION * BLK, "LUN too small");
-	scsi_free_scsi_task(t);
+	ck_assert_msg(blocks * bs >= (uint64_t)REGION * BLK, "LUN too small");
 	return bs;
 }
 
@@ -175,116 +140,24 @@ static void read_region(uint8_t *out, uint32_t bs, const char *when)
 
 /* ---- rtgtctl ---- */
 
-/* $RTGTCTL or bin/rtgtctl -s DIR/rtgtd.sock ARGS... (NULL-terminated); stdout and stderr
- * into @out. Returns the exit code or a negative errno. */
-static int ctl(char *out, size_t outlen, ...)
-{
-	char sock[256], *argv[16];
-	uint64_t deadline = mono_ms() + 30000;
-	unsigned n = 0;
-	int pfd[2], st, rc;
-	size_t used = 0;
-	va_list ap;
-	pid_t pid;
-
-	snprintf(sock, sizeof(sock), "%s/rtgtd.sock", D.dir);
-	/* like harness_rtgtd_path(): $RTGTCTL or the repo's build */
-	argv[n++] = getenv("RTGTCTL") && *getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
-	argv[n++] = "-s";
-	argv[n++] = sock;
-	va_start(ap, outlen);
-	while (n < 15 && (argv[n] = va_arg(ap, char *)))
-		n++;
-	va_end(ap);
-	argv[n] = NULL;
-	if (pipe2(pfd, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		rc = -errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return rc;
-	}
-	if (pid == 0) {
-		dup2(pfd[1], STDOUT_FILENO);
-		dup2(pfd[1], STDERR_FILENO);
-		execv(argv[0], argv);
-		dprintf(STDERR_FILENO, "exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(pfd[1]);
-	out[0] = '\0';
-	for (;;) {
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-		char tmp[4096];
-		ssize_t r;
-
-		if (mono_ms() > deadline) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (poll(&p, 1, 200) <= 0)
-			continue;
-		r = read(pfd[0], tmp, sizeof(tmp));
-		if (r <= 0)
-			break;
-		if (used + (size_t)r < outlen) {
-			memcpy(out + used, tmp, (size_t)r);
-			used += (size_t)r;
-			out[used] = '\0';
-		}
-	}
-	close(pfd[0]);
-	if (waitpid(pid, &st, 0) != pid)
-		return -ECHILD;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static const char *jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
-}
-
-/* `status --json` parsed; the caller puts the root. Returns pool "p". */
-static struct json_object *status_pool(struct json_object **root)
-{
-	static char out[65536];
-	struct json_object *pools;
-	int rc = ctl(out, sizeof(out), "status", "--json", (char *)NULL);
-
-	ck_assert_msg(rc == 0, "rtgtctl status --json exited %d: %s", rc, out);
-	*root = json_tokener_parse(out);
-	ck_assert_msg(*root != NULL, "status --json is not JSON: %s", out);
-	ck_assert_msg(json_object_object_get_ex(*root, "pools", &pools), "no pools: %s", out);
-	for (size_t i = 0; i < json_object_array_length(pools); i++) {
-		struct json_object *p = json_object_array_get_idx(pools, i);
-
-		if (!strcmp(jstr(p, "name"), "p"))
-			return p;
-	}
-	ck_abort_msg("status has no pool p: %s", out);
-	return NULL;
-}
-
 /* The state of the member whose path ends with @name ("" when not listed). */
 static const char *member_state(struct json_object *pool, const char *name)
 {
-	struct json_object *ms;
+	struct json_object *m = rj_member(pool, name);
 
-	if (!json_object_object_get_ex(pool, "members", &ms))
-		return "";
-	for (size_t i = 0; i < json_object_array_length(ms); i++) {
-		struct json_object *m = json_object_array_get_idx(ms, i);
-		const char *mp = jstr(m, "path");
-		size_t a = strlen(mp), b = strlen(name);
+	return m ? rj_str(m, "state") : "";
+}
 
-		if (a >= b && !strcmp(mp + a - b, name) && (a == b || mp[a - b - 1] == '/'))
-			return jstr(m, "state");
-	}
-	return "";
+/* Optimal and no resync pending (@arg: whether the daemon logged an unclean
+ * shutdown, and so must have run one). */
+static bool resynced(struct json_object *p, void *arg, char *last, size_t lastlen)
+{
+	bool unclean = *(bool *)arg;
+	const char *sc = rj_str(p, "scrub_state");
+
+	snprintf(last, lastlen, "state %s, scrub %s", rj_str(p, "state"), sc);
+	return !strcmp(rj_str(p, "state"), "optimal") &&
+	       (unclean ? !strcmp(sc, "done") : strcmp(sc, "running") != 0);
 }
 
 /*
@@ -295,26 +168,13 @@ static const char *member_state(struct json_object *pool, const char *name)
 static void wait_resynced(void)
 {
 	static char log[1 << 16];
-	uint64_t deadline = mono_ms() + WAIT_MS;
 	char last[160] = "";
 	bool unclean;
 
 	ck_assert_int_ge(harness_read_log(&D, log, sizeof(log)), 0);
 	unclean = strstr(log, "not shut down cleanly") != NULL;
-	for (;;) {
-		struct json_object *root, *p = status_pool(&root);
-		const char *sc = jstr(p, "scrub_state");
-		bool ok = !strcmp(jstr(p, "state"), "optimal") &&
-			  (unclean ? !strcmp(sc, "done") : strcmp(sc, "running") != 0);
-
-		snprintf(last, sizeof(last), "state %s, scrub %s", jstr(p, "state"), sc);
-		json_object_put(root);
-		if (ok)
-			return;
-		if (mono_ms() > deadline)
-			break;
-		usleep(50000);
-	}
+	if (rj_wait_pool(&D, "p", WAIT_MS, resynced, &unclean, last, sizeof(last)))
+		return;
 	harness_dump_log(&D, stderr, 30);
 	ck_abort_msg("no optimal, resynced pool after %d s (%s)", WAIT_MS / 1000, last);
 }
@@ -439,7 +299,7 @@ static unsigned overwrite_and_kill(uint32_t bs, unsigned kill_after, bool *acked
 {
 	static struct aio a[QD];
 	uint32_t order[REGION];
-	uint64_t seed = 0xC0FFEE, deadline = mono_ms() + 60000;
+	uint64_t seed = 0xC0FFEE, deadline = harness_now_ms() + 60000;
 	unsigned next = 0, good = 0;
 	bool killed = false;
 
@@ -488,7 +348,7 @@ static unsigned overwrite_and_kill(uint32_t bs, unsigned kill_after, bool *acked
 			killed = true;
 			break;
 		}
-		ck_assert_msg(mono_ms() < deadline, "overwrites stuck (%u acknowledged)", good);
+		ck_assert_msg(harness_now_ms() < deadline, "overwrites stuck (%u acknowledged)", good);
 		pfd.fd = iscsi_get_fd(C);
 		pfd.events = (short)iscsi_which_events(C);
 		pfd.revents = 0;
@@ -520,7 +380,7 @@ static void crash_consistency(const char *level, unsigned n)
 
 	ck_assert(before && after && a && acked && queued);
 	write_conf(level, n);
-	start();
+	nf_start(&D);
 	bs = login();
 	/* pattern A in 1 MiB commands, made durable */
 	for (uint32_t blk = 0; blk < REGION; blk += (1u << 20) / BLK) {
@@ -543,7 +403,7 @@ static void crash_consistency(const char *level, unsigned n)
 	victim = tear(level, n, torn);
 	snprintf(vname, sizeof(vname), "d%u.img", victim);
 
-	start();
+	nf_start(&D);
 	bs = login();
 	wait_resynced();
 	read_region(before, bs, "after the crash");
@@ -567,7 +427,7 @@ static void crash_consistency(const char *level, unsigned n)
 	ck_assert_msg(nB > 0, "%s: none of the %u acknowledged overwrites is there after the "
 		      "crash", level, good);
 	/* parity / mirrors must agree with that data: lose a member, read again */
-	rc = ctl(out, sizeof(out), "fail", "p", vname, (char *)NULL);
+	rc = rj_ctl(&D, out, sizeof(out), "fail", "p", vname, (char *)NULL);
 	ck_assert_msg(rc == 0, "rtgtctl fail p %s exited %d: %s", vname, rc, out);
 	read_region(after, bs, "after the crash, a member failed");
 	for (uint32_t blk = 0; blk < REGION; blk++) {
@@ -652,7 +512,7 @@ START_TEST(t02_foreign_member)
 		"  luns = ( { lun = 0; pool = \"p\"; volume = \"vp\"; size = \"50%%\"; },\n"
 		"           { lun = 1; pool = \"q\"; volume = \"vq\"; size = \"50%%\"; } );\n"
 		"  allow = ( \"ALL\" ); } );\n", D.port), 0);
-	start();
+	nf_start(&D);
 	bs = login();
 	for (unsigned i = 0; i < (1u << 20) / BLK; i++)
 		stamp(data + (size_t)i * BLK, i, 7);
@@ -667,13 +527,13 @@ START_TEST(t02_foreign_member)
 	ck_assert_int_eq(harness_copy_file(to, orig), 0);
 	ck_assert_int_eq(harness_copy_file(from, to), 0);
 	ck_assert_int_eq(harness_copy_file(from, keep), 0);
-	t0 = mono_ms();
+	t0 = harness_now_ms();
 	rc = harness_start(&D);
 	ck_assert_msg(rc != 0 && D.last_status == 1,
 		      "start with pool q's member in pool p's place: %s, exit %d, expected exit 1",
 		      rc ? strerror(-rc) : "it served", D.last_status);
-	ck_assert_msg(mono_ms() - t0 < 10000, "the refused start took %llu ms",
-		      (unsigned long long)(mono_ms() - t0));
+	ck_assert_msg(harness_now_ms() - t0 < 10000, "the refused start took %llu ms",
+		      (unsigned long long)(harness_now_ms() - t0));
 	ck_assert_int_ge(harness_read_log(&D, log, sizeof(log)), 0);
 	ck_assert_msg(strstr(log, "d2.img (slot 2) belongs to pool q (uuid "),
 		      "no log line says d2.img belongs to pool q:\n%s", log);
@@ -682,10 +542,10 @@ START_TEST(t02_foreign_member)
 
 	/* the right member back: nothing was lost or marked failed */
 	ck_assert_int_eq(harness_copy_file(orig, to), 0);
-	start();
-	p = status_pool(&root);
-	ck_assert_msg(!strcmp(jstr(p, "state"), "optimal"), "pool p state \"%s\" after the "
-		      "refused start, expected \"optimal\"", jstr(p, "state"));
+	nf_start(&D);
+	p = rj_status_pool(&D, "p", &root);
+	ck_assert_msg(!strcmp(rj_str(p, "state"), "optimal"), "pool p state \"%s\" after the "
+		      "refused start, expected \"optimal\"", rj_str(p, "state"));
 	ck_assert_str_eq(member_state(p, "d2.img"), "active");
 	json_object_put(root);
 	bs = login();
@@ -702,36 +562,15 @@ START_TEST(t02_foreign_member)
 }
 END_TEST
 
-static Suite *crash_suite(void)
-{
-	const struct {
-		const char *name;
-		const TTest *fn;
-	} tests[] = {
-		{ "01_crash_raid5", t01_crash_raid5 },
-		{ "01_crash_raid1", t01_crash_raid1 },
-		{ "02_foreign_member", t02_foreign_member },
-	};
-	Suite *s = suite_create("net_crash");
-
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 120);
-		tcase_add_test(tc, tests[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(crash_suite());
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_crash_raid5", t01_crash_raid5),
+		CK_CASE("01_crash_raid1", t01_crash_raid1),
+		CK_CASE("02_foreign_member", t02_foreign_member),
+	};
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"net_crash", CK_CASES(cases), .setup = setup, .teardown = teardown,
+		.timeout = 120 });
 }

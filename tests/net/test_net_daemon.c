@@ -23,7 +23,9 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
 
 /* start-up failures are quick; a daemon that serves instead is cut off */
 #define RUN_TIMEOUT_MS 15000
@@ -32,8 +34,7 @@ static struct harness_daemon D;
 
 static void setup(void)
 {
-	ck_assert_int_eq(harness_init(&D), 0);
-	harness_fini_at_exit(&D);
+	nf_setup(&D);
 }
 
 static void teardown(void)
@@ -261,33 +262,6 @@ START_TEST(t08_port_in_use)
 }
 END_TEST
 
-static void start_or_fail(void)
-{
-	int rc = harness_start(&D);
-
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
-}
-
-static void stop_expect_0(const char *when)
-{
-	int rc = harness_stop(&D);
-
-	if (rc)
-		harness_dump_log(&D, stderr, 40);
-	ck_assert_msg(rc == 0, "%s: rtgtd exited %d on SIGTERM, expected 0", when, rc);
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Whether one line of @text contains @a and (when not NULL) @b. */
 static bool line_with(const char *text, const char *a, const char *b)
 {
@@ -344,18 +318,18 @@ START_TEST(t09_member_of_another_pool)
 		"  luns = ( { lun = 0; pool = \"a\"; volume = \"va\"; size = \"50%%\"; },\n"
 		"           { lun = 1; pool = \"b\"; volume = \"vb\"; size = \"50%%\"; } );\n"
 		"  allow = ( \"ALL\" ); } );\n", D.port), 0);
-	start_or_fail();
-	stop_expect_0("first start");
+	nf_start(&D);
+	nf_stop_expect_0(&D, "first start");
 	snprintf(from, sizeof(from), "%s/a0.img", D.dir);
 	snprintf(to, sizeof(to), "%s/b0.img", D.dir);
 	ck_assert_int_eq(harness_copy_file(from, to), 0);
 	ck_assert_int_eq(harness_copy_file(to, keep), 0);
-	t0 = now_ms();
+	t0 = (long long)harness_now_ms();
 	rc = run_rtgtd(false, err, sizeof(err));
 	ck_assert_msg(rc == 1, "start with pool a's member in pool b's place exited %d, "
 		      "expected 1; stderr:\n%s", rc, err);
-	ck_assert_msg(now_ms() - t0 < 5000, "the refused start took %lld ms; stderr:\n%s",
-		      now_ms() - t0, err);
+	ck_assert_msg((long long)harness_now_ms() - t0 < 5000, "the refused start took %lld ms; stderr:\n%s",
+		      (long long)harness_now_ms() - t0, err);
 	ck_assert_msg(line_with(err, "b0.img (slot 0) belongs to pool a (uuid ", "not to this pool"),
 		      "no line says b0.img belongs to pool a; stderr:\n%s", err);
 	/* nothing was written to the foreign member */
@@ -371,17 +345,17 @@ START_TEST(t10_missing_member)
 	int rc;
 
 	write_conf(&(struct variant){ 0 });
-	start_or_fail();
-	stop_expect_0("first start");
+	nf_start(&D);
+	nf_stop_expect_0(&D, "first start");
 	/* create_size stays: it must not re-create a member of an existing pool */
 	snprintf(path, sizeof(path), "%s/d1.img", D.dir);
 	ck_assert_int_eq(unlink(path), 0);
-	t0 = now_ms();
+	t0 = (long long)harness_now_ms();
 	rc = run_rtgtd(false, err, sizeof(err));
 	ck_assert_msg(rc == 1, "start with a missing member exited %d, expected 1; stderr:\n%s",
 		      rc, err);
-	ck_assert_msg(now_ms() - t0 < 5000, "the refused start took %lld ms; stderr:\n%s",
-		      now_ms() - t0, err);
+	ck_assert_msg((long long)harness_now_ms() - t0 < 5000, "the refused start took %lld ms; stderr:\n%s",
+		      (long long)harness_now_ms() - t0, err);
 	ck_assert_msg(line_with(err, "d1.img (slot 1) is missing", NULL),
 		      "no line says d1.img (slot 1) is missing; stderr:\n%s", err);
 	ck_assert_msg(access(path, F_OK) != 0 && errno == ENOENT,
@@ -392,13 +366,13 @@ START_TEST(t10_missing_member)
 		.pool = "{ name = \"p\"; level = \"raid1\"; chunk = \"64K\"; "
 			"members = ( \"d0.img\", \"d1.img\" ); create_size = \"32M\"; "
 			"start_degraded = true; }" });
-	start_or_fail();
+	nf_start(&D);
 	ck_assert_int_ge(harness_read_log(&D, err, sizeof(err)), 0);
 	ck_assert_msg(line_with(err, "ERROR", "d1.img (slot 1) is missing"),
 		      "no ERROR line for the missing d1.img; log:\n%s", err);
 	ck_assert_msg(line_with(err, "started degraded", NULL), "no 'started degraded' line; log:\n%s",
 		      err);
-	stop_expect_0("degraded start");
+	nf_stop_expect_0(&D, "degraded start");
 	ck_assert_msg(access(path, F_OK) != 0 && errno == ENOENT,
 		      "the missing member d1.img was created");
 }
@@ -477,7 +451,7 @@ START_TEST(t11_sigterm_during_io)
 	int rc;
 
 	write_conf(&(struct variant){ 0 });
-	start_or_fail();
+	nf_start(&D);
 	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
 	ck_assert_msg(c != NULL, "login: %s", err);
 	t = iscsi_readcapacity16_sync(c, 0);
@@ -502,7 +476,7 @@ START_TEST(t11_sigterm_during_io)
 	acked = atomic_load(&w.acked);
 
 	/* every acknowledged write must be there after a restart */
-	start_or_fail();
+	nf_start(&D);
 	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
 	ck_assert_msg(c != NULL, "login after restart: %s", err);
 	buf = malloc(IO_CHUNK);
@@ -521,48 +495,27 @@ START_TEST(t11_sigterm_during_io)
 	}
 	free(buf);
 	harness_iscsi_logout(c);
-	stop_expect_0("after the restart");
+	nf_stop_expect_0(&D, "after the restart");
 }
 END_TEST
 
-static Suite *daemon_suite(void)
-{
-	const struct {
-		const char *name;
-		const TTest *fn;
-	} tests[] = {
-		{ "01_check_unknown_key", t01_check_unknown_key },
-		{ "02_check_bad_log_level", t02_check_bad_log_level },
-		{ "03_check_raid5_two_members", t03_check_raid5_two_members },
-		{ "04_check_lun_missing_pool", t04_check_lun_missing_pool },
-		{ "05_check_bad_listen", t05_check_bad_listen },
-		{ "06_check_reports_every_problem", t06_check_reports_every_problem },
-		{ "07_check_good_creates_nothing", t07_check_good_creates_nothing },
-		{ "08_port_in_use", t08_port_in_use },
-		{ "09_member_of_another_pool", t09_member_of_another_pool },
-		{ "10_missing_member", t10_missing_member },
-		{ "11_sigterm_during_io", t11_sigterm_during_io },
-	};
-	Suite *s = suite_create("net_daemon");
-
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 120);
-		tcase_add_test(tc, tests[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(daemon_suite());
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_check_unknown_key", t01_check_unknown_key),
+		CK_CASE("02_check_bad_log_level", t02_check_bad_log_level),
+		CK_CASE("03_check_raid5_two_members", t03_check_raid5_two_members),
+		CK_CASE("04_check_lun_missing_pool", t04_check_lun_missing_pool),
+		CK_CASE("05_check_bad_listen", t05_check_bad_listen),
+		CK_CASE("06_check_reports_every_problem", t06_check_reports_every_problem),
+		CK_CASE("07_check_good_creates_nothing", t07_check_good_creates_nothing),
+		CK_CASE("08_port_in_use", t08_port_in_use),
+		CK_CASE("09_member_of_another_pool", t09_member_of_another_pool),
+		CK_CASE("10_missing_member", t10_missing_member),
+		CK_CASE("11_sigterm_during_io", t11_sigterm_during_io),
+	};
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"net_daemon", CK_CASES(cases), .setup = setup, .teardown = teardown,
+		.timeout = 120 });
 }

@@ -23,6 +23,7 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
 
 #define RSS_LIMIT_KB (256L * 1024)
@@ -30,26 +31,6 @@
 #define LOGIN_WITHIN_MS 5000
 
 static struct harness_daemon D;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void fill_random(uint8_t *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		buf[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
-	}
-}
 
 static void rss_ok(const char *after)
 {
@@ -67,12 +48,12 @@ static void still_serving(const char *after)
 	struct harness_login o = { 0 };
 	struct iscsi_context *c;
 	struct scsi_task *t;
-	uint64_t t0 = now_ms(), dt;
+	uint64_t t0 = harness_now_ms(), dt;
 	char err[512];
 
 	rss_ok(after);
 	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
-	dt = now_ms() - t0;
+	dt = harness_now_ms() - t0;
 	if (!c)
 		harness_dump_log(&D, stderr, 30);
 	ck_assert_msg(c != NULL, "after %s: login failed: %s", after, err);
@@ -251,7 +232,7 @@ START_TEST(t02_random_bytes)
 		int fd = connect_or_fail(), rc;
 
 		snprintf(what, sizeof(what), "random bytes (seed %llu)", (unsigned long long)seed);
-		fill_random(buf, sizeof(buf), seed);
+		harness_fill_random(buf, sizeof(buf), seed);
 		rc = harness_tcp_send(fd, buf, sizeof(buf));
 		ck_assert_msg(rc == 0 || rc == -EPIPE || rc == -ECONNRESET, "send: %s",
 			      strerror(-rc));
@@ -484,7 +465,7 @@ START_TEST(t12_random_bytes_after_login)
 
 		snprintf(what, sizeof(what), "random bytes after login (seed %llu)",
 			 (unsigned long long)seed);
-		fill_random(buf, sizeof(buf), seed);
+		harness_fill_random(buf, sizeof(buf), seed);
 		rc = harness_tcp_send(fd, buf, sizeof(buf));
 		ck_assert_msg(rc == 0 || rc == -EPIPE || rc == -ECONNRESET, "send: %s",
 			      strerror(-rc));
@@ -524,34 +505,24 @@ END_TEST
 
 static Suite *hostile_suite(void)
 {
-	const struct {
-		const char *name;
-		const TTest *fn;
-	} tests[] = {
-		{ "01_valid_raw_login", t01_valid_raw_login },
-		{ "02_random_bytes", t02_random_bytes },
-		{ "03_huge_data_segment", t03_huge_data_segment },
-		{ "04_truncated_pdus", t04_truncated_pdus },
-		{ "05_scsi_command_before_login", t05_scsi_command_before_login },
-		{ "06_mrdsl_zero", t06_mrdsl_zero },
-		{ "07_mrdsl_huge", t07_mrdsl_huge },
-		{ "08_maxburst_not_a_number", t08_maxburst_not_a_number },
-		{ "09_ten_thousand_keys", t09_ten_thousand_keys },
-		{ "10_huge_value", t10_huge_value },
-		{ "11_many_idle_connections", t11_many_idle_connections },
-		{ "12_random_bytes_after_login", t12_random_bytes_after_login },
-		{ "13_oversized_command_after_login", t13_oversized_command_after_login },
+	const struct ck_case cases[] = {
+		CK_CASE("01_valid_raw_login", t01_valid_raw_login),
+		CK_CASE("02_random_bytes", t02_random_bytes),
+		CK_CASE("03_huge_data_segment", t03_huge_data_segment),
+		CK_CASE("04_truncated_pdus", t04_truncated_pdus),
+		CK_CASE("05_scsi_command_before_login", t05_scsi_command_before_login),
+		CK_CASE("06_mrdsl_zero", t06_mrdsl_zero),
+		CK_CASE("07_mrdsl_huge", t07_mrdsl_huge),
+		CK_CASE("08_maxburst_not_a_number", t08_maxburst_not_a_number),
+		CK_CASE("09_ten_thousand_keys", t09_ten_thousand_keys),
+		CK_CASE("10_huge_value", t10_huge_value),
+		CK_CASE("11_many_idle_connections", t11_many_idle_connections),
+		CK_CASE("12_random_bytes_after_login", t12_random_bytes_after_login),
+		CK_CASE("13_oversized_command_after_login", t13_oversized_command_after_login),
 	};
-	Suite *s = suite_create("net_hostile");
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 90);
-		tcase_add_test(tc, tests[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	return s;
+	return ck_suite(&(struct ck_suite_def){
+		"net_hostile", CK_CASES(cases), .timeout = 90 });
 }
 
 /* ---- run in main(), after all of the above ---- */
@@ -575,15 +546,12 @@ END_TEST
 
 static Suite *final_suite(void)
 {
-	Suite *s = suite_create("net_hostile_final");
-	TCase *tc = tcase_create("98_rss_after_all");
+	const struct ck_case cases[] = {
+		CK_CASE("98_rss_after_all", t98_rss_after_all),
+		CK_CASE("99_sigterm_exits_0", t99_sigterm_exits_0),
+	};
 
-	tcase_add_test(tc, t98_rss_after_all);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("99_sigterm_exits_0");
-	tcase_add_test(tc, t99_sigterm_exits_0);
-	suite_add_tcase(s, tc);
-	return s;
+	return ck_suite(&(struct ck_suite_def){ "net_hostile_final", CK_CASES(cases) });
 }
 
 /* Repeats the failures (after the daemon's log), then one summary of both

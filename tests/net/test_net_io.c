@@ -16,14 +16,15 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
 
 static struct harness_daemon D;
 
 static void setup(void)
 {
-	ck_assert_int_eq(harness_init(&D), 0);
-	harness_fini_at_exit(&D);
+	nf_setup(&D);
 }
 
 static void teardown(void)
@@ -31,69 +32,17 @@ static void teardown(void)
 	harness_fini(&D);
 }
 
-static void start(void)
-{
-	int rc = harness_start(&D);
-
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
-}
-
 static void start_std(const char *level)
 {
 	ck_assert_int_eq(harness_conf_std(&D, level, NULL), 0);
-	start();
-}
-
-static void stop_expect_0(void)
-{
-	int rc = harness_stop(&D);
-
-	if (rc != 0)
-		harness_dump_log(&D, stderr, 40);
-	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
+	nf_start(&D);
 }
 
 static struct iscsi_context *login(uint32_t isid)
 {
 	struct harness_login o = { .isid_rnd = isid };
-	struct iscsi_context *c;
-	char err[512];
 
-	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
-	if (!c)
-		harness_dump_log(&D, stderr, 30);
-	ck_assert_msg(c != NULL, "login failed: %s", err);
-	return c;
-}
-
-/* xorshift64*: reproducible "random" data from a seed */
-static void fill_random(uint8_t *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		buf[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
-	}
-}
-
-static void capacity(struct iscsi_context *c, uint64_t *blocks, uint32_t *bs)
-{
-	struct scsi_readcapacity16 *rc16;
-	struct scsi_task *t = iscsi_readcapacity16_sync(c, 0);
-
-	ck_assert_msg(t != NULL, "READ CAPACITY 16: %s", iscsi_get_error(c));
-	ck_assert_msg(t->status == SCSI_STATUS_GOOD, "READ CAPACITY 16 status %d", t->status);
-	rc16 = scsi_datain_unmarshall(t);
-	ck_assert_msg(rc16 != NULL, "READ CAPACITY 16: cannot parse the data");
-	*blocks = rc16->returned_lba + 1;
-	*bs = rc16->block_length;
-	scsi_free_scsi_task(t);
+	return nf_login(&D, 0, &o);
 }
 
 static void write16(struct iscsi_context *c, uint64_t lba, uint8_t *buf, uint32_t len,
@@ -139,14 +88,14 @@ START_TEST(t01_read_capacity)
 
 	start_std("raid1");
 	c = login(0);
-	capacity(c, &blocks, &bs);
+	nf_capacity(c, &blocks, &bs);
 	ck_assert_msg(bs == 512 || bs == 4096, "block length %u", bs);
 	/* 80% of a 32 MiB mirror, minus whatever metadata the pool keeps */
 	ck_assert_msg(blocks * bs >= 16ULL << 20 && blocks * bs <= 32ULL << 20,
 		      "capacity %llu bytes, expected about 80%% of 32 MiB",
 		      (unsigned long long)(blocks * bs));
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -180,7 +129,7 @@ static unsigned make_regions(struct region *r, uint64_t blocks, uint32_t bs, uin
 	for (unsigned i = 0; i < n; i++) {
 		r[i].data = malloc(r[i].len);
 		ck_assert_ptr_nonnull(r[i].data);
-		fill_random(r[i].data, r[i].len, seed + i);
+		harness_fill_random(r[i].data, r[i].len, seed + i);
 	}
 	return n;
 }
@@ -201,7 +150,7 @@ static void roundtrip(const char *level)
 
 	start_std(level);
 	c = login(0);
-	capacity(c, &blocks, &bs);
+	nf_capacity(c, &blocks, &bs);
 	n = make_regions(r, blocks, bs, 1000);
 	for (unsigned i = 0; i < n; i++)
 		write16(c, r[i].lba, r[i].data, r[i].len, bs);
@@ -212,12 +161,12 @@ static void roundtrip(const char *level)
 		read16_cmp(c, r[5].lba + (uint64_t)q * (r[5].len / 4) / bs,
 			   r[5].data + q * (r[5].len / 4), r[5].len / 4, bs);
 	/* overwrite a part in the middle and check the neighbours survive */
-	fill_random(r[4].data + 8192, 4096, 77);
+	harness_fill_random(r[4].data + 8192, 4096, 77);
 	write16(c, r[4].lba + 8192 / bs, r[4].data + 8192, 4096, bs);
 	read16_cmp(c, r[4].lba, r[4].data, r[4].len, bs);
 	free_regions(r, n);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 
 START_TEST(t02_roundtrip_raid1)
@@ -255,17 +204,17 @@ START_TEST(t04_persist_across_restart)
 
 	start_std("raid1");
 	c = login(0);
-	capacity(c, &blocks, &bs);
+	nf_capacity(c, &blocks, &bs);
 	n = make_regions(r, blocks, bs, 2000);
 	for (unsigned i = 0; i < n; i++)
 		write16(c, r[i].lba, r[i].data, r[i].len, bs);
 	before = vpd83(c);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 
-	start();
+	nf_start(&D);
 	c = login(0);
-	capacity(c, &blocks2, &bs2);
+	nf_capacity(c, &blocks2, &bs2);
 	ck_assert_msg(blocks2 == blocks && bs2 == bs, "capacity changed across restart: "
 		      "%llu x %u -> %llu x %u", (unsigned long long)blocks, bs,
 		      (unsigned long long)blocks2, bs2);
@@ -279,7 +228,7 @@ START_TEST(t04_persist_across_restart)
 	scsi_free_scsi_task(after);
 	free_regions(r, n);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -313,7 +262,7 @@ static void *worker_main(void *arg)
 	for (unsigned i = 0; i < w->count && !w->err[0]; i++) {
 		uint64_t lba = w->first_lba + (uint64_t)i * (w->chunk / w->bs);
 
-		fill_random(buf, w->chunk, w->seed + i);
+		harness_fill_random(buf, w->chunk, w->seed + i);
 		t = iscsi_write16_sync(c, 0, lba, buf, w->chunk, (int)w->bs, 0, 0, 0, 0, 0);
 		if (!t || t->status != SCSI_STATUS_GOOD)
 			snprintf(w->err, sizeof(w->err), "write lba %llu: %s",
@@ -324,7 +273,7 @@ static void *worker_main(void *arg)
 	for (unsigned i = 0; i < w->count && !w->err[0]; i++) {
 		uint64_t lba = w->first_lba + (uint64_t)i * (w->chunk / w->bs);
 
-		fill_random(buf, w->chunk, w->seed + i);
+		harness_fill_random(buf, w->chunk, w->seed + i);
 		t = iscsi_read16_sync(c, 0, lba, w->chunk, (int)w->bs, 0, 0, 0, 0, 0);
 		if (!t || t->status != SCSI_STATUS_GOOD || t->datain.size != (int)w->chunk)
 			snprintf(w->err, sizeof(w->err), "read lba %llu: %s",
@@ -350,7 +299,7 @@ START_TEST(t05_two_sessions)
 
 	start_std("raid1");
 	c = login(0x1111);
-	capacity(c, &blocks, &bs);
+	nf_capacity(c, &blocks, &bs);
 	harness_iscsi_logout(c);
 	memset(w, 0, sizeof(w));
 	for (unsigned i = 0; i < 2; i++) {
@@ -374,14 +323,14 @@ START_TEST(t05_two_sessions)
 
 		ck_assert_ptr_nonnull(buf);
 		for (unsigned k = 0; k < w[i].count; k += 7) {
-			fill_random(buf, w[i].chunk, w[i].seed + k);
+			harness_fill_random(buf, w[i].chunk, w[i].seed + k);
 			read16_cmp(c, w[i].first_lba + (uint64_t)k * (w[i].chunk / bs), buf,
 				   w[i].chunk, bs);
 		}
 		free(buf);
 	}
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -408,7 +357,7 @@ START_TEST(t06_read_beyond_end)
 
 	start_std("raid1");
 	c = login(0);
-	capacity(c, &blocks, &bs);
+	nf_capacity(c, &blocks, &bs);
 	buf = calloc(2, bs);
 	ck_assert_ptr_nonnull(buf);
 	expect_lba_out_of_range(c, iscsi_read16_sync(c, 0, blocks, bs, (int)bs, 0, 0, 0, 0, 0),
@@ -423,12 +372,12 @@ START_TEST(t06_read_beyond_end)
 						      0, 0, 0, 0, 0),
 				"WRITE 16 after the end");
 	/* the last block itself is fine */
-	fill_random(buf, bs, 9);
+	harness_fill_random(buf, bs, 9);
 	write16(c, blocks - 1, buf, bs, bs);
 	read16_cmp(c, blocks - 1, buf, bs, bs);
 	free(buf);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -449,17 +398,9 @@ static void aio_cb(struct iscsi_context *c, int status, void *command_data, void
 	a->done = 1;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void drive(struct iscsi_context *c, struct aio *a, unsigned n)
 {
-	uint64_t deadline = mono_ms() + 60000;
+	uint64_t deadline = harness_now_ms() + 60000;
 
 	for (;;) {
 		struct pollfd pfd;
@@ -469,7 +410,7 @@ static void drive(struct iscsi_context *c, struct aio *a, unsigned n)
 			left += !a[i].done;
 		if (!left)
 			return;
-		ck_assert_msg(mono_ms() < deadline, "%u of %u commands still outstanding after 60 s",
+		ck_assert_msg(harness_now_ms() < deadline, "%u of %u commands still outstanding after 60 s",
 			      left, n);
 		pfd.fd = iscsi_get_fd(c);
 		pfd.events = (short)iscsi_which_events(c);
@@ -493,7 +434,7 @@ START_TEST(t07_queued_commands)
 
 	start_std("raid5");
 	c = login(0);
-	capacity(c, &blocks, &bs);
+	nf_capacity(c, &blocks, &bs);
 	memset(w, 0, sizeof(w));
 	memset(r, 0, sizeof(r));
 	for (unsigned i = 0; i < N; i++) {
@@ -502,7 +443,7 @@ START_TEST(t07_queued_commands)
 		ck_assert_msg(lba[i] + len[i] / bs <= blocks, "volume too small");
 		data[i] = malloc(len[i]);
 		ck_assert_ptr_nonnull(data[i]);
-		fill_random(data[i], len[i], 7000 + i);
+		harness_fill_random(data[i], len[i], 7000 + i);
 	}
 	/* all writes at once: the target sees up to N commands in its window */
 	for (unsigned i = 0; i < N; i++)
@@ -531,44 +472,23 @@ START_TEST(t07_queued_commands)
 		free(data[i]);
 	}
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
-static Suite *io_suite(void)
-{
-	const struct {
-		const char *name;
-		const TTest *fn;
-	} tests[] = {
-		{ "01_read_capacity", t01_read_capacity },
-		{ "02_roundtrip_raid1", t02_roundtrip_raid1 },
-		{ "03_roundtrip_raid5", t03_roundtrip_raid5 },
-		{ "04_persist_across_restart", t04_persist_across_restart },
-		{ "05_two_sessions", t05_two_sessions },
-		{ "06_read_beyond_end", t06_read_beyond_end },
-		{ "07_queued_commands", t07_queued_commands },
-	};
-	Suite *s = suite_create("net_io");
-
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 120);
-		tcase_add_test(tc, tests[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(io_suite());
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_read_capacity", t01_read_capacity),
+		CK_CASE("02_roundtrip_raid1", t02_roundtrip_raid1),
+		CK_CASE("03_roundtrip_raid5", t03_roundtrip_raid5),
+		CK_CASE("04_persist_across_restart", t04_persist_across_restart),
+		CK_CASE("05_two_sessions", t05_two_sessions),
+		CK_CASE("06_read_beyond_end", t06_read_beyond_end),
+		CK_CASE("07_queued_commands", t07_queued_commands),
+	};
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"net_io", CK_CASES(cases), .setup = setup, .teardown = teardown,
+		.timeout = 120 });
 }

@@ -13,7 +13,9 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
 
 #define ALLOWED "iqn.2026-11.org.example:allowed"
 #define OTHER   "iqn.2026-11.org.rtgt:other"
@@ -22,8 +24,7 @@ static struct harness_daemon D;
 
 static void setup(void)
 {
-	ck_assert_int_eq(harness_init(&D), 0);
-	harness_fini_at_exit(&D);
+	nf_setup(&D);
 }
 
 static void teardown(void)
@@ -34,39 +35,14 @@ static void teardown(void)
 /* Writes the config with @targets and starts; fails the test with the log. */
 static void start(const char *targets)
 {
-	int rc;
-
 	ck_assert_int_eq(harness_conf_std(&D, "raid1", targets), 0);
-	rc = harness_start(&D);
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
-}
-
-static void stop_expect_0(void)
-{
-	int rc = harness_stop(&D);
-
-	if (rc != 0)
-		harness_dump_log(&D, stderr, 40);
-	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
+	nf_start(&D);
 }
 
 /* Login must succeed; returns the context. */
 static struct iscsi_context *login_ok(const struct harness_login *o)
 {
-	struct iscsi_context *c;
-	char err[512];
-
-	c = harness_iscsi_login(D.port, o, err, sizeof(err));
-	if (!c)
-		harness_dump_log(&D, stderr, 30);
-	ck_assert_msg(c != NULL, "login as %s to %s failed: %s",
-		      o->initiator ? o->initiator : HARNESS_INITIATOR,
-		      o->discovery ? "a discovery session" : o->target ? o->target : HARNESS_TARGET,
-		      err);
-	return c;
+	return nf_login(&D, 0, o);
 }
 
 static void login_fails(const struct harness_login *o, const char *why)
@@ -104,7 +80,7 @@ START_TEST(t01_login_ok)
 	c = login_ok(&o);
 	tur_good(c);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -131,7 +107,7 @@ START_TEST(t11_login_by_url)
 	tur_good(c);
 	iscsi_destroy_url(u);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -143,7 +119,7 @@ START_TEST(t02_unknown_target)
 	start(NULL);
 	login_fails(&o, "target does not exist");
 	harness_iscsi_logout(login_ok(&good));
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -162,7 +138,7 @@ START_TEST(t03_acl)
 	harness_iscsi_logout(c);
 	/* refused once more after an allowed session exists */
 	login_fails(&denied, "initiator not in the allow list (2nd try)");
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -187,7 +163,7 @@ START_TEST(t04_chap_required)
 	c = login_ok(&right);
 	tur_good(c);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -219,7 +195,7 @@ START_TEST(t05_mutual_chap)
 	 * RFC 7143 (the initiator decides whether to challenge the target) */
 	c = login_ok(&one_way);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -270,7 +246,7 @@ START_TEST(t06_discovery_lists_allowed_only)
 	ck_assert_msg(n == 2, "the allowed initiator sees %u targets, expected 2", n);
 	iscsi_free_discovery_data(c, da);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -283,17 +259,9 @@ START_TEST(t07_header_digest)
 	c = login_ok(&o);
 	tur_good(c);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 START_TEST(t08_login_timeout)
 {
@@ -305,20 +273,16 @@ START_TEST(t08_login_timeout)
 	int fd, rc;
 
 	ck_assert_int_eq(harness_conf_std_ex(&D, "login_timeout = 2;", "raid1", NULL), 0);
-	rc = harness_start(&D);
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
+	nf_start(&D);
 	/* a logged-in session is not subject to the login timeout */
 	c = login_ok(&o);
 
 	/* silent after connect */
 	fd = harness_tcp_connect(D.port);
 	ck_assert_int_ge(fd, 0);
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	rc = harness_tcp_wait_closed(fd, 8000);
-	dt = now_ms() - t0;
+	dt = harness_now_ms() - t0;
 	close(fd);
 	ck_assert_msg(rc == 1, "a silent connection was not dropped within 8 s (login_timeout 2)");
 	ck_assert_msg(dt >= 1500, "a silent connection was dropped after %llu ms, before the "
@@ -335,7 +299,7 @@ START_TEST(t08_login_timeout)
 
 	tur_good(c);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -359,7 +323,7 @@ START_TEST(t09_session_reinstatement)
 	iscsi_destroy_context(old);
 	tur_good(new);
 	harness_iscsi_logout(new);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -367,14 +331,9 @@ START_TEST(t10_max_sessions)
 {
 	struct harness_login a = { .isid_rnd = 0xa }, b = { .isid_rnd = 0xb }, c = { .isid_rnd = 0xc };
 	struct iscsi_context *ca, *cb, *cc;
-	int rc;
 
 	ck_assert_int_eq(harness_conf_std_ex(&D, "max_sessions = 2;", "raid1", NULL), 0);
-	rc = harness_start(&D);
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
+	nf_start(&D);
 	ca = login_ok(&a);
 	cb = login_ok(&b);
 	login_fails(&c, "a third session with max_sessions = 2");
@@ -384,48 +343,27 @@ START_TEST(t10_max_sessions)
 	tur_good(cb);
 	harness_iscsi_logout(cc);
 	harness_iscsi_logout(cb);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
-static Suite *login_suite(void)
-{
-	const struct {
-		const char *name;
-		const TTest *fn;
-	} tests[] = {
-		{ "01_login_ok", t01_login_ok },
-		{ "02_unknown_target", t02_unknown_target },
-		{ "03_acl", t03_acl },
-		{ "04_chap_required", t04_chap_required },
-		{ "05_mutual_chap", t05_mutual_chap },
-		{ "06_discovery_lists_allowed_only", t06_discovery_lists_allowed_only },
-		{ "07_header_digest", t07_header_digest },
-		{ "08_login_timeout", t08_login_timeout },
-		{ "09_session_reinstatement", t09_session_reinstatement },
-		{ "10_max_sessions", t10_max_sessions },
-		{ "11_login_by_url", t11_login_by_url },
-	};
-	Suite *s = suite_create("net_login");
-
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 90);
-		tcase_add_test(tc, tests[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(login_suite());
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_login_ok", t01_login_ok),
+		CK_CASE("02_unknown_target", t02_unknown_target),
+		CK_CASE("03_acl", t03_acl),
+		CK_CASE("04_chap_required", t04_chap_required),
+		CK_CASE("05_mutual_chap", t05_mutual_chap),
+		CK_CASE("06_discovery_lists_allowed_only", t06_discovery_lists_allowed_only),
+		CK_CASE("07_header_digest", t07_header_digest),
+		CK_CASE("08_login_timeout", t08_login_timeout),
+		CK_CASE("09_session_reinstatement", t09_session_reinstatement),
+		CK_CASE("10_max_sessions", t10_max_sessions),
+		CK_CASE("11_login_by_url", t11_login_by_url),
+	};
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"net_login", CK_CASES(cases), .setup = setup, .teardown = teardown,
+		.timeout = 90 });
 }

@@ -25,6 +25,7 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
 
 #define OP_NOP_OUT 0x00
@@ -32,14 +33,6 @@
 #define RSVD_TAG   0xffffffffu
 
 static struct harness_daemon D;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void start_daemon(const char *daemon_extra)
 {
@@ -144,10 +137,10 @@ START_TEST(t01_silent_peer_pinged_then_dropped)
 
 	start_daemon("nop_interval = 1; nop_timeout = 2;");
 	raw_login(&r, 1);
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	/* idle for nop_interval: a ping comes (1 s tick granularity) */
 	op = next_pdu(&r, bhs, 4000);
-	t_ping = now_ms();
+	t_ping = harness_now_ms();
 	ck_assert_msg(op >= 0, "no NOP-In within 4 s of going silent (%s)", strerror(-op));
 	ck_assert_msg(is_ping(bhs), "expected a NOP-In ping, got opcode 0x%02x ITT 0x%x TTT 0x%x",
 		      op, harness_get_be32(bhs + 16), harness_get_be32(bhs + 20));
@@ -157,7 +150,7 @@ START_TEST(t01_silent_peer_pinged_then_dropped)
 	ck_assert_uint_eq(harness_get_be32(bhs + 24), r.expstatsn);
 	/* no answer: dropped after nop_timeout */
 	op = next_pdu(&r, bhs, 6000);
-	t_close = now_ms();
+	t_close = harness_now_ms();
 	ck_assert_msg(op == -EPIPE, "after an unanswered ping: expected a close, got %d (opcode "
 		      "0x%02x)", op, op >= 0 ? op : 0);
 	ck_assert_msg(t_close - t_ping >= 1500, "closed %llu ms after the ping, before nop_timeout",
@@ -176,9 +169,9 @@ START_TEST(t02_answered_pings_keep_the_connection)
 
 	start_daemon("nop_interval = 1; nop_timeout = 2;");
 	raw_login(&r, 2);
-	end = now_ms() + 6000;   /* three nop_timeouts */
-	while (now_ms() < end) {
-		int op = next_pdu(&r, bhs, (int)(end - now_ms()) + 1);
+	end = harness_now_ms() + 6000;   /* three nop_timeouts */
+	while (harness_now_ms() < end) {
+		int op = next_pdu(&r, bhs, (int)(end - harness_now_ms()) + 1);
 
 		if (op == -ETIMEDOUT)
 			break;
@@ -216,8 +209,8 @@ START_TEST(t03_busy_peer_not_pinged)
 	start_daemon("nop_interval = 1; nop_timeout = 2;");
 	raw_login(&r, 3);
 	/* traffic every 300 ms for 4 s: the target has no reason to ping */
-	end = now_ms() + 4000;
-	while (now_ms() < end) {
+	end = harness_now_ms() + 4000;
+	while (harness_now_ms() < end) {
 		int op;
 
 		send_nop_out(&r, itt, RSVD_TAG);
@@ -452,32 +445,15 @@ END_TEST
 
 int main(void)
 {
-	const struct {
-		const char *name;
-		const TTest *fn;
-	} tests[] = {
-		{ "01_silent_peer_pinged_then_dropped", t01_silent_peer_pinged_then_dropped },
-		{ "02_answered_pings_keep_the_connection", t02_answered_pings_keep_the_connection },
-		{ "03_busy_peer_not_pinged", t03_busy_peer_not_pinged },
-		{ "04_keepalive_off", t04_keepalive_off },
-		{ "05_max_connections_evicts_oldest_idle", t05_max_connections_evicts_oldest_idle },
-		{ "06_peer_not_reading_is_throttled", t06_peer_not_reading_is_throttled },
-		{ "07_sigterm_answers_commands_in_flight", t07_sigterm_answers_commands_in_flight },
+	const struct ck_case cases[] = {
+		CK_CASE("01_silent_peer_pinged_then_dropped", t01_silent_peer_pinged_then_dropped),
+		CK_CASE("02_answered_pings_keep_the_connection", t02_answered_pings_keep_the_connection),
+		CK_CASE("03_busy_peer_not_pinged", t03_busy_peer_not_pinged),
+		CK_CASE("04_keepalive_off", t04_keepalive_off),
+		CK_CASE("05_max_connections_evicts_oldest_idle", t05_max_connections_evicts_oldest_idle),
+		CK_CASE("06_peer_not_reading_is_throttled", t06_peer_not_reading_is_throttled),
+		CK_CASE("07_sigterm_answers_commands_in_flight", t07_sigterm_answers_commands_in_flight),
 	};
-	Suite *s = suite_create("net_nop");
-	SRunner *sr;
-	int failed;
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_set_timeout(tc, 60);
-		tcase_add_test(tc, tests[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){ "net_nop", CK_CASES(cases), .timeout = 60 });
 }

@@ -42,7 +42,10 @@
 #include <iscsi/scsi-lowlevel.h>
 #include <json-c/json.h>
 
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
+#include "tests/lib/rtgtctl_json.h"
 
 #define MEMBER_SIZE "32M"
 #define DATA_OFF    (1u << 20)   /* raid/README.md: member data starts at 1 MiB */
@@ -61,8 +64,7 @@ static struct {
 
 static void setup(void)
 {
-	ck_assert_int_eq(harness_init(&D), 0);
-	harness_fini_at_exit(&D);
+	nf_setup(&D);
 	memset(&L, 0, sizeof(L));
 }
 
@@ -73,27 +75,6 @@ static void teardown(void)
 	free(L.shadow);
 	L.shadow = NULL;
 	harness_fini(&D);
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* xorshift64*: reproducible data from a seed */
-static void fill_random(uint8_t *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		buf[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
-	}
 }
 
 static uint64_t rnd_next(uint64_t *s)
@@ -112,15 +93,10 @@ static uint64_t rnd_next(uint64_t *s)
  */
 static void write_conf(const char *level, unsigned n, unsigned nspares)
 {
-	char members[256] = "", spares[256] = "";
-	size_t ml = 0, sl = 0;
+	char members[256], spares[256];
 
-	for (unsigned i = 0; i < n; i++)
-		ml += (size_t)snprintf(members + ml, sizeof(members) - ml, "%s\"d%u.img\"",
-				       i ? ", " : "", i);
-	for (unsigned i = 0; i < nspares; i++)
-		sl += (size_t)snprintf(spares + sl, sizeof(spares) - sl, "%s\"s%u.img\"",
-				       i ? ", " : "", i);
+	ck_assert_int_eq(harness_img_list(members, sizeof(members), "d", n), 0);
+	ck_assert_int_eq(harness_img_list(spares, sizeof(spares), "s", nspares), 0);
 	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
 		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
 		"pools = ( { name = \"p\"; level = \"%s\"; chunk = \"64K\";\n"
@@ -133,26 +109,11 @@ static void write_conf(const char *level, unsigned n, unsigned nspares)
 		D.port, HARNESS_TARGET_DEFAULT), 0);
 }
 
-static void start(void)
-{
-	int rc = harness_start(&D);
-
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
-}
-
 static void stop_expect_0(void)
 {
-	int rc;
-
 	harness_iscsi_logout(L.c);
 	L.c = NULL;
-	rc = harness_stop(&D);
-	if (rc != 0)
-		harness_dump_log(&D, stderr, 40);
-	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
+	nf_stop_expect_0(&D, NULL);
 }
 
 /* Logs in, reads the capacity and makes a zeroed shadow (a new thick volume
@@ -160,22 +121,9 @@ static void stop_expect_0(void)
 static void lun_open(void)
 {
 	struct harness_login o = { 0 };
-	struct scsi_readcapacity16 *rc16;
-	struct scsi_task *t;
-	char err[512];
 
-	L.c = harness_iscsi_login(D.port, &o, err, sizeof(err));
-	if (!L.c)
-		harness_dump_log(&D, stderr, 30);
-	ck_assert_msg(L.c != NULL, "login failed: %s", err);
-	t = iscsi_readcapacity16_sync(L.c, 0);
-	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ CAPACITY 16: %s",
-		      iscsi_get_error(L.c));
-	rc16 = scsi_datain_unmarshall(t);
-	ck_assert_ptr_nonnull(rc16);
-	L.blocks = rc16->returned_lba + 1;
-	L.bs = rc16->block_length;
-	scsi_free_scsi_task(t);
+	L.c = nf_login(&D, 0, &o);
+	nf_capacity(L.c, &L.blocks, &L.bs);
 	if (!L.shadow) {
 		L.shadow = calloc(L.blocks, L.bs);
 		ck_assert_ptr_nonnull(L.shadow);
@@ -260,90 +208,22 @@ static void write_pattern(uint64_t seed, uint64_t start, uint64_t stride)
 			len = (uint32_t)(total - lba * L.bs);
 		if (!len || lba >= L.blocks)
 			break;
-		fill_random(buf, len, seed + i);
+		harness_fill_random(buf, len, seed + i);
 		lun_write(lba, buf, len);
 	}
 	/* the last block too */
-	fill_random(buf, L.bs, seed + 999);
+	harness_fill_random(buf, L.bs, seed + 999);
 	lun_write(L.blocks - 1, buf, L.bs);
 	free(buf);
 }
 
 /* ---- rtgtctl ---- */
 
-/*
- * Runs $RTGTCTL or bin/rtgtctl -s DIR/rtgtd.sock ARGS... (NULL-terminated) with stdout and
- * stderr into @out. Returns the exit code or a negative errno.
- */
-static int ctl(char *out, size_t outlen, ...)
-{
-	char sock[256], *argv[16];
-	unsigned n = 0;
-	int pfd[2], st, rc;
-	size_t used = 0;
-	uint64_t deadline = mono_ms() + 30000;
-	va_list ap;
-	pid_t pid;
-
-	snprintf(sock, sizeof(sock), "%s/rtgtd.sock", D.dir);
-	/* like harness_rtgtd_path(): $RTGTCTL or the repo's build */
-	argv[n++] = getenv("RTGTCTL") && *getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
-	argv[n++] = "-s";
-	argv[n++] = sock;
-	va_start(ap, outlen);
-	while (n < 15 && (argv[n] = va_arg(ap, char *)))
-		n++;
-	va_end(ap);
-	argv[n] = NULL;
-	if (pipe2(pfd, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		rc = -errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return rc;
-	}
-	if (pid == 0) {
-		dup2(pfd[1], STDOUT_FILENO);
-		dup2(pfd[1], STDERR_FILENO);
-		execv(argv[0], argv);
-		dprintf(STDERR_FILENO, "exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(pfd[1]);
-	out[0] = '\0';
-	for (;;) {
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-		char tmp[4096];
-		ssize_t r;
-
-		if (mono_ms() > deadline) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (poll(&p, 1, 200) <= 0)
-			continue;
-		r = read(pfd[0], tmp, sizeof(tmp));
-		if (r <= 0)
-			break;
-		if (used + (size_t)r < outlen) {
-			memcpy(out + used, tmp, (size_t)r);
-			used += (size_t)r;
-			out[used] = '\0';
-		}
-	}
-	close(pfd[0]);
-	if (waitpid(pid, &st, 0) != pid)
-		return -ECHILD;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* Runs rtgtctl and insists on exit 0. */
 static void ctl_ok(const char *a1, const char *a2, const char *a3, const char *a4)
 {
 	static char out[8192];
-	int rc = ctl(out, sizeof(out), a1, a2, a3, a4, (char *)NULL);
+	int rc = rj_ctl(&D, out, sizeof(out), a1, a2, a3, a4, (char *)NULL);
 
 	if (rc)
 		harness_dump_log(&D, stderr, 20);
@@ -356,77 +236,18 @@ static void fail_member(const char *path)
 	ctl_ok("fail", "p", path, NULL);
 }
 
-/* `status --json` parsed; the caller puts the root. Returns pool "p". */
-static struct json_object *status_pool(struct json_object **root)
-{
-	static char out[65536];
-	struct json_object *pools, *p;
-	int rc = ctl(out, sizeof(out), "status", "--json", (char *)NULL);
-
-	ck_assert_msg(rc == 0, "rtgtctl status --json exited %d: %s", rc, out);
-	*root = json_tokener_parse(out);
-	ck_assert_msg(*root != NULL, "status --json is not JSON: %s", out);
-	ck_assert_msg(json_object_object_get_ex(*root, "pools", &pools) &&
-		      json_object_is_type(pools, json_type_array), "status has no pools: %s", out);
-	for (size_t i = 0; i < json_object_array_length(pools); i++) {
-		struct json_object *name;
-
-		p = json_object_array_get_idx(pools, i);
-		if (json_object_object_get_ex(p, "name", &name) &&
-		    !strcmp(json_object_get_string(name), "p"))
-			return p;
-	}
-	ck_abort_msg("status has no pool p: %s", out);
-	return NULL;
-}
-
-static const char *jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : "";
-}
-
-static int64_t jint(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	ck_assert_msg(json_object_object_get_ex(o, key, &v), "status: no \"%s\" in %s", key,
-		      json_object_to_json_string(o));
-	return json_object_get_int64(v);
-}
-
-/* The status entry whose path ends with @path ("d1.img" or an absolute
- * path), NULL if none. */
-static struct json_object *member_of(struct json_object *pool, const char *path)
-{
-	struct json_object *ms;
-
-	if (!json_object_object_get_ex(pool, "members", &ms))
-		return NULL;
-	for (size_t i = 0; i < json_object_array_length(ms); i++) {
-		struct json_object *m = json_object_array_get_idx(ms, i);
-		const char *mp = jstr(m, "path");
-		size_t a = strlen(mp), b = strlen(path);
-
-		if (a >= b && !strcmp(mp + a - b, path) && (a == b || mp[a - b - 1] == '/'))
-			return m;
-	}
-	return NULL;
-}
-
 static void expect_states(const char *pool_state, const char *member, const char *mstate)
 {
-	struct json_object *root, *p = status_pool(&root), *m;
+	struct json_object *root, *p = rj_status_pool(&D, "p", &root), *m;
 
-	ck_assert_msg(!strcmp(jstr(p, "state"), pool_state), "pool state \"%s\", expected \"%s\"",
-		      jstr(p, "state"), pool_state);
+	ck_assert_msg(!strcmp(rj_str(p, "state"), pool_state), "pool state \"%s\", expected \"%s\"",
+		      rj_str(p, "state"), pool_state);
 	if (member) {
-		m = member_of(p, member);
+		m = rj_member(p, member);
 		ck_assert_msg(m != NULL, "status does not list member %s: %s", member,
 			      json_object_to_json_string(p));
-		ck_assert_msg(!strcmp(jstr(m, "state"), mstate),
-			      "member %s state \"%s\", expected \"%s\"", member, jstr(m, "state"),
+		ck_assert_msg(!strcmp(rj_str(m, "state"), mstate),
+			      "member %s state \"%s\", expected \"%s\"", member, rj_str(m, "state"),
 			      mstate);
 	}
 	json_object_put(root);
@@ -434,25 +255,28 @@ static void expect_states(const char *pool_state, const char *member, const char
 
 /* Polls status until pool "p" has state @want (and, with @scrub_done, the
  * scrub finished); bounded by WAIT_MS. */
+struct pool_want {
+	const char *state;
+	bool scrub_done;
+};
+
+static bool pool_is(struct json_object *p, void *arg, char *last, size_t lastlen)
+{
+	const struct pool_want *w = arg;
+
+	snprintf(last, lastlen, "state %s, scrub %s, rebuild_progress %s", rj_str(p, "state"),
+		 rj_str(p, "scrub_state"), rj_str(p, "rebuild_progress"));
+	return !strcmp(rj_str(p, "state"), w->state) &&
+	       (!w->scrub_done || !strcmp(rj_str(p, "scrub_state"), "done"));
+}
+
 static void wait_pool(const char *want, bool scrub_done)
 {
-	uint64_t deadline = mono_ms() + WAIT_MS;
+	struct pool_want w = { want, scrub_done };
 	char last[128] = "";
 
-	for (;;) {
-		struct json_object *root, *p = status_pool(&root);
-		bool ok = !strcmp(jstr(p, "state"), want) &&
-			  (!scrub_done || !strcmp(jstr(p, "scrub_state"), "done"));
-
-		snprintf(last, sizeof(last), "state %s, scrub %s, rebuild_progress %s",
-			 jstr(p, "state"), jstr(p, "scrub_state"), jstr(p, "rebuild_progress"));
-		json_object_put(root);
-		if (ok)
-			return;
-		if (mono_ms() > deadline)
-			break;
-		usleep(50000);
-	}
+	if (rj_wait_pool(&D, "p", WAIT_MS, pool_is, &w, last, sizeof(last)))
+		return;
 	harness_dump_log(&D, stderr, 30);
 	ck_abort_msg("pool not \"%s\"%s after %d s (%s)", want, scrub_done ? " with scrub done" : "",
 		     WAIT_MS / 1000, last);
@@ -512,7 +336,7 @@ static void fail_others(const struct level *lv, const char *when)
 static void degraded_read(const struct level *lv)
 {
 	write_conf(lv->name, lv->n, 0);
-	start();
+	nf_start(&D);
 	lun_open();
 	write_pattern(100, 0, 2u << 20);
 	lun_verify("optimal");
@@ -529,7 +353,7 @@ static void degraded_write(const struct level *lv)
 	int fd;
 
 	write_conf(lv->name, lv->n, 0);
-	start();
+	nf_start(&D);
 	lun_open();
 	write_pattern(200, 0, 2u << 20);
 	fail_first(lv);
@@ -560,7 +384,7 @@ static void spare_rebuild(const struct level *lv)
 	char name[32];
 
 	write_conf(lv->name, lv->n, lv->nfail);
-	start();
+	nf_start(&D);
 	lun_open();
 	expect_states("optimal", "s0.img", "spare");
 	write_pattern(400, 0, 3u << 19);
@@ -601,17 +425,17 @@ struct counters {
 
 static struct counters counters(void)
 {
-	struct json_object *root, *p = status_pool(&root), *ms;
+	struct json_object *root, *p = rj_status_pool(&D, "p", &root), *ms;
 	struct counters c = { 0, 0, 0, 0 };
 
 	ck_assert(json_object_object_get_ex(p, "members", &ms));
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		struct json_object *m = json_object_array_get_idx(ms, i);
 
-		c.rb += (uint64_t)jint(m, "read_bytes");
-		c.wb += (uint64_t)jint(m, "write_bytes");
-		c.ro += (uint64_t)jint(m, "read_ops");
-		c.wo += (uint64_t)jint(m, "write_ops");
+		c.rb += (uint64_t)rj_int(m, "read_bytes");
+		c.wb += (uint64_t)rj_int(m, "write_bytes");
+		c.ro += (uint64_t)rj_int(m, "read_ops");
+		c.wo += (uint64_t)rj_int(m, "write_ops");
 	}
 	json_object_put(root);
 	return c;
@@ -638,7 +462,7 @@ static void seq_write(uint64_t start, unsigned mib, unsigned qd, uint64_t seed)
 	struct aio a[8];
 	uint8_t *buf[8];
 	unsigned next = 0, done = 0;
-	uint64_t deadline = mono_ms() + 60000;
+	uint64_t deadline = harness_now_ms() + 60000;
 
 	ck_assert(qd >= 1 && qd <= 8);
 	ck_assert_msg(start + ((uint64_t)mib << 20) <= L.blocks * L.bs, "test bug: too big");
@@ -665,7 +489,7 @@ static void seq_write(uint64_t start, unsigned mib, unsigned qd, uint64_t seed)
 			if (next < mib) {
 				uint64_t off = start + ((uint64_t)next << 20);
 
-				fill_random(buf[s], 1u << 20, seed + next);
+				harness_fill_random(buf[s], 1u << 20, seed + next);
 				memcpy(L.shadow + off, buf[s], 1u << 20);
 				a[s].done = false;
 				ck_assert_msg(iscsi_write16_task(L.c, 0, off / L.bs, buf[s], 1u << 20,
@@ -677,7 +501,7 @@ static void seq_write(uint64_t start, unsigned mib, unsigned qd, uint64_t seed)
 		}
 		if (done >= mib)
 			break;
-		ck_assert_msg(mono_ms() < deadline, "sequential writes not done after 60 s");
+		ck_assert_msg(harness_now_ms() < deadline, "sequential writes not done after 60 s");
 		pfd.fd = iscsi_get_fd(L.c);
 		pfd.events = (short)iscsi_which_events(L.c);
 		pfd.revents = 0;
@@ -723,7 +547,7 @@ START_TEST(t04_member_cost_raid5)
 	const unsigned N = 500, EACH = 40;
 
 	write_conf("raid5", 4, 0);
-	start();
+	nf_start(&D);
 	lun_open();
 	seq_cost("raid5", 1, 1, 0, 16);
 	seq_cost("raid5", 1, 8, 16u << 20, 16);
@@ -732,7 +556,7 @@ START_TEST(t04_member_cost_raid5)
 	for (unsigned i = 0; i < N; i++) {
 		uint64_t blk = rnd_next(&seed) % (L.blocks * L.bs / 4096);
 
-		fill_random(buf, sizeof(buf), 9000 + i);
+		harness_fill_random(buf, sizeof(buf), 9000 + i);
 		if (i < EACH)
 			w0 = counters();
 		lun_write(blk * 4096 / L.bs, buf, sizeof(buf));
@@ -761,7 +585,7 @@ END_TEST
 START_TEST(t04_member_cost_raid6)
 {
 	write_conf("raid6", 4, 0);
-	start();
+	nf_start(&D);
 	lun_open();
 	seq_cost("raid6", 2, 1, 0, 16);
 	seq_cost("raid6", 2, 8, 16u << 20, 16);
@@ -780,14 +604,14 @@ START_TEST(t05_beyond_redundancy)
 	int rc;
 
 	write_conf("raid5", 4, 0);
-	start();
+	nf_start(&D);
 	lun_open();
-	fill_random(buf, sizeof(buf), 55);
+	harness_fill_random(buf, sizeof(buf), 55);
 	for (unsigned i = 0; i < 16; i++)
 		lun_write((uint64_t)i * (1u << 20) / L.bs, buf, sizeof(buf));
 	lun_sync_cache();
 	fail_member("d1.img");
-	rc = ctl(out, sizeof(out), "fail", "p", "d2.img", (char *)NULL);
+	rc = rj_ctl(&D, out, sizeof(out), "fail", "p", "d2.img", (char *)NULL);
 	ck_assert_msg(rc == 0, "failing a second raid5 member: rtgtctl exited %d: %s", rc, out);
 	expect_states("failed", "d2.img", "faulty");
 	for (unsigned i = 0; i < 16; i++) {
@@ -872,8 +696,8 @@ static uint64_t scrub(bool repair)
 
 	ctl_ok("scrub", "p", repair ? "--repair" : NULL, NULL);
 	wait_pool("optimal", true);
-	p = status_pool(&root);
-	mism = (uint64_t)jint(p, "scrub_mismatches");
+	p = rj_status_pool(&D, "p", &root);
+	mism = (uint64_t)rj_int(p, "scrub_mismatches");
 	json_object_put(root);
 	return mism;
 }
@@ -899,7 +723,7 @@ static void scrub_case(const char *level, unsigned n, unsigned ndata, uint64_t r
 	int map[8];
 
 	write_conf(level, n, 0);
-	start();
+	nf_start(&D);
 	lun_open();
 	write_pattern(600, 0, 1u << 20);
 	lun_sync_cache();
@@ -914,7 +738,7 @@ static void scrub_case(const char *level, unsigned n, unsigned ndata, uint64_t r
 		ck_assert_msg(victim < n, "%s row %llu: no %s chunk found in the member files",
 			      level, (unsigned long long)row, how == V_PARITY ? "parity" : "data");
 	}
-	fill_random(junk, sizeof(junk), 66);
+	harness_fill_random(junk, sizeof(junk), 66);
 	ck_assert_int_eq(member_rw(dname(name, sizeof(name), victim), true, junk, sizeof(junk),
 				   DATA_OFF + row * CHUNK + 8192), 0);
 	mism = scrub(false);
@@ -963,54 +787,54 @@ START_TEST(t07_remove)
 	int rc, fd;
 
 	write_conf("raid5", 4, 0);
-	start();
+	nf_start(&D);
 	lun_open();
 	write_pattern(700, 0, 2u << 20);
-	rc = ctl(out, sizeof(out), "remove", "p", "d1.img", (char *)NULL);
+	rc = rj_ctl(&D, out, sizeof(out), "remove", "p", "d1.img", (char *)NULL);
 	ck_assert_msg(rc != 0 && strstr(out, "fail it first"),
 		      "remove of an active member: exit %d: %s", rc, out);
-	rc = ctl(out, sizeof(out), "remove", "p", "nosuch.img", (char *)NULL);
+	rc = rj_ctl(&D, out, sizeof(out), "remove", "p", "nosuch.img", (char *)NULL);
 	ck_assert_msg(rc != 0 && strstr(out, "no such member"),
 		      "remove of an unknown member: exit %d: %s", rc, out);
 	expect_states("optimal", "d1.img", "active");
 	fail_member("d1.img");
 	expect_states("degraded", "d1.img", "faulty");
 	ctl_ok("remove", "p", "d1.img", NULL);
-	p = status_pool(&root);
-	ck_assert_msg(member_of(p, "d1.img") == NULL, "d1.img still listed after remove: %s",
+	p = rj_status_pool(&D, "p", &root);
+	ck_assert_msg(rj_member(p, "d1.img") == NULL, "d1.img still listed after remove: %s",
 		      json_object_to_json_string(p));
-	ck_assert_msg(!strcmp(jstr(p, "state"), "degraded"), "pool %s", jstr(p, "state"));
+	ck_assert_msg(!strcmp(rj_str(p, "state"), "degraded"), "pool %s", rj_str(p, "state"));
 	ck_assert(json_object_object_get_ex(p, "members", &ms));
 	ck_assert_uint_eq(json_object_array_length(ms), 4);
 	m = json_object_array_get_idx(ms, 1);
-	ck_assert_str_eq(jstr(m, "path"), "(removed)");
-	ck_assert_str_eq(jstr(m, "state"), "empty");
+	ck_assert_str_eq(rj_str(m, "path"), "(removed)");
+	ck_assert_str_eq(rj_str(m, "state"), "empty");
 	json_object_put(root);
-	rc = ctl(out, sizeof(out), "remove", "p", "1", (char *)NULL);
+	rc = rj_ctl(&D, out, sizeof(out), "remove", "p", "1", (char *)NULL);
 	ck_assert_msg(rc != 0 && strstr(out, "already empty"), "second remove: exit %d: %s", rc,
 		      out);
 	lun_verify("after remove");
 	/* member latency: every member that read has percentiles */
-	p = status_pool(&root);
+	p = rj_status_pool(&D, "p", &root);
 	ck_assert(json_object_object_get_ex(p, "members", &ms));
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		m = json_object_array_get_idx(ms, i);
-		if (jint(m, "read_ops") <= 0)
+		if (rj_int(m, "read_ops") <= 0)
 			continue;
 		with_io++;
-		ck_assert_msg(jint(m, "read_lat_p50_us") >= 1 &&
-			      jint(m, "read_lat_p99_us") >= jint(m, "read_lat_p50_us"),
-			      "member %s: read latency p50 %lld p99 %lld", jstr(m, "path"),
-			      (long long)jint(m, "read_lat_p50_us"),
-			      (long long)jint(m, "read_lat_p99_us"));
+		ck_assert_msg(rj_int(m, "read_lat_p50_us") >= 1 &&
+			      rj_int(m, "read_lat_p99_us") >= rj_int(m, "read_lat_p50_us"),
+			      "member %s: read latency p50 %lld p99 %lld", rj_str(m, "path"),
+			      (long long)rj_int(m, "read_lat_p50_us"),
+			      (long long)rj_int(m, "read_lat_p99_us"));
 	}
 	json_object_put(root);
 	ck_assert_uint_ge(with_io, 3);
-	rc = ctl(out, sizeof(out), "stats", (char *)NULL);
+	rc = rj_ctl(&D, out, sizeof(out), "stats", (char *)NULL);
 	ck_assert_msg(rc == 0 && strstr(out, "RD p99"), "stats: exit %d: %s", rc, out);
 	/* d1.img is still in the configuration: a restart starts degraded */
 	stop_expect_0();
-	start();
+	nf_start(&D);
 	lun_open();
 	expect_states("degraded", NULL, NULL);
 	lun_verify("after a restart with the removed member configured");
@@ -1028,7 +852,7 @@ START_TEST(t07_remove)
 }
 END_TEST
 
-static Suite *raid_suite(void)
+int main(void)
 {
 	const struct {
 		const char *name;
@@ -1046,44 +870,27 @@ static Suite *raid_suite(void)
 		{ "06_scrub_raid1", t06_scrub_raid1, 0 },
 		{ "07_remove", t07_remove, 0 },
 	};
+	enum { NT = sizeof(tests) / sizeof(tests[0]), NL = sizeof(LV) / sizeof(LV[0]) };
 	/* Check keeps the pointer: the names must outlive the suite (static,
 	 * not strdup: LeakSanitizer in make check SAN=1 reported those) */
-	static char names[sizeof(tests) / sizeof(tests[0]) * sizeof(LV) / sizeof(LV[0])][64];
-	unsigned nn = 0;
-	Suite *s = suite_create("net_raid");
+	static char names[NT * NL][64];
+	struct ck_case cases[NT * NL];
+	unsigned nn = 0, nc = 0;
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (tests[i].loop) {
-			for (int l = 0; l < (int)(sizeof(LV) / sizeof(LV[0])); l++) {
-				char *name = names[nn++];
-				TCase *tc;
-
-				snprintf(name, sizeof(names[0]), "%s_%s", tests[i].name, LV[l].tag);
-				tc = tcase_create(name);
-				tcase_add_checked_fixture(tc, setup, teardown);
-				tcase_set_timeout(tc, 120);
-				tcase_add_loop_test(tc, tests[i].fn, l, l + 1);
-				suite_add_tcase(s, tc);
-			}
+	for (size_t i = 0; i < NT; i++) {
+		if (!tests[i].loop) {
+			cases[nc++] = (struct ck_case)CK_CASE(tests[i].name, tests[i].fn);
 			continue;
 		}
-		TCase *tc = tcase_create(tests[i].name);
+		for (int l = 0; l < NL; l++) {
+			char *name = names[nn++];
 
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 120);
-		tcase_add_test(tc, tests[i].fn);
-		suite_add_tcase(s, tc);
+			snprintf(name, sizeof(names[0]), "%s_%s", tests[i].name, LV[l].tag);
+			cases[nc++] = (struct ck_case)CK_CASE(name, tests[i].fn, .loop_start = l,
+							      .loop_end = l + 1);
+		}
 	}
-	return s;
-}
-
-int main(void)
-{
-	SRunner *sr = srunner_create(raid_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"net_raid", .cases = cases, .ncases = nc, .setup = setup, .teardown = teardown,
+		.timeout = 120 });
 }

@@ -21,7 +21,10 @@
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
+#include "tests/lib/rtgtctl_json.h"
 
 #define T2 "iqn.2026-11.org.rtgt:second"
 #define INI_A "iqn.2026-11.org.example:a"
@@ -31,21 +34,12 @@ static struct harness_daemon D;
 
 static void setup(void)
 {
-	ck_assert_int_eq(harness_init(&D), 0);
-	harness_fini_at_exit(&D);
+	nf_setup(&D);
 }
 
 static void teardown(void)
 {
 	harness_fini(&D);
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* The whole file: pool p (raid1), portal lo on D.port plus @portals_extra,
@@ -64,59 +58,12 @@ static void write_conf(const char *portals_extra, const char *targets)
 	ck_assert_int_eq(rc, 0);
 }
 
-static void start(void)
-{
-	int rc = harness_start(&D);
-
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
-}
-
-static void stop_expect_0(void)
-{
-	int rc = harness_stop(&D);
-
-	if (rc != 0)
-		harness_dump_log(&D, stderr, 40);
-	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
-}
-
-/* Runs rtgtctl -s DIR/rtgtd.sock @args with stdout and stderr into @out;
- * returns its exit code. */
-static int ctl(char *out, size_t outlen, const char *args)
-{
-	const char *bin = getenv("RTGTCTL") && *getenv("RTGTCTL") ? getenv("RTGTCTL")
-								   : "bin/rtgtctl";
-	char cmd[1024];
-	size_t used = 0, n;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "'%s' -s '%s/rtgtd.sock' %s 2>&1", bin, D.dir, args);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	out[0] = '\0';
-	while (used + 1 < outlen && (n = fread(out + used, 1, outlen - 1 - used, p)) > 0)
-		used += n;
-	out[used] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static struct iscsi_context *login_as(const char *initiator, const char *target, uint32_t isid,
 				      uint16_t port)
 {
 	struct harness_login o = { .initiator = initiator, .target = target, .isid_rnd = isid };
-	char err[256];
-	struct iscsi_context *c = harness_iscsi_login(port ? port : D.port, &o, err, sizeof(err));
 
-	if (!c)
-		harness_dump_log(&D, stderr, 30);
-	ck_assert_msg(c != NULL, "login of %s to %s failed: %s", initiator ? initiator : "default",
-		      target ? target : "default", err);
-	return c;
+	return nf_login(&D, port, &o);
 }
 
 /* TEST UNIT READY status, or -1 when the command failed at transport
@@ -205,12 +152,12 @@ START_TEST(t01_add_target_during_io)
 	int rc;
 
 	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
-	start();
+	nf_start(&D);
 	w.c = login_as(NULL, NULL, 1, 0);
 	ck_assert_int_eq(pthread_create(&th, NULL, io_main, &w), 0);
 	usleep(300 * 1000);
 	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL ", " TGT_SECOND);
-	rc = ctl(out, sizeof(out), "reload");
+	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
 	before = w.ops;
 	ck_assert_msg(rc == 0, "rtgtctl reload exited %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "targets added") && strstr(out, T2), "reload said: %s", out);
@@ -239,19 +186,19 @@ START_TEST(t01_add_target_during_io)
 		      before, w.ops);
 
 	/* sessions lists both, with their negotiated parameters */
-	rc = ctl(out, sizeof(out), "sessions");
+	rc = rj_ctl(&D, out, sizeof(out), "sessions", (char *)NULL);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_msg(strstr(out, T2) && strstr(out, HARNESS_TARGET) &&
 			      strstr(out, "MaxBurstLength="),
 		      "sessions said: %s", out);
 	/* a second identical reload changes nothing */
-	rc = ctl(out, sizeof(out), "reload");
+	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_msg(strstr(out, "nothing changed"), "second reload said: %s", out);
 	ck_assert_int_eq(tur(c2, 0, NULL), SCSI_STATUS_GOOD);
 	harness_iscsi_logout(c2);
 	harness_iscsi_logout(w.c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -264,7 +211,7 @@ START_TEST(t02_invalid_file)
 	int rc;
 
 	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
-	start();
+	nf_start(&D);
 	c = login_as(NULL, NULL, 1, 0);
 	/* line 5 of the file: a portal with a bad address, and a second
 	 * target that must not appear */
@@ -275,7 +222,7 @@ START_TEST(t02_invalid_file)
 		"            create_size = \"32M\"; } );\n"
 		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:99999\"; } );\n"
 		"targets = ( %s );\n", TGT_DEFAULT_ALLOW_ALL ", " TGT_SECOND), 0);
-	rc = ctl(out, sizeof(out), "reload");
+	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
 	ck_assert_msg(rc == 1, "rtgtctl reload of a bad file exited %d: %s", rc, out);
 	snprintf(want, sizeof(want), "%s:5:", D.conf);
 	ck_assert_msg(strstr(out, want), "reply lacks '%s': %s", want, out);
@@ -297,11 +244,11 @@ START_TEST(t02_invalid_file)
 
 		ck_assert_msg(c2 == NULL, "login to a target of the refused file worked");
 	}
-	rc = ctl(out, sizeof(out), "status --json");
+	rc = rj_ctl(&D, out, sizeof(out), "status", "--json", (char *)NULL);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_msg(!strstr(out, T2), "status shows the refused target: %s", out);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -320,17 +267,17 @@ START_TEST(t03_acl_removed)
 	int rc, st = 0;
 
 	write_conf(NULL, TGT_ALLOW("\"" INI_A "\", \"" INI_B "\""));
-	start();
+	nf_start(&D);
 	a = login_as(INI_A, NULL, 1, 0);
 	b = login_as(INI_B, NULL, 2, 0);
 	ck_assert_int_eq(tur(a, 0, NULL), SCSI_STATUS_GOOD);
 	write_conf(NULL, TGT_ALLOW("\"" INI_B "\""));
-	rc = ctl(out, sizeof(out), "reload");
+	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
 	ck_assert_msg(rc == 0, "reload exited %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "allow"), "reload does not say the ACL changed: %s", out);
 	/* A's connection is closed (asynchronously, on its reactor) */
-	deadline = mono_ms() + 5000;
-	while (mono_ms() < deadline && (st = tur(a, 0, NULL)) == SCSI_STATUS_GOOD)
+	deadline = harness_now_ms() + 5000;
+	while (harness_now_ms() < deadline && (st = tur(a, 0, NULL)) == SCSI_STATUS_GOOD)
 		usleep(100 * 1000);
 	ck_assert_msg(st != SCSI_STATUS_GOOD, "session of the removed initiator still works");
 	ck_assert_int_eq(tur(b, 0, NULL), SCSI_STATUS_GOOD);
@@ -343,7 +290,7 @@ START_TEST(t03_acl_removed)
 	}
 	iscsi_destroy_context(a);
 	harness_iscsi_logout(b);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -360,7 +307,7 @@ START_TEST(t04_lun_added)
 	bool has1 = false;
 
 	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
-	start();
+	nf_start(&D);
 	c = login_as(NULL, NULL, 1, 0);
 	/* the first command may carry the power-on unit attention */
 	tur(c, 0, NULL);
@@ -369,7 +316,7 @@ START_TEST(t04_lun_added)
 			 "  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"80%\"; },\n"
 			 "           { lun = 1; pool = \"p\"; volume = \"v1\"; size = \"4M\"; } );\n"
 			 "  allow = ( \"ALL\" ); }");
-	rc = ctl(out, sizeof(out), "reload");
+	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
 	ck_assert_msg(rc == 0, "reload exited %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "luns"), "reload does not say the LUNs changed: %s", out);
 	st = tur(c, 0, &sense);
@@ -394,7 +341,7 @@ START_TEST(t04_lun_added)
 
 	/* and removed again: the LUN goes, the other one tells */
 	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
-	ck_assert_int_eq(ctl(out, sizeof(out), "reload"), 0);
+	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL), 0);
 	st = tur(c, 0, &sense);
 	ck_assert_int_eq(st, SCSI_STATUS_CHECK_CONDITION);
 	ck_assert_int_eq(sense.ascq, 0x3f0e);
@@ -402,7 +349,7 @@ START_TEST(t04_lun_added)
 	ck_assert_int_eq(st, SCSI_STATUS_CHECK_CONDITION);
 	ck_assert_int_eq(sense.key, SCSI_SENSE_ILLEGAL_REQUEST);
 	harness_iscsi_logout(c);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
@@ -419,7 +366,7 @@ START_TEST(t05_sighup_target_and_portal)
 	ck_assert_int_eq(harness_free_port(&port2), 0);
 	snprintf(extra, sizeof(extra), ", { name = \"lo2\"; listen = \"127.0.0.1:%u\"; }", port2);
 	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL ", " TGT_SECOND);
-	start();
+	nf_start(&D);
 	c1 = login_as(NULL, NULL, 1, 0);
 	c2 = login_as(NULL, T2, 2, 0);
 	/* second target removed, portal lo2 added (the first target on both) */
@@ -427,72 +374,51 @@ START_TEST(t05_sighup_target_and_portal)
 			  "  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"80%\"; } );\n"
 			  "  allow = ( \"ALL\" ); }");
 	ck_assert_int_eq(kill(D.pid, SIGHUP), 0);
-	deadline = mono_ms() + 5000;
-	while (mono_ms() < deadline && (st = tur(c2, 0, NULL)) == SCSI_STATUS_GOOD)
+	deadline = harness_now_ms() + 5000;
+	while (harness_now_ms() < deadline && (st = tur(c2, 0, NULL)) == SCSI_STATUS_GOOD)
 		usleep(100 * 1000);
 	ck_assert_msg(st != SCSI_STATUS_GOOD, "session of the removed target still works");
 	ck_assert_int_eq(tur(c1, 0, NULL), SCSI_STATUS_GOOD);
 	c3 = login_as(NULL, NULL, 3, port2);
 	ck_assert_int_eq(tur(c3, 0, NULL), SCSI_STATUS_GOOD);
-	ck_assert_int_eq(ctl(out, sizeof(out), "status"), 0);
+	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "status", (char *)NULL), 0);
 	ck_assert_msg(!strstr(out, T2), "status still shows the removed target: %s", out);
 
 	/* portal lo2 removed: its listener and the session that came through
 	 * it go, the one on lo stays */
 	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL);
-	ck_assert_int_eq(ctl(out, sizeof(out), "reload --json"), 0);
+	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "reload", "--json", (char *)NULL), 0);
 	ck_assert_msg(strstr(out, "\"portals_removed\":[\"lo2 "), "reload said: %s", out);
-	deadline = mono_ms() + 5000;
-	while (mono_ms() < deadline && (st = tur(c3, 0, NULL)) == SCSI_STATUS_GOOD)
+	deadline = harness_now_ms() + 5000;
+	while (harness_now_ms() < deadline && (st = tur(c3, 0, NULL)) == SCSI_STATUS_GOOD)
 		usleep(100 * 1000);
 	ck_assert_msg(st != SCSI_STATUS_GOOD, "session through the removed portal still works");
 	ck_assert_int_lt(harness_tcp_connect(port2), 0);
 	ck_assert_int_eq(tur(c1, 0, NULL), SCSI_STATUS_GOOD);
 
 	/* stats: per target, session and LUN with latency */
-	ck_assert_int_eq(ctl(out, sizeof(out), "stats --json"), 0);
+	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "stats", "--json", (char *)NULL), 0);
 	ck_assert_msg(strstr(out, "\"latency_p99_us\"") && strstr(out, "\"luns\":[") &&
 			      strstr(out, "\"p50_us\""),
 		      "stats said: %s", out);
 	iscsi_destroy_context(c2);
 	iscsi_destroy_context(c3);
 	harness_iscsi_logout(c1);
-	stop_expect_0();
+	nf_stop_expect_0(&D, NULL);
 }
 END_TEST
 
-static Suite *suite(void)
-{
-	Suite *s = suite_create("net_reload");
-	struct {
-		const char *name;
-		const TTest *fn;
-	} cases[] = {
-		{ "01_add_target_during_io", t01_add_target_during_io },
-		{ "02_invalid_file", t02_invalid_file },
-		{ "03_acl_removed", t03_acl_removed },
-		{ "04_lun_added", t04_lun_added },
-		{ "05_sighup_target_and_portal", t05_sighup_target_and_portal },
-	};
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 90);
-		tcase_add_test(tc, cases[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_add_target_during_io", t01_add_target_during_io),
+		CK_CASE("02_invalid_file", t02_invalid_file),
+		CK_CASE("03_acl_removed", t03_acl_removed),
+		CK_CASE("04_lun_added", t04_lun_added),
+		CK_CASE("05_sighup_target_and_portal", t05_sighup_target_and_portal),
+	};
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){
+		"net_reload", CK_CASES(cases), .setup = setup, .teardown = teardown,
+		.timeout = 90 });
 }
