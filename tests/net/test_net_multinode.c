@@ -13,8 +13,10 @@
  *    rtgtctl status --json lists the target's tpgts [3], peer_tpgts [7,9].
  *    A live reload down to ( 7 ) is reported as a target change, the
  *    session gets ASYMMETRIC ACCESS STATE CHANGED once and RTPG then lists
- *    groups 3 and 7. rtgtd --check refuses a peer group equal to the
- *    node's own TPGT with a FILE:LINE line.
+ *    groups 3 and 7. A live reload of the portal's tpgt to 4 ends the
+ *    session (its portal group changed); a new one sees port and group 4,
+ *    and RTPG no longer lists group 3. rtgtd --check refuses a peer group
+ *    equal to the node's own TPGT with a FILE:LINE line.
  * 02 node failure (needs Ceph, scripts/ceph-cluster.sh): nodes A (tpgt 1,
  *    peer 2) and B (tpgt 2, peer 1) export one RBD image under one target
  *    name. RTPG through each reports itself active/optimized and the
@@ -260,17 +262,22 @@ static void expect_identity(struct iscsi_context *c, uint16_t tpgt)
 
 /* ---- 01: one node, raid1, peer groups ---- */
 
-static void write_raid_conf(struct harness_daemon *d, const char *peers)
+static void write_raid_conf_tpgt(struct harness_daemon *d, unsigned tpgt, const char *peers)
 {
 	ck_assert_int_eq(harness_write_file(d, "rtgt.conf",
 		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
 		"pools = ( { name = \"p\"; level = \"raid1\"; members = ( \"d0.img\", \"d1.img\" );\n"
 		"            create_size = \"32M\"; } );\n"
-		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; tpgt = 3; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; tpgt = %u; } );\n"
 		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
 		"  peer_portal_groups = %s;\n"
 		"  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"80%%\"; } );\n"
-		"  allow = ( \"ALL\" ); } );\n", d->port, peers), 0);
+		"  allow = ( \"ALL\" ); } );\n", d->port, tpgt, peers), 0);
+}
+
+static void write_raid_conf(struct harness_daemon *d, const char *peers)
+{
+	write_raid_conf_tpgt(d, 3, peers);
 }
 
 static void setup(void)
@@ -359,6 +366,27 @@ START_TEST(t01_alua_one_node)
 	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "second TUR after the reload");
 	scsi_free_scsi_task(t);
 	expect_groups(c, local, 1, peers1, 1);
+
+	/* live reload of the portal's TPGT: the portal group changed, so its
+	 * session ends; a new login finds port and group 4 only */
+	write_raid_conf_tpgt(&DA, 4, "( 7 )");
+	rc = run_out(out, sizeof(out), "%s -s %s/rtgtd.sock reload 2>&1",
+		     getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl", DA.dir);
+	ck_assert_msg(rc == 0, "rtgtctl reload exited %d: %s", rc, out);
+	iscsi_set_timeout(c, 5);
+	t = iscsi_testunitready_sync(c, 0);
+	ck_assert_msg(!t || t->status != SCSI_STATUS_GOOD,
+		      "the session of the old portal group still works");
+	if (t)
+		scsi_free_scsi_task(t);
+	harness_iscsi_logout(c);
+	c = login_port(&DA);
+	expect_identity(c, 4);
+	{
+		static const uint16_t local4[] = { 4 };
+
+		expect_groups(c, local4, 1, peers1, 1);
+	}
 	harness_iscsi_logout(c);
 
 	/* a peer group equal to this node's own TPGT is refused, with its line */
