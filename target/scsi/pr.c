@@ -1411,6 +1411,11 @@ void pr_out(struct scsi_cmd *cmd)
 		for (i = 0; i < t->n_ports; i++)
 			if (t->ports[i].rel_port == rel)
 				o.move_port_ok = true;
+		/* a shared LU is also reached through the peer nodes' ports
+		 * (one per peer group, relative port = its TPGT) */
+		for (i = 0; lu->pr_shared && i < t->n_peer_tpgs; i++)
+			if (t->peer_tpgs[i] == rel)
+				o.move_port_ok = true;
 		pthread_mutex_unlock(&t->lock);
 	}
 	if (lu->pr_shared)

@@ -47,6 +47,9 @@
  * 11 PROUTs through both nodes at once (20 REGISTER AND IGNORE EXISTING KEY
  *    each, two threads): all GOOD, the generation rose by exactly 40 and both
  *    nodes list both last keys: no update was lost to the other node's.
+ * 12 REGISTER AND MOVE through A to B's registration on B's relative port
+ *    (the peer's TPGT, from READ FULL STATUS through A): B holds the
+ *    reservation and writes, A's writes conflict.
  *
  * Without the Ceph packages (or built without librbd) the test prints
  * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
@@ -1038,6 +1041,104 @@ START_TEST(t11_concurrent_prout)
 }
 END_TEST
 
+/* A raw 10-byte PERSISTENT RESERVE IN/OUT; the task, freed by the caller. */
+static struct scsi_task *pr_raw(struct iscsi_context *c, uint8_t op, uint8_t sa, uint8_t type,
+				uint8_t *param, uint32_t len)
+{
+	struct scsi_task *t = calloc(1, sizeof(*t));
+	struct iscsi_data d = { .size = len, .data = param };
+	struct scsi_task *r;
+
+	ck_assert_ptr_nonnull(t);
+	t->cdb[0] = op;
+	t->cdb[1] = sa;
+	t->cdb[2] = type;
+	t->cdb[5] = (uint8_t)(len >> 24);
+	t->cdb[6] = (uint8_t)(len >> 16);
+	t->cdb[7] = (uint8_t)(len >> 8);
+	t->cdb[8] = (uint8_t)len;
+	t->cdb_size = 10;
+	t->xfer_dir = op == 0x5f ? SCSI_XFER_WRITE : SCSI_XFER_READ;
+	t->expxferlen = len;
+	r = iscsi_scsi_command_sync(c, 0, t, op == 0x5f ? &d : NULL);
+	ck_assert_msg(r != NULL, "PR raw: %s", iscsi_get_error(c));
+	return r;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+START_TEST(t12_move_across_nodes)
+{
+	struct iscsi_context *ca, *cb;
+	struct scsi_task *t;
+	uint8_t param[24 + 300];
+	const uint8_t *d, *tid = NULL;
+	unsigned tid_len = 0, rel = 0;
+	char vol[64];
+	int type;
+
+	next_vol(vol, sizeof(vol));
+	two_nodes(vol);
+	C = ca = login_isid(&D, 0xa1);
+	cb = login_isid(&D2, 0xb2);
+	drain_ua(ca);
+	drain_ua(cb);
+	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K2), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_RESERVE, WE, K1, 0), SCSI_STATUS_GOOD);
+
+	/* B's TransportID and relative port, as READ FULL STATUS through A
+	 * reports them */
+	t = pr_raw(ca, 0x5e, 3, 0, NULL, 1024);
+	ck_assert_int_eq(t->status, SCSI_STATUS_GOOD);
+	d = t->datain.data;
+	for (unsigned off = 8; off + 24 <= (unsigned)t->datain.size;) {
+		unsigned tl = (unsigned)d[off + 20] << 24 | (unsigned)d[off + 21] << 16 |
+			      (unsigned)d[off + 22] << 8 | d[off + 23];
+		uint64_t key = 0;
+
+		for (int i = 0; i < 8; i++)
+			key = key << 8 | d[off + i];
+		if (key == K2 && tl <= 300) {
+			tid = d + off + 24;
+			tid_len = tl;
+			rel = (unsigned)d[off + 18] << 8 | d[off + 19];
+		}
+		off += 24 + tl;
+	}
+	ck_assert_msg(tid != NULL, "B's registration not in READ FULL STATUS through A");
+	ck_assert_uint_eq(rel, 2);   /* B's TPGT */
+
+	/* A moves its reservation to B's registration, through B's port */
+	memset(param, 0, sizeof(param));
+	put64(param, K1);
+	put64(param + 8, K2);
+	param[18] = (uint8_t)(rel >> 8);
+	param[19] = (uint8_t)rel;
+	param[20] = (uint8_t)(tid_len >> 24);
+	param[21] = (uint8_t)(tid_len >> 16);
+	param[22] = (uint8_t)(tid_len >> 8);
+	param[23] = (uint8_t)tid_len;
+	memcpy(param + 24, tid, tid_len);
+	scsi_free_scsi_task(t);
+	t = pr_raw(ca, 0x5f, 7, WE, param, 24 + tid_len);
+	ck_assert_msg(t->status == SCSI_STATUS_GOOD, "REGISTER AND MOVE to the peer's port: status %d"
+		      " sense %x/%04x", t->status, t->sense.key, t->sense.ascq);
+	scsi_free_scsi_task(t);
+	ck_assert_uint_eq(read_res(cb, &type), K2);
+	ck_assert_int_eq(write_st(cb, 600), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(write_st(ca, 600), SCSI_STATUS_RESERVATION_CONFLICT);
+	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_CLEAR, 0, K2, 0), SCSI_STATUS_GOOD);
+	harness_iscsi_logout(cb);
+	stop_expect_0();
+	ck_assert_int_eq(harness_stop(&D2), 0);
+}
+END_TEST
+
 static Suite *rbd_suite(void)
 {
 	Suite *s = suite_create("net_rbd");
@@ -1053,6 +1154,7 @@ static Suite *rbd_suite(void)
 		{ "09_multipath_all", t09_multipath_all, 600 },
 		{ "10_bad_state", t10_bad_state, 300 },
 		{ "11_concurrent_prout", t11_concurrent_prout, 300 },
+		{ "12_move_across_nodes", t12_move_across_nodes, 300 },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
