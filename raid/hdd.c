@@ -62,13 +62,17 @@
 #define HDD_RA_UNIT (512ull << 10)
 #define HDD_SEQ_GAP (256ull << 10)
 #define HDD_SEQ_RUN 1u
+/* reads in a row that continued a stream before its read-ahead may keep the
+ * head while other requests wait */
+#define HDD_RA_BUSY_RUN 4u
 #define HDD_READ_AGE (250ull * 1000000ull)
 /* Writes need the head settled more precisely than reads: drive data sheets
  * give the average write seek about 1 ms above the read seek (e.g. 8.5 ms
  * read / 9.5 ms write on 7200 rpm NAS drives). */
 #define HDD_WRITE_SETTLE (1000000ull)
-#define HDD_DRAIN_MAX (4ull << 20)
+#define HDD_DRAIN_MAX (1ull << 20)
 #define HDD_BATCH (32ull << 20)
+#define HDD_LOG_NS (5000ull * 1000000ull)
 
 enum { JOB_NONE, JOB_READ, JOB_DRAIN, JOB_RA };
 
@@ -424,8 +428,13 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 		j->stream = h->cur;
 		return true;
 	}
+	/* Read-ahead yields to waiting requests (a drive abandons its
+	 * prefetch when a command arrives) unless the stream is established:
+	 * then it is the batch that keeps two sequential streams from seeking
+	 * per request. A read that happened to land just after another one
+	 * (random I/O) is no established stream. */
 	if (s->seq && s->ra_end < s->next + HDD_RA_MAX && h->head == s->ra_end &&
-	    !(others && cache_pressing(h, t))) {
+	    !(others && (cache_pressing(h, t) || s->run < HDD_RA_BUSY_RUN))) {
 		j->kind = JOB_RA;
 		j->a = s->ra_end;
 		j->b = s->ra_end + HDD_RA_UNIT;
@@ -506,6 +515,38 @@ static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
 	return false;
 }
 
+/* The model's own accounting, one line per member and HDD_LOG_NS of
+ * activity: how busy the head was and how much of that was positioning.
+ * An idle head during a sequential write means the host did not keep the
+ * disk's cache filled; positioning means seeks or rotations. */
+static void win_log(struct raid_member *m, uint64_t t)
+{
+	struct raid_hdd *h = &m->hdd;
+	double win = (double)(t - h->win_t0);
+
+	if (h->win_t0 && t - h->win_t0 >= HDD_LOG_NS)
+		LOG_INFO(RAID_MOD, "hdd model %s: %.1f s: head busy %.1f%% (positioning %.1f%%), "
+			 "%llu seeks, %llu stream switches, read %.1f MB, read-ahead %.1f MB, "
+			 "destaged %.1f MB, %.1f MB dirty",
+			 m->path, win / 1e9, 100.0 * (double)(h->n_busy_ns - h->win_busy) / win,
+			 100.0 * (double)(h->n_pos_ns - h->win_pos) / win,
+			 (unsigned long long)(h->n_seek - h->win_seek),
+			 (unsigned long long)(h->n_switch - h->win_switch),
+			 (double)(h->n_rd_bytes - h->win_rd) / 1e6,
+			 (double)(h->n_ra_bytes - h->win_ra) / 1e6,
+			 (double)(h->n_wr_bytes - h->win_wr) / 1e6, (double)h->dirty / 1e6);
+	else if (h->win_t0 && t - h->win_t0 < HDD_LOG_NS)
+		return;
+	h->win_t0 = t;
+	h->win_busy = h->n_busy_ns;
+	h->win_pos = h->n_pos_ns;
+	h->win_seek = h->n_seek;
+	h->win_switch = h->n_switch;
+	h->win_rd = h->n_rd_bytes;
+	h->win_wr = h->n_wr_bytes;
+	h->win_ra = h->n_ra_bytes;
+}
+
 static void job_start(struct raid_member *m, uint64_t t, struct job *j)
 {
 	struct raid_hdd *h = &m->hdd;
@@ -531,10 +572,14 @@ static void job_start(struct raid_member *m, uint64_t t, struct job *j)
 		h->n_seek++;
 	h->n_busy_ns += (uint64_t)ns;
 	h->n_pos_ns += (uint64_t)(ns - (double)(j->b - j->a) / bps(c) * 1e9);
-	if (j->kind == JOB_READ)
+	win_log(m, t);
+	if (j->kind == JOB_READ) {
 		h->n_rd_jobs++;
-	else if (j->kind == JOB_DRAIN)
+		h->n_rd_bytes += j->b - j->a;
+	} else if (j->kind == JOB_DRAIN) {
 		h->n_drain_jobs++;
+		h->n_wr_bytes += j->b - j->a;
+	}
 	h->batch += j->b - j->a;
 	h->job = j->kind;
 	h->job_a = j->a;

@@ -53,6 +53,12 @@ OUT/results.md, OUT/results.json and OUT/results.png.
   --hdd M:S:R          HDD model of every member (default 260:8.5:7200)
   --no-hdd             no HDD model: members run at memory speed
   --keep-logs          copy rtgtd logs into OUT/logs
+  --nice N             niceness of rtgtd, rtgt-bench and the raw TCP probe
+                       (default -10: other work on the machine, e.g. builds,
+                       takes less CPU from the system under test; 0 = as is)
+  --log-level LEVEL    rtgtd log level (default warn; info adds the HDD
+                       model's accounting per member every 5 s: head busy
+                       share, positioning share, seeks; use with --keep-logs)
   --calibrate-only     build the links, measure them (raw TCP with
                        scripts/lab/tcprate.py, then a memory-backed target),
                        print the figures and stop (no results files)
@@ -106,6 +112,8 @@ MEMBER_SIZE=
 SPAN=
 HDD=260:8.5:7200
 KEEP_LOGS=0
+NICE=-10
+LOG_LEVEL=warn
 CAL_ONLY=0
 ONLY=raid5,raid6,raid10,2xraid1
 TBF_LAT=2
@@ -123,6 +131,8 @@ while [ $# -gt 0 ]; do
 	--hdd) [ $# -ge 2 ] || bad_usage "--hdd needs MBPS:SEEK_MS:RPM"; HDD=$2; shift 2 ;;
 	--no-hdd) HDD=; shift ;;
 	--keep-logs) KEEP_LOGS=1; shift ;;
+	--nice) [ $# -ge 2 ] || bad_usage "--nice needs a value"; NICE=$2; shift 2 ;;
+	--log-level) [ $# -ge 2 ] || bad_usage "--log-level needs a level"; LOG_LEVEL=$2; shift 2 ;;
 	--calibrate-only) CAL_ONLY=1; shift ;;
 	--only) [ $# -ge 2 ] || bad_usage "--only needs a list"; ONLY=$2; shift 2 ;;
 	--tbf-latency) [ $# -ge 2 ] || bad_usage "--tbf-latency needs ms"; TBF_LAT=$2; shift 2 ;;
@@ -148,6 +158,9 @@ want() { [[ ",$ONLY," == *",$1,"* ]]; }
 	bad_usage "--tbf-latency must be 0.1..1000 ms, not '$TBF_LAT'"
 [ -z "$TBF_BURST" ] || { [[ $TBF_BURST =~ ^[0-9]+$ ]] && [ "$TBF_BURST" -ge 16384 ]; } ||
 	bad_usage "--tbf-burst must be bytes >= 16384, not '$TBF_BURST'"
+[[ $NICE =~ ^-?[0-9]+$ ]] && [ "$NICE" -ge -20 ] && [ "$NICE" -le 19 ] ||
+	bad_usage "--nice must be -20..19, not '$NICE'"
+case $LOG_LEVEL in error|warn|info|debug) ;; *) bad_usage "--log-level must be error, warn, info or debug, not '$LOG_LEVEL'" ;; esac
 [[ $TIME =~ ^[0-9]+$ ]] && [ "$TIME" -ge 1 ] && [ "$TIME" -le 3600 ] ||
 	bad_usage "--time must be 1..3600 seconds, not '$TIME'"
 member_b=$(to_bytes "$MEMBER_SIZE")
@@ -279,7 +292,7 @@ note "namespace $NS: link1 $CLI1 -> $NAS1 ($C1)$([ "$LINKS" -eq 2 ] && echo ", l
 # write_conf name level hdd(0|1) then pool/target lines on stdin are built here
 IQN_BASE=iqn.2026-11.org.rtgt:lab
 conf_daemon() {
-	printf 'daemon = { workers = 2; control = "%s/rtgtd.sock"; log_level = "warn"; };\n' "$work"
+	printf 'daemon = { workers = 2; control = "%s/rtgtd.sock"; log_level = "%s"; };\n' "$work" "$LOG_LEVEL"
 }
 conf_portals() {
 	if [ "$LINKS" -eq 2 ]; then
@@ -316,7 +329,7 @@ wait_portal() {   # ip: until rtgtd accepts on ip:PORT or dies
 
 start_daemon() {   # conf-file
 	rm -f "$members_dir"/*.img
-	ip netns exec "$NS" "$RTGTD" -c "$1" > "$work/rtgtd.log" 2>&1 &
+	ip netns exec "$NS" nice -n "$NICE" "$RTGTD" -c "$1" > "$work/rtgtd.log" 2>&1 &
 	daemon_pid=$!
 	if ! wait_portal "$NAS1" || { [ "$LINKS" -eq 2 ] && ! wait_portal "$NAS2"; }; then
 		sed 's/^/  rtgtd: /' "$work/rtgtd.log" | tail -20 >&2
@@ -339,7 +352,7 @@ finish_daemon() {   # label
 # ---------------------------------------------------------------- benchmark runs
 # Results, keyed "config|workload": total MB/s, IOPS, p99 ms, per-session
 # MB/s and shares (space separated), bytes of each session (space separated).
-declare -A R_MBPS R_IOPS R_P99 R_SMBPS R_SHARE R_BYTES R_JSON
+declare -A R_MBPS R_IOPS R_P99 R_SMBPS R_SHARE R_BYTES R_JSON R_DROPS
 failed=0
 url_of() { echo "iscsi://$1:$PORT/$2/0"; }
 
@@ -347,12 +360,29 @@ field_list() {   # json key -> values in document order (sessions..., total)
 	grep -o "\"$2\":[0-9.eE+-]*" <<<"$1" | sed 's/.*://'
 }
 
+# packets the tbf qdiscs dropped so far, client egress (writes) and NAS
+# egress (reads), summed over the links: a run that makes TCP back off shows
+# here
+tbf_drops() {
+	local c=0 n=0 d
+	for d in "$C1" ${C2:+"$C2"}; do
+		[ "$d" = "$C2" ] && [ "$LINKS" -ne 2 ] && continue
+		c=$((c + $(tc -s qdisc show dev "$d" 2>/dev/null | grep -o 'dropped [0-9]*' | head -1 | awk '{print $2 + 0}') ))
+	done
+	for d in "$N1" ${N2:+"$N2"}; do
+		[ "$d" = "$N2" ] && [ "$LINKS" -ne 2 ] && continue
+		n=$((n + $(ip netns exec "$NS" tc -s qdisc show dev "$d" 2>/dev/null | grep -o 'dropped [0-9]*' | head -1 | awk '{print $2 + 0}') ))
+	done
+	echo "$c $n"
+}
+
 bench() {   # key label timeout-extra bench-args... (urls included)
-	local key=$1 label=$2 extra=$3 out rc vals
+	local key=$1 label=$2 extra=$3 out rc vals d0 d1
 	shift 3
+	d0=$(tbf_drops)
 	# in the background so that a signal reaches the trap at once; timeout
 	# bounds a run whose target stopped answering
-	timeout -s TERM $((TIME + extra + 60)) "$BENCH" --json --quiet \
+	timeout -s TERM $((TIME + extra + 60)) nice -n "$NICE" "$BENCH" --json --quiet \
 		--initiator-name "$IQN_BASE:client" "$@" > "$work/bench.out" 2> "$work/bench.err" &
 	bench_pid=$!
 	wait "$bench_pid"
@@ -371,8 +401,10 @@ bench() {   # key label timeout-extra bench-args... (urls included)
 	vals=$(field_list "$out" p99); R_P99[$key]=$(tail -1 <<<"$vals")
 	vals=$(field_list "$out" share); R_SHARE[$key]=$(head -n -1 <<<"$vals" | tr '\n' ' ')
 	vals=$(field_list "$out" bytes); R_BYTES[$key]=$(head -n -1 <<<"$vals" | tr '\n' ' ')
-	printf '  %-34s %8.1f MB/s %8.0f IOPS  p99 %8.2f ms  shares %s\n' "$label" \
-		"${R_MBPS[$key]:-0}" "${R_IOPS[$key]:-0}" "${R_P99[$key]:-0}" "${R_SHARE[$key]:--}" >&2
+	d1=$(tbf_drops)
+	R_DROPS[$key]="$(( ${d1% *} - ${d0% *} )) $(( ${d1#* } - ${d0#* } ))"
+	printf '  %-34s %8.1f MB/s %8.0f IOPS  p99 %8.2f ms  shares %s tbf drops %s\n' "$label" \
+		"${R_MBPS[$key]:-0}" "${R_IOPS[$key]:-0}" "${R_P99[$key]:-0}" "${R_SHARE[$key]:--}" "${R_DROPS[$key]}" >&2
 }
 
 # the sequential read span: what the sequential write of the same sessions
@@ -444,11 +476,11 @@ TCPRATE=$ROOT/scripts/lab/tcprate.py
 if command -v python3 >/dev/null && [ -f "$TCPRATE" ]; then
 	# one TCP stream over link 1, client -> NAS (what a write sends) and
 	# NAS -> client (a read); the sink/source runs inside the namespace
-	ip netns exec "$NS" python3 "$TCPRATE" serve "$NAS1" 5201 > "$work/tcprate.log" 2>&1 &
+	ip netns exec "$NS" nice -n "$NICE" python3 "$TCPRATE" serve "$NAS1" 5201 > "$work/tcprate.log" 2>&1 &
 	raw_pid=$!
 	for _ in $(seq 50); do (exec 3<>"/dev/tcp/$NAS1/5201") 2>/dev/null && break; sleep 0.1; done
-	RAW_W=$(timeout $((cal_time + 20)) python3 "$TCPRATE" run "$NAS1" 5201 "$cal_time" send 2>>"$work/tcprate.log")
-	RAW_R=$(timeout $((cal_time + 20)) python3 "$TCPRATE" run "$NAS1" 5201 "$cal_time" recv 2>>"$work/tcprate.log")
+	RAW_W=$(timeout $((cal_time + 20)) nice -n "$NICE" python3 "$TCPRATE" run "$NAS1" 5201 "$cal_time" send 2>>"$work/tcprate.log")
+	RAW_R=$(timeout $((cal_time + 20)) nice -n "$NICE" python3 "$TCPRATE" run "$NAS1" 5201 "$cal_time" recv 2>>"$work/tcprate.log")
 	kill "$raw_pid" 2>/dev/null; wait "$raw_pid" 2>/dev/null
 	note "raw TCP over link 1 (one stream, $cal_time s): client->NAS ${RAW_W:-?} MB/s, NAS->client ${RAW_R:-?} MB/s"
 else
@@ -643,7 +675,7 @@ shares_txt() {   # cfg -> "w 50/50, r 49/51, rand 50/50" for multi-session confi
 	echo "Command: \`scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}\`  "
 	echo "rtgt $GIT_REV on $HOSTNOTE, $(date -u '+%Y-%m-%d %H:%M UTC'), $t_total s in all; load average $LOAD_START at the start, $LOAD_END at the end (other work on the machine skews the figures).  "
 	echo "Links: $LINKS x veth, tc tbf $RATE each direction (burst $BURST B, latency $TBF_LAT ms). Members: 4 x $MEMBER_SIZE sparse files in $DIR, direct_io = false, HDD model ${HDD:-off} (mbps:seek_ms:rpm), active in this build: **$HDD_ACTIVE**${HDD_PROBE_MS:+ (4K random read p50 $HDD_PROBE_MS ms)}.  "
-	echo "Runs: $TIME s each; sequential runs 1 MiB qd 8 per session over the first $SPAN of each LUN (reads over what the write covered); random runs 4 KiB 70% read qd 32 per session over the whole LUN."
+	echo "Runs: $TIME s each; sequential runs 1 MiB qd 8 per session over the first $SPAN of each LUN (reads over what the write covered); random runs 4 KiB 70% read qd 32 per session over the whole LUN. rtgtd and rtgt-bench ran at nice $NICE."
 	echo
 	echo "Link calibration (memory-backed RAID0, no HDD model; the ceiling of the shaped links plus the target):"
 	echo
