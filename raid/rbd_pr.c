@@ -206,11 +206,14 @@ static void upd_done(void *arg)
 	free(u);
 }
 
+/* Two nodes that collided should not collide again: 1-8 ms plus a jitter
+ * taken from the clock (rand() is not for threads). */
 static void backoff(unsigned attempt)
 {
-	struct timespec ts = { 0, (long)(1000000u * (1u + attempt % 8u) +
-					(unsigned)rand() % 1000000u) };
+	struct timespec now, ts = { 0, 0 };
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ts.tv_nsec = (long)(1000000u * (1u + attempt % 8u)) + now.tv_nsec % 1000000;
 	nanosleep(&ts, NULL);
 }
 
