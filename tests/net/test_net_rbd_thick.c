@@ -1,0 +1,692 @@
+/*
+ * tests/net/test_net_rbd_thick.c - thick provisioning of RBD images in the
+ * background and WRITE SAME through librbd's write-same: a throwaway
+ * single-node cluster (scripts/ceph-cluster.sh), a real bin/rtgtd with an rbd
+ * pool, libiscsi, rtgtctl and the rbd CLI.
+ *
+ * 01 a new 1.5 GiB thick image: rtgtd serves (portal, control socket) while
+ *    it is written out; `rtgtctl status --json` shows the volume
+ *    "provisioning" with growing progress, bytes done/total and an ETA, the
+ *    text status the percentage; meanwhile TEST UNIT READY, READ, WRITE and
+ *    WRITE SAME get NOT READY, LOGICAL UNIT IS IN PROCESS OF BECOMING READY
+ *    (02/04/01) while INQUIRY, REPORT LUNS and READ CAPACITY(16) work; then
+ *    "ready" at 100%, I/O works and `rbd du` shows the image fully used.
+ * 02 SIGKILL during provisioning, restart: progress resumes from the
+ *    checkpoint (never back at 0) and completes; the image is fully used.
+ * 03 WRITE SAME(16) across an object boundary reads back as the block
+ *    repeated, neighbours untouched; with NDOB as zeros; one of 150 MiB
+ *    (more than one librbd request); WRITE SAME(10); the image stays fully
+ *    allocated (zeros are written, not discarded).
+ * 04 libiscsi's conformance suite on this cluster (LEVEL=rbd
+ *    scripts/conformance.sh): 0 failures.
+ *
+ * CEPH_DIR=DIR runs on a cluster already started with scripts/ceph-cluster.sh
+ * (left running); otherwise the test starts and stops its own.
+ * Without the Ceph packages (or built without librbd) the test prints
+ * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+#include <json-c/json.h>
+
+#include "tests/lib/harness.h"
+
+#define OBJ        (4u << 20)       /* librbd's object size (raid/rbd.c) */
+#define BIG        "1536M"
+#define BIG_BYTES  (1536ull << 20)
+
+static char cluster_base[64];        /* mkdtemp dir holding cluster_dir */
+static char cluster_dir[128];        /* DIR of scripts/ceph-cluster.sh */
+static pid_t cluster_owner;
+static unsigned vol_seq;             /* fresh image names across test cases */
+
+static struct harness_daemon D;
+static struct iscsi_context *C;
+static char cur_vol[64];             /* image of the running case, removed after it */
+
+/* ---- cluster ---- */
+
+static void cluster_stop(void)
+{
+	char *argv[] = { "scripts/ceph-cluster.sh", "stop", cluster_dir, NULL };
+	char err[512];
+
+	if (getpid() != cluster_owner || !cluster_dir[0])
+		return;
+	harness_run(argv, err, sizeof(err), 60000);   /* removes cluster_dir */
+	rmdir(cluster_base);
+	cluster_dir[0] = '\0';
+}
+
+/* 0 when running, > 0 to skip (reason in @why), < 0 on failure. */
+static int cluster_start(char *why, size_t whylen)
+{
+	char *argv[] = { "scripts/ceph-cluster.sh", "start", cluster_dir, NULL };
+	char err[4096];
+	int rc;
+
+#if !__has_include(<rbd/librbd.h>)
+	snprintf(why, whylen, "rtgtd is built without librbd (install librbd-dev librados-dev)");
+	return 1;
+#endif
+	if (getenv("CEPH_DIR") && getenv("CEPH_DIR")[0]) {
+		/* a cluster already running (scripts/ceph-cluster.sh start DIR):
+		 * used as it is, not stopped */
+		snprintf(cluster_dir, sizeof(cluster_dir), "%s", getenv("CEPH_DIR"));
+		return 0;
+	}
+	if (system("{ command -v ceph-mon && command -v ceph-mgr && command -v ceph-osd && "
+		   "command -v ceph && command -v rbd; } >/dev/null 2>&1") != 0) {
+		snprintf(why, whylen, "Ceph packages missing (scripts/deps.sh installs ceph-mon "
+			 "ceph-mgr ceph-osd ceph-common)");
+		return 1;
+	}
+	snprintf(cluster_base, sizeof(cluster_base), "/tmp/rtgt-rbdt.XXXXXX");
+	if (!mkdtemp(cluster_base))
+		return -errno;
+	snprintf(cluster_dir, sizeof(cluster_dir), "%s/ceph", cluster_base);
+	cluster_owner = getpid();
+	atexit(cluster_stop);
+	rc = harness_run(argv, err, sizeof(err), 180000);
+	if (rc == 3) {
+		snprintf(why, whylen, "%.900s", err);
+		return 1;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "ceph-cluster.sh start: exit %d\n%s\n", rc, err);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Runs a shell command line, returns its first output line in @out. */
+static int run_line(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int run_line(char *out, size_t len, const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	FILE *f;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	f = popen(cmd, "r");
+	if (!f)
+		return -errno;
+	out[0] = '\0';
+	if (!fgets(out, (int)len, f))
+		out[0] = '\0';
+	while (fgetc(f) != EOF)
+		;
+	st = pclose(f);
+	out[strcspn(out, "\n")] = '\0';
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -EINTR;
+}
+
+/* Bytes the cluster has allocated for image @name (`rbd du`). */
+static long long image_used(const char *name)
+{
+	char line[256];
+	int rc = run_line(line, sizeof(line),
+			  "rbd --conf %s/ceph.conf --name client.admin du --format json %s 2>/dev/null"
+			  " | grep -o '\"used_size\":[0-9]*' | head -1 | cut -d: -f2",
+			  cluster_dir, name);
+
+	if (rc != 0 || !line[0])
+		return -1;
+	return atoll(line);
+}
+
+/* ---- daemon ---- */
+
+static void setup(void)
+{
+	ck_assert_int_eq(harness_init(&D), 0);
+	harness_fini_at_exit(&D);
+	C = NULL;
+	cur_vol[0] = '\0';
+}
+
+static void teardown(void)
+{
+	char line[256];
+
+	harness_iscsi_logout(C);
+	C = NULL;
+	/* SIGTERM first: a killed client's watch keeps the image from being
+	 * removed for 30 s */
+	if (D.pid > 0)
+		harness_stop(&D);
+	harness_fini(&D);
+	/* the OSD holds 4 GiB: do not leave 1.5 GiB images behind */
+	if (cur_vol[0] && run_line(line, sizeof(line), "rbd --conf %s/ceph.conf --name client.admin "
+				   "rm --no-progress %s 2>&1 >/dev/null | tail -1", cluster_dir,
+				   cur_vol) == 0 && line[0])
+		fprintf(stderr, "rbd rm %s: %s\n", cur_vol, line);
+}
+
+static void write_conf(const char *vol, const char *size)
+{
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
+		"pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"%s/ceph.conf\";\n"
+		"            rbd_pool = \"rbd\"; ceph_id = \"rtgt\";\n"
+		"            keyring = \"%s/client.rtgt.keyring\"; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"%s\"; } );\n"
+		"  allow = ( \"ALL\" ); } );\n",
+		cluster_dir, cluster_dir, D.port, vol, size), 0);
+}
+
+static void start(void)
+{
+	int rc = harness_start(&D);
+
+	if (rc) {
+		harness_dump_log(&D, stderr, 40);
+		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
+	}
+}
+
+/* Connect and log in without libiscsi's full connect, whose TEST UNIT READY
+ * fails the login while the LU is becoming ready. */
+static void login(void)
+{
+	char portal[64];
+	int rc;
+
+	C = iscsi_create_context(HARNESS_INITIATOR);
+	ck_assert(C != NULL);
+	snprintf(portal, sizeof(portal), "127.0.0.1:%u", D.port);
+	iscsi_set_noautoreconnect(C, 1);
+	iscsi_set_timeout(C, 30);
+	ck_assert_int_eq(iscsi_set_targetname(C, HARNESS_TARGET), 0);
+	ck_assert_int_eq(iscsi_set_session_type(C, ISCSI_SESSION_NORMAL), 0);
+	iscsi_set_header_digest(C, ISCSI_HEADER_DIGEST_NONE);
+	rc = iscsi_connect_sync(C, portal);
+	if (!rc)
+		rc = iscsi_login_sync(C);
+	if (rc)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(rc == 0, "login failed: %s", iscsi_get_error(C));
+}
+
+static bool log_has(const char *needle)
+{
+	static char buf[1 << 18];
+
+	return harness_read_log(&D, buf, sizeof(buf)) > 0 && strstr(buf, needle);
+}
+
+static void next_vol(void)
+{
+	snprintf(cur_vol, sizeof(cur_vol), "k%ld-%u", (long)getpid(), ++vol_seq);
+}
+
+static void fill(uint8_t *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		buf[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
+	}
+}
+
+static const char *rtgtctl(void)
+{
+	return getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
+}
+
+/* ---- status ---- */
+
+struct vstat {
+	char state[32];
+	long long done, total;
+	double progress, eta;      /* eta < 0: not reported */
+};
+
+/* The volume's entry in `rtgtctl status --json`; false when not available
+ * (daemon not up yet, volume not listed). */
+static bool vol_status(struct vstat *vs)
+{
+	char cmd[512], buf[16384];
+	struct json_object *root, *pools;
+	bool found = false;
+	FILE *f;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "%s -s %s/rtgtd.sock status --json 2>/dev/null", rtgtctl(),
+		 D.dir);
+	f = popen(cmd, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	pclose(f);
+	buf[n] = '\0';
+	root = json_tokener_parse(buf);
+	if (!root)
+		return false;
+	if (json_object_object_get_ex(root, "pools", &pools)) {
+		for (size_t i = 0; i < json_object_array_length(pools) && !found; i++) {
+			struct json_object *vols, *p = json_object_array_get_idx(pools, i);
+
+			if (!json_object_object_get_ex(p, "volumes", &vols))
+				continue;
+			for (size_t v = 0; v < json_object_array_length(vols) && !found; v++) {
+				struct json_object *vo = json_object_array_get_idx(vols, v), *x;
+
+				if (!json_object_object_get_ex(vo, "name", &x) ||
+				    strcmp(json_object_get_string(x), cur_vol))
+					continue;
+				found = true;
+				memset(vs, 0, sizeof(*vs));
+				vs->eta = -1;
+				if (json_object_object_get_ex(vo, "state", &x))
+					snprintf(vs->state, sizeof(vs->state), "%s",
+						 json_object_get_string(x));
+				if (json_object_object_get_ex(vo, "provision_done_bytes", &x))
+					vs->done = json_object_get_int64(x);
+				if (json_object_object_get_ex(vo, "provision_total_bytes", &x))
+					vs->total = json_object_get_int64(x);
+				if (json_object_object_get_ex(vo, "provision_progress", &x))
+					vs->progress = json_object_get_double(x);
+				if (json_object_object_get_ex(vo, "provision_eta_s", &x))
+					vs->eta = json_object_get_double(x);
+			}
+		}
+	}
+	json_object_put(root);
+	return found;
+}
+
+static void msleep(unsigned ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+/* ---- SCSI ---- */
+
+static bool is_becoming_ready(const struct scsi_task *t)
+{
+	return t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+	       t->sense.key == SCSI_SENSE_NOT_READY && t->sense.ascq == 0x0401;
+}
+
+static void expect_becoming_ready(struct scsi_task *t, const char *what)
+{
+	ck_assert_msg(t, "%s: no answer: %s", what, iscsi_get_error(C));
+	ck_assert_msg(is_becoming_ready(t), "%s while provisioning: status %d sense %x/%04x, "
+		      "expected NOT READY 02/04/01", what, t->status, t->sense.key, t->sense.ascq);
+	scsi_free_scsi_task(t);
+}
+
+static void expect_good(struct scsi_task *t, const char *what)
+{
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "%s: %s (status %d sense %x/%04x)", what,
+		      t ? "bad status" : iscsi_get_error(C), t ? t->status : -1,
+		      t ? t->sense.key : 0, t ? t->sense.ascq : 0);
+	scsi_free_scsi_task(t);
+}
+
+/* TEST UNIT READY until no unit attention is pending (POWER ON after login). */
+static void clear_ua(void)
+{
+	for (int i = 0; i < 8; i++) {
+		struct scsi_task *t = iscsi_testunitready_sync(C, 0);
+		bool ua = t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+			  t->sense.key == SCSI_SENSE_UNIT_ATTENTION;
+
+		scsi_free_scsi_task(t);
+		if (!ua)
+			return;
+	}
+}
+
+static void lun_write(uint64_t off, const uint8_t *buf, uint32_t len)
+{
+	expect_good(iscsi_write16_sync(C, 0, off / 512, (unsigned char *)buf, len, 512, 0, 0, 0,
+				       0, 0), "WRITE 16");
+}
+
+static void lun_expect(uint64_t off, const uint8_t *want, uint32_t len)
+{
+	struct scsi_task *t = iscsi_read16_sync(C, 0, off / 512, len, 512, 0, 0, 0, 0, 0);
+
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ 16 at %llu len %u: %s",
+		      (unsigned long long)off, len, t ? "bad status" : iscsi_get_error(C));
+	ck_assert_int_eq(t->datain.size, (int)len);
+	ck_assert_msg(memcmp(t->datain.data, want, len) == 0,
+		      "data read at %llu (%u bytes) differs from what was expected",
+		      (unsigned long long)off, len);
+	scsi_free_scsi_task(t);
+}
+
+/* WRITE SAME(16) built by hand (libiscsi has no NDOB argument). */
+static struct scsi_task *write_same16(uint64_t lba, uint32_t n, const uint8_t *block, bool ndob)
+{
+	unsigned char cdb[16] = { 0x93 };
+	struct iscsi_data d = { .size = 512, .data = (unsigned char *)block };
+	struct scsi_task *t;
+
+	cdb[1] = ndob ? 0x01 : 0;
+	for (int i = 0; i < 8; i++)
+		cdb[2 + i] = (unsigned char)(lba >> (56 - 8 * i));
+	for (int i = 0; i < 4; i++)
+		cdb[10 + i] = (unsigned char)(n >> (24 - 8 * i));
+	t = scsi_create_task(16, cdb, ndob ? SCSI_XFER_NONE : SCSI_XFER_WRITE, ndob ? 0 : 512);
+	ck_assert(t != NULL);
+	return iscsi_scsi_command_sync(C, 0, t, ndob ? NULL : &d);
+}
+
+/* Reads [off, off + len) in 1 MiB pieces: every 512-byte block must equal
+ * @block. */
+static void lun_expect_same(uint64_t off, uint64_t len, const uint8_t *block)
+{
+	while (len) {
+		uint32_t n = len < (1u << 20) ? (uint32_t)len : (1u << 20);
+		struct scsi_task *t = iscsi_read16_sync(C, 0, off / 512, n, 512, 0, 0, 0, 0, 0);
+
+		ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ 16 at %llu: %s",
+			      (unsigned long long)off, t ? "bad status" : iscsi_get_error(C));
+		for (uint32_t b = 0; b < n; b += 512)
+			ck_assert_msg(memcmp(t->datain.data + b, block, 512) == 0,
+				      "block at byte %llu is not the WRITE SAME pattern",
+				      (unsigned long long)(off + b));
+		scsi_free_scsi_task(t);
+		off += n;
+		len -= n;
+	}
+}
+
+/* ---- tests ---- */
+
+START_TEST(t01_background)
+{
+	struct vstat vs, prev = { .done = -1 };
+	uint8_t buf[8192], blk[512] = { 0x5a };
+	unsigned samples = 0, grew = 0, with_eta = 0, midway = 0;
+	bool text_seen = false;
+	time_t t0;
+
+	next_vol();
+	write_conf(cur_vol, BIG);
+	t0 = time(NULL);
+	start();
+	login();
+	ck_assert_msg(vol_status(&vs), "status --json does not list %s while provisioning", cur_vol);
+	ck_assert_msg(strcmp(vs.state, "provisioning") == 0,
+		      "volume is \"%s\" right after start; make the image larger (provisioning "
+		      "finished before serving)", vs.state);
+
+	/* not ready: media access refused, the rest answers; the first
+	 * command reports the POWER ON unit attention (it comes first) */
+	{
+		struct scsi_task *t = iscsi_testunitready_sync(C, 0);
+
+		ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+			      (t->sense.key == SCSI_SENSE_UNIT_ATTENTION || is_becoming_ready(t)),
+			      "first TEST UNIT READY: neither UA nor NOT READY");
+		scsi_free_scsi_task(t);
+	}
+	expect_becoming_ready(iscsi_testunitready_sync(C, 0), "TEST UNIT READY");
+	expect_becoming_ready(iscsi_read16_sync(C, 0, 0, 4096, 512, 0, 0, 0, 0, 0), "READ 16");
+	fill(buf, sizeof(buf), 1);
+	expect_becoming_ready(iscsi_write16_sync(C, 0, 8, buf, 4096, 512, 0, 0, 0, 0, 0),
+			      "WRITE 16");
+	expect_becoming_ready(write_same16(0, 16, blk, false), "WRITE SAME 16");
+	expect_good(iscsi_inquiry_sync(C, 0, 0, 0, 255), "INQUIRY");
+	expect_good(iscsi_reportluns_sync(C, 0, 512), "REPORT LUNS");
+	{
+		struct scsi_task *t = iscsi_readcapacity16_sync(C, 0);
+		struct scsi_readcapacity16 *rc16;
+
+		ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ CAPACITY 16 while provisioning");
+		rc16 = scsi_datain_unmarshall(t);
+		ck_assert(rc16 != NULL);
+		ck_assert_msg((rc16->returned_lba + 1) * 512 == BIG_BYTES, "capacity %llu",
+			      (unsigned long long)rc16->returned_lba);
+		scsi_free_scsi_task(t);
+	}
+
+	/* progress grows to 100% */
+	while (vol_status(&vs)) {
+		ck_assert_msg(vs.total == (long long)BIG_BYTES, "provision_total_bytes %lld", vs.total);
+		ck_assert_msg(vs.done >= prev.done, "progress went back: %lld after %lld", vs.done,
+			      prev.done);
+		samples++;
+		if (vs.done > prev.done && prev.done >= 0)
+			grew++;
+		if (strcmp(vs.state, "ready") == 0)
+			break;
+		ck_assert_str_eq(vs.state, "provisioning");
+		ck_assert_msg(vs.progress >= 0 && vs.progress < 1.0, "progress %f", vs.progress);
+		if (vs.eta >= 0)
+			with_eta++;
+		if (vs.done > 0 && vs.done < vs.total)
+			midway++;
+		if (!text_seen) {
+			char line[512];
+
+			/* the text status: "k..-1 (1.5G, provisioning 12.3%, ..." */
+			run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status | grep volumes",
+				 rtgtctl(), D.dir);
+			text_seen = strstr(line, "provisioning") && strstr(line, "%") &&
+				    strstr(line, " of ");
+		}
+		prev = vs;
+		ck_assert_msg(time(NULL) - t0 < 240, "provisioning did not finish in 240 s");
+		msleep(250);
+	}
+	ck_assert_str_eq(vs.state, "ready");
+	ck_assert_msg(vs.done == vs.total && vs.progress == 1.0, "ready at %lld of %lld", vs.done,
+		      vs.total);
+	ck_assert_msg(samples >= 4 && grew >= 2 && midway >= 2,
+		      "too few progress samples (%u, grew %u times, %u midway)", samples, grew,
+		      midway);
+	ck_assert_msg(with_eta >= 1, "no ETA while provisioning");
+	ck_assert_msg(text_seen, "rtgtctl status did not show the provisioning percentage");
+	fprintf(stderr, "01: %s written out in about %lld s, %u samples\n", BIG,
+		(long long)(time(NULL) - t0), samples);
+
+	/* ready: everything works, the image is allocated in full */
+	expect_good(iscsi_testunitready_sync(C, 0), "TEST UNIT READY after provisioning");
+	fill(buf, sizeof(buf), 2);
+	lun_write(BIG_BYTES - sizeof(buf), buf, sizeof(buf));
+	lun_expect(BIG_BYTES - sizeof(buf), buf, sizeof(buf));
+	ck_assert_int_eq(image_used(cur_vol), (long long)BIG_BYTES);
+	ck_assert(log_has("thick provisioning done"));
+}
+END_TEST
+
+START_TEST(t02_kill_resume)
+{
+	struct vstat vs;
+	long long at_kill = 0, first = -1;
+	time_t t0 = time(NULL);
+
+	next_vol();
+	write_conf(cur_vol, BIG);
+	start();
+	/* past 25% and a checkpoint (one a second) after it */
+	while (vol_status(&vs) && strcmp(vs.state, "provisioning") == 0 &&
+	       vs.done < (long long)(BIG_BYTES / 4)) {
+		ck_assert_msg(time(NULL) - t0 < 120, "no progress");
+		msleep(100);
+	}
+	ck_assert_msg(strcmp(vs.state, "provisioning") == 0,
+		      "provisioning ended before 25%% could be seen (state %s)", vs.state);
+	msleep(1500);
+	ck_assert(vol_status(&vs));
+	ck_assert_msg(strcmp(vs.state, "provisioning") == 0, "finished before the kill");
+	at_kill = vs.done;
+	ck_assert_int_eq(kill(D.pid, SIGKILL), 0);
+	while (harness_alive(&D))
+		msleep(50);
+
+	start();
+	while (vol_status(&vs) && strcmp(vs.state, "ready") != 0) {
+		ck_assert_str_eq(vs.state, "provisioning");
+		if (first < 0)
+			first = vs.done;
+		ck_assert_msg(vs.done > 0, "provisioning restarted from 0 after SIGKILL at %lld",
+			      at_kill);
+		ck_assert_msg(time(NULL) - t0 < 240, "provisioning did not finish after restart");
+		msleep(200);
+	}
+	ck_assert_str_eq(vs.state, "ready");
+	fprintf(stderr, "02: killed at %lld bytes, first seen after restart %lld\n", at_kill, first);
+	/* the checkpoint is at most about a second behind the kill */
+	ck_assert_msg(first < 0 || first >= (long long)(BIG_BYTES / 8),
+		      "resumed at %lld, killed at %lld", first, at_kill);
+	ck_assert_msg(log_has("resuming"), "no resume line in the log");
+	ck_assert_int_eq(image_used(cur_vol), (long long)BIG_BYTES);
+	login();
+	clear_ua();
+	expect_good(iscsi_testunitready_sync(C, 0), "TEST UNIT READY after resumed provisioning");
+}
+END_TEST
+
+START_TEST(t03_write_same)
+{
+	const uint64_t vol_bytes = 160ull << 20;
+	uint8_t blk[512], zero[512] = { 0 }, before[4096], after[4096];
+	uint64_t lba = OBJ / 512 - 100;     /* 100 blocks before the first boundary */
+	uint32_t n = 300;
+	struct vstat vs;
+	time_t t0 = time(NULL);
+
+	next_vol();
+	write_conf(cur_vol, "160M");
+	start();
+	while (vol_status(&vs) && strcmp(vs.state, "ready") != 0) {
+		ck_assert_msg(time(NULL) - t0 < 120, "160M not provisioned in 120 s");
+		msleep(100);
+	}
+	login();
+	clear_ua();
+	fill(blk, sizeof(blk), 3);
+	fill(before, sizeof(before), 4);
+	fill(after, sizeof(after), 5);
+	lun_write(lba * 512 - sizeof(before), before, sizeof(before));
+	lun_write((lba + n) * 512, after, sizeof(after));
+
+	expect_good(write_same16(lba, n, blk, false), "WRITE SAME 16 across an object boundary");
+	lun_expect_same(lba * 512, n * 512ull, blk);
+	lun_expect(lba * 512 - sizeof(before), before, sizeof(before));
+	lun_expect((lba + n) * 512, after, sizeof(after));
+
+	/* NDOB: zeros, the neighbours again untouched */
+	expect_good(write_same16(lba + 50, 200, NULL, true), "WRITE SAME 16 NDOB");
+	lun_expect_same((lba + 50) * 512, 200 * 512ull, zero);
+	lun_expect_same(lba * 512, 50 * 512ull, blk);
+	lun_expect_same((lba + 250) * 512, 50 * 512ull, blk);
+	lun_expect((lba + n) * 512, after, sizeof(after));
+
+	/* 150 MiB: more than one 64 MiB volume request */
+	fill(blk, sizeof(blk), 6);
+	expect_good(write_same16(8, (150u << 20) / 512, blk, false), "WRITE SAME 16 of 150 MiB");
+	lun_expect_same(8 * 512, 150ull << 20, blk);
+	lun_expect_same(0, 8 * 512, zero);
+	lun_expect_same(8 * 512 + (150ull << 20), vol_bytes - 8 * 512 - (150ull << 20), zero);
+
+	/* WRITE SAME(10) takes the same path */
+	fill(blk, sizeof(blk), 7);
+	expect_good(iscsi_writesame10_sync(C, 0, 2 * OBJ / 512 - 3, blk, 512, 6, 0, 0, 0, 0),
+		    "WRITE SAME 10 across an object boundary");
+	lun_expect_same(2ull * OBJ - 3 * 512, 6 * 512, blk);
+
+	/* zeros are written, never discarded: the image stays allocated */
+	expect_good(write_same16(0, (uint32_t)(vol_bytes / 512), NULL, true),
+		    "WRITE SAME 16 NDOB over the whole image");
+	lun_expect_same(0, 8u << 20, zero);
+	ck_assert_int_eq(image_used(cur_vol), (long long)vol_bytes);
+}
+END_TEST
+
+START_TEST(t04_conformance)
+{
+	char cmd[512], line[512];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd),
+		 "LEVEL=rbd CEPH_DIR=%s PORT=%u scripts/conformance.sh > %s/conformance.out 2>&1; "
+		 "echo $?", cluster_dir, D.port, D.dir);
+	rc = run_line(line, sizeof(line), "%s", cmd);
+	ck_assert_int_eq(rc, 0);
+	snprintf(cmd, sizeof(cmd), "grep -a '^conformance' %s/conformance.out >&2", D.dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "(no conformance summary)\n");
+	if (strcmp(line, "0") != 0) {
+		snprintf(cmd, sizeof(cmd), "tail -30 %s/conformance.out >&2", D.dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no conformance output)\n");
+	}
+	ck_assert_msg(strcmp(line, "0") == 0, "conformance on rbd failed (exit %s)", line);
+}
+END_TEST
+
+static Suite *thick_suite(void)
+{
+	Suite *s = suite_create("net_rbd_thick");
+	const struct { const char *name; const TTest *fn; int timeout; } cases[] = {
+		{ "01_background", t01_background, 300 },
+		{ "02_kill_resume", t02_kill_resume, 300 },
+		{ "03_write_same", t03_write_same, 300 },
+		{ "04_conformance", t04_conformance, 1800 },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, cases[i].timeout);
+		_tcase_add_test(tc, cases[i].fn, 0, 0, 0, 1);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	char why[1024];
+	int failed, rc;
+
+	rc = cluster_start(why, sizeof(why));
+	if (rc > 0) {
+		/* scripts/run-tests.sh shows this line in its summary */
+		printf("0%%: Checks: 0, SKIPPED: %s\n", why);
+		return EXIT_SUCCESS;
+	}
+	if (rc < 0) {
+		printf("0%%: Checks: 0, Failures: 1: cannot start the Ceph test cluster: %s\n",
+		       strerror(-rc));
+		return EXIT_FAILURE;
+	}
+	sr = srunner_create(thick_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	cluster_stop();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
