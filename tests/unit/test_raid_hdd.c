@@ -1,6 +1,8 @@
 /* tests/unit/test_raid_hdd.c - HDD model (raid/hdd.c): gaps passed by
  * rotation, two sequential streams batched instead of seeking per request,
- * write cache absorbing a burst and FLUSH waiting for it. */
+ * write cache absorbing a burst and FLUSH waiting for it, no read-ahead for
+ * random reads while others wait, a re-write of sectors just read costing
+ * one rotation. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +187,92 @@ START_TEST(t03_write_cache_flush)
 }
 END_TEST
 
+/* Random reads at qd 8 where every second one lands 8 KiB after the one
+ * before (as random I/O sometimes does): the pair looks like a stream for a
+ * moment, but its read-ahead must not hold the head while other reads wait.
+ * With it, every pair read ahead until its 32 MiB batch ended (0.3 s each,
+ * ~10 s in all); without, 64 reads cost about 64 x 12 ms at most. */
+START_TEST(t04_random_no_readahead)
+{
+	struct raid_ioctx *ctx;
+	struct raid_vol *v;
+	struct raid_pool *p;
+	uint8_t *buf = raid_alloc(1 << 20);
+	uint64_t offs[64];
+	double el;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	p = open_pool(&v);
+	for (unsigned k = 0; k < 32; k++) {
+		offs[2 * k] = ((k * 613ull) % 900) << 20;
+		offs[2 * k + 1] = offs[2 * k] + 8192;
+	}
+	el = run(v, ctx, RAID_OP_READ, offs, 64, 4096, 8, buf);
+	ck_assert_msg(el < 2.0, "64 random reads took %.3f s", el);
+	/* only an idle head may read ahead (after the last read: one segment) */
+	ck_assert_msg(p->m[0]->hdd.n_ra_bytes <= (32ull << 20), "read ahead %llu bytes",
+		      (unsigned long long)p->m[0]->hdd.n_ra_bytes);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+}
+END_TEST
+
+static void flush_wait(struct raid_vol *v, struct raid_ioctx *ctx)
+{
+	struct slot f;
+
+	memset(&f, 0, sizeof(f));
+	f.io.op = RAID_OP_FLUSH;
+	f.io.cb = cb;
+	f.io.arg = &f;
+	f.busy = true;
+	ck_assert_int_eq(raid_vol_submit(v, ctx, &f.io), 0);
+	while (f.busy)
+		raid_ioctx_wait(ctx, 100);
+}
+
+/* A write of the sectors just read (a read-modify-write's write-back) on an
+ * idle disk: the head is on their track, they have just passed under it, so
+ * they come round after about one rotation (8 ms here) - no seek, no half
+ * rotation on average plus write settle. A write 512 MiB away pays
+ * seek(512 MiB) + half a rotation + the settle: 9.8 + 4 + 1 ms. Measured
+ * with the model's own positioning time (not wall time: timers run late on a
+ * loaded machine). */
+START_TEST(t05_rewrite_costs_rotation)
+{
+	struct raid_ioctx *ctx;
+	struct raid_vol *v;
+	struct raid_pool *p;
+	uint8_t *buf = raid_alloc(1 << 20);
+	uint64_t off, pos0;
+	double back_ms = 0, far_ms = 0;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	p = open_pool(&v);
+	for (unsigned k = 0; k < 4; k++) {
+		off = (64ull + 40 * k) << 20;
+		run(v, ctx, RAID_OP_READ, &off, 1, 4096, 1, buf);
+		pos0 = p->m[0]->hdd.n_pos_ns;
+		run(v, ctx, RAID_OP_WRITE, &off, 1, 4096, 1, buf);
+		flush_wait(v, ctx);
+		back_ms += (double)(p->m[0]->hdd.n_pos_ns - pos0) / 1e6 / 4;
+
+		run(v, ctx, RAID_OP_READ, &off, 1, 4096, 1, buf);
+		pos0 = p->m[0]->hdd.n_pos_ns;
+		off += 512ull << 20;
+		run(v, ctx, RAID_OP_WRITE, &off, 1, 4096, 1, buf);
+		flush_wait(v, ctx);
+		far_ms += (double)(p->m[0]->hdd.n_pos_ns - pos0) / 1e6 / 4;
+	}
+	ck_assert_msg(back_ms > 7.5 && back_ms < 8.1, "re-write positioning %.2f ms", back_ms);
+	ck_assert_msg(far_ms > 14.0 && far_ms < 15.5, "far write positioning %.2f ms", far_ms);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("raid_hdd");
@@ -205,6 +293,16 @@ int main(void)
 	tc = tcase_create("03_write_cache_flush");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, t03_write_cache_flush);
+	tcase_set_timeout(tc, 30);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("04_random_no_readahead");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, t04_random_no_readahead);
+	tcase_set_timeout(tc, 30);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("05_rewrite_costs_rotation");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, t05_rewrite_costs_rotation);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
