@@ -131,7 +131,9 @@ struct raid_member_info {
 struct raid_pool_info {
 	char name[64];
 	const char *level;     /* "raid5", ... */
-	const char *state;     /* "optimal" | "degraded" | "rebuilding" | "failed" */
+	const char *state;     /* "optimal" | "degraded" | "rebuilding" | "failed"
+	                        * | "provisioning" (rbd: a volume being written
+	                        * out; rebuild_progress/eta_s then describe it) */
 	double rebuild_progress; /* 0.0 .. 1.0 */
 	double rebuild_eta_s;    /* < 0 when unknown */
 	uint64_t usable_bytes;

@@ -66,9 +66,9 @@
  * before they were written. The lock (RADOS lock "rtgt.thick" on the image
  * header object, 10 s lease renewed every second) makes one node write the
  * image out while a peer opening the same image waits for "done".
- * Invariant (prov_check): READY never has a live provisioning thread that
- * writes (prov_thread_live implies the state was RUNNING when it started),
- * prov_done <= prov_total, FAILED has prov_err < 0, the others 0.
+ * Invariant (prov_check, on every state change): prov_done <= the volume
+ * size; FAILED has prov_err < 0, READY and RUNNING have 0. Only the thread
+ * writes zeros, and only in RUNNING under the lease; READY is final.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -788,7 +788,9 @@ static void *prov_main(void *arg)
 				 rp->rbd_pool, rv->v.name);
 		told = true;
 		prov_progress(rv, from);
-		for (unsigned t = 0; t < 10 && !atomic_load(&rv->prov_stop); t++) {
+		{
+			/* a peer's "done" is seen within 0.1 s: a second node
+			 * starting next to the first is ready with it */
 			struct timespec ts = { 0, 100000000 };
 
 			nanosleep(&ts, NULL);
