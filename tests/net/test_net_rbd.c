@@ -50,6 +50,9 @@
  * 12 REGISTER AND MOVE through A to B's registration on B's relative port
  *    (the peer's TPGT, from READ FULL STATUS through A): B holds the
  *    reservation and writes, A's writes conflict.
+ * 13 a dead peer (SIGKILL of B) holds A's PROUTs at most the 5 s notify
+ *    timeout each (GOOD, warning logged; the times are printed); B
+ *    restarted has A's changes made while it was dead and enforces them.
  *
  * Without the Ceph packages (or built without librbd) the test prints
  * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
@@ -1139,6 +1142,67 @@ START_TEST(t12_move_across_nodes)
 }
 END_TEST
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+START_TEST(t13_dead_peer)
+{
+	struct iscsi_context *ca, *cb;
+	uint64_t kb[8];
+	uint32_t gen;
+	double t0, reg_s, res_s;
+	char vol[64];
+	int type;
+
+	next_vol(vol, sizeof(vol));
+	two_nodes(vol);
+	C = ca = login_isid(&D, 0xa1);
+	cb = login_isid(&D2, 0xb2);
+	drain_ua(ca);
+	drain_ua(cb);
+	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K2), SCSI_STATUS_GOOD);
+	harness_iscsi_logout(cb);
+	kill(D2.pid, SIGKILL);
+	for (int i = 0; i < 50 && harness_alive(&D2); i++)
+		usleep(100000);
+	ck_assert(!harness_alive(&D2));
+
+	/* B's watch outlives B on the OSD (until its timeout): A's PROUTs
+	 * wait for B's acknowledgement a bounded time, then complete */
+	t0 = mono_s();
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
+	reg_s = mono_s() - t0;
+	t0 = mono_s();
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_RESERVE, WE, K1, 0), SCSI_STATUS_GOOD);
+	res_s = mono_s() - t0;
+	fprintf(stderr, "13_dead_peer: PROUT with a dead peer: REGISTER %.2f s, RESERVE %.2f s\n",
+		reg_s, res_s);
+	ck_assert_msg(reg_s < 10 && res_s < 10, "PROUT held %.1f / %.1f s by a dead peer", reg_s,
+		      res_s);
+	ck_assert(log_has("not every node acknowledged"));
+
+	/* B comes back: it has everything, A's changes made while it was dead
+	 * included */
+	start_d(&D2);
+	cb = login_isid(&D2, 0xb2);
+	drain_ua(cb);
+	ck_assert_int_eq(read_keys(cb, kb, &gen), 2);
+	ck_assert(kb[0] == K1 && kb[1] == K2);
+	ck_assert_uint_eq(read_res(cb, &type), K1);
+	ck_assert_int_eq(type, WE);
+	ck_assert_int_eq(write_st(cb, 700), SCSI_STATUS_RESERVATION_CONFLICT);
+	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_CLEAR, 0, K1, 0), SCSI_STATUS_GOOD);
+	harness_iscsi_logout(cb);
+	stop_expect_0();
+	ck_assert_int_eq(harness_stop(&D2), 0);
+}
+END_TEST
+
 static Suite *rbd_suite(void)
 {
 	Suite *s = suite_create("net_rbd");
@@ -1155,6 +1219,7 @@ static Suite *rbd_suite(void)
 		{ "10_bad_state", t10_bad_state, 300 },
 		{ "11_concurrent_prout", t11_concurrent_prout, 300 },
 		{ "12_move_across_nodes", t12_move_across_nodes, 300 },
+		{ "13_dead_peer", t13_dead_peer, 300 },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
