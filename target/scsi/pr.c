@@ -31,9 +31,10 @@
  * rtgt_pr.<image id>), a strictly parsed, checksummed text (st_format /
  * st_parse): magic "rtgt-pr 2", seq (version, +1 per change), gen, aptpl,
  * type and holder index, one "reg" line per registration (key, relative
- * port, all_tg_pt, initiator port), one "ev" line per event of the change
- * that made it (UA code or 0 for "abort their commands", the registration
- * it applies to, the sending nexus that gets no UA), and an FNV-1a sum.
+ * port, all_tg_pt, initiator port), one "ev" line per event of the last
+ * 16 changes (the seq that made it, UA code or 0 for "abort their
+ * commands", the registration it applies to, the sending nexus that gets
+ * no UA), and an FNV-1a sum.
  * lu->regs/pr_type/pr_holder/pr_gen/pr_aptpl are this node's copy, at
  * version lu->pr_seq. Per shared LU, the copy moves:
  *
@@ -47,8 +48,11 @@
  *              submitting thread: installs the blob if the watch did not
  *              yet, then completes the command)
  *   CURRENT --any node's change (watch_cb -> st_take -> st_install)--> CURRENT
- *              (newer seq only; events done to this node's nexuses: UA for
- *              each matching nexus but the sender, abort for code 0)
+ *              (newer seq only; the events newer than the copy it replaces
+ *              done to this node's nexuses: UA for each matching nexus but
+ *              the sender, abort for code 0; so a node that sees version
+ *              N+1 before N, or re-reads after a broken watch, misses no
+ *              event of the last 16 changes)
  *   CURRENT --pr_free (LU destroyed): unwatch--> EMPTY
  *
  * Because every node installs the blob (under lu->lock) before it
@@ -163,6 +167,7 @@ bool pr_check(struct scsi_lu *lu)
 /* Something a service action does to the nexuses of a registration, kept
  * with the new state so that every node does it to its own nexuses. */
 struct pr_ev {
+	uint64_t seq;                   /* the change (blob version) that made it */
 	uint16_t code;                  /* UA asc << 8 | ascq; 0: abort their commands */
 	uint16_t rel;                   /* the registration: iport, rel, atp */
 	bool atp;
@@ -412,6 +417,7 @@ close_f:
 #define PR_MAGIC "rtgt-pr 2\n"
 #define PR_RESET_MAGIC "rtgt-pr-reset "
 #define PR_IPORT_MAX 511
+#define PR_EV_KEEP 16u          /* changes whose events a blob keeps */
 
 /* A parsed blob: the state in a scratch LU (regs, pr_type, pr_holder,
  * pr_gen, pr_aptpl; no lock, nexuses or commands) plus its version and the
@@ -465,8 +471,8 @@ static int st_format(const struct pr_st *st, uint8_t **out, size_t *out_len)
 		fprintf(f, "reg %016" PRIx64 " %u %d %s\n", r->key, r->rel_port, r->all_tg_pt,
 			r->iport);
 	for (e = st->evs; e; e = e->next)
-		fprintf(f, "ev %04x %u %d %s %u %s\n", e->code, e->rel, e->atp, e->iport, e->xrel,
-			e->xiport ? e->xiport : "-");
+		fprintf(f, "ev %" PRIu64 " %04x %u %d %s %u %s\n", e->seq, e->code, e->rel, e->atp,
+			e->iport, e->xrel, e->xiport ? e->xiport : "-");
 	if (fflush(f) != 0) {
 		fclose(f);
 		free(buf);
@@ -490,7 +496,7 @@ static int st_parse(const uint8_t *b, size_t len, struct pr_st *st)
 	char *buf, *line, *end, iport[PR_IPORT_MAX + 1], xiport[PR_IPORT_MAX + 1];
 	unsigned type, rel, atp, xrel, code, n_regs = 0, stage = 0;
 	int holder = 0, used, aptpl, rc = -EBADMSG;
-	uint64_t sum, key;
+	uint64_t sum, key, eseq;
 	struct pr_ev **tail = &st->evs;
 	size_t last;
 
@@ -532,9 +538,9 @@ static int st_parse(const uint8_t *b, size_t len, struct pr_st *st)
 				goto free_buf;
 			}
 			n_regs++;
-		} else if (stage >= 4 && sscanf(line, "ev %4x %u %u %511s %u %511s%n", &code, &rel, &atp,
-						iport, &xrel, xiport, &used) == 6 &&
-			   rel <= 0xffff && xrel <= 0xffff && atp <= 1) {
+		} else if (stage >= 4 && sscanf(line, "ev %" SCNu64 " %4x %u %u %511s %u %511s%n", &eseq,
+						&code, &rel, &atp, iport, &xrel, xiport, &used) == 7 &&
+			   rel <= 0xffff && xrel <= 0xffff && atp <= 1 && eseq <= st->seq) {
 			struct pr_ev *e = calloc(1, sizeof(*e));
 
 			stage = 5;
@@ -544,6 +550,7 @@ static int st_parse(const uint8_t *b, size_t len, struct pr_st *st)
 			}
 			*tail = e;
 			tail = &e->next;
+			e->seq = eseq;
 			e->code = (uint16_t)code;
 			e->rel = (uint16_t)rel;
 			e->atp = atp;
@@ -596,8 +603,9 @@ static bool nexus_is(const struct scsi_nexus *n, const char *iport, uint16_t rel
 static bool st_install(struct scsi_lu *lu, struct pr_st *st, bool raise)
 {
 	const struct pr_ev *e;
+	uint64_t had = lu->pr_seq;
 
-	if (st->seq <= lu->pr_seq)
+	if (st->seq <= had)
 		return false;
 	regs_free(lu);
 	lu->regs = st->lu.regs;
@@ -614,6 +622,9 @@ static bool st_install(struct scsi_lu *lu, struct pr_st *st, bool raise)
 		struct scsi_cmd *c;
 		struct scsi_ua *ua;
 
+		/* done here already, with the version that made it */
+		if (e->seq <= had)
+			continue;
 		if (!e->code) {
 			for (c = lu->inflight; c; c = c->snext)
 				if (reg_matches(&pat, c->nexus->iport, c->nexus->rel_port))
@@ -1293,7 +1304,25 @@ static int shared_apply(void *arg, const uint8_t *old, size_t old_len, uint8_t *
 		return 0;                       /* nothing to write */
 	}
 	st->seq++;
-	st->evs = rec.head;
+	{
+		/* keep the events of the last PR_EV_KEEP changes: a node that
+		 * got a later version first (notifies from two writers may
+		 * cross) or re-read after a broken watch still does them */
+		struct pr_ev **pp = &st->evs, *e;
+
+		while ((e = *pp)) {
+			if (e->seq + PR_EV_KEEP <= st->seq) {
+				*pp = e->next;
+				e->next = NULL;
+				ev_free(e);
+			} else {
+				pp = &e->next;
+			}
+		}
+		for (e = rec.head; e; e = e->next)
+			e->seq = st->seq;
+		*pp = rec.head;
+	}
 	rc = st_format(st, out, out_len);
 	if (rc < 0)
 		j->pro_rc = PRO_NOMEM;
