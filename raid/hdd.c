@@ -35,7 +35,15 @@
  * for the cache or it is over half full (and when nothing else is left).
  * So two sequential streams on one member are served in batches of up to
  * HDD_BATCH instead of one seek per request, and round-robin between them
- * keeps them fair.
+ * keeps them fair. Read-ahead runs while other requests wait only for an
+ * established stream (HDD_RA_BUSY_RUN reads in a row continued it): two
+ * random reads that happen to be adjacent start no prefetch that holds the
+ * head. Dirty data goes out in jobs of at most HDD_DRAIN_MAX.
+ *
+ * Accounting: every HDD_LOG_NS of activity win_log() writes one LOG_INFO
+ * line per member (head busy and positioning share, seeks, MB read, read
+ * ahead and destaged, dirty bytes): an idle head during a streaming write
+ * means the host did not keep the cache filled.
  *
  * States of a modelled mio (bits in hdd_state, under the member's hdd_mu):
  *   QUEUED (on m->hdd.q_*, no MODEL bit) -> MODEL (job done / admitted / hit /
@@ -70,7 +78,7 @@
  * give the average write seek about 1 ms above the read seek (e.g. 8.5 ms
  * read / 9.5 ms write on 7200 rpm NAS drives). */
 #define HDD_WRITE_SETTLE (1000000ull)
-#define HDD_DRAIN_MAX (1ull << 20)
+#define HDD_DRAIN_MAX (4ull << 20)
 #define HDD_BATCH (32ull << 20)
 #define HDD_LOG_NS (5000ull * 1000000ull)
 
