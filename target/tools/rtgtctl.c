@@ -403,6 +403,33 @@ static void print_counters(struct json_object *o, const char *prefix)
 	}
 }
 
+/* "1 2; peers 3" from a target's tpgts and peer_tpgts ("-" when it has no
+ * portal); cut short at @len. */
+static void tpg_list(struct json_object *t, char *out, size_t len)
+{
+	struct json_object *local = get(t, "tpgts"), *peers = get(t, "peer_tpgts");
+	size_t o = 0;
+
+#define TPG_PUT(...)                                                                  \
+	do {                                                                          \
+		int w_ = snprintf(out + o, len - o, __VA_ARGS__);                     \
+		if (w_ < 0 || (size_t)w_ >= len - o)                                  \
+			return;                                                       \
+		o += (size_t)w_;                                                      \
+	} while (0)
+	out[0] = '\0';
+	if (!arr_len(local))
+		TPG_PUT("-");
+	for (size_t i = 0; i < arr_len(local); i++)
+		TPG_PUT("%s%lld", i ? " " : "",
+			(long long)json_object_get_int64(json_object_array_get_idx(local, i)));
+	if (arr_len(peers))
+		TPG_PUT("; peers");
+	for (size_t i = 0; i < arr_len(peers); i++)
+		TPG_PUT(" %lld", (long long)json_object_get_int64(json_object_array_get_idx(peers, i)));
+#undef TPG_PUT
+}
+
 static void print_targets(struct json_object *reply, bool sessions, bool counters, bool params)
 {
 	struct json_object *targets = get(reply, "targets");
@@ -411,11 +438,14 @@ static void print_targets(struct json_object *reply, bool sessions, bool counter
 		printf("no targets\n");
 		return;
 	}
-	printf("%-56s %8s\n", "TARGET", "SESSIONS");
+	printf("%-56s %8s  %s\n", "TARGET", "SESSIONS", "PORT GROUPS (local; peer nodes)");
 	for (size_t i = 0; i < arr_len(targets); i++) {
 		struct json_object *t = json_object_array_get_idx(targets, i);
+		char groups[256];
 
-		printf("%-56s %8lld\n", get_str(t, "iqn", "?"), (long long)get_i64(t, "sessions"));
+		tpg_list(t, groups, sizeof(groups));
+		printf("%-56s %8lld  %s\n", get_str(t, "iqn", "?"), (long long)get_i64(t, "sessions"),
+		       groups);
 		if (counters)
 			print_counters(t, "");
 		if (sessions)
