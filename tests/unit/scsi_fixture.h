@@ -182,9 +182,4 @@ static uint8_t fx_key(const struct scsi_cmd *c)
 		ck_assert_int_eq(fx_asc(&(c)), (code));                        \
 	} while (0)
 
-static int fx_main(Suite *s)
-{
-	return ck_run(s);
-}
-
 #endif

@@ -239,23 +239,22 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("scsi_lu");
-	TCase *tc = tcase_create("lu");
+	/* one tcase "lu": each test after the first joins it */
+	const struct ck_case cases[] = {
+		CK_CASE("lu", t01_power_on_ua_once_per_nexus),
+		CK_CASE(NULL, t02_inquiry_does_not_report_ua),
+		CK_CASE(NULL, t03_bad_lun),
+		CK_CASE(NULL, t04_invalid_opcode_and_sa),
+		CK_CASE(NULL, t05_naca_refused),
+		CK_CASE(NULL, t06_lun_codec),
+		CK_CASE(NULL, t07_lun_reset_ua_for_all),
+		CK_CASE(NULL, t08_request_sense_takes_ua),
+		CK_CASE(NULL, t09_public_set_sense_fixed),
+		CK_CASE(NULL, t10_nexus_requires_known_port),
+		CK_CASE(NULL, t11_latency_histogram),
+		CK_CASE(NULL, t12_lu_stats_and_remove),
+	};
 
-	tcase_add_checked_fixture(tc, fx_setup, fx_teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, t01_power_on_ua_once_per_nexus);
-	tcase_add_test(tc, t02_inquiry_does_not_report_ua);
-	tcase_add_test(tc, t03_bad_lun);
-	tcase_add_test(tc, t04_invalid_opcode_and_sa);
-	tcase_add_test(tc, t05_naca_refused);
-	tcase_add_test(tc, t06_lun_codec);
-	tcase_add_test(tc, t07_lun_reset_ua_for_all);
-	tcase_add_test(tc, t08_request_sense_takes_ua);
-	tcase_add_test(tc, t09_public_set_sense_fixed);
-	tcase_add_test(tc, t10_nexus_requires_known_port);
-	tcase_add_test(tc, t11_latency_histogram);
-	tcase_add_test(tc, t12_lu_stats_and_remove);
-	suite_add_tcase(s, tc);
-	return fx_main(s);
+	return ck_main(&(struct ck_suite_def){ "scsi_lu", CK_CASES(cases),
+		.setup = fx_setup, .teardown = fx_teardown, .timeout = 30 });
 }

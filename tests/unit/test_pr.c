@@ -313,21 +313,20 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("scsi_pr");
-	TCase *tc = tcase_create("pr");
+	/* one tcase "pr": each test after the first joins it */
+	const struct ck_case cases[] = {
+		CK_CASE("pr", t01_reserve6_two_nexuses),
+		CK_CASE(NULL, t02_register_read_keys),
+		CK_CASE(NULL, t03_write_exclusive_access),
+		CK_CASE(NULL, t04_exclusive_access_registrants_only),
+		CK_CASE(NULL, t05_all_registrants),
+		CK_CASE(NULL, t06_preempt_and_clear),
+		CK_CASE(NULL, t07_report_capabilities_full_status),
+		CK_CASE(NULL, t08_aptpl_persists),
+		CK_CASE(NULL, t09_corrupt_aptpl_file_refused),
+		CK_CASE(NULL, t10_register_and_move),
+	};
 
-	tcase_add_checked_fixture(tc, setup, fx_teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, t01_reserve6_two_nexuses);
-	tcase_add_test(tc, t02_register_read_keys);
-	tcase_add_test(tc, t03_write_exclusive_access);
-	tcase_add_test(tc, t04_exclusive_access_registrants_only);
-	tcase_add_test(tc, t05_all_registrants);
-	tcase_add_test(tc, t06_preempt_and_clear);
-	tcase_add_test(tc, t07_report_capabilities_full_status);
-	tcase_add_test(tc, t08_aptpl_persists);
-	tcase_add_test(tc, t09_corrupt_aptpl_file_refused);
-	tcase_add_test(tc, t10_register_and_move);
-	suite_add_tcase(s, tc);
-	return fx_main(s);
+	return ck_main(&(struct ck_suite_def){ "scsi_pr", CK_CASES(cases),
+		.setup = setup, .teardown = fx_teardown, .timeout = 30 });
 }

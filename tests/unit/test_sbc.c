@@ -306,19 +306,18 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("scsi_sbc");
-	TCase *tc = tcase_create("sbc");
+	/* one tcase "sbc": each test after the first joins it */
+	const struct ck_case cases[] = {
+		CK_CASE("sbc", t01_write_read_roundtrip),
+		CK_CASE(NULL, t02_range_checks),
+		CK_CASE(NULL, t03_residuals),
+		CK_CASE(NULL, t04_compare_and_write_miscompare_offset),
+		CK_CASE(NULL, t05_verify_bytchk),
+		CK_CASE(NULL, t06_write_same_pieces_and_ndob),
+		CK_CASE(NULL, t07_capacity_and_sync),
+		CK_CASE(NULL, t08_abort_flag_gives_task_aborted),
+	};
 
-	tcase_add_checked_fixture(tc, setup, fx_teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, t01_write_read_roundtrip);
-	tcase_add_test(tc, t02_range_checks);
-	tcase_add_test(tc, t03_residuals);
-	tcase_add_test(tc, t04_compare_and_write_miscompare_offset);
-	tcase_add_test(tc, t05_verify_bytchk);
-	tcase_add_test(tc, t06_write_same_pieces_and_ndob);
-	tcase_add_test(tc, t07_capacity_and_sync);
-	tcase_add_test(tc, t08_abort_flag_gives_task_aborted);
-	suite_add_tcase(s, tc);
-	return fx_main(s);
+	return ck_main(&(struct ck_suite_def){ "scsi_sbc", CK_CASES(cases),
+		.setup = setup, .teardown = fx_teardown, .timeout = 60 });
 }

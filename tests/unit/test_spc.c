@@ -416,21 +416,20 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("scsi_spc");
-	TCase *tc = tcase_create("spc");
+	/* one tcase "spc": each test after the first joins it */
+	const struct ck_case cases[] = {
+		CK_CASE("spc", t01_standard_inquiry),
+		CK_CASE(NULL, t02_vpd_pages),
+		CK_CASE(NULL, t03_device_id_stable_and_port_specific),
+		CK_CASE(NULL, t04_mode_sense_pages),
+		CK_CASE(NULL, t05_d_sense_switches_format),
+		CK_CASE(NULL, t06_swp_write_protects),
+		CK_CASE(NULL, t07_mode_select_validation),
+		CK_CASE(NULL, t08_report_luns),
+		CK_CASE(NULL, t09_report_supported_opcodes),
+		CK_CASE(NULL, t10_report_tpgs_peer_groups),
+	};
 
-	tcase_add_checked_fixture(tc, setup, fx_teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, t01_standard_inquiry);
-	tcase_add_test(tc, t02_vpd_pages);
-	tcase_add_test(tc, t03_device_id_stable_and_port_specific);
-	tcase_add_test(tc, t04_mode_sense_pages);
-	tcase_add_test(tc, t05_d_sense_switches_format);
-	tcase_add_test(tc, t06_swp_write_protects);
-	tcase_add_test(tc, t07_mode_select_validation);
-	tcase_add_test(tc, t08_report_luns);
-	tcase_add_test(tc, t09_report_supported_opcodes);
-	tcase_add_test(tc, t10_report_tpgs_peer_groups);
-	suite_add_tcase(s, tc);
-	return fx_main(s);
+	return ck_main(&(struct ck_suite_def){ "scsi_spc", CK_CASES(cases),
+		.setup = setup, .teardown = fx_teardown, .timeout = 30 });
 }
