@@ -17,6 +17,7 @@
 
 #include "conf/conf.h"
 #include "conf/conf_int.h"
+#include "tests/lib/ckmain.h"
 
 static char tmpdir[64];
 static char cfgpath[128];
@@ -1167,58 +1168,41 @@ START_TEST(t27_two_node_examples)
 }
 END_TEST
 
-static Suite *conf_suite(void)
-{
-	Suite *s = suite_create("conf");
-	struct { const char *name; const TTest *fn; } cases[] = {
-		{ "01_parse_sizes", t01_parse_sizes },
-		{ "02_iscsi_names", t02_iscsi_names },
-		{ "03_listen_addresses", t03_listen_addresses },
-		{ "04_path_resolve", t04_path_resolve },
-		{ "05_examples_load", t05_examples_load },
-		{ "06_defaults", t06_defaults },
-		{ "07_unknown_keys", t07_unknown_keys },
-		{ "08_wrong_types", t08_wrong_types },
-		{ "09_syntax_error_and_io", t09_syntax_error_and_io },
-		{ "10_levels_and_member_counts", t10_levels_and_member_counts },
-		{ "11_chunk_and_sizes", t11_chunk_and_sizes },
-		{ "12_member_paths_unique", t12_member_paths_unique },
-		{ "13_portals", t13_portals },
-		{ "14_targets", t14_targets },
-		{ "15_shared_volumes_and_percentages", t15_shared_volumes_and_percentages },
-		{ "16_allow", t16_allow },
-		{ "17_chap", t17_chap },
-		{ "18_rbd_pools", t18_rbd_pools },
-		{ "19_hdd_model", t19_hdd_model },
-		{ "20_daemon_limits", t20_daemon_limits },
-		{ "21_every_problem_reported", t21_every_problem_reported },
-		{ "22_touches_nothing_on_disk", t22_touches_nothing_on_disk },
-		{ "23_log_lines", t23_log_lines },
-		{ "24_start_degraded", t24_start_degraded },
-		{ "25_portal_tpgt", t25_portal_tpgt },
-		{ "26_peer_portal_groups", t26_peer_portal_groups },
-		{ "27_two_node_examples", t27_two_node_examples },
-	};
-
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		/* unchecked: runs in the parent, so the temp dir goes even when a test
-		 * fails (one test per case, so once per test) */
-		tcase_add_unchecked_fixture(tc, setup, teardown);
-		tcase_add_test(tc, cases[i].fn);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
 
 int main(void)
 {
-	SRunner *sr = srunner_create(conf_suite());
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_parse_sizes", t01_parse_sizes),
+		CK_CASE("02_iscsi_names", t02_iscsi_names),
+		CK_CASE("03_listen_addresses", t03_listen_addresses),
+		CK_CASE("04_path_resolve", t04_path_resolve),
+		CK_CASE("05_examples_load", t05_examples_load),
+		CK_CASE("06_defaults", t06_defaults),
+		CK_CASE("07_unknown_keys", t07_unknown_keys),
+		CK_CASE("08_wrong_types", t08_wrong_types),
+		CK_CASE("09_syntax_error_and_io", t09_syntax_error_and_io),
+		CK_CASE("10_levels_and_member_counts", t10_levels_and_member_counts),
+		CK_CASE("11_chunk_and_sizes", t11_chunk_and_sizes),
+		CK_CASE("12_member_paths_unique", t12_member_paths_unique),
+		CK_CASE("13_portals", t13_portals),
+		CK_CASE("14_targets", t14_targets),
+		CK_CASE("15_shared_volumes_and_percentages", t15_shared_volumes_and_percentages),
+		CK_CASE("16_allow", t16_allow),
+		CK_CASE("17_chap", t17_chap),
+		CK_CASE("18_rbd_pools", t18_rbd_pools),
+		CK_CASE("19_hdd_model", t19_hdd_model),
+		CK_CASE("20_daemon_limits", t20_daemon_limits),
+		CK_CASE("21_every_problem_reported", t21_every_problem_reported),
+		CK_CASE("22_touches_nothing_on_disk", t22_touches_nothing_on_disk),
+		CK_CASE("23_log_lines", t23_log_lines),
+		CK_CASE("24_start_degraded", t24_start_degraded),
+		CK_CASE("25_portal_tpgt", t25_portal_tpgt),
+		CK_CASE("26_peer_portal_groups", t26_peer_portal_groups),
+		CK_CASE("27_two_node_examples", t27_two_node_examples),
+	};
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	/* unchecked: runs in the parent, so the temp dir goes even when a test
+	 * fails (one test per case, so once per test) */
+	return ck_main(&(struct ck_suite_def){ "conf", CK_CASES(cases),
+		.usetup = setup, .uteardown = teardown });
 }
