@@ -19,6 +19,7 @@
 #include "conf/conf.h"
 #include "raid/raid.h"
 #include "tests/lib/ckmain.h"
+#include "tests/lib/raid_fixture.h"
 
 static char dir[64], m0[128], m1[128];
 static char *members[2];
@@ -33,20 +34,12 @@ static void setup(void)
 	struct conf_size sz = { .bytes = 4u << 20 };
 
 	conf_log_set_level(CONF_LOG_ERROR);
-	strcpy(dir, "/tmp/rtgt-rbdpr-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	rf_dir_make(dir, sizeof(dir), "rtgt-rbdpr");
 	snprintf(m0, sizeof(m0), "%s/m0.img", dir);
 	snprintf(m1, sizeof(m1), "%s/m1.img", dir);
 	members[0] = m0;
 	members[1] = m1;
-	memset(&cp, 0, sizeof(cp));
-	cp.name = "tp";
-	cp.level = CONF_RAID1;
-	cp.chunk = 64 << 10;
-	cp.members = members;
-	cp.member_paths = members;
-	cp.n_members = 2;
-	cp.create_size = 16u << 20;
+	rf_conf_pool(&cp, "tp", CONF_RAID1, 64 << 10, members, 2, 16u << 20);
 	ck_assert_int_eq(raid_pool_open(&cp, &pool), 0);
 	ck_assert_int_eq(raid_vol_open(pool, "v0", &sz, &vol), 0);
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
