@@ -2,9 +2,11 @@
  * tests/lib/ceph.c - see ceph.h.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/lib/ceph.h"
@@ -69,6 +71,43 @@ int cl_start(const char *prefix, char *why, size_t whylen)
 		return -EIO;
 	}
 	return 0;
+}
+
+int cl_run_line(char *out, size_t len, const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	FILE *f;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	f = popen(cmd, "r");
+	if (!f)
+		return -errno;
+	out[0] = '\0';
+	if (!fgets(out, (int)len, f))
+		out[0] = '\0';
+	/* read to the end: the command must not die of SIGPIPE */
+	while (fgetc(f) != EOF)
+		;
+	st = pclose(f);
+	out[strcspn(out, "\n")] = '\0';
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -EINTR;
+}
+
+long long cl_image_used(const char *name)
+{
+	char line[256];
+	int rc = cl_run_line(line, sizeof(line),
+			     "rbd --conf %s/ceph.conf --name client.admin du --format json %s "
+			     "2>/dev/null | grep -o '\"used_size\":[0-9]*' | head -1 | cut -d: -f2",
+			     cluster_dir, name);
+
+	if (rc != 0 || !line[0])
+		return -1;
+	return atoll(line);
 }
 
 void cl_print_start_failure(int rc, int checks)

@@ -31,6 +31,16 @@ int cl_start(const char *prefix, char *why, size_t whylen);
  * the caller is not the process that started it. */
 void cl_stop(void);
 
+/* Runs the shell command line @fmt... (the Ceph CLI: `rbd`, `rados`, with
+ * "--conf <cl_dir()>/ceph.conf --name client.admin"); its first output line,
+ * without the newline, into @out. Returns its exit code, -EINTR when it was
+ * killed, or -errno. */
+int cl_run_line(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Bytes the cluster has allocated for image @name of pool "rbd" (`rbd du`),
+ * -1 when unknown. */
+long long cl_image_used(const char *name);
+
 /* The closing line of a program whose cluster failed to start (rc < 0 from
  * cl_start), counting @checks checks and one failure:
  * "0%: Checks: @checks, Failures: 1: cannot start the Ceph test cluster: ..." */
