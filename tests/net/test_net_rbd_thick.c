@@ -19,6 +19,10 @@
  *    allocated (zeros are written, not discarded).
  * 04 libiscsi's conformance suite on this cluster (LEVEL=rbd
  *    scripts/conformance.sh): 0 failures.
+ * 05 the cluster refuses rtgtd's client during provisioning (OSD
+ *    blocklist): the volume shows "failed" with the error in status (JSON
+ *    and text), the failure is logged, rtgtd keeps running and the LUN
+ *    answers NOT READY, MANUAL INTERVENTION REQUIRED (02/04/03).
  *
  * CEPH_DIR=DIR runs on a cluster already started with scripts/ceph-cluster.sh
  * (left running); otherwise the test starts and stops its own.
@@ -44,6 +48,9 @@
 #include "tests/lib/harness.h"
 
 #define OBJ        (4u << 20)       /* librbd's object size (raid/rbd.c) */
+/* written out in 3-13 s on the shared 2-core VM: long enough to watch, and
+ * small enough for the test cluster's 4 GiB OSD (2 GiB images brought it to
+ * its full ratio, which blocks every client op) */
 #define BIG        "1536M"
 #define BIG_BYTES  (1536ull << 20)
 
@@ -153,6 +160,14 @@ static long long image_used(const char *name)
 
 /* ---- daemon ---- */
 
+static void msleep(unsigned ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+
 static void setup(void)
 {
 	ck_assert_int_eq(harness_init(&D), 0);
@@ -172,11 +187,19 @@ static void teardown(void)
 	if (D.pid > 0)
 		harness_stop(&D);
 	harness_fini(&D);
-	/* the OSD holds 4 GiB: do not leave 1.5 GiB images behind */
-	if (cur_vol[0] && run_line(line, sizeof(line), "rbd --conf %s/ceph.conf --name client.admin "
-				   "rm --no-progress %s 2>&1 >/dev/null | tail -1", cluster_dir,
-				   cur_vol) == 0 && line[0])
-		fprintf(stderr, "rbd rm %s: %s\n", cur_vol, line);
+	/* the OSD holds 4 GiB: do not leave 1.5 GiB images behind; a SIGKILLed
+	 * client's watch keeps the image for up to 30 s */
+	for (int i = 0; cur_vol[0] && i < 45; i++) {
+		if (run_line(line, sizeof(line), "rbd --conf %s/ceph.conf --name client.admin "
+			     "rm --no-progress %s 2>&1 >/dev/null | tail -1", cluster_dir,
+			     cur_vol) != 0 || !line[0] || strstr(line, "No such file"))
+			break;
+		if (!strstr(line, "watchers")) {
+			fprintf(stderr, "rbd rm %s: %s\n", cur_vol, line);
+			break;
+		}
+		msleep(1000);
+	}
 }
 
 static void write_conf(const char *vol, const char *size)
@@ -315,13 +338,6 @@ static bool vol_status(struct vstat *vs)
 	}
 	json_object_put(root);
 	return found;
-}
-
-static void msleep(unsigned ms)
-{
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&t, NULL);
 }
 
 /* ---- SCSI ---- */
@@ -623,6 +639,61 @@ START_TEST(t03_write_same)
 }
 END_TEST
 
+START_TEST(t05_failure)
+{
+	char addr[128], line[512];
+	struct vstat vs;
+	time_t t0 = time(NULL);
+	struct scsi_task *t;
+
+	next_vol();
+	write_conf(cur_vol, BIG);
+	start();
+	while (vol_status(&vs) && strcmp(vs.state, "provisioning") == 0 && vs.done < OBJ * 8) {
+		ck_assert_msg(time(NULL) - t0 < 120, "no progress");
+		msleep(50);
+	}
+	ck_assert_msg(strcmp(vs.state, "provisioning") == 0, "finished before the failure");
+	/* the cluster refuses every further op of this rtgtd's client */
+	ck_assert_int_eq(run_line(addr, sizeof(addr), "rbd --conf %s/ceph.conf --name client.admin "
+				  "status %s | grep -o 'watcher=[^ ]*' | head -1 | cut -d= -f2",
+				  cluster_dir, cur_vol), 0);
+	ck_assert_msg(addr[0], "no watcher on %s", cur_vol);
+	ck_assert_int_eq(run_line(line, sizeof(line), "ceph --conf %s/ceph.conf osd blocklist add %s "
+				  "2>&1", cluster_dir, addr), 0);
+	while (vol_status(&vs) && strcmp(vs.state, "provisioning") == 0) {
+		ck_assert_msg(time(NULL) - t0 < 150, "provisioning did not fail after blocklisting");
+		msleep(200);
+	}
+	run_line(line, sizeof(line), "ceph --conf %s/ceph.conf osd blocklist rm %s 2>&1",
+		 cluster_dir, addr);
+	ck_assert_str_eq(vs.state, "failed");
+	ck_assert_msg(vs.done < vs.total, "failed at %lld of %lld", vs.done, vs.total);
+	ck_assert_msg(log_has("thick provisioning stopped at"), "failure not logged");
+	if (!harness_alive(&D))
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(harness_alive(&D), "rtgtd died with the provisioning (status %d)", D.last_status);
+	run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status | grep volumes", rtgtctl(), D.dir);
+	if (!strstr(line, "FAILED"))
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(strstr(line, "FAILED"), "text status does not show the failure: %s", line);
+	/* the LUN stays not ready, asking for an operator */
+	login();
+	clear_ua();
+	t = iscsi_read16_sync(C, 0, 0, 4096, 512, 0, 0, 0, 0, 0);
+	ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+		      t->sense.key == SCSI_SENSE_NOT_READY && t->sense.ascq == 0x0403,
+		      "READ after a failed provisioning: status %d sense %x/%04x, expected 02/04/03",
+		      t ? t->status : -1, t ? t->sense.key : 0, t ? t->sense.ascq : 0);
+	scsi_free_scsi_task(t);
+	expect_good(iscsi_inquiry_sync(C, 0, 0, 0, 255), "INQUIRY after a failed provisioning");
+	harness_iscsi_logout(C);
+	C = NULL;
+	/* a blocklisted client cannot flush at close: end it */
+	harness_fini(&D);
+}
+END_TEST
+
 START_TEST(t04_conformance)
 {
 	char cmd[512], line[512];
@@ -653,6 +724,7 @@ static Suite *thick_suite(void)
 		{ "02_kill_resume", t02_kill_resume, 300 },
 		{ "03_write_same", t03_write_same, 300 },
 		{ "04_conformance", t04_conformance, 1800 },
+		{ "05_failure", t05_failure, 300 },
 	};
 
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
