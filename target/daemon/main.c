@@ -7,7 +7,11 @@
  * Daemon life:
  *   LOADING  --conf_load() ok-->               ASSEMBLING
  *   LOADING  --bad file-->                     exit 2
- *   ASSEMBLING --pools, volumes, portals ok--> SERVING   (reactors run)
+ *   ASSEMBLING --pools, volumes, portals ok--> SERVING   (reactors run; a
+ *                                              new thick rbd volume may still
+ *                                              be written out by its pool: its
+ *                                              LU answers NOT READY until then,
+ *                                              status shows the progress)
  *   ASSEMBLING --any failure-->                exit 1 (what was opened is closed)
  *   SERVING  --SIGHUP / ctl "reload"-->        SERVING   (reload(): validate,
  *                                              prepare, commit; see below)
