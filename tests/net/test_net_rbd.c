@@ -61,126 +61,35 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "tests/lib/ceph.h"
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
+#include "tests/lib/rtgtctl_json.h"
 
 #define OBJ        (4u << 20)       /* librbd's object size (raid/rbd.c) */
 #define VOL_BYTES  (16u << 20)
 
-static char cluster_base[64];        /* mkdtemp dir holding cluster_dir */
-static char cluster_dir[128];        /* DIR of scripts/ceph-cluster.sh */
-static pid_t cluster_owner;
 static unsigned vol_seq;             /* fresh image names across test cases */
 
 static struct harness_daemon D, D2;   /* D2: the second node of cases 06, 08-10 */
 static struct iscsi_context *C;
 
-/* ---- cluster ---- */
-
-static void cluster_stop(void)
-{
-	char *argv[] = { "scripts/ceph-cluster.sh", "stop", cluster_dir, NULL };
-	char err[512];
-
-	if (getpid() != cluster_owner || !cluster_dir[0])
-		return;
-	harness_run(argv, err, sizeof(err), 60000);   /* removes cluster_dir */
-	rmdir(cluster_base);
-	cluster_dir[0] = '\0';
-}
-
-/* 0 when running, > 0 to skip (reason in @why), < 0 on failure. */
-static int cluster_start(char *why, size_t whylen)
-{
-	char *argv[] = { "scripts/ceph-cluster.sh", "start", cluster_dir, NULL };
-	char err[4096];
-	int rc;
-
-#if !__has_include(<rbd/librbd.h>)
-	snprintf(why, whylen, "rtgtd is built without librbd (install librbd-dev librados-dev)");
-	return 1;
-#endif
-	if (system("{ command -v ceph-mon && command -v ceph-mgr && command -v ceph-osd && "
-		   "command -v ceph && command -v rbd; } >/dev/null 2>&1") != 0) {
-		snprintf(why, whylen, "Ceph packages missing (scripts/deps.sh installs ceph-mon "
-			 "ceph-mgr ceph-osd ceph-common)");
-		return 1;
-	}
-	snprintf(cluster_base, sizeof(cluster_base), "/tmp/rtgt-rbd.XXXXXX");
-	if (!mkdtemp(cluster_base))
-		return -errno;
-	snprintf(cluster_dir, sizeof(cluster_dir), "%s/ceph", cluster_base);
-	cluster_owner = getpid();
-	atexit(cluster_stop);
-	rc = harness_run(argv, err, sizeof(err), 180000);
-	if (rc == 3) {
-		snprintf(why, whylen, "%.900s", err);
-		return 1;
-	}
-	if (rc != 0) {
-		fprintf(stderr, "ceph-cluster.sh start: exit %d\n%s\n", rc, err);
-		return -EIO;
-	}
-	return 0;
-}
-
-/* Runs a shell command line, returns its first output line in @out. */
-static int run_line(char *out, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int run_line(char *out, size_t len, const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	FILE *f;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	f = popen(cmd, "r");
-	if (!f)
-		return -errno;
-	out[0] = '\0';
-	if (!fgets(out, (int)len, f))
-		out[0] = '\0';
-	while (fgetc(f) != EOF)
-		;
-	st = pclose(f);
-	out[strcspn(out, "\n")] = '\0';
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -EINTR;
-}
-
-/* Bytes the cluster has allocated for image @name (`rbd du`). */
-static long long image_used(const char *name)
-{
-	char line[256];
-	int rc = run_line(line, sizeof(line),
-			  "rbd --conf %s/ceph.conf --name client.admin du --format json %s 2>/dev/null"
-			  " | grep -o '\"used_size\":[0-9]*' | head -1 | cut -d: -f2",
-			  cluster_dir, name);
-
-	if (rc != 0 || !line[0])
-		return -1;
-	return atoll(line);
-}
-
 /* ---- daemon ---- */
 
 static void setup(void)
 {
-	ck_assert_int_eq(harness_init(&D), 0);
-	harness_fini_at_exit(&D);
+	nf_setup(&D);
 	memset(&D2, 0, sizeof(D2));
 	C = NULL;
 }
@@ -205,7 +114,7 @@ static void write_conf_d(struct harness_daemon *d, const char *vol, const char *
 		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
 		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"%s\"; } );\n"
 		"  allow = ( \"ALL\" ); } );\n",
-		cluster_dir, cluster_dir, extra ? extra : "", d->port, vol, size), 0);
+		cl_dir(), cl_dir(), extra ? extra : "", d->port, vol, size), 0);
 }
 
 static void write_conf(const char *vol, const char *size, const char *extra)
@@ -213,27 +122,9 @@ static void write_conf(const char *vol, const char *size, const char *extra)
 	write_conf_d(&D, vol, size, extra);
 }
 
-static void start(void)
-{
-	int rc = harness_start(&D);
-
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
-}
-
 static struct iscsi_context *login_d(struct harness_daemon *d)
 {
-	struct harness_login o = { 0 };
-	struct iscsi_context *c;
-	char err[512];
-
-	c = harness_iscsi_login(d->port, &o, err, sizeof(err));
-	if (!c)
-		harness_dump_log(d, stderr, 30);
-	ck_assert_msg(c != NULL, "login failed: %s", err);
-	return c;
+	return nf_login(d, 0, &(struct harness_login){ 0 });
 }
 
 static void login(void)
@@ -243,14 +134,9 @@ static void login(void)
 
 static void stop_expect_0(void)
 {
-	int rc;
-
 	harness_iscsi_logout(C);
 	C = NULL;
-	rc = harness_stop(&D);
-	if (rc != 0)
-		harness_dump_log(&D, stderr, 40);
-	ck_assert_msg(rc == 0, "rtgtd exited %d on SIGTERM, expected 0", rc);
+	nf_stop_expect_0(&D, NULL);
 }
 
 /* Occurrences of @needle in the daemon's log (appended over every start). */
@@ -274,18 +160,6 @@ static bool log_has(const char *needle)
 static void next_vol(char *name, size_t len)
 {
 	snprintf(name, len, "t%ld-%u", (long)getpid(), ++vol_seq);
-}
-
-static void fill(uint8_t *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		buf[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
-	}
 }
 
 static void lun_write(uint64_t off, const uint8_t *buf, uint32_t len, bool fua)
@@ -367,20 +241,20 @@ START_TEST(t01_create_reopen_size)
 
 	next_vol(vol, sizeof(vol));
 	write_conf(vol, "16M", NULL);
-	start();
+	nf_start(&D);
 	ck_assert_msg(log_has("created, 16777216 bytes"), "no creation line in the log");
 	ck_assert_msg(log_has("thick provisioning done"), "no provisioning line in the log");
-	ck_assert_int_eq(image_used(vol), VOL_BYTES);
+	ck_assert_int_eq(cl_image_used(vol), VOL_BYTES);
 	login();
 	lun_naa(naa1);
-	ck_assert_int_eq(run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status --json",
-				  getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl", D.dir), 0);
+	ck_assert_int_eq(cl_run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status --json",
+				     rj_rtgtctl_path(), D.dir), 0);
 	ck_assert_msg(strstr(line, "\"level\":\"rbd\"") || strstr(line, "\"level\": \"rbd\""),
 		      "status --json does not show an rbd pool: %s", line);
 	ck_assert_msg(strstr(line, vol), "status --json does not list volume %s: %s", vol, line);
 	stop_expect_0();
 
-	start();
+	nf_start(&D);
 	ck_assert_msg(log_count("writing out") == 1, "a reopened image was provisioned again");
 	login();
 	lun_naa(naa2);
@@ -403,9 +277,9 @@ START_TEST(t02_io)
 
 	next_vol(vol, sizeof(vol));
 	write_conf(vol, "16M", NULL);
-	start();
+	nf_start(&D);
 	login();
-	fill(a, sizeof(a), 1);
+	harness_fill_random(a, sizeof(a), 1);
 	lun_write(0, a, 4096, false);
 	lun_write(1 << 20, a, sizeof(a), true);                    /* FUA */
 	lun_write(OBJ - 65536, a + 7, 131072 - 512, false);        /* across objects */
@@ -422,10 +296,10 @@ START_TEST(t02_io)
 	for (int across = 0; across < 2; across++) {
 		uint64_t off = across ? 2 * (uint64_t)OBJ - 4096 : 3 * 1048576 + 8192;
 
-		fill(b, 8192, 10 + (uint64_t)across);
+		harness_fill_random(b, 8192, 10 + (uint64_t)across);
 		lun_write(off, b, 8192, false);
 		memcpy(cw, b, 8192);
-		fill(cw + 8192, 8192, 20 + (uint64_t)across);
+		harness_fill_random(cw + 8192, 8192, 20 + (uint64_t)across);
 		cw[5000] ^= 1;   /* miscompare at byte 5000 */
 		t = iscsi_compareandwrite_sync(C, 0, off / 512, cw, sizeof(cw), 512, 0, 0, 0, 0, 0);
 		ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
@@ -453,22 +327,22 @@ START_TEST(t03_persistence)
 
 	next_vol(vol, sizeof(vol));
 	write_conf(vol, "16M", NULL);
-	start();
+	nf_start(&D);
 	login();
-	fill(a, sizeof(a), 3);
+	harness_fill_random(a, sizeof(a), 3);
 	lun_write(5 << 20, a, sizeof(a), false);
 	stop_expect_0();
-	start();
+	nf_start(&D);
 	login();
 	lun_expect(5 << 20, a, sizeof(a));
 	/* completed writes are on the OSDs (no client cache): SIGKILL loses none */
-	fill(a, sizeof(a), 4);
+	harness_fill_random(a, sizeof(a), 4);
 	lun_write(9 << 20, a, sizeof(a), false);
 	harness_iscsi_logout(C);
 	C = NULL;
 	kill(D.pid, SIGKILL);
 	ck_assert(!harness_alive(&D) || (usleep(200000), !harness_alive(&D)));
-	start();
+	nf_start(&D);
 	login();
 	lun_expect(9 << 20, a, sizeof(a));
 	stop_expect_0();
@@ -481,9 +355,9 @@ START_TEST(t04_thin)
 
 	next_vol(vol, sizeof(vol));
 	write_conf(vol, "16M", "thick = false;");
-	start();
+	nf_start(&D);
 	ck_assert_msg(!log_has("writing out"), "a thin volume was provisioned");
-	ck_assert_int_eq(image_used(vol), 0);
+	ck_assert_int_eq(cl_image_used(vol), 0);
 
 	/* COMPARE AND WRITE where no object exists yet (reads as zeros), and
 	 * beyond the end of an object that exists but is shorter */
@@ -496,7 +370,7 @@ START_TEST(t04_thin)
 		for (unsigned k = 0; k < 3; k++) {
 			memset(cw, 0, 4096);
 			cw[100] = 1;
-			fill(cw + 4096, 4096, 30 + k);
+			harness_fill_random(cw + 4096, 4096, 30 + k);
 			t = iscsi_compareandwrite_sync(C, 0, offs[k] / 512, cw, sizeof(cw), 512, 0, 0,
 						       0, 0, 0);
 			ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
@@ -527,8 +401,8 @@ START_TEST(t05_conformance)
 
 	snprintf(cmd, sizeof(cmd),
 		 "LEVEL=rbd CEPH_DIR=%s PORT=%u scripts/conformance.sh > %s/conformance.out 2>&1; "
-		 "echo $?", cluster_dir, D.port, D.dir);
-	rc = run_line(line, sizeof(line), "%s", cmd);
+		 "echo $?", cl_dir(), D.port, D.dir);
+	rc = cl_run_line(line, sizeof(line), "%s", cmd);
 	ck_assert_int_eq(rc, 0);
 	if (strcmp(line, "0") != 0) {
 		char show[600];
@@ -550,9 +424,9 @@ static int multipath_run(const char *test)
 
 	ck_assert_int_eq(harness_url(u1, sizeof(u1), D.port, HARNESS_TARGET, 0), 0);
 	ck_assert_int_eq(harness_url(u2, sizeof(u2), D2.port, HARNESS_TARGET, 0), 0);
-	rc = run_line(line, sizeof(line),
-		      "timeout 300 iscsi-test-cu -d -t '%s' %s %s > %s/mp.log 2>&1; "
-		      "grep -aE '^ +tests ' %s/mp.log | tail -1", test, u1, u2, D.dir, D.dir);
+	rc = cl_run_line(line, sizeof(line),
+			 "timeout 300 iscsi-test-cu -d -t '%s' %s %s > %s/mp.log 2>&1; "
+			 "grep -aE '^ +tests ' %s/mp.log | tail -1", test, u1, u2, D.dir, D.dir);
 	ck_assert_int_eq(rc, 0);
 	{
 		int total = -1, ran = -1, passed = -1, failed = -1;
@@ -574,11 +448,10 @@ START_TEST(t06_two_nodes)
 	int rc;
 
 	next_vol(vol, sizeof(vol));
-	ck_assert_int_eq(harness_init(&D2), 0);
-	harness_fini_at_exit(&D2);
+	nf_setup(&D2);
 	write_conf(vol, "16M", NULL);
 	write_conf_d(&D2, vol, "16M", NULL);
-	start();
+	nf_start(&D);
 	rc = harness_start(&D2);
 	if (rc)
 		harness_dump_log(&D2, stderr, 40);
@@ -586,14 +459,14 @@ START_TEST(t06_two_nodes)
 
 	C = ca = login_d(&D);
 	lun_naa(naa_a);
-	fill(a, sizeof(a), 6);
+	harness_fill_random(a, sizeof(a), 6);
 	lun_write(2 << 20, a, sizeof(a), false);
 	cb = login_d(&D2);
 	C = cb;
 	lun_naa(naa_b);
 	ck_assert_msg(memcmp(naa_a, naa_b, 16) == 0, "the two nodes report different NAA ids");
 	lun_expect(2 << 20, a, sizeof(a));
-	fill(b, sizeof(b), 7);
+	harness_fill_random(b, sizeof(b), 7);
 	lun_write(7 << 20, b, sizeof(b), true);
 	C = ca;
 	lun_expect(7 << 20, b, sizeof(b));
@@ -618,7 +491,7 @@ START_TEST(t07_bad_cluster)
 		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
 		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
 		"  luns = ( { lun = 0; pool = \"c\"; volume = \"v\"; size = \"16M\"; } ); } );\n",
-		cluster_dir, cluster_dir, D.port), 0);
+		cl_dir(), cl_dir(), D.port), 0);
 	ck_assert_int_eq(harness_start(&D), -ECHILD);
 	ck_assert_int_eq(D.last_status, 1);
 	ck_assert_msg(log_has("Ceph pool \"nosuch\": does not exist"), "no clear missing-pool line");
@@ -635,7 +508,7 @@ START_TEST(t07_bad_cluster)
 		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
 		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
 		"  luns = ( { lun = 0; pool = \"c\"; volume = \"v\"; size = \"16M\"; } ); } );\n",
-		cluster_dir, D.port), 0);
+		cl_dir(), D.port), 0);
 	t0 = time(NULL);
 	ck_assert_int_eq(harness_start(&D), -ECHILD);
 	ck_assert_int_eq(D.last_status, 1);
@@ -661,40 +534,22 @@ static void write_conf_node(struct harness_daemon *d, const char *vol, unsigned 
 		"  peer_portal_groups = ( %u );\n"
 		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"16M\"; } );\n"
 		"  allow = ( \"ALL\" ); } );\n",
-		cluster_dir, cluster_dir, d->port, tpgt, 3 - tpgt, vol), 0);
-}
-
-static void start_d(struct harness_daemon *d)
-{
-	int rc = harness_start(d);
-
-	if (rc)
-		harness_dump_log(d, stderr, 40);
-	ck_assert_msg(rc == 0, "rtgtd did not start: %s (exit %d)", strerror(-rc), d->last_status);
+		cl_dir(), cl_dir(), d->port, tpgt, 3 - tpgt, vol), 0);
 }
 
 /* A session with a fixed ISID: the same I_T nexus again after a restart. */
 static struct iscsi_context *login_isid(struct harness_daemon *d, uint32_t isid)
 {
-	struct harness_login o = { .isid_rnd = isid };
-	struct iscsi_context *c;
-	char err[512];
-
-	c = harness_iscsi_login(d->port, &o, err, sizeof(err));
-	if (!c)
-		harness_dump_log(d, stderr, 30);
-	ck_assert_msg(c != NULL, "login failed: %s", err);
-	return c;
+	return nf_login(d, 0, &(struct harness_login){ .isid_rnd = isid });
 }
 
 static void two_nodes(const char *vol)
 {
-	ck_assert_int_eq(harness_init(&D2), 0);
-	harness_fini_at_exit(&D2);
+	nf_setup(&D2);
 	write_conf_node(&D, vol, 1);
 	write_conf_node(&D2, vol, 2);
-	start_d(&D);
-	start_d(&D2);
+	nf_start(&D);
+	nf_start(&D2);
 }
 
 /* TEST UNIT READY until GOOD (pending UAs consumed); returns how many UAs. */
@@ -719,6 +574,20 @@ static int drain_ua(struct iscsi_context *c)
 	}
 	ck_abort_msg("TUR never became GOOD");
 	return n;
+}
+
+/* Two nodes on a fresh image and a session through each with a fixed ISID
+ * (A's also in C), their pending unit attentions taken. */
+static void two_sessions(struct iscsi_context **ca, struct iscsi_context **cb)
+{
+	char vol[64];
+
+	next_vol(vol, sizeof(vol));
+	two_nodes(vol);
+	C = *ca = login_isid(&D, 0xa1);
+	*cb = login_isid(&D2, 0xb2);
+	drain_ua(*ca);
+	drain_ua(*cb);
 }
 
 /* PROUT @sa; returns the SAM status. */
@@ -816,15 +685,9 @@ START_TEST(t08_shared_pr)
 	struct scsi_task *t;
 	uint64_t ka[8], kb[8];
 	uint32_t gen_a, gen_b;
-	char vol[64];
 	int type;
 
-	next_vol(vol, sizeof(vol));
-	two_nodes(vol);
-	C = ca = login_isid(&D, 0xa1);
-	cb = login_isid(&D2, 0xb2);
-	drain_ua(ca);
-	drain_ua(cb);
+	two_sessions(&ca, &cb);
 
 	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
 	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_RESERVE, WE, K1, 0), SCSI_STATUS_GOOD);
@@ -872,7 +735,7 @@ START_TEST(t08_shared_pr)
 	ck_assert_int_eq(read_keys(ca, ka, &gen_a), 1);
 	harness_iscsi_logout(cb);
 	ck_assert_int_eq(harness_stop(&D2), 0);
-	start_d(&D2);
+	nf_start(&D2);
 	cb = login_isid(&D2, 0xb2);
 	drain_ua(cb);
 	ck_assert_int_eq(read_keys(cb, kb, &gen_b), 1);
@@ -928,9 +791,9 @@ END_TEST
 static void pr_object(const char *vol, char *oid, size_t len)
 {
 	char id[128];
-	int rc = run_line(id, sizeof(id),
-			  "rbd --conf %s/ceph.conf --name client.admin info --format json rbd/%s"
-			  " | grep -o '\"id\":\"[0-9a-f]*\"' | cut -d'\"' -f4", cluster_dir, vol);
+	int rc = cl_run_line(id, sizeof(id),
+			     "rbd --conf %s/ceph.conf --name client.admin info --format json rbd/%s"
+			     " | grep -o '\"id\":\"[0-9a-f]*\"' | cut -d'\"' -f4", cl_dir(), vol);
 
 	ck_assert_msg(rc == 0 && id[0], "no image id for %s", vol);
 	snprintf(oid, len, "rtgt_pr.%s", id);
@@ -954,8 +817,8 @@ START_TEST(t10_bad_state)
 
 	pr_object(vol, oid, sizeof(oid));
 	ck_assert_int_eq(harness_write_file(&D, "garbage", "rtgt-pr 2\nseq 99\nnonsense\n"), 0);
-	rc = run_line(line, sizeof(line), "rados --conf %s/ceph.conf --name client.admin -p rbd "
-		      "put %s %s/garbage 2>&1; echo $?", cluster_dir, oid, D.dir);
+	rc = cl_run_line(line, sizeof(line), "rados --conf %s/ceph.conf --name client.admin -p rbd "
+			 "put %s %s/garbage 2>&1; echo $?", cl_dir(), oid, D.dir);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_str_eq(line, "0");
 	/* a node that starts refuses it, with a line naming the object */
@@ -975,10 +838,10 @@ START_TEST(t10_bad_state)
 			 SCSI_STATUS_CHECK_CONDITION);
 	ck_assert(log_has("malformed"));
 	/* removing the object starts over from no reservations */
-	rc = run_line(line, sizeof(line), "rados --conf %s/ceph.conf --name client.admin -p rbd "
-		      "rm %s 2>&1; echo $?", cluster_dir, oid);
+	rc = cl_run_line(line, sizeof(line), "rados --conf %s/ceph.conf --name client.admin -p rbd "
+			 "rm %s 2>&1; echo $?", cl_dir(), oid);
 	ck_assert_str_eq(line, "0");
-	start_d(&D2);
+	nf_start(&D2);
 	stop_expect_0();
 	ck_assert_int_eq(harness_stop(&D2), 0);
 }
@@ -1016,14 +879,8 @@ START_TEST(t11_concurrent_prout)
 	pthread_t ta, tb;
 	uint64_t ka[8], kb[8];
 	uint32_t gen_a, gen_b;
-	char vol[64];
 
-	next_vol(vol, sizeof(vol));
-	two_nodes(vol);
-	C = la.c = login_isid(&D, 0xa1);
-	lb.c = login_isid(&D2, 0xb2);
-	drain_ua(la.c);
-	drain_ua(lb.c);
+	two_sessions(&la.c, &lb.c);
 	ck_assert_int_eq(read_keys(la.c, ka, &gen_a), 0);
 	ck_assert_int_eq(pthread_create(&ta, NULL, reg_loop_run, &la), 0);
 	ck_assert_int_eq(pthread_create(&tb, NULL, reg_loop_run, &lb), 0);
@@ -1081,15 +938,9 @@ START_TEST(t12_move_across_nodes)
 	uint8_t param[24 + 300];
 	const uint8_t *d, *tid = NULL;
 	unsigned tid_len = 0, rel = 0;
-	char vol[64];
 	int type;
 
-	next_vol(vol, sizeof(vol));
-	two_nodes(vol);
-	C = ca = login_isid(&D, 0xa1);
-	cb = login_isid(&D2, 0xb2);
-	drain_ua(ca);
-	drain_ua(cb);
+	two_sessions(&ca, &cb);
 	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K2), SCSI_STATUS_GOOD);
 	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
 	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_RESERVE, WE, K1, 0), SCSI_STATUS_GOOD);
@@ -1142,29 +993,15 @@ START_TEST(t12_move_across_nodes)
 }
 END_TEST
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 START_TEST(t13_dead_peer)
 {
 	struct iscsi_context *ca, *cb;
 	uint64_t kb[8];
 	uint32_t gen;
 	double t0, reg_s, res_s;
-	char vol[64];
 	int type;
 
-	next_vol(vol, sizeof(vol));
-	two_nodes(vol);
-	C = ca = login_isid(&D, 0xa1);
-	cb = login_isid(&D2, 0xb2);
-	drain_ua(ca);
-	drain_ua(cb);
+	two_sessions(&ca, &cb);
 	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K2), SCSI_STATUS_GOOD);
 	harness_iscsi_logout(cb);
 	kill(D2.pid, SIGKILL);
@@ -1174,12 +1011,12 @@ START_TEST(t13_dead_peer)
 
 	/* B's watch outlives B on the OSD (until its timeout): A's PROUTs
 	 * wait for B's acknowledgement a bounded time, then complete */
-	t0 = mono_s();
+	t0 = harness_now_ms() / 1e3;
 	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
-	reg_s = mono_s() - t0;
-	t0 = mono_s();
+	reg_s = harness_now_ms() / 1e3 - t0;
+	t0 = harness_now_ms() / 1e3;
 	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_RESERVE, WE, K1, 0), SCSI_STATUS_GOOD);
-	res_s = mono_s() - t0;
+	res_s = harness_now_ms() / 1e3 - t0;
 	fprintf(stderr, "13_dead_peer: PROUT with a dead peer: REGISTER %.2f s, RESERVE %.2f s\n",
 		reg_s, res_s);
 	ck_assert_msg(reg_s < 10 && res_s < 10, "PROUT held %.1f / %.1f s by a dead peer", reg_s,
@@ -1188,7 +1025,7 @@ START_TEST(t13_dead_peer)
 
 	/* B comes back: it has everything, A's changes made while it was dead
 	 * included */
-	start_d(&D2);
+	nf_start(&D2);
 	cb = login_isid(&D2, 0xb2);
 	drain_ua(cb);
 	ck_assert_int_eq(read_keys(cb, kb, &gen), 2);
@@ -1203,57 +1040,24 @@ START_TEST(t13_dead_peer)
 }
 END_TEST
 
-static Suite *rbd_suite(void)
-{
-	Suite *s = suite_create("net_rbd");
-	const struct { const char *name; const TTest *fn; int timeout; } cases[] = {
-		{ "01_create_reopen_size", t01_create_reopen_size, 180 },
-		{ "02_io", t02_io, 120 },
-		{ "03_persistence", t03_persistence, 180 },
-		{ "04_thin", t04_thin, 120 },
-		{ "05_conformance", t05_conformance, 1800 },
-		{ "06_two_nodes", t06_two_nodes, 600 },
-		{ "07_bad_cluster", t07_bad_cluster, 120 },
-		{ "08_shared_pr", t08_shared_pr, 300 },
-		{ "09_multipath_all", t09_multipath_all, 600 },
-		{ "10_bad_state", t10_bad_state, 300 },
-		{ "11_concurrent_prout", t11_concurrent_prout, 300 },
-		{ "12_move_across_nodes", t12_move_across_nodes, 300 },
-		{ "13_dead_peer", t13_dead_peer, 300 },
-	};
-
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, cases[i].timeout);
-		_tcase_add_test(tc, cases[i].fn, 0, 0, 0, 1);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr;
-	char why[1024];
-	int failed, rc;
+	const struct ck_case cases[] = {
+		CK_CASE("01_create_reopen_size", t01_create_reopen_size, .timeout = 180),
+		CK_CASE("02_io", t02_io, .timeout = 120),
+		CK_CASE("03_persistence", t03_persistence, .timeout = 180),
+		CK_CASE("04_thin", t04_thin, .timeout = 120),
+		CK_CASE("05_conformance", t05_conformance, .timeout = 1800),
+		CK_CASE("06_two_nodes", t06_two_nodes, .timeout = 600),
+		CK_CASE("07_bad_cluster", t07_bad_cluster, .timeout = 120),
+		CK_CASE("08_shared_pr", t08_shared_pr, .timeout = 300),
+		CK_CASE("09_multipath_all", t09_multipath_all, .timeout = 600),
+		CK_CASE("10_bad_state", t10_bad_state, .timeout = 300),
+		CK_CASE("11_concurrent_prout", t11_concurrent_prout, .timeout = 300),
+		CK_CASE("12_move_across_nodes", t12_move_across_nodes, .timeout = 300),
+		CK_CASE("13_dead_peer", t13_dead_peer, .timeout = 300),
+	};
 
-	rc = cluster_start(why, sizeof(why));
-	if (rc > 0) {
-		/* scripts/run-tests.sh shows this line in its summary */
-		printf("0%%: Checks: 0, SKIPPED: %s\n", why);
-		return EXIT_SUCCESS;
-	}
-	if (rc < 0) {
-		printf("0%%: Checks: 0, Failures: 1: cannot start the Ceph test cluster: %s\n",
-		       strerror(-rc));
-		return EXIT_FAILURE;
-	}
-	sr = srunner_create(rbd_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	cluster_stop();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return cl_main("rtgt-rbd", &(struct ck_suite_def){ "net_rbd", CK_CASES(cases),
+		.setup = setup, .teardown = teardown });
 }
