@@ -37,19 +37,21 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
+#include "tests/lib/ceph.h"
+#include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
+#include "tests/lib/rtgtctl_json.h"
 
 static struct harness_daemon DA, DB;
 
@@ -65,50 +67,9 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static struct iscsi_context *login_port(struct harness_daemon *d)
 {
-	struct harness_login o = { 0 };
-	struct iscsi_context *c;
-	char err[512];
-
-	c = harness_iscsi_login(d->port, &o, err, sizeof(err));
-	if (!c)
-		harness_dump_log(d, stderr, 30);
-	ck_assert_msg(c != NULL, "login to port %u failed: %s", d->port, err);
-	return c;
-}
-
-/* Runs a shell command line; its output (stdout and stderr) into @out. */
-static int run_out(char *out, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int run_out(char *out, size_t len, const char *fmt, ...)
-{
-	char cmd[1024];
-	size_t off = 0;
-	va_list ap;
-	FILE *f;
-	int st, ch;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	f = popen(cmd, "r");
-	if (!f)
-		return -errno;
-	while ((ch = fgetc(f)) != EOF)
-		if (off + 1 < len)
-			out[off++] = (char)ch;
-	out[off] = '\0';
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -EINTR;
+	return nf_login(d, 0, &(struct harness_login){ 0 });
 }
 
 /* ---- REPORT TARGET PORT GROUPS, parsed ---- */
@@ -284,8 +245,7 @@ static void setup(void)
 {
 	memset(&DA, 0, sizeof(DA));
 	memset(&DB, 0, sizeof(DB));
-	ck_assert_int_eq(harness_init(&DA), 0);
-	harness_fini_at_exit(&DA);
+	nf_setup(&DA);
 }
 
 static void teardown(void)
@@ -301,14 +261,11 @@ START_TEST(t01_alua_one_node)
 	struct iscsi_discovery_address *da;
 	struct iscsi_context *c;
 	struct scsi_task *t;
-	char err[512], out[4096], want[192];
+	char out[4096], want[192];
 	int rc;
 
 	write_raid_conf(&DA, "( 7, 9 )");
-	rc = harness_start(&DA);
-	if (rc)
-		harness_dump_log(&DA, stderr, 40);
-	ck_assert_msg(rc == 0, "rtgtd did not start: %s", strerror(-rc));
+	nf_start(&DA);
 
 	c = login_port(&DA);
 	expect_identity(c, 3);
@@ -316,10 +273,9 @@ START_TEST(t01_alua_one_node)
 
 	/* SendTargets: the effective TPGT, not the position in the list */
 	{
-		struct iscsi_context *dc = harness_iscsi_login(DA.port, &disc, err, sizeof(err));
+		struct iscsi_context *dc = nf_login(&DA, 0, &disc);
 		unsigned np = 0;
 
-		ck_assert_msg(dc != NULL, "discovery login: %s", err);
 		da = iscsi_discovery_sync(dc);
 		ck_assert_msg(da != NULL, "SendTargets: %s", iscsi_get_error(dc));
 		snprintf(want, sizeof(want), "127.0.0.1:%u,3", DA.port);
@@ -335,11 +291,9 @@ START_TEST(t01_alua_one_node)
 
 	/* rtgtctl status --json says which node this is */
 	{
-		const char *ctl = getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
 		size_t k = 0;
 
-		rc = run_out(out, sizeof(out), "%s -s %s/rtgtd.sock status --json 2>&1", ctl,
-			     DA.dir);
+		rc = rj_ctl(&DA, out, sizeof(out), "status", "--json", NULL);
 		ck_assert_msg(rc == 0, "rtgtctl status exited %d: %s", rc, out);
 		for (size_t j = 0; out[j]; j++)
 			if (out[j] != ' ' && out[j] != '\n' && out[j] != '\t')
@@ -351,8 +305,7 @@ START_TEST(t01_alua_one_node)
 
 	/* live reload: one peer group less */
 	write_raid_conf(&DA, "( 7 )");
-	rc = run_out(out, sizeof(out), "%s -s %s/rtgtd.sock reload 2>&1",
-		     getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl", DA.dir);
+	rc = rj_ctl(&DA, out, sizeof(out), "reload", NULL);
 	ck_assert_msg(rc == 0, "rtgtctl reload exited %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "peer_portal_groups"), "reload does not name the change: %s", out);
 	t = iscsi_testunitready_sync(c, 0);
@@ -370,8 +323,7 @@ START_TEST(t01_alua_one_node)
 	/* live reload of the portal's TPGT: the portal group changed, so its
 	 * session ends; a new login finds port and group 4 only */
 	write_raid_conf_tpgt(&DA, 4, "( 7 )");
-	rc = run_out(out, sizeof(out), "%s -s %s/rtgtd.sock reload 2>&1",
-		     getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl", DA.dir);
+	rc = rj_ctl(&DA, out, sizeof(out), "reload", NULL);
 	ck_assert_msg(rc == 0, "rtgtctl reload exited %d: %s", rc, out);
 	iscsi_set_timeout(c, 5);
 	t = iscsi_testunitready_sync(c, 0);
@@ -391,68 +343,20 @@ START_TEST(t01_alua_one_node)
 
 	/* a peer group equal to this node's own TPGT is refused, with its line */
 	write_raid_conf(&DA, "( 3 )");
-	rc = run_out(out, sizeof(out), "%s -c %s --check 2>&1", harness_rtgtd_path(), DA.conf);
+	{
+		char *argv[] = { (char *)harness_rtgtd_path(), "-c", DA.conf, "--check", NULL };
+
+		rc = harness_run_out(argv, out, sizeof(out), 30000);
+	}
 	ck_assert_msg(rc == 2, "rtgtd --check exited %d: %s", rc, out);
 	snprintf(want, sizeof(want), "%s:6: ", DA.conf);
 	ck_assert_msg(strstr(out, want) && strstr(out, "is the tpgt of this node's own portal 'lo'"),
 		      "--check said: %s", out);
-	ck_assert_int_eq(harness_stop(&DA), 0);
+	nf_stop_expect_0(&DA, NULL);
 }
 END_TEST
 
 /* ---- 02: Ceph cluster, two nodes, one dies ---- */
-
-static char cluster_base[64];        /* mkdtemp dir holding cluster_dir */
-static char cluster_dir[128];        /* DIR of scripts/ceph-cluster.sh */
-static pid_t cluster_owner;
-
-static void cluster_stop(void)
-{
-	char *argv[] = { "scripts/ceph-cluster.sh", "stop", cluster_dir, NULL };
-	char err[512];
-
-	if (getpid() != cluster_owner || !cluster_dir[0])
-		return;
-	harness_run(argv, err, sizeof(err), 60000);
-	rmdir(cluster_base);
-	cluster_dir[0] = '\0';
-}
-
-/* 0 when running, > 0 when Ceph cannot run here (reason in @why), < 0 on
- * failure. */
-static int cluster_start(char *why, size_t whylen)
-{
-	char *argv[] = { "scripts/ceph-cluster.sh", "start", cluster_dir, NULL };
-	char err[4096];
-	int rc;
-
-#if !__has_include(<rbd/librbd.h>)
-	snprintf(why, whylen, "rtgtd is built without librbd (install librbd-dev librados-dev)");
-	return 1;
-#endif
-	if (system("{ command -v ceph-mon && command -v ceph-mgr && command -v ceph-osd && "
-		   "command -v ceph && command -v rbd; } >/dev/null 2>&1") != 0) {
-		snprintf(why, whylen, "Ceph packages missing (scripts/deps.sh installs ceph-mon "
-			 "ceph-mgr ceph-osd ceph-common)");
-		return 1;
-	}
-	snprintf(cluster_base, sizeof(cluster_base), "/tmp/rtgt-mn.XXXXXX");
-	if (!mkdtemp(cluster_base))
-		return -errno;
-	snprintf(cluster_dir, sizeof(cluster_dir), "%s/ceph", cluster_base);
-	cluster_owner = getpid();
-	atexit(cluster_stop);
-	rc = harness_run(argv, err, sizeof(err), 180000);
-	if (rc == 3) {
-		snprintf(why, whylen, "%.900s", err);
-		return 1;
-	}
-	if (rc != 0) {
-		fprintf(stderr, "ceph-cluster.sh start: exit %d\n%s\n", rc, err);
-		return -EIO;
-	}
-	return 0;
-}
 
 static void write_node_conf(struct harness_daemon *d, const char *vol, unsigned tpgt,
 			    unsigned peer)
@@ -467,7 +371,7 @@ static void write_node_conf(struct harness_daemon *d, const char *vol, unsigned 
 		"  peer_portal_groups = ( %u );\n"
 		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"8M\"; } );\n"
 		"  allow = ( \"ALL\" ); } );\n",
-		cluster_dir, cluster_dir, d->port, tpgt, peer, vol), 0);
+		cl_dir(), cl_dir(), d->port, tpgt, peer, vol), 0);
 }
 
 #define SLOTS      1024             /* 4 MiB of the 8 MiB image */
@@ -623,21 +527,13 @@ START_TEST(t02_node_failure)
 	char vol[64];
 	unsigned rr = 0, written = 0, wrong = 0;
 	uint8_t *want;
-	int rc;
 
 	snprintf(vol, sizeof(vol), "mn%ld", (long)getpid());
-	ck_assert_int_eq(harness_init(&DB), 0);
-	harness_fini_at_exit(&DB);
+	nf_setup(&DB);
 	write_node_conf(&DA, vol, 1, 2);
 	write_node_conf(&DB, vol, 2, 1);
-	rc = harness_start(&DA);
-	if (rc)
-		harness_dump_log(&DA, stderr, 40);
-	ck_assert_msg(rc == 0, "node A did not start: %s", strerror(-rc));
-	rc = harness_start(&DB);
-	if (rc)
-		harness_dump_log(&DB, stderr, 40);
-	ck_assert_msg(rc == 0, "node B did not start: %s", strerror(-rc));
+	nf_start(&DA);
+	nf_start(&DB);
 
 	memset(&M, 0, sizeof(M));
 	M.c[0] = login_port(&DA);
@@ -646,26 +542,22 @@ START_TEST(t02_node_failure)
 	expect_identity(M.c[1], 2);
 	expect_groups(M.c[0], ga, 1, gb, 1);
 	expect_groups(M.c[1], gb, 1, ga, 1);
-	t = iscsi_readcapacity16_sync(M.c[1], 0);
-	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ CAPACITY 16");
 	{
-		struct scsi_readcapacity16 *rc16 = scsi_datain_unmarshall(t);
+		uint64_t blocks;
 
-		ck_assert_ptr_nonnull(rc16);
-		M.bs = rc16->block_length;
-		ck_assert_uint_ge((rc16->returned_lba + 1) * M.bs, (uint64_t)SLOTS * SLOT_BYTES);
+		nf_capacity(M.c[1], &blocks, &M.bs);
+		ck_assert_uint_ge(blocks * M.bs, (uint64_t)SLOTS * SLOT_BYTES);
 	}
-	scsi_free_scsi_task(t);
 	ck_assert_uint_eq(SLOT_BYTES % M.bs, 0);
 
-	t0 = mono_ms();
+	t0 = harness_now_ms();
 	kill_at = t0 + 3000;
 	end_at = kill_at + 3000;
 	deadline = end_at + 60000;
 	for (;;) {
 		struct pollfd pfd[2];
 		int np = 0, which[2];
-		uint64_t now = mono_ms();
+		uint64_t now = harness_now_ms();
 		bool more = now < end_at;
 		unsigned outstanding = 0;
 
@@ -802,29 +694,22 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("net_multinode");
-	TCase *tc;
+	const struct ck_case cases[] = {
+		CK_CASE("01_alua_one_node", t01_alua_one_node, .timeout = 120),
+		CK_CASE("02_node_failure", t02_node_failure, .timeout = 300),   /* needs Ceph */
+	};
+	struct ck_suite_def def = { "net_multinode", CK_CASES(cases),
+		.setup = setup, .teardown = teardown };
 	SRunner *sr;
 	char why[1024];
 	int failed, crc;
 
-	tc = tcase_create("01_alua_one_node");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, t01_alua_one_node);
-	suite_add_tcase(s, tc);
-
-	crc = cluster_start(why, sizeof(why));
-	if (crc == 0) {
-		tc = tcase_create("02_node_failure");
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, 300);
-		tcase_add_test(tc, t02_node_failure);
-		suite_add_tcase(s, tc);
-	} else if (crc > 0) {
+	crc = cl_start("rtgt-mn", why, sizeof(why));
+	if (crc != 0)
+		def.ncases = 1;   /* case 01 only */
+	if (crc > 0)
 		printf("02_node_failure: SKIPPED: %s\n", why);
-	}
-	sr = srunner_create(s);
+	sr = srunner_create(ck_suite(&def));
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	if (crc > 0) {
@@ -836,10 +721,9 @@ int main(void)
 		       run ? 100 * (run - failed) / run : 0, run, failed, why);
 	}
 	srunner_free(sr);
-	cluster_stop();
+	cl_stop();
 	if (crc < 0) {
-		printf("0%%: Checks: 1, Failures: 1: cannot start the Ceph test cluster: %s\n",
-		       strerror(-crc));
+		cl_print_start_failure(crc, 1);
 		return EXIT_FAILURE;
 	}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
