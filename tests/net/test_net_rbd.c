@@ -552,6 +552,19 @@ static void two_nodes(const char *vol)
 	nf_start(&D2);
 }
 
+/* @t (freed here) ended in CHECK CONDITION with sense key @key and
+ * ASC/ASCQ @ascq; else fails, naming @what and the expected @want. */
+static void expect_sense(struct scsi_task *t, int key, int ascq, const char *what,
+			 const char *want)
+{
+	ck_assert_msg(t != NULL, "%s: no status", what);
+	ck_assert_msg(t->status == SCSI_STATUS_CHECK_CONDITION && (int)t->sense.key == key &&
+		      (int)t->sense.ascq == ascq,
+		      "%s: status %d sense %x/%04x, expected %s", what, t->status, t->sense.key,
+		      t->sense.ascq, want);
+	scsi_free_scsi_task(t);
+}
+
 /* TEST UNIT READY until GOOD (pending UAs consumed); returns how many UAs. */
 static int drain_ua(struct iscsi_context *c)
 {
@@ -682,7 +695,6 @@ static int read_st(struct iscsi_context *c, uint64_t lba)
 START_TEST(t08_shared_pr)
 {
 	struct iscsi_context *ca, *cb;
-	struct scsi_task *t;
 	uint64_t ka[8], kb[8];
 	uint32_t gen_a, gen_b;
 	int type;
@@ -710,13 +722,8 @@ START_TEST(t08_shared_pr)
 
 	/* B preempts the holder: A's registration goes, A hears of it */
 	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_PREEMPT, WE, K2, K1), SCSI_STATUS_GOOD);
-	t = iscsi_testunitready_sync(ca, 0);
-	ck_assert(t != NULL);
-	ck_assert_msg(t->status == SCSI_STATUS_CHECK_CONDITION &&
-		      t->sense.key == SCSI_SENSE_UNIT_ATTENTION && t->sense.ascq == 0x2a05,
-		      "A after the preemption: status %d sense %x/%04x, expected UA "
-		      "REGISTRATIONS PREEMPTED (2a/05)", t->status, t->sense.key, t->sense.ascq);
-	scsi_free_scsi_task(t);
+	expect_sense(iscsi_testunitready_sync(ca, 0), SCSI_SENSE_UNIT_ATTENTION, 0x2a05,
+		     "A after the preemption", "UA REGISTRATIONS PREEMPTED (2a/05)");
 	drain_ua(ca);
 	ck_assert_int_eq(write_st(ca, 200), SCSI_STATUS_RESERVATION_CONFLICT);
 	ck_assert_int_eq(write_st(cb, 200), SCSI_STATUS_GOOD);
@@ -747,25 +754,15 @@ START_TEST(t08_shared_pr)
 	ck_assert_int_eq(write_st(ca, 400), SCSI_STATUS_RESERVATION_CONFLICT);
 
 	/* SPC-2 reservations are not shared: refused with a clear sense */
-	t = iscsi_reserve6_sync(cb, 0);
-	ck_assert(t != NULL);
-	ck_assert_msg(t->status == SCSI_STATUS_CHECK_CONDITION &&
-		      t->sense.key == SCSI_SENSE_ILLEGAL_REQUEST && t->sense.ascq == 0x2000,
-		      "RESERVE(6) on a shared LU: status %d sense %x/%04x", t->status, t->sense.key,
-		      t->sense.ascq);
-	scsi_free_scsi_task(t);
+	expect_sense(iscsi_reserve6_sync(cb, 0), SCSI_SENSE_ILLEGAL_REQUEST, 0x2000,
+		     "RESERVE(6) on a shared LU", "INVALID COMMAND OPERATION CODE (20/00)");
 
 	/* clean up through A: CLEAR needs a registration */
 	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K1), SCSI_STATUS_GOOD);
 	ck_assert_int_eq(prout(ca, SCSI_PERSISTENT_RESERVE_CLEAR, 0, K1, 0), SCSI_STATUS_GOOD);
 	/* B's registration went with it: B's nexus hears of it, through B */
-	t = iscsi_testunitready_sync(cb, 0);
-	ck_assert(t != NULL);
-	ck_assert_msg(t->status == SCSI_STATUS_CHECK_CONDITION &&
-		      t->sense.key == SCSI_SENSE_UNIT_ATTENTION && t->sense.ascq == 0x2a03,
-		      "B after CLEAR through A: status %d sense %x/%04x, expected UA "
-		      "RESERVATIONS PREEMPTED (2a/03)", t->status, t->sense.key, t->sense.ascq);
-	scsi_free_scsi_task(t);
+	expect_sense(iscsi_testunitready_sync(cb, 0), SCSI_SENSE_UNIT_ATTENTION, 0x2a03,
+		     "B after CLEAR through A", "UA RESERVATIONS PREEMPTED (2a/03)");
 	drain_ua(cb);
 	ck_assert_int_eq(read_keys(cb, kb, &gen_b), 0);
 	ck_assert_int_eq(write_st(ca, 500), SCSI_STATUS_GOOD);
