@@ -416,7 +416,12 @@ static void *rewatch_thread(void *arg)
 			return NULL;
 		}
 		pthread_mutex_unlock(&w->mu);
-		rados_unwatch2(w->io, w->cookie);
+		/* the cookie is librados' handle of the watch: unwatch it once
+		 * (a second unwatch of the same cookie after a failed retry
+		 * touches freed memory) */
+		if (w->cookie)
+			rados_unwatch2(w->io, w->cookie);
+		w->cookie = 0;
 		rc = watch_register(w);
 		if (rc == 0)
 			break;
@@ -510,7 +515,8 @@ void raid_vol_shared_unwatch(struct raid_shared_watch *w)
 	pthread_mutex_unlock(&w->mu);
 	if (running)
 		pthread_join(w->rewatch, NULL);
-	rados_unwatch2(w->io, w->cookie);
+	if (w->cookie)   /* 0: a re-watch gave up its old watch and got none */
+		rados_unwatch2(w->io, w->cookie);
 	/* no callback may run once we return: the caller frees arg */
 	rados_watch_flush(rados_ioctx_get_cluster(w->io));
 	rados_ioctx_destroy(w->io);
