@@ -194,7 +194,7 @@ static void teardown(void)
 			     "rm --no-progress %s 2>&1 >/dev/null | tail -1", cluster_dir,
 			     cur_vol) != 0 || !line[0] || strstr(line, "No such file"))
 			break;
-		if (!strstr(line, "watchers")) {
+		if (!strstr(line, "watchers") && !strstr(line, "still open")) {
 			fprintf(stderr, "rbd rm %s: %s\n", cur_vol, line);
 			break;
 		}
