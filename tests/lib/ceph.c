@@ -52,6 +52,12 @@ int cl_start(const char *prefix, char *why, size_t whylen)
 	}
 	if (cluster_dir[0])
 		return -EBUSY;
+	if (getenv("CEPH_DIR") && getenv("CEPH_DIR")[0]) {
+		/* a cluster already running (scripts/ceph-cluster.sh start DIR):
+		 * used as it is; cluster_owner stays 0, so it is never stopped */
+		snprintf(cluster_dir, sizeof(cluster_dir), "%s", getenv("CEPH_DIR"));
+		return 0;
+	}
 	snprintf(cluster_base, sizeof(cluster_base), "/tmp/%s.XXXXXX", prefix);
 	if (!mkdtemp(cluster_base))
 		return -errno;

@@ -21,7 +21,9 @@
  * "" while none runs. */
 const char *cl_dir(void);
 /*
- * Starts a cluster in DIR = /tmp/@prefix.XXXXXX/ceph. Returns 0 when it
+ * Starts a cluster in DIR = /tmp/@prefix.XXXXXX/ceph, or, with CEPH_DIR set
+ * in the environment, uses the cluster already running there (started with
+ * scripts/ceph-cluster.sh, never stopped by cl_stop). Returns 0 when it
  * runs, > 0 when Ceph cannot run here (built without librbd, packages
  * missing: the reason into @why), < 0 on failure (the script's output on
  * stderr).

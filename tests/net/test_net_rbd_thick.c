@@ -17,12 +17,13 @@
  *    repeated, neighbours untouched; with NDOB as zeros; one of 150 MiB
  *    (more than one librbd request); WRITE SAME(10); the image stays fully
  *    allocated (zeros are written, not discarded).
- * 04 libiscsi's conformance suite on this cluster (LEVEL=rbd
- *    scripts/conformance.sh): 0 failures.
- * 05 the cluster refuses rtgtd's client during provisioning (OSD
+ * 04 the cluster refuses rtgtd's client during provisioning (OSD
  *    blocklist): the volume shows "failed" with the error in status (JSON
  *    and text), the failure is logged, rtgtd keeps running and the LUN
  *    answers NOT READY, MANUAL INTERVENTION REQUIRED (02/04/03).
+ *
+ * libiscsi's conformance suite on an RBD LUN (WRITE SAME included) is
+ * test_net_rbd's case 05.
  *
  * CEPH_DIR=DIR runs on a cluster already started with scripts/ceph-cluster.sh
  * (left running); otherwise the test starts and stops its own.
@@ -45,6 +46,7 @@
 #include <iscsi/scsi-lowlevel.h>
 #include <json-c/json.h>
 
+#include "tests/lib/ceph.h"
 #include "tests/lib/harness.h"
 
 #define OBJ        (4u << 20)       /* librbd's object size (raid/rbd.c) */
@@ -54,109 +56,11 @@
 #define BIG        "1536M"
 #define BIG_BYTES  (1536ull << 20)
 
-static char cluster_base[64];        /* mkdtemp dir holding cluster_dir */
-static char cluster_dir[128];        /* DIR of scripts/ceph-cluster.sh */
-static pid_t cluster_owner;
 static unsigned vol_seq;             /* fresh image names across test cases */
 
 static struct harness_daemon D;
 static struct iscsi_context *C;
 static char cur_vol[64];             /* image of the running case, removed after it */
-
-/* ---- cluster ---- */
-
-static void cluster_stop(void)
-{
-	char *argv[] = { "scripts/ceph-cluster.sh", "stop", cluster_dir, NULL };
-	char err[512];
-
-	if (getpid() != cluster_owner || !cluster_dir[0])
-		return;
-	harness_run(argv, err, sizeof(err), 60000);   /* removes cluster_dir */
-	rmdir(cluster_base);
-	cluster_dir[0] = '\0';
-}
-
-/* 0 when running, > 0 to skip (reason in @why), < 0 on failure. */
-static int cluster_start(char *why, size_t whylen)
-{
-	char *argv[] = { "scripts/ceph-cluster.sh", "start", cluster_dir, NULL };
-	char err[4096];
-	int rc;
-
-#if !__has_include(<rbd/librbd.h>)
-	snprintf(why, whylen, "rtgtd is built without librbd (install librbd-dev librados-dev)");
-	return 1;
-#endif
-	if (getenv("CEPH_DIR") && getenv("CEPH_DIR")[0]) {
-		/* a cluster already running (scripts/ceph-cluster.sh start DIR):
-		 * used as it is, not stopped */
-		snprintf(cluster_dir, sizeof(cluster_dir), "%s", getenv("CEPH_DIR"));
-		return 0;
-	}
-	if (system("{ command -v ceph-mon && command -v ceph-mgr && command -v ceph-osd && "
-		   "command -v ceph && command -v rbd; } >/dev/null 2>&1") != 0) {
-		snprintf(why, whylen, "Ceph packages missing (scripts/deps.sh installs ceph-mon "
-			 "ceph-mgr ceph-osd ceph-common)");
-		return 1;
-	}
-	snprintf(cluster_base, sizeof(cluster_base), "/tmp/rtgt-rbdt.XXXXXX");
-	if (!mkdtemp(cluster_base))
-		return -errno;
-	snprintf(cluster_dir, sizeof(cluster_dir), "%s/ceph", cluster_base);
-	cluster_owner = getpid();
-	atexit(cluster_stop);
-	rc = harness_run(argv, err, sizeof(err), 180000);
-	if (rc == 3) {
-		snprintf(why, whylen, "%.900s", err);
-		return 1;
-	}
-	if (rc != 0) {
-		fprintf(stderr, "ceph-cluster.sh start: exit %d\n%s\n", rc, err);
-		return -EIO;
-	}
-	return 0;
-}
-
-/* Runs a shell command line, returns its first output line in @out. */
-static int run_line(char *out, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int run_line(char *out, size_t len, const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	FILE *f;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	f = popen(cmd, "r");
-	if (!f)
-		return -errno;
-	out[0] = '\0';
-	if (!fgets(out, (int)len, f))
-		out[0] = '\0';
-	while (fgetc(f) != EOF)
-		;
-	st = pclose(f);
-	out[strcspn(out, "\n")] = '\0';
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -EINTR;
-}
-
-/* Bytes the cluster has allocated for image @name (`rbd du`). */
-static long long image_used(const char *name)
-{
-	char line[256];
-	int rc = run_line(line, sizeof(line),
-			  "rbd --conf %s/ceph.conf --name client.admin du --format json %s 2>/dev/null"
-			  " | grep -o '\"used_size\":[0-9]*' | head -1 | cut -d: -f2",
-			  cluster_dir, name);
-
-	if (rc != 0 || !line[0])
-		return -1;
-	return atoll(line);
-}
 
 /* ---- daemon ---- */
 
@@ -190,8 +94,8 @@ static void teardown(void)
 	/* the OSD holds 4 GiB: do not leave 1.5 GiB images behind; a SIGKILLed
 	 * client's watch keeps the image for up to 30 s */
 	for (int i = 0; cur_vol[0] && i < 45; i++) {
-		if (run_line(line, sizeof(line), "rbd --conf %s/ceph.conf --name client.admin "
-			     "rm --no-progress %s 2>&1 >/dev/null | tail -1", cluster_dir,
+		if (cl_run_line(line, sizeof(line), "rbd --conf %s/ceph.conf --name client.admin "
+			     "rm --no-progress %s 2>&1 >/dev/null | tail -1", cl_dir(),
 			     cur_vol) != 0 || !line[0] || strstr(line, "No such file"))
 			break;
 		if (!strstr(line, "watchers") && !strstr(line, "still open")) {
@@ -213,7 +117,7 @@ static void write_conf(const char *vol, const char *size)
 		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
 		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"%s\"; } );\n"
 		"  allow = ( \"ALL\" ); } );\n",
-		cluster_dir, cluster_dir, D.port, vol, size), 0);
+		cl_dir(), cl_dir(), D.port, vol, size), 0);
 }
 
 static void start(void)
@@ -504,7 +408,7 @@ START_TEST(t01_background)
 			char line[512];
 
 			/* the text status: "k..-1 (1.5G, provisioning 12.3%, ..." */
-			run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status | grep volumes",
+			cl_run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status | grep volumes",
 				 rtgtctl(), D.dir);
 			text_seen = strstr(line, "provisioning") && strstr(line, "%") &&
 				    strstr(line, " of ");
@@ -529,7 +433,7 @@ START_TEST(t01_background)
 	fill(buf, sizeof(buf), 2);
 	lun_write(BIG_BYTES - sizeof(buf), buf, sizeof(buf));
 	lun_expect(BIG_BYTES - sizeof(buf), buf, sizeof(buf));
-	ck_assert_int_eq(image_used(cur_vol), (long long)BIG_BYTES);
+	ck_assert_int_eq(cl_image_used(cur_vol), (long long)BIG_BYTES);
 	ck_assert(log_has("thick provisioning done"));
 }
 END_TEST
@@ -575,7 +479,7 @@ START_TEST(t02_kill_resume)
 	ck_assert_msg(first < 0 || first >= (long long)(BIG_BYTES / 8),
 		      "resumed at %lld, killed at %lld", first, at_kill);
 	ck_assert_msg(log_has("resuming"), "no resume line in the log");
-	ck_assert_int_eq(image_used(cur_vol), (long long)BIG_BYTES);
+	ck_assert_int_eq(cl_image_used(cur_vol), (long long)BIG_BYTES);
 	login();
 	clear_ua();
 	expect_good(iscsi_testunitready_sync(C, 0), "TEST UNIT READY after resumed provisioning");
@@ -635,11 +539,11 @@ START_TEST(t03_write_same)
 	expect_good(write_same16(0, (uint32_t)(vol_bytes / 512), NULL, true),
 		    "WRITE SAME 16 NDOB over the whole image");
 	lun_expect_same(0, 8u << 20, zero);
-	ck_assert_int_eq(image_used(cur_vol), (long long)vol_bytes);
+	ck_assert_int_eq(cl_image_used(cur_vol), (long long)vol_bytes);
 }
 END_TEST
 
-START_TEST(t05_failure)
+START_TEST(t04_failure)
 {
 	char addr[128], line[512];
 	struct vstat vs;
@@ -655,19 +559,19 @@ START_TEST(t05_failure)
 	}
 	ck_assert_msg(strcmp(vs.state, "provisioning") == 0, "finished before the failure");
 	/* the cluster refuses every further op of this rtgtd's client */
-	ck_assert_int_eq(run_line(addr, sizeof(addr), "rbd --conf %s/ceph.conf --name client.admin "
+	ck_assert_int_eq(cl_run_line(addr, sizeof(addr), "rbd --conf %s/ceph.conf --name client.admin "
 				  "status %s | grep -o 'watcher=[^ ]*' | head -1 | cut -d= -f2",
-				  cluster_dir, cur_vol), 0);
+				  cl_dir(), cur_vol), 0);
 	ck_assert_msg(addr[0], "no watcher on %s", cur_vol);
-	ck_assert_int_eq(run_line(line, sizeof(line), "ceph --conf %s/ceph.conf osd blocklist add %s "
-				  "2>&1", cluster_dir, addr), 0);
+	ck_assert_int_eq(cl_run_line(line, sizeof(line), "ceph --conf %s/ceph.conf osd blocklist add %s "
+				  "2>&1", cl_dir(), addr), 0);
 	/* a status request may fail while the client is refused: ask again */
 	while (!vol_status(&vs) || strcmp(vs.state, "provisioning") == 0) {
 		ck_assert_msg(time(NULL) - t0 < 150, "provisioning did not fail after blocklisting");
 		msleep(200);
 	}
-	run_line(line, sizeof(line), "ceph --conf %s/ceph.conf osd blocklist rm %s 2>&1",
-		 cluster_dir, addr);
+	cl_run_line(line, sizeof(line), "ceph --conf %s/ceph.conf osd blocklist rm %s 2>&1",
+		 cl_dir(), addr);
 	ck_assert_str_eq(vs.state, "failed");
 	ck_assert_msg(vs.done < vs.total, "failed at %lld of %lld", vs.done, vs.total);
 	ck_assert_msg(log_has("thick provisioning stopped at"), "failure not logged");
@@ -675,7 +579,7 @@ START_TEST(t05_failure)
 		harness_dump_log(&D, stderr, 30);
 	ck_assert_msg(harness_alive(&D), "rtgtd died with the provisioning (status %d)", D.last_status);
 	for (int i = 0; i < 20; i++) {
-		run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status | grep volumes", rtgtctl(),
+		cl_run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status | grep volumes", rtgtctl(),
 			 D.dir);
 		if (strstr(line, "FAILED"))
 			break;
@@ -701,71 +605,15 @@ START_TEST(t05_failure)
 }
 END_TEST
 
-START_TEST(t04_conformance)
-{
-	char cmd[512], line[512];
-	int rc;
-
-	snprintf(cmd, sizeof(cmd),
-		 "LEVEL=rbd CEPH_DIR=%s PORT=%u scripts/conformance.sh > %s/conformance.out 2>&1; "
-		 "echo $?", cluster_dir, D.port, D.dir);
-	rc = run_line(line, sizeof(line), "%s", cmd);
-	ck_assert_int_eq(rc, 0);
-	snprintf(cmd, sizeof(cmd), "grep -a '^conformance' %s/conformance.out >&2", D.dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "(no conformance summary)\n");
-	if (strcmp(line, "0") != 0) {
-		snprintf(cmd, sizeof(cmd), "tail -30 %s/conformance.out >&2", D.dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "(no conformance output)\n");
-	}
-	ck_assert_msg(strcmp(line, "0") == 0, "conformance on rbd failed (exit %s)", line);
-}
-END_TEST
-
-static Suite *thick_suite(void)
-{
-	Suite *s = suite_create("net_rbd_thick");
-	const struct { const char *name; const TTest *fn; int timeout; } cases[] = {
-		{ "01_background", t01_background, 300 },
-		{ "02_kill_resume", t02_kill_resume, 300 },
-		{ "03_write_same", t03_write_same, 300 },
-		{ "04_conformance", t04_conformance, 1800 },
-		{ "05_failure", t05_failure, 300 },
-	};
-
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		TCase *tc = tcase_create(cases[i].name);
-
-		tcase_add_checked_fixture(tc, setup, teardown);
-		tcase_set_timeout(tc, cases[i].timeout);
-		_tcase_add_test(tc, cases[i].fn, 0, 0, 0, 1);
-		suite_add_tcase(s, tc);
-	}
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr;
-	char why[1024];
-	int failed, rc;
+	const struct ck_case cases[] = {
+		CK_CASE("01_background", t01_background, .timeout = 300),
+		CK_CASE("02_kill_resume", t02_kill_resume, .timeout = 300),
+		CK_CASE("03_write_same", t03_write_same, .timeout = 300),
+		CK_CASE("04_failure", t04_failure, .timeout = 300),
+	};
 
-	rc = cluster_start(why, sizeof(why));
-	if (rc > 0) {
-		/* scripts/run-tests.sh shows this line in its summary */
-		printf("0%%: Checks: 0, SKIPPED: %s\n", why);
-		return EXIT_SUCCESS;
-	}
-	if (rc < 0) {
-		printf("0%%: Checks: 0, Failures: 1: cannot start the Ceph test cluster: %s\n",
-		       strerror(-rc));
-		return EXIT_FAILURE;
-	}
-	sr = srunner_create(thick_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	cluster_stop();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return cl_main("rtgt-rbdt", &(struct ck_suite_def){ "net_rbd_thick", CK_CASES(cases),
+		.setup = setup, .teardown = teardown });
 }
