@@ -549,15 +549,7 @@ void raid_ioctx_run(struct raid_ioctx *ctx)
 			d = n;
 			any = true;
 		}
-		while (ctx->bl_head && ctx->kernel < CQ_ENTRIES) {
-			struct raid_mio *mio = ctx->bl_head;
-
-			ctx->bl_head = mio->next;
-			if (!ctx->bl_head)
-				ctx->bl_tail = NULL;
-			start_mio(ctx, mio);
-		}
-		kick(ctx);
+		kick(ctx);    /* the plug, then the backlog while there is room */
 		if (!any)
 			break;
 	}

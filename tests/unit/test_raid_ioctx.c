@@ -3,7 +3,8 @@
  * poller, deferred calls from another thread run on the owner, and the HDD
  * timing model makes random I/O pay seeks and rotation while sequential I/O
  * streams at the configured rate, and member I/Os that follow each other go
- * to the kernel as one readv/writev whose result is shared out right.
+ * to the kernel as one readv/writev whose result is shared out right, also
+ * when there are more of them than the ring may hold.
  */
 #include <check.h>
 #include <errno.h>
@@ -229,12 +230,69 @@ START_TEST(t03_plug_merge)
 }
 END_TEST
 
+
+/* ---- 04: more mios than the ring may hold ---- */
+
+static unsigned many_left;
+static int many_err;
+
+static void many_cb(struct raid_mio *mio, int res)
+{
+	(void)mio;
+	if (res)
+		many_err = res;
+	many_left--;
+}
+
+START_TEST(t04_backlog)
+{
+	enum { N = 1500, LEN = 4096 };
+	struct conf_pool cp;
+	struct raid_pool *p;
+	struct raid_ioctx *ctx;
+	struct raid_mio *mios = calloc(N, sizeof(*mios));
+	uint8_t *wb = malloc((size_t)N * LEN), *rb = malloc((size_t)N * LEN);
+	unsigned long merged;
+
+	rf_paths_make(paths, 1, tmpdir, "b");
+	rf_conf_pool(&cp, "bl", CONF_RAID0, 65536, paths, 1, 64u << 20);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	for (size_t i = 0; i < (size_t)N * LEN; i++)
+		wb[i] = (uint8_t)(i * 7 + i / LEN);
+	/* 1500 back-to-back writes: more than the ring's 1024, so some wait
+	 * in the backlog and are merged when room frees up */
+	many_left = N;
+	many_err = 0;
+	merged = raid_ioctx_merged(ctx);
+	for (unsigned i = 0; i < N; i++) {
+		mios[i] = (struct raid_mio){ .m = p->m[0], .op = RAID_MIO_WRITE,
+					     .buf = wb + (size_t)i * LEN, .off = (uint64_t)i * LEN,
+					     .len = LEN, .cb = many_cb };
+		ck_assert_int_eq(raid_mio_submit(ctx, &mios[i]), 0);
+	}
+	for (int k = 0; many_left && k < 200; k++)
+		raid_ioctx_wait(ctx, 100);
+	ck_assert_uint_eq(many_left, 0);
+	ck_assert_int_eq(many_err, 0);
+	ck_assert_uint_eq(raid_ioctx_merged(ctx) - merged, N);
+	ck_assert_int_eq(pread(p->m[0]->fd, rb, (size_t)N * LEN, RAID_DATA_OFF), (ssize_t)N * LEN);
+	ck_assert_mem_eq(rb, wb, (size_t)N * LEN);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(mios);
+	free(wb);
+	free(rb);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
 		CK_CASE("01_defer_wakes_owner", t01_defer_wakes_owner, .no_fixture = true),
 		CK_CASE("02_hdd_model", t02_hdd_model, .timeout = 30),
 		CK_CASE("03_plug_merge", t03_plug_merge, .timeout = 30),
+		CK_CASE("04_backlog", t04_backlog, .timeout = 30),
 	};
 
 	return ck_main(&(struct ck_suite_def){
