@@ -165,18 +165,6 @@ static void next_vol(void)
 	snprintf(cur_vol, sizeof(cur_vol), "k%ld-%u", (long)getpid(), ++vol_seq);
 }
 
-static void fill(uint8_t *buf, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		buf[i] = (uint8_t)((x * 0x2545F4914F6CDD1DULL) >> 56);
-	}
-}
-
 static const char *rtgtctl(void)
 {
 	return getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
@@ -370,7 +358,7 @@ START_TEST(t01_background)
 	}
 	expect_becoming_ready(iscsi_testunitready_sync(C, 0), "TEST UNIT READY");
 	expect_becoming_ready(iscsi_read16_sync(C, 0, 0, 4096, 512, 0, 0, 0, 0, 0), "READ 16");
-	fill(buf, sizeof(buf), 1);
+	harness_fill_random(buf, sizeof(buf), 1);
 	expect_becoming_ready(iscsi_write16_sync(C, 0, 8, buf, 4096, 512, 0, 0, 0, 0, 0),
 			      "WRITE 16");
 	expect_becoming_ready(write_same16(0, 16, blk, false), "WRITE SAME 16");
@@ -430,7 +418,7 @@ START_TEST(t01_background)
 
 	/* ready: everything works, the image is allocated in full */
 	expect_good(iscsi_testunitready_sync(C, 0), "TEST UNIT READY after provisioning");
-	fill(buf, sizeof(buf), 2);
+	harness_fill_random(buf, sizeof(buf), 2);
 	lun_write(BIG_BYTES - sizeof(buf), buf, sizeof(buf));
 	lun_expect(BIG_BYTES - sizeof(buf), buf, sizeof(buf));
 	ck_assert_int_eq(cl_image_used(cur_vol), (long long)BIG_BYTES);
@@ -504,9 +492,9 @@ START_TEST(t03_write_same)
 	}
 	login();
 	clear_ua();
-	fill(blk, sizeof(blk), 3);
-	fill(before, sizeof(before), 4);
-	fill(after, sizeof(after), 5);
+	harness_fill_random(blk, sizeof(blk), 3);
+	harness_fill_random(before, sizeof(before), 4);
+	harness_fill_random(after, sizeof(after), 5);
 	lun_write(lba * 512 - sizeof(before), before, sizeof(before));
 	lun_write((lba + n) * 512, after, sizeof(after));
 
@@ -523,14 +511,14 @@ START_TEST(t03_write_same)
 	lun_expect((lba + n) * 512, after, sizeof(after));
 
 	/* 150 MiB: more than one 64 MiB volume request */
-	fill(blk, sizeof(blk), 6);
+	harness_fill_random(blk, sizeof(blk), 6);
 	expect_good(write_same16(8, (150u << 20) / 512, blk, false), "WRITE SAME 16 of 150 MiB");
 	lun_expect_same(8 * 512, 150ull << 20, blk);
 	lun_expect_same(0, 8 * 512, zero);
 	lun_expect_same(8 * 512 + (150ull << 20), vol_bytes - 8 * 512 - (150ull << 20), zero);
 
 	/* WRITE SAME(10) takes the same path */
-	fill(blk, sizeof(blk), 7);
+	harness_fill_random(blk, sizeof(blk), 7);
 	expect_good(iscsi_writesame10_sync(C, 0, 2 * OBJ / 512 - 3, blk, 512, 6, 0, 0, 0, 0),
 		    "WRITE SAME 10 across an object boundary");
 	lun_expect_same(2ull * OBJ - 3 * 512, 6 * 512, blk);
