@@ -593,15 +593,60 @@ START_TEST(t04_failure)
 }
 END_TEST
 
+/* The sanitizer build (make check SAN=1) runs only the cases whose outcome
+ * does not depend on how fast the image is written out against how fast
+ * the test can poll: there rtgtd and rtgtctl run several times slower while
+ * the cluster does not, and 01, 02 and 04 need to catch the write-out while
+ * it runs. The normal build runs all four. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TIMED_CASES_SKIPPED "01_background, 02_kill_resume, 04_failure"
+#endif
+
 int main(void)
 {
 	const struct ck_case cases[] = {
+#ifndef TIMED_CASES_SKIPPED
 		CK_CASE("01_background", t01_background, .timeout = 300),
 		CK_CASE("02_kill_resume", t02_kill_resume, .timeout = 300),
+#endif
 		CK_CASE("03_write_same", t03_write_same, .timeout = 300),
+#ifndef TIMED_CASES_SKIPPED
 		CK_CASE("04_failure", t04_failure, .timeout = 300),
+#endif
 	};
+	struct ck_suite_def def = { "net_rbd_thick", CK_CASES(cases),
+		.setup = setup, .teardown = teardown };
+#ifdef TIMED_CASES_SKIPPED
+	static const char why[] = "the sanitizer build polls too slowly to watch a write-out "
+				  "in progress (run by the normal make check)";
+	SRunner *sr;
+	char cwhy[1024];
+	int failed, run, crc;
 
-	return cl_main("rtgt-rbdt", &(struct ck_suite_def){ "net_rbd_thick", CK_CASES(cases),
-		.setup = setup, .teardown = teardown });
+	(void)t01_background;
+	(void)t02_kill_resume;
+	(void)t04_failure;
+	crc = cl_start("rtgt-rbdt", cwhy, sizeof(cwhy));
+	if (crc > 0) {
+		printf("0%%: Checks: 0, SKIPPED: %s\n", cwhy);
+		return EXIT_SUCCESS;
+	}
+	if (crc < 0) {
+		cl_print_start_failure(crc, 0);
+		return EXIT_FAILURE;
+	}
+	printf("%s: SKIPPED: %s\n", TIMED_CASES_SKIPPED, why);
+	sr = srunner_create(ck_suite(&def));
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	run = srunner_ntests_run(sr);
+	/* scripts/run-tests.sh shows the last "N%: Checks" line in its summary */
+	printf("%d%%: Checks: %d, Failures: %d, SKIPPED %s: %s\n",
+	       run ? 100 * (run - failed) / run : 0, run, failed, TIMED_CASES_SKIPPED, why);
+	srunner_free(sr);
+	cl_stop();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+#else
+	return cl_main("rtgt-rbdt", &def);
+#endif
 }
