@@ -53,6 +53,12 @@ for _ in $(seq 600); do
 	sleep 0.1
 done
 kill -0 "$pid" 2>/dev/null || { echo "bench-rbd: rtgtd did not start:"; cat "$dir/rtgtd.log"; exit 1; }
+# a new thick image is written out in the background (NOT READY until then)
+for _ in $(seq 1200); do
+	st=$("${RTGTCTL:-bin/rtgtctl}" -s "$dir/rtgtd.sock" status --json 2>/dev/null) &&
+		! grep -q '"provisioning"' <<<"$st" && break
+	sleep 0.1
+done
 url=iscsi://127.0.0.1:$PORT/$IQN/0
 rbdb() { rbd --conf "$cdir/ceph.conf" --name client.admin --rbd_cache=false bench "$@" "$img" 2>&1 |
 	awk '/^elapsed:/ { for (i = 1; i <= NF; i++) if ($i == "ops/sec:") print $(i + 1) }' | tail -1; }
