@@ -20,8 +20,10 @@
  *
  * States of a struct raid_mio: BACKLOG (in ctx->bl_*) -> PLUGGED (in
  * ctx->plug, counted in ctx->kernel) -> KERNEL (its own sqe, or a share of a
- * merged group's sqe, counted once per sqe in ctx->kernel) -> (short, EAGAIN,
- * or any error of a merged group: KERNEL again, on its own) -> DONE
+ * merged group's sqe, counted once per sqe in ctx->kernel) -> (short or
+ * EAGAIN: KERNEL again; a mio a merged group's error or short result did
+ * not cover: PLUGGED or BACKLOG again with mio->alone set, so it goes on its
+ * own) -> DONE
  * (callback called once from complete_mio(); the mio is then the caller's
  * again). With the HDD model (hdd.c) DONE means "real I/O done":
  * the callback then runs when the modelled disk is done as well, and a mio
@@ -315,7 +317,7 @@ static int plug_cmp(const void *a, const void *b)
 static bool mergeable(const struct raid_mio *a, const struct raid_mio *b)
 {
 	return a->fd == b->fd && a->op == b->op && a->op != RAID_MIO_FSYNC && !a->done &&
-	       !b->done && a->off + a->len == b->off;
+	       !b->done && !a->alone && !b->alone && a->off + a->len == b->off;
 }
 
 /* One sqe for @n mios that follow each other on one member. Returns false
@@ -399,8 +401,10 @@ static void complete_group(struct raid_ioctx *ctx, struct mgroup *g, int res)
 		if (take) {
 			complete_mio(ctx, mio, (int)take);
 		} else {
-			ctx->kernel++;
-			prep_mio(ctx, mio);
+			/* through the plug (or the backlog when the ring is
+			 * full: the group held one slot, its mios need n) */
+			mio->alone = true;
+			start_mio(ctx, mio);
 		}
 	}
 	free(g);
@@ -432,6 +436,7 @@ int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
 	mio->done = 0;
 	mio->bounce = NULL;
 	mio->next = NULL;
+	mio->alone = false;
 	mio->hdd_done_ns = 0;
 	mio->hdd_wait = false;
 	mio->t_sub_ns = raid_lat_now_ns();

@@ -184,6 +184,8 @@ struct raid_mio {
 	struct raid_ioctx *hdd_ctx; /* submitting ctx: callbacks run there */
 	struct raid_mio *hdd_next; /* member's modelled queue */
 	uint64_t t_sub_ns;        /* CLOCK_MONOTONIC at submission (latency) */
+	bool alone;               /* ioctx: a merged group it was in failed or
+	                           * came back short: goes again on its own */
 };
 
 enum { RAID_HDD_REAL = 1u, RAID_HDD_MODEL = 2u, RAID_HDD_HOLD = 4u };
