@@ -710,7 +710,7 @@ static const char *const pool_keys[] = {
 	"rebuild_mbps", "hdd", "ceph_conf", "rbd_pool", "ceph_id", "keyring", "start_degraded",
 	"thick", NULL,
 };
-static const char *const hdd_keys[] = { "mbps", "avg_seek_ms", "rpm", NULL };
+static const char *const hdd_keys[] = { "mbps", "avg_seek_ms", "rpm", "write_cache", NULL };
 
 static const char *const level_names[] = {
 	[CONF_RAID0] = "raid0", [CONF_RAID1] = "raid1", [CONF_RAID5] = "raid5",
@@ -764,6 +764,7 @@ static void parse_hdd(struct vctx *v, const config_setting_t *g, const char *pwh
 {
 	char where[128];
 	unsigned long long rpm;
+	bool wc;
 	int r;
 
 	snprintf(where, sizeof(where), "%s: hdd", pwhere);
@@ -790,6 +791,10 @@ static void parse_hdd(struct vctx *v, const config_setting_t *g, const char *pwh
 		err_at(v, g, "%s: missing required key 'rpm'", where);
 	else if (r > 0)
 		hdd->rpm = (unsigned)rpm;
+	/* drives ship with their volatile write cache on; arrays that care
+	 * about power loss turn it off, which changes what a write costs */
+	if (get_bool(v, g, "write_cache", where, &wc) > 0)
+		hdd->write_through = !wc;
 }
 
 static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,

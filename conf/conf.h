@@ -41,6 +41,10 @@ struct conf_hdd {
 	double mbps;
 	double avg_seek_ms;
 	unsigned rpm;
+	bool write_through;        /* key write_cache = false: the disks' volatile
+	                            * write cache is off, a write completes when the
+	                            * head has written it. false (zero, key absent
+	                            * or true): cached writes, as before the key */
 };
 
 struct conf_pool {

@@ -859,9 +859,34 @@ START_TEST(t19_hdd_model)
 	ck_assert(c->pools[0].hdd.mbps == 260.0);
 	ck_assert(c->pools[0].hdd.avg_seek_ms == 8.5);
 	ck_assert_uint_eq(c->pools[0].hdd.rpm, 7200);
+	ck_assert(!c->pools[0].hdd.write_through);   /* default: cache on */
 	ck_assert_uint_eq(c->pools[0].rebuild_mbps, 50);
 	ck_assert(c->pools[0].direct_io);
 	conf_free(c);
+
+	c = expect_good(NULL,
+			"pools = ( { name = \"tank\"; level = \"raid5\"; members = (\"a\", \"b\", \"c\");\n"
+			"  hdd = { mbps = 260; avg_seek_ms = 8.5; rpm = 7200; write_cache = false; }; } );\n",
+			NULL, NULL);
+	ck_assert(c->pools[0].hdd.enabled);
+	ck_assert(c->pools[0].hdd.write_through);
+	ck_assert_uint_eq(c->pools[0].hdd.rpm, 7200);
+	conf_free(c);
+	c = expect_good(NULL,
+			"pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");\n"
+			"  hdd = { mbps = 260; avg_seek_ms = 8.5; rpm = 7200; write_cache = true; }; } );\n",
+			NULL, NULL);
+	ck_assert(!c->pools[0].hdd.write_through);
+	conf_free(c);
+	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");\n"
+		   "  hdd = { mbps = 100; avg_seek_ms = 1; rpm = 7200; write_cache = \"off\"; }; } );\n",
+		   NULL, NULL, "hdd: write_cache must be true or false, not a string");
+	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");\n"
+		   "  hdd = { mbps = 100; avg_seek_ms = 1; rpm = 7200; write_cache = 0; }; } );\n",
+		   NULL, NULL, "write_cache must be true or false");
+	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");\n"
+		   "  hdd = { mbps = 100; avg_seek_ms = 1; rpm = 7200; writecache = false; }; } );\n",
+		   NULL, NULL, "writecache");
 
 	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");\n"
 		   "  hdd = { mbps = 0.0; avg_seek_ms = 8.5; rpm = 7200; }; } );\n", NULL, NULL,
