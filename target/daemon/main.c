@@ -590,7 +590,8 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 			jadd_str(restart, "pool %s: spares (use rtgtctl add-spare live)", n->name);
 		if (o->direct_io != n->direct_io || o->rebuild_mbps != n->rebuild_mbps ||
 		    o->hdd.enabled != n->hdd.enabled || o->hdd.mbps != n->hdd.mbps ||
-		    o->hdd.rpm != n->hdd.rpm || o->hdd.avg_seek_ms != n->hdd.avg_seek_ms)
+		    o->hdd.rpm != n->hdd.rpm || o->hdd.avg_seek_ms != n->hdd.avg_seek_ms ||
+		    o->hdd.write_through != n->hdd.write_through)
 			jadd_str(restart, "pool %s: direct_io/rebuild_mbps/hdd", n->name);
 	}
 	for (unsigned t = 0; t < nc->n_targets; t++)
