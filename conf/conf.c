@@ -708,7 +708,7 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 static const char *const pool_keys[] = {
 	"name", "level", "chunk", "members", "spares", "create_size", "direct_io",
 	"rebuild_mbps", "hdd", "ceph_conf", "rbd_pool", "ceph_id", "keyring", "start_degraded",
-	"thick", NULL,
+	"thick", "provision_mbps", NULL,
 };
 static const char *const hdd_keys[] = { "mbps", "avg_seek_ms", "rpm", "write_cache", NULL };
 
@@ -892,11 +892,15 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 		}
 		p->rbd_thick = true;
 		get_bool(v, g, "thick", where, &p->rbd_thick);
+		/* MB/s (10^6 bytes/s), like rebuild_mbps; 0 = unlimited */
+		if (get_uint(v, g, "provision_mbps", where, 0, 1000000, &u) > 0)
+			p->provision_mbps = (unsigned)u;
 		return;
 	}
 	if (level_ok) {
 		static const char *const ceph_only[] = {
-			"ceph_conf", "rbd_pool", "ceph_id", "keyring", "thick", NULL,
+			"ceph_conf", "rbd_pool", "ceph_id", "keyring", "thick", "provision_mbps",
+			NULL,
 		};
 
 		for (const char *const *k = ceph_only; *k; k++) {

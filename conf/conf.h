@@ -70,6 +70,8 @@ struct conf_pool {
 	char *keyring;
 	bool rbd_thick;            /* rbd only: write each new image out in full
 	                            * at creation (key "thick", default true) */
+	unsigned provision_mbps;   /* rbd only: thick write-out rate cap, MB/s
+	                            * (10^6 bytes/s); 0: unlimited */
 	int line;
 };
 

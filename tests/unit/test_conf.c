@@ -832,7 +832,20 @@ START_TEST(t18_rbd_pools)
 			"          { name = \"c\"; level = \"rbd\"; ceph_conf = \"x\";"
 			" rbd_pool = \"r\"; thick = false; } );\n", NULL, NULL);
 	ck_assert(!c->pools[1].rbd_thick);
+	ck_assert_uint_eq(c->pools[1].provision_mbps, 0);
 	conf_free(c);
+	c = expect_good(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\"); },\n"
+			"          { name = \"c\"; level = \"rbd\"; ceph_conf = \"x\";"
+			" rbd_pool = \"r\"; provision_mbps = 200; } );\n", NULL, NULL);
+	ck_assert_uint_eq(c->pools[1].provision_mbps, 200);
+	ck_assert_uint_eq(c->pools[0].provision_mbps, 0);
+	conf_free(c);
+	expect_bad(NULL, "pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"x\"; rbd_pool = \"r\";"
+		   " provision_mbps = -1; } );\n", NULL, NULL, "provision_mbps = -1 is out of range 0..1000000");
+	expect_bad(NULL, "pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"x\"; rbd_pool = \"r\";"
+		   " provision_mbps = \"fast\"; } );\n", NULL, NULL, "provision_mbps must be an integer");
+	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");"
+		   " provision_mbps = 100; } );\n", NULL, NULL, "provision_mbps is only valid for level rbd");
 	expect_bad(NULL, "pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"x\"; rbd_pool = \"r\";"
 		   " thick = 1; } );\n", NULL, NULL, "thick must be true or false");
 	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid0\"; members = (\"a\");"
