@@ -1023,6 +1023,16 @@ int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 			 * callback (raid.h), so librbd may send it as is
 			 * instead of copying every write */
 			{ "rbd_disable_zero_copy_writes", "false" },
+			/* librbd's default "simple" scheduler holds back a
+			 * write to an object while another write to it is in
+			 * flight, to merge them: the 1 MiB writes of one
+			 * sequential stream (four per 4 MiB object) then reach
+			 * the OSD one or two at a time instead of all the
+			 * initiator sent (measured: 2.3 instead of 6 writes
+			 * in flight at the OSD, 250 instead of 350 MB/s at 8
+			 * in flight). The initiator already sends large
+			 * writes; there is nothing to merge. */
+			{ "rbd_io_scheduler", "none" },
 			{ "client_mount_timeout", "20" },
 			{ "rados_mon_op_timeout", "30" },
 			{ "rados_osd_op_timeout", "60" },
