@@ -208,6 +208,8 @@ struct raid_hdd {
 	uint64_t busy_until;      /* the head is busy with a job until then */
 	uint64_t head;            /* where the current/last job ends */
 	uint64_t last_a;          /* where it started: re-reaching it costs a rotation */
+	uint64_t end_ns;          /* when the head last finished a job: the platter
+	                           * turns on while it idles (write-through writes) */
 	int cur;                  /* stream the head serves (-1/0 unused: see hdd.c) */
 	uint64_t batch;           /* bytes served on cur since the last switch */
 	int job;                  /* current job kind (hdd.c) */
