@@ -1,5 +1,6 @@
 /*
- * raid/hdd.c - HDD timing model (pool option hdd = { mbps; avg_seek_ms; rpm; }).
+ * raid/hdd.c - HDD timing model (pool option hdd = { mbps; avg_seek_ms; rpm;
+ * write_cache; }).
  *
  * Every member behaves like one spinning disk with one head, a small write
  * cache, read-ahead segments and a stream-aware elevator. The real I/O is
@@ -19,12 +20,21 @@
  *                               rotation)
  *   otherwise                   seek(|a-h|) + rot/2
  * seek(d) = avg_seek_ms * sqrt(d / (stroke / 3)); track = mbps * 60 / rpm
- * bytes; transfer = len / mbps.
+ * bytes; transfer = len / mbps. A write that seeks adds HDD_WRITE_SETTLE.
+ * A write-through write (below) that reaches its sector by rotation (the
+ * first three cases) after the head idled for some time since its last job
+ * waits for the sector to come round from where the platter has turned to
+ * (rot_wait): a disk without write cache at qd 1 writes about one request
+ * per rotation.
  *
  * Disk cache: writes are acknowledged when they fit in the write cache
  * (HDD_WCACHE bytes, HDD_MAX_EXT extents), drained by the head later; a write
  * that does not fit waits until drains make room. FSYNC completes when the
- * cache is empty. Reads of a detected sequential stream make the head read
+ * cache is empty. With write_cache = false (conf_hdd.write_through) there is
+ * no write cache: a write stays queued until the head has written it (a
+ * JOB_WRITE, positioning + transfer like a read), FSYNC completes at once
+ * (nothing is volatile) and nothing is ever dirty. Reads of a detected
+ * sequential stream make the head read
  * ahead (up to HDD_RA_MAX beyond the stream's last request); reads inside a
  * stream's cached segment complete without head time.
  *
@@ -35,7 +45,11 @@
  * for the cache or it is over half full (and when nothing else is left).
  * So two sequential streams on one member are served in batches of up to
  * HDD_BATCH instead of one seek per request, and round-robin between them
- * keeps them fair. Read-ahead runs while other requests wait only for an
+ * keeps them fair. Write-through (pick_switch_wt): queued writes right ahead
+ * of the head continue its stream like dirty data does; on a switch the
+ * head takes the queued read or write it reaches soonest (shortest
+ * positioning time first, as an NCQ drive), the oldest once it waited
+ * HDD_READ_AGE or when it continues a sequential stream. Read-ahead runs while other requests wait only for an
  * established stream (HDD_RA_BUSY_RUN reads in a row continued it): two
  * random reads that happen to be adjacent start no prefetch that holds the
  * head. Dirty data goes out in jobs of at most HDD_DRAIN_MAX.
@@ -47,7 +61,9 @@
  *
  * States of a modelled mio (bits in hdd_state, under the member's hdd_mu):
  *   QUEUED (on m->hdd.q_*, no MODEL bit) -> MODEL (job done / admitted / hit /
- *   cache drained for FSYNC; raid_hdd_submit or advance) ; independently
+ *   cache drained for FSYNC, or at once on a write-through disk; a
+ *   write-through write only by its JOB_WRITE ending; raid_hdd_submit or
+ *   advance) ; independently
  *   REAL (raid_hdd_real_done). With MODEL|REAL the callback runs once: from
  *   raid_hdd_real_done's caller, from a deferred deliver() on the mio's ctx,
  *   or from raid_hdd_timer when the mio is the HOLDer.
@@ -55,7 +71,9 @@
  * holder's timeout fires. Invariant (hdd_check): whenever the queue is not
  * empty exactly one mio holds the timer (m->hdd.holder, HOLD bit), the queue
  * holds no MODEL mio, dirty == sum of the extents and <= HDD_WCACHE + one
- * request.
+ * request, and a write-through disk has no extents. Head jobs: NONE ->
+ * READ/DRAIN/RA/WRITE (job_start, from pick_continue or pick_switch[_wt])
+ * -> NONE (job_end at busy_until, which records end_ns).
  */
 #include <assert.h>
 #include <errno.h>
@@ -82,7 +100,7 @@
 #define HDD_BATCH (32ull << 20)
 #define HDD_LOG_NS (5000ull * 1000000ull)
 
-enum { JOB_NONE, JOB_READ, JOB_DRAIN, JOB_RA };
+enum { JOB_NONE, JOB_READ, JOB_DRAIN, JOB_RA, JOB_WRITE };
 
 uint64_t raid_mono_ns(void)
 {
@@ -103,6 +121,9 @@ static bool hdd_check(const struct raid_member *m)
 		sum += h->ext[i].b - h->ext[i].a;
 	}
 	if (sum != h->dirty || h->n_ext > RAID_HDD_MAX_EXT)
+		return false;
+	/* write-through disks hold no dirty data */
+	if (m->pool->hdd.write_through && (h->n_ext || h->dirty))
 		return false;
 	for (const struct raid_mio *q = h->q_head; q; q = q->hdd_next)
 		if (q->hdd_state & RAID_HDD_MODEL)
@@ -129,8 +150,23 @@ static double seek_ns(const struct raid_member *m, uint64_t d)
 	return m->pool->hdd.avg_seek_ms * 1e6 * sqrt((double)d * 3.0 / (double)stroke);
 }
 
-/* @write: a write that seeks settles longer (HDD_WRITE_SETTLE). */
-static double pos_ns(const struct raid_member *m, uint64_t a, bool write)
+/* The rotational wait for a sector @ahead_ns of rotation past the head
+ * (negative: just passed) when the head has idled @idle_ns since its last
+ * job ended: the platter kept turning meanwhile. */
+static double rot_wait(const struct conf_hdd *c, double ahead_ns, double idle_ns)
+{
+	double w = fmod(ahead_ns - idle_ns, rot_ns(c));
+
+	return w < 0 ? w + rot_ns(c) : w;
+}
+
+/* @write: a write that seeks settles longer (HDD_WRITE_SETTLE). @idle_ns:
+ * how long the head has idled since its last job; only a write-through write
+ * pays for it (the sector at the head has turned away: a write-through disk
+ * must wait for it to come round, up to a rotation); everything else keeps
+ * the model's rule that the head is where its last job ended (reads are
+ * covered by read-ahead, cached writes by the cache). */
+static double pos_ns(const struct raid_member *m, uint64_t a, bool write, double idle_ns)
 {
 	const struct conf_hdd *c = &m->pool->hdd;
 	const struct raid_hdd *h = &m->hdd;
@@ -138,16 +174,34 @@ static double pos_ns(const struct raid_member *m, uint64_t a, bool write)
 	double settle = write ? (double)HDD_WRITE_SETTLE : 0;
 
 	if (a == h->head)
-		return 0;
+		return idle_ns > 0 ? rot_wait(c, 0, idle_ns) : 0;
 	if (a > h->head) {
 		double pass = (double)(a - h->head) / bps(c) * 1e9;
 		double sk = seek_ns(m, a - h->head) + rot_ns(c) / 2 + settle;
 
+		if (pass < sk && idle_ns > 0)
+			pass = rot_wait(c, pass, idle_ns);
 		return pass < sk ? pass : sk;
 	}
-	if (a >= h->last_a && (double)(h->head - a) < track)
+	if (a >= h->last_a && (double)(h->head - a) < track) {
+		double back = (double)(h->head - a) / bps(c) * 1e9;
+
+		if (idle_ns > 0)
+			return rot_wait(c, -back, idle_ns);
 		return (1.0 - (double)(h->head - a) / track) * rot_ns(c);
+	}
 	return seek_ns(m, h->head - a) + rot_ns(c) / 2 + settle;
+}
+
+/* Positioning for a job of @op at @a starting at @t. */
+static double job_pos_ns(const struct raid_member *m, uint64_t a, int kind, uint64_t t)
+{
+	const struct raid_hdd *h = &m->hdd;
+	double idle = 0;
+
+	if (kind == JOB_WRITE && t > h->end_ns && h->end_ns)
+		idle = (double)(t - h->end_ns);
+	return pos_ns(m, a, kind == JOB_DRAIN || kind == JOB_WRITE, idle);
 }
 
 /* ---- streams ---- */
@@ -319,12 +373,15 @@ static void settle(struct raid_member *m, uint64_t t)
 	struct raid_hdd *h = &m->hdd;
 	struct raid_mio *q = h->q_head, *n;
 	bool blocked = false;   /* a write ahead still waits: keep FIFO order */
+	bool wt = m->pool->hdd.write_through;
 
 	for (; q; q = n) {
 		n = q->hdd_next;
 		if (q->hdd_arr_ns > t)
 			continue;
 		if (q->op == RAID_MIO_WRITE) {
+			if (wt)
+				continue;   /* done when the head has written it */
 			if (!blocked && cache_fits(h, q->len)) {
 				cache_put(h, q->off, q->off + q->len);
 				model_done(m, q);
@@ -332,7 +389,8 @@ static void settle(struct raid_member *m, uint64_t t)
 				blocked = true;
 			}
 		} else if (q->op == RAID_MIO_FSYNC) {
-			if (!blocked && !h->dirty)
+			/* write-through: nothing is volatile, nothing to wait for */
+			if (wt || (!blocked && !h->dirty))
 				model_done(m, q);
 			else
 				blocked = true;
@@ -382,7 +440,7 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 	const struct conf_hdd *c = &m->pool->hdd;
 	uint64_t track = (uint64_t)(bps(c) * 60.0 / c->rpm);
 	struct raid_hdd_stream *s = h->cur >= 0 ? &h->st[h->cur] : NULL;
-	struct raid_mio *q;
+	struct raid_mio *q, *wr = NULL;
 	bool others = false;
 	int best = -1;
 
@@ -400,6 +458,19 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 			if (!j->mio) {
 				j->mio = q;
 			}
+		} else {
+			others = true;
+		}
+	}
+	/* write-through: queued writes right ahead of the head continue it
+	 * (a sequential write stream streams at mbps while the host keeps
+	 * requests queued) */
+	for (q = h->q_head; q && m->pool->hdd.write_through; q = q->hdd_next) {
+		if (q->hdd_arr_ns > t || q->op != RAID_MIO_WRITE)
+			continue;
+		if (q->off >= h->head && q->off <= h->head + track) {
+			if (!wr || q->off < wr->off)
+				wr = q;
 		} else {
 			others = true;
 		}
@@ -426,6 +497,14 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 		j->kind = JOB_READ;
 		j->a = a;
 		j->b = b;
+		j->stream = h->cur;
+		return true;
+	}
+	if (wr) {
+		j->kind = JOB_WRITE;
+		j->mio = wr;
+		j->a = wr->off;
+		j->b = wr->off + wr->len;
 		j->stream = h->cur;
 		return true;
 	}
@@ -482,7 +561,7 @@ static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
 			oldest = q;
 		if (h->cur >= 0 && stream_of(m, q->off) == h->cur)
 			continue;
-		ns = pos_ns(m, q->off, false);
+		ns = pos_ns(m, q->off, false, 0);
 		if (!rd || ns < rd_ns) {
 			rd = q;
 			rd_ns = ns;
@@ -491,11 +570,11 @@ static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
 	if (!rd || (oldest && t - oldest->hdd_arr_ns > HDD_READ_AGE) ||
 	    (oldest && in_seq_stream(m, oldest->off))) {
 		rd = oldest;
-		rd_ns = oldest ? pos_ns(m, oldest->off, false) : 0;
+		rd_ns = oldest ? pos_ns(m, oldest->off, false, 0) : 0;
 	}
 	oldest = rd;
 	for (unsigned i = 0; i < h->n_ext; i++) {
-		double ns = pos_ns(m, h->ext[i].a, true);
+		double ns = pos_ns(m, h->ext[i].a, true, 0);
 
 		if (near < 0 || ns < near_ns) {
 			near = (int)i;
@@ -521,6 +600,51 @@ static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
 		return true;
 	}
 	return false;
+}
+
+/* Write-through disks (hdd write_cache = false): writes wait in the queue
+ * with the reads, and the head takes the request it reaches soonest among
+ * all of them (shortest positioning time first, as a drive with a command
+ * queue does), the write settle included. So the write-back of a
+ * read-modify-write competes like any request: cheap when the head is still
+ * near the sectors it just read, a seek when it moved on. Nothing starves:
+ * the oldest request goes first once it waited HDD_READ_AGE. Sequential
+ * streams keep their batches (pick_continue); once a batch is over, the
+ * stream's own requests wait for the next switch, and the oldest read of a
+ * sequential stream goes first (round-robin between streams). */
+static bool pick_switch_wt(struct raid_member *m, uint64_t t, struct job *j)
+{
+	struct raid_hdd *h = &m->hdd;
+	struct raid_mio *q, *oldest = NULL, *best = NULL;
+	bool batch_over = h->batch >= HDD_BATCH;
+	double best_ns = 0;
+
+	for (q = h->q_head; q; q = q->hdd_next) {
+		double ns;
+
+		if (q->hdd_arr_ns > t || q == h->job_mio || q->op == RAID_MIO_FSYNC)
+			continue;
+		if (!oldest)
+			oldest = q;
+		if (batch_over && h->cur >= 0 && stream_of(m, q->off) == h->cur)
+			continue;
+		ns = job_pos_ns(m, q->off, q->op == RAID_MIO_WRITE ? JOB_WRITE : JOB_READ, t);
+		if (!best || ns < best_ns) {
+			best = q;
+			best_ns = ns;
+		}
+	}
+	if (!oldest)
+		return false;
+	if (!best || t - oldest->hdd_arr_ns > HDD_READ_AGE ||
+	    (oldest->op == RAID_MIO_READ && in_seq_stream(m, oldest->off)))
+		best = oldest;
+	j->kind = best->op == RAID_MIO_WRITE ? JOB_WRITE : JOB_READ;
+	j->mio = best;
+	j->a = best->off;
+	j->b = best->off + best->len;
+	j->stream = best->op == RAID_MIO_READ ? stream_of(m, best->off) : -1;
+	return true;
 }
 
 /* The model's own accounting, one line per member and HDD_LOG_NS of
@@ -559,11 +683,11 @@ static void job_start(struct raid_member *m, uint64_t t, struct job *j)
 {
 	struct raid_hdd *h = &m->hdd;
 	const struct conf_hdd *c = &m->pool->hdd;
-	double ns = pos_ns(m, j->a, j->kind == JOB_DRAIN) + (double)(j->b - j->a) / bps(c) * 1e9;
+	double ns = job_pos_ns(m, j->a, j->kind, t) + (double)(j->b - j->a) / bps(c) * 1e9;
 	bool moved = j->a != h->head;
 
 	if (j->stream < 0) {
-		j->stream = j->kind == JOB_DRAIN ? -1 : stream_new(h, j->a, t);
+		j->stream = j->kind == JOB_DRAIN || j->kind == JOB_WRITE ? -1 : stream_new(h, j->a, t);
 		if (j->stream < 0) {
 			/* writes form streams too: find or open one at the head */
 			j->stream = stream_of(m, j->a);
@@ -584,7 +708,7 @@ static void job_start(struct raid_member *m, uint64_t t, struct job *j)
 	if (j->kind == JOB_READ) {
 		h->n_rd_jobs++;
 		h->n_rd_bytes += j->b - j->a;
-	} else if (j->kind == JOB_DRAIN) {
+	} else if (j->kind == JOB_DRAIN || j->kind == JOB_WRITE) {
 		h->n_drain_jobs++;
 		h->n_wr_bytes += j->b - j->a;
 	}
@@ -592,7 +716,7 @@ static void job_start(struct raid_member *m, uint64_t t, struct job *j)
 	h->job = j->kind;
 	h->job_a = j->a;
 	h->job_b = j->b;
-	h->job_mio = j->kind == JOB_READ ? j->mio : NULL;
+	h->job_mio = j->kind == JOB_READ || j->kind == JOB_WRITE ? j->mio : NULL;
 	h->busy_until = t + (uint64_t)ns;
 	h->last_a = j->a;
 	h->head = j->b;
@@ -615,8 +739,12 @@ static void job_end(struct raid_member *m, uint64_t t)
 		if (s && h->job_b > s->ra_end)
 			s->ra_end = h->job_b;
 		break;
+	case JOB_WRITE:
 	case JOB_DRAIN:
-		cache_drained(h, h->job_a, h->job_b);
+		if (h->job == JOB_WRITE)
+			model_done(m, h->job_mio);
+		else
+			cache_drained(h, h->job_a, h->job_b);
 		if (s) {
 			s->next = h->job_b;
 			s->ra_end = h->job_b;
@@ -628,6 +756,7 @@ static void job_end(struct raid_member *m, uint64_t t)
 	}
 	h->job = JOB_NONE;
 	h->job_mio = NULL;
+	h->end_ns = t;
 }
 
 /* Run the modelled disk up to @now. Decisions at time t only see requests
@@ -648,7 +777,8 @@ static void advance(struct raid_member *m, uint64_t now)
 		settle(m, t);
 		memset(&j, 0, sizeof(j));
 		j.stream = -1;
-		if (pick_continue(m, t, &j) || pick_switch(m, t, &j)) {
+		if (pick_continue(m, t, &j) ||
+		    (m->pool->hdd.write_through ? pick_switch_wt(m, t, &j) : pick_switch(m, t, &j))) {
 			job_start(m, t, &j);
 			continue;
 		}

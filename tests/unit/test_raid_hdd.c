@@ -2,7 +2,10 @@
  * rotation, two sequential streams batched instead of seeking per request,
  * write cache absorbing a burst and FLUSH waiting for it, no read-ahead for
  * random reads while others wait, a re-write of sectors just read costing
- * one rotation. */
+ * one rotation (01-05: the default, write cache on); with write_cache =
+ * false (06-09): writes done only after head time, the write-back of a
+ * read-modify-write picked before farther queued reads, no free ride for an
+ * idle head, FLUSH at once. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 static char tmpdir[64];
 static char path[128];
@@ -36,7 +40,7 @@ static void teardown(void)
 	rmdir(tmpdir);
 }
 
-static struct raid_pool *open_pool(struct raid_vol **v)
+static struct raid_pool *open_pool_wt(struct raid_vol **v, bool write_through)
 {
 	struct conf_pool cp;
 	struct raid_pool *p;
@@ -53,9 +57,16 @@ static struct raid_pool *open_pool(struct raid_vol **v)
 	cp.hdd.mbps = 100;
 	cp.hdd.avg_seek_ms = 8;
 	cp.hdd.rpm = 7500;            /* rotation 8 ms */
+	cp.hdd.write_through = write_through;
 	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
 	ck_assert_int_eq(raid_vol_open(p, "v", &full, v), 0);
 	return p;
+}
+
+/* the default: the disks' write cache on */
+static struct raid_pool *open_pool(struct raid_vol **v)
+{
+	return open_pool_wt(v, false);
 }
 
 struct slot {
@@ -273,41 +284,222 @@ START_TEST(t05_rewrite_costs_rotation)
 }
 END_TEST
 
+/* Write-through: 16 MiB of sequential writes at qd 4 take the head's time
+ * (16 MiB at 100 MB/s = 0.168 s; cached they were acknowledged in < 0.12 s,
+ * test 03) and stream (no seek per request: well under 16 x 12 ms more);
+ * the head wrote every byte, nothing is left dirty, and a
+ * FLUSH afterwards costs no head time. A lone random 4 KiB write pays a seek
+ * and half a rotation before it completes. */
+START_TEST(t06_write_through_waits)
+{
+	struct raid_ioctx *ctx;
+	struct raid_vol *v;
+	struct raid_pool *p;
+	uint8_t *buf = raid_alloc(1 << 20);
+	uint64_t offs[16], busy0, wr0, pos0, off;
+	double el;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	p = open_pool_wt(&v, true);
+	for (unsigned i = 0; i < 16; i++)
+		offs[i] = (256ull << 20) + i * (1ull << 20);
+	wr0 = p->m[0]->hdd.n_wr_bytes;
+	el = run(v, ctx, RAID_OP_WRITE, offs, 16, 1 << 20, 4, buf);
+	ck_assert_msg(el > 0.16, "write-through writes took only %.3f s", el);
+	ck_assert_msg(el < 0.6, "sequential write-through writes took %.3f s", el);
+	ck_assert_uint_eq(p->m[0]->hdd.n_wr_bytes - wr0, 16ull << 20);
+	ck_assert_uint_eq(p->m[0]->hdd.dirty, 0);
+	ck_assert_uint_eq(p->m[0]->hdd.n_ext, 0);
+
+	off = 900ull << 20;
+	pos0 = p->m[0]->hdd.n_pos_ns;
+	el = now_s();
+	run(v, ctx, RAID_OP_WRITE, &off, 1, 4096, 1, buf);
+	el = now_s() - el;
+	/* seek(644 MiB) = 8 * sqrt(644 / 341) = 11 ms, + 4 + 1 */
+	ck_assert_msg(p->m[0]->hdd.n_pos_ns - pos0 > 14000000ull, "random write positioning %.2f ms",
+		      (double)(p->m[0]->hdd.n_pos_ns - pos0) / 1e6);
+	ck_assert_msg(el > 0.014, "random write-through write done after %.4f s", el);
+
+	busy0 = p->m[0]->hdd.n_busy_ns;
+	el = now_s();
+	flush_wait(v, ctx);
+	el = now_s() - el;
+	ck_assert_uint_eq(p->m[0]->hdd.n_busy_ns, busy0);
+	ck_assert_msg(el < 0.1, "flush took %.3f s", el);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+}
+END_TEST
+
+/* Write-through: the write-back of sectors just read, queued behind the read
+ * together with three reads 512 MiB away, goes first: the head reaches it
+ * after about one rotation (8 ms less the 4 KiB just read) while the far
+ * reads need seek(512 MiB) + half a rotation = 13.8 ms. An elevator that
+ * always served reads first would send the head away and back (two seeks). */
+START_TEST(t07_writeback_before_far_reads)
+{
+	struct raid_ioctx *ctx;
+	struct raid_vol *v;
+	struct raid_pool *p;
+	uint8_t *buf = raid_alloc(1 << 20);
+	struct slot s[5];
+	unsigned order[5], n_done = 0;
+	uint64_t off = 128ull << 20, pos0;
+	double wb_ms;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	p = open_pool_wt(&v, true);
+	/* the head to the region first, so the read below costs no long seek */
+	run(v, ctx, RAID_OP_READ, &off, 1, 4096, 1, buf);
+	off += 1ull << 20;
+	memset(s, 0, sizeof(s));
+	for (unsigned i = 0; i < 5; i++) {
+		s[i].io.op = i == 1 ? RAID_OP_WRITE : RAID_OP_READ;
+		s[i].io.off = i < 2 ? off : off + (512ull << 20) + i * (8ull << 20);
+		s[i].io.len = 4096;
+		s[i].io.buf = buf + i * 4096;
+		s[i].io.cb = cb;
+		s[i].io.arg = &s[i];
+		s[i].busy = true;
+	}
+	pos0 = p->m[0]->hdd.n_pos_ns;
+	/* the read of the sectors, then the three far reads and the write-back
+	 * while the read is in service */
+	ck_assert_int_eq(raid_vol_submit(v, ctx, &s[0].io), 0);
+	for (unsigned i = 2; i < 5; i++)
+		ck_assert_int_eq(raid_vol_submit(v, ctx, &s[i].io), 0);
+	ck_assert_int_eq(raid_vol_submit(v, ctx, &s[1].io), 0);
+	while (n_done < 5) {
+		raid_ioctx_wait(ctx, 100);
+		for (unsigned i = 0; i < 5; i++) {
+			bool seen = false;
+
+			for (unsigned k = 0; k < n_done; k++)
+				seen |= order[k] == i;
+			if (!s[i].busy && !seen)
+				order[n_done++] = i;
+		}
+	}
+	/* completions seen in one wait may come together: the write-back must
+	 * not come after any far read */
+	for (unsigned k = 0; k < 5; k++)
+		if (order[k] == 1)
+			for (unsigned j = k + 1; j < 5; j++)
+				ck_assert_uint_ne(order[j], 0);
+	ck_assert_msg(!(s[1].busy), "write-back not done");
+	{
+		unsigned pos_wb = 0, pos_far = 5;
+
+		for (unsigned k = 0; k < 5; k++) {
+			if (order[k] == 1)
+				pos_wb = k;
+			if (order[k] >= 2 && k < pos_far)
+				pos_far = k;
+		}
+		ck_assert_msg(pos_wb < pos_far, "write-back completed at %u, a far read at %u",
+			      pos_wb, pos_far);
+	}
+	/* read seek 1 MiB + 4 ms, write-back ~8 ms, far seek 13.8 ms, two near
+	 * hops: about 1 + 4 + 8 + 13.8 + 2 x (3.9 + 4) = 42.6 ms; a head sent away
+	 * and back first would add a seek(512 MiB) + half a rotation + settle */
+	wb_ms = (double)(p->m[0]->hdd.n_pos_ns - pos0) / 1e6;
+	ck_assert_msg(wb_ms > 35.0 && wb_ms < 40.0, "positioning %.2f ms", wb_ms);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+}
+END_TEST
+
+/* Write-through: a re-write of the sectors just read, sent when the read is
+ * done (the host needs the read's data first), costs at most one rotation
+ * (the sectors come round; how far they turned while the host worked is
+ * taken off), never a seek (14.8 ms for the far write). */
+START_TEST(t08_write_through_rewrite)
+{
+	struct raid_ioctx *ctx;
+	struct raid_vol *v;
+	struct raid_pool *p;
+	uint8_t *buf = raid_alloc(1 << 20);
+	uint64_t off, pos0;
+	double back_ms = 0, far_ms = 0;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	p = open_pool_wt(&v, true);
+	for (unsigned k = 0; k < 4; k++) {
+		off = (64ull + 40 * k) << 20;
+		run(v, ctx, RAID_OP_READ, &off, 1, 4096, 1, buf);
+		pos0 = p->m[0]->hdd.n_pos_ns;
+		run(v, ctx, RAID_OP_WRITE, &off, 1, 4096, 1, buf);
+		back_ms = (double)(p->m[0]->hdd.n_pos_ns - pos0) / 1e6;
+		ck_assert_msg(back_ms <= 8.0, "re-write positioning %.2f ms", back_ms);
+
+		run(v, ctx, RAID_OP_READ, &off, 1, 4096, 1, buf);
+		pos0 = p->m[0]->hdd.n_pos_ns;
+		off += 512ull << 20;
+		run(v, ctx, RAID_OP_WRITE, &off, 1, 4096, 1, buf);
+		far_ms += (double)(p->m[0]->hdd.n_pos_ns - pos0) / 1e6 / 4;
+	}
+	ck_assert_msg(far_ms > 14.0 && far_ms < 15.5, "far write positioning %.2f ms", far_ms);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+}
+END_TEST
+
+/* Write-through, one 64 KiB sequential write at a time (qd 1): between two
+ * writes the head idles while the host completes one and sends the next,
+ * the platter turns on and the next sectors must come round again - a disk
+ * without write cache at qd 1 writes about one request per rotation, not
+ * at mbps (32 x 0.66 ms = 21 ms). The same writes cached are acknowledged at
+ * once. */
+START_TEST(t09_write_through_qd1)
+{
+	struct raid_ioctx *ctx;
+	struct raid_vol *v;
+	struct raid_pool *p;
+	uint8_t *buf = raid_alloc(1 << 20);
+	uint64_t offs[32], pos0;
+	double el, pos_ms;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	p = open_pool_wt(&v, true);
+	for (unsigned i = 0; i < 32; i++)
+		offs[i] = (300ull << 20) + i * 65536ull;
+	run(v, ctx, RAID_OP_WRITE, offs, 1, 65536, 1, buf);
+	pos0 = p->m[0]->hdd.n_pos_ns;
+	el = run(v, ctx, RAID_OP_WRITE, offs + 1, 31, 65536, 1, buf);
+	pos_ms = (double)(p->m[0]->hdd.n_pos_ns - pos0) / 1e6;
+	/* each waits 8 ms less the host's turnaround (tens of us here; a loaded
+	 * machine can take longer, the platter then has turned further) */
+	ck_assert_msg(pos_ms > 31 * 4.0, "31 qd-1 writes: positioning %.1f ms", pos_ms);
+	ck_assert_msg(el > 31 * 0.004, "31 qd-1 writes took %.3f s", el);
+	raid_pool_close(p);
+
+	p = open_pool(&v);
+	el = run(v, ctx, RAID_OP_WRITE, offs, 32, 65536, 1, buf);
+	ck_assert_msg(el < 0.1, "31 cached writes took %.3f s", el);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
-	Suite *s = suite_create("raid_hdd");
-	TCase *tc;
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_forward_gap", t01_forward_gap),
+		CK_CASE("02_two_streams", t02_two_streams),
+		CK_CASE("03_write_cache_flush", t03_write_cache_flush),
+		CK_CASE("04_random_no_readahead", t04_random_no_readahead),
+		CK_CASE("05_rewrite_costs_rotation", t05_rewrite_costs_rotation),
+		CK_CASE("06_write_through_waits", t06_write_through_waits),
+		CK_CASE("07_writeback_before_far_reads", t07_writeback_before_far_reads),
+		CK_CASE("08_write_through_rewrite", t08_write_through_rewrite),
+		CK_CASE("09_write_through_qd1", t09_write_through_qd1),
+	};
 
-	tc = tcase_create("01_forward_gap");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t01_forward_gap);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("02_two_streams");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t02_two_streams);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("03_write_cache_flush");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t03_write_cache_flush);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("04_random_no_readahead");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t04_random_no_readahead);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("05_rewrite_costs_rotation");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t05_rewrite_costs_rotation);
-	tcase_set_timeout(tc, 30);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ck_main(&(struct ck_suite_def){ "raid_hdd", CK_CASES(cases),
+		.setup = setup, .teardown = teardown, .timeout = 30 });
 }
