@@ -98,6 +98,10 @@ uint64_t raid_vol_write_same_max(const struct raid_vol *vol);
  * resumes it). Until 0, raid_vol_submit() refuses everything but FLUSH with
  * -EBUSY. Any thread, cheap (atomics). Once 0 it stays 0. */
 int raid_vol_ready(const struct raid_vol *vol);
+/* raid_vol_ready(), and while it is -EINPROGRESS how far the preparation
+ * got in *@frac: bytes done / size in 65536ths, 0..65535 (SPC-4's PROGRESS
+ * INDICATION); *@frac is 0 otherwise. Any thread, cheap (atomics). */
+int raid_vol_ready_progress(const struct raid_vol *vol, uint16_t *frac);
 
 /* ---- pools ---- */
 
