@@ -323,6 +323,13 @@ bool scsi_lu_check(struct scsi_lu *lu);
 /* ---- spc.c ---- */
 void spc_test_unit_ready(struct scsi_cmd *cmd);
 void spc_request_sense(struct scsi_cmd *cmd);
+/* Sense data of a volume that is not ready (@ready: raid_vol_ready_progress()
+ * < 0) into @out (>= SCSI_SENSE_MAX), fixed or descriptor format (@desc);
+ * returns its length. NOT READY, IN PROCESS OF BECOMING READY (02/04/01)
+ * with the sense-key specific PROGRESS INDICATION @frac (SKSV set) while it
+ * is prepared, NOT READY, MANUAL INTERVENTION REQUIRED (02/04/03) after a
+ * failure. */
+unsigned spc_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac);
 void spc_inquiry(struct scsi_cmd *cmd);
 void spc_mode_sense(struct scsi_cmd *cmd);
 void spc_mode_select(struct scsi_cmd *cmd);
