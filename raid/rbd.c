@@ -49,7 +49,8 @@
  *   READY  <---------------------------------------------------------------.
  *   RUNNING --raid_rbd_vol_open(): image not written out yet, thread made   |
  *        |     (prov_main: take the provisioning lock, resume from the      |
- *        |      rtgt.thick checkpoint, write-same batches, checkpoints)     |
+ *        |      rtgt.thick checkpoint, write-sames PROV_QD in flight, paced |
+ *        |      to the pool's provision_mbps, checkpoints: provision())     |
  *        |--all written, flushed, rtgt.thick = "done" (prov_main) ---------'
  *        |--a peer node holds the lock and finishes: rtgt.thick = "done"
  *        |     seen while waiting (prov_main) ----------------------------> READY
@@ -61,7 +62,8 @@
  * raid_rbd_vol_open returns once the state left RUNNING or after
  * PROV_GRACE_MS, whichever is first (a small image is ready at once).
  * While not READY the SCSI layer answers media access with NOT READY
- * (raid_vol_ready) and raid_rbd_vol_submit refuses all but FLUSH, so no
+ * (raid_vol_ready; raid_vol_ready_progress adds prov_done / size for the
+ * sense data's progress indication) and raid_rbd_vol_submit refuses all but FLUSH, so no
  * initiator data can be overwritten by provisioning zeros nor zeros read
  * before they were written. The lock (RADOS lock "rtgt.thick" on the image
  * header object, 10 s lease renewed every second) makes one node write the
@@ -129,6 +131,7 @@ struct rbd_pool {
 	rados_ioctx_t ioctx;
 	char rbd_pool[128];
 	bool thick;
+	unsigned prov_mbps;       /* thick write-out cap, 10^6 bytes/s; 0: none */
 };
 
 enum { PHASE = 0, RET = 1 };               /* io->rpriv_u[] slots */
@@ -644,82 +647,153 @@ static void prov_progress(struct rbd_vol *rv, uint64_t pos)
 	atomic_store(&rv->prov_done, pos);
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+static void sleep_us(uint64_t us)
+{
+	struct timespec t = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L };
+
+	nanosleep(&t, NULL);
+}
+
+/* About every second: renew the lease (-EBUSY when a peer took it) and
+ * checkpoint @done, below which every write completed. */
+static int prov_tick(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t done, uint64_t *last_ck)
+{
+	char s[32];
+	int rc;
+
+	if (now_ms() - *last_ck < 1000 || done >= rv->v.size)
+		return 0;
+	rc = prov_lock(rp, rv);
+	if (rc < 0)
+		return rc;
+	snprintf(s, sizeof(s), "%" PRIu64, done);
+	rbd_metadata_set(rv->img, META_THICK, s);   /* a hint only */
+	*last_ck = now_ms();
+	return 0;
+}
+
 /*
- * Write zeros over [from, size), one object per write-same, PROV_QD in
- * flight. rbd_discard_on_zeroed_write_same is off (pool open), so the zeros
- * are really written and every object exists: the space is taken in the OSDs
- * now rather than at the first write. About every second the lease is
- * renewed and the offset reached (all writes before it completed) is
- * checkpointed in META_THICK, so an interrupted run resumes there. Returns
- * 0 when done ("done" stored), -ECANCELED when the pool closes, -EBUSY when
- * the lease was lost to a peer, or the error that stopped it.
+ * Write zeros over [from, size), one object per write-same, up to PROV_QD in
+ * flight (a sliding window: a new write starts as soon as the oldest one
+ * completed). rbd_discard_on_zeroed_write_same is off (pool open), so the
+ * zeros are really written and every object exists: the space is taken in
+ * the OSDs now rather than at the first write. With provision_mbps the
+ * writes are paced: each may start only at its slot in a schedule of
+ * provision_mbps * 10^6 bytes/s (a token bucket one write deep), so the
+ * write-out leaves the rest of the cluster's bandwidth to the other LUNs
+ * while keeping several writes in flight; a thread woken up late makes up at
+ * most PACE_SLACK_US, so a stall (a slow cluster) is never followed by a
+ * burst above the cap. About every second the lease is renewed and the
+ * offset reached (all writes before it completed) is checkpointed in
+ * META_THICK, so an interrupted run resumes there. Returns 0 when done
+ * ("done" stored), -ECANCELED when the pool closes, -EBUSY when the lease
+ * was lost to a peer, or the error that stopped it. Writes in flight are
+ * always waited for before returning.
  */
+#define PACE_SLACK_US 100000u
 static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 {
 	static const char zero[4096];
-	rbd_completion_t c[PROV_QD] = { 0 };
-	uint64_t size = rv->v.size, pos = from, next_log, last_ck = now_ms();
-	unsigned i;
+	struct {
+		rbd_completion_t c;
+		uint64_t end;            /* the write covers up to here */
+	} q[PROV_QD];                    /* in flight, oldest at head */
+	uint64_t size = rv->v.size, pos = from, done = from, next_log, last_ck = now_ms();
+	uint64_t next_us = now_us();     /* paced: when the next write may start */
+	unsigned head = 0, n = 0;
+	bool broken = false;             /* a write failed: done stays before it */
 	int rc = 0;
 
 	prov_progress(rv, from);
 	next_log = from + size / 10;
-	LOG_INFO(RAID_MOD, "rbd: %s/%s: writing out %" PRIu64 " bytes (thick)%s", rp->rbd_pool,
-		 rv->v.name, size - from, from ? ", resuming" : "");
-	while (pos < size && rc == 0) {
-		uint64_t base = pos;
-		unsigned n = 0;
+	if (rp->prov_mbps)
+		LOG_INFO(RAID_MOD, "rbd: %s/%s: writing out %" PRIu64 " bytes (thick, at most %u MB/s)%s",
+			 rp->rbd_pool, rv->v.name, size - from, rp->prov_mbps,
+			 from ? ", resuming" : "");
+	else
+		LOG_INFO(RAID_MOD, "rbd: %s/%s: writing out %" PRIu64 " bytes (thick)%s",
+			 rp->rbd_pool, rv->v.name, size - from, from ? ", resuming" : "");
+	while (pos < size || n) {
+		uint64_t t = now_us(), wait = 0;
+		bool more = rc == 0 && pos < size && n < PROV_QD;
 
-		if (atomic_load(&rv->prov_stop)) {
+		if (more && atomic_load(&rv->prov_stop)) {
 			rc = -ECANCELED;
-			break;
+			more = false;
 		}
-		for (i = 0; i < PROV_QD && pos < size; i++) {
+		if (more && rp->prov_mbps && t < next_us) {
+			wait = next_us - t;
+			more = false;
+		}
+		if (more) {
 			uint64_t len = rv->obj_bytes - pos % rv->obj_bytes;
+			rbd_completion_t c;
 
 			if (len > size - pos)
 				len = size - pos;
-			rc = rbd_aio_create_completion(NULL, NULL, &c[i]);
+			rc = rbd_aio_create_completion(NULL, NULL, &c);
 			if (rc < 0)
-				break;
+				continue;   /* drain what is in flight */
 			rc = rbd_aio_writesame(rv->img, pos, len, zero,
-					       len % sizeof(zero) ? 512 : sizeof(zero), c[i], 0);
+					       len % sizeof(zero) ? 512 : sizeof(zero), c, 0);
 			if (rc < 0) {
-				rbd_aio_release(c[i]);
-				break;
+				rbd_aio_release(c);
+				continue;
 			}
+			q[(head + n) % PROV_QD].c = c;
+			q[(head + n) % PROV_QD].end = pos + len;
 			n++;
 			pos += len;
+			if (rp->prov_mbps) {
+				if (next_us + PACE_SLACK_US < t)
+					next_us = t - PACE_SLACK_US;
+				next_us += len / rp->prov_mbps;   /* bytes / (MB/s) = us */
+			}
+			continue;
 		}
-		for (i = 0; i < n; i++) {
+		if (n && (!wait || rbd_aio_is_complete(q[head].c))) {
 			int r;
 
-			rbd_aio_wait_for_complete(c[i]);
-			r = (int)rbd_aio_get_return_value(c[i]);
-			rbd_aio_release(c[i]);
-			if (r < 0 && rc == 0)
-				rc = r;
+			/* window full, all issued, or stopping: wait for the
+			 * oldest (the checkpoint only moves past writes that
+			 * completed, in order) */
+			rbd_aio_wait_for_complete(q[head].c);
+			r = (int)rbd_aio_get_return_value(q[head].c);
+			rbd_aio_release(q[head].c);
+			if (r < 0) {
+				broken = true;
+				if (rc == 0)
+					rc = r;
+			} else if (!broken) {
+				done = q[head].end;
+			}
+			head = (head + 1) % PROV_QD;
+			n--;
+			prov_progress(rv, done);
+			if (rc == 0)
+				rc = prov_tick(rp, rv, done, &last_ck);
+			if (done >= next_log && done < size) {
+				LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning %.0f%%", rp->rbd_pool,
+					 rv->v.name, 100.0 * (double)done / (double)size);
+				next_log = done + size / 10;
+			}
+			continue;
 		}
-		if (rc < 0) {
-			pos = base;
-			break;
-		}
-		prov_progress(rv, pos);
-		if (now_ms() - last_ck >= 1000 && pos < size) {
-			char s[32];
-
-			rc = prov_lock(rp, rv);
-			if (rc < 0)
-				break;
-			snprintf(s, sizeof(s), "%" PRIu64, pos);
-			rbd_metadata_set(rv->img, META_THICK, s);   /* a hint only */
-			last_ck = now_ms();
-		}
-		if (pos >= next_log && pos < size) {
-			LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning %.0f%%", rp->rbd_pool,
-				 rv->v.name, 100.0 * (double)pos / (double)size);
-			next_log = pos + size / 10;
-		}
+		if (!wait)
+			break;      /* stopped or failed, nothing left in flight */
+		/* only the pace holds the next write back: with writes in
+		 * flight wake up often to see them complete (progress) */
+		sleep_us(wait < (n ? 2000u : 100000u) ? wait : (n ? 2000u : 100000u));
+		if (rc == 0)
+			rc = prov_tick(rp, rv, done, &last_ck);
 	}
 	if (rc == 0)
 		rc = rbd_flush(rv->img);
@@ -728,18 +802,18 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 	if (rc == -ECANCELED) {
 		char s[32];
 
-		snprintf(s, sizeof(s), "%" PRIu64, pos);
+		snprintf(s, sizeof(s), "%" PRIu64, done);
 		rbd_metadata_set(rv->img, META_THICK, s);
 		LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning interrupted at %" PRIu64
 			 " of %" PRIu64 " bytes (the next start resumes)", rp->rbd_pool, rv->v.name,
-			 pos, size);
+			 done, size);
 	} else if (rc == -EBUSY) {
 		LOG_WARN(RAID_MOD, "rbd: %s/%s: thick provisioning lease lost to another node at %"
-			 PRIu64 " bytes; waiting for it to finish", rp->rbd_pool, rv->v.name, pos);
+			 PRIu64 " bytes; waiting for it to finish", rp->rbd_pool, rv->v.name, done);
 	} else if (rc < 0) {
 		LOG_ERR(RAID_MOD, "rbd: %s/%s: thick provisioning stopped at %" PRIu64 " of %" PRIu64
 			" bytes: %s; the LUN stays not ready (the next start resumes)", rp->rbd_pool,
-			rv->v.name, pos, size, strerror(-rc));
+			rv->v.name, done, size, strerror(-rc));
 	} else {
 		LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning done", rp->rbd_pool, rv->v.name);
 	}
@@ -990,6 +1064,7 @@ int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 	snprintf(rp->rbd_pool, sizeof(rp->rbd_pool), "%s", cp->rbd_pool);
 	rp->p.level = CONF_RBD;
 	rp->thick = cp->rbd_thick;
+	rp->prov_mbps = cp->provision_mbps;
 	/* what raid_vol_opt_gran/len report: librbd's object size */
 	rp->p.g.level = CONF_RBD;
 	rp->p.g.chunk = 1u << RBD_ORDER;
@@ -1199,6 +1274,21 @@ int raid_vol_ready(const struct raid_vol *vol)
 	}
 }
 
+int raid_vol_ready_progress(const struct raid_vol *vol, uint16_t *frac)
+{
+	int rc = raid_vol_ready(vol);
+	uint64_t done;
+
+	*frac = 0;
+	if (rc != -EINPROGRESS || !vol->size)
+		return rc;
+	done = atomic_load(&rv_of((struct raid_vol *)vol)->prov_done);
+	/* 65535 at most: 65536 would wrap to 0, and the volume is not done */
+	*frac = done >= vol->size ? 65535 :
+		(uint16_t)((unsigned __int128)done * 65536u / vol->size);
+	return rc;
+}
+
 #else /* !RTGT_HAVE_RBD */
 
 /* RAID pools have neither write-same nor background preparation, and no rbd
@@ -1212,6 +1302,13 @@ uint64_t raid_vol_write_same_max(const struct raid_vol *vol)
 int raid_vol_ready(const struct raid_vol *vol)
 {
 	(void)vol;
+	return 0;
+}
+
+int raid_vol_ready_progress(const struct raid_vol *vol, uint16_t *frac)
+{
+	(void)vol;
+	*frac = 0;
 	return 0;
 }
 

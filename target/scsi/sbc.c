@@ -116,16 +116,24 @@ static bool write_through(struct scsi_lu *lu)
  * BECOMING READY (SBC-3 4.x, SPC-4 TEST UNIT READY), so an initiator never
  * reads zeros it did not write nor has its data overwritten by them; if the
  * preparation failed, NOT READY, MANUAL INTERVENTION REQUIRED (the operator
- * has to fix the cluster and restart). INQUIRY, REPORT LUNS, READ CAPACITY
- * and the others that do not touch the medium keep working.
+ * has to fix the cluster and restart). While it is being prepared the sense
+ * carries the PROGRESS INDICATION (SPC-4 4.5.2.4.4: how much of the volume
+ * is written out, in 65536ths), the same REQUEST SENSE returns. INQUIRY,
+ * REPORT LUNS, READ CAPACITY and the others that do not touch the medium
+ * keep working.
  */
 bool sbc_medium_ready(struct scsi_cmd *cmd)
 {
-	int rc = raid_vol_ready(scsi_cmd_lu(cmd)->vol);
+	uint16_t frac;
+	int rc = raid_vol_ready_progress(scsi_cmd_lu(cmd)->vol, &frac);
 
 	if (rc == 0)
 		return true;
+	/* scsi_sense picks the LU's sense format (D_SENSE); the same sense
+	 * is then rebuilt in that format with the progress indication */
 	scsi_sense(cmd, SK_NOT_READY, rc == -EINPROGRESS ? ASC_BECOMING_READY : ASC_NOT_READY_MANUAL);
+	cmd->sense_len = (uint8_t)spc_not_ready_sense(cmd->sense, (cmd->sense[0] & 0x7f) == 0x72,
+						      rc, frac);
 	scsi_cmd_complete(cmd);
 	return false;
 }

@@ -19,8 +19,10 @@
  * (scsi_target_set_peer_groups in lu.c, which raises the unit attention).
  *
  * All handlers complete synchronously; none touches the volume (TEST UNIT
- * READY only asks whether it is ready, raid_vol_ready through sbc.c).
+ * READY and REQUEST SENSE only ask whether it is ready and how far its
+ * preparation got, raid_vol_ready_progress, spc_not_ready_sense).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,19 +78,41 @@ void spc_prevent_allow(struct scsi_cmd *cmd)
 	done_good(cmd);
 }
 
+unsigned spc_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac)
+{
+	uint8_t sks[3];
+
+	if (ready != -EINPROGRESS)
+		return scsi_sense_build(out, desc, SK_NOT_READY, ASC_NOT_READY_MANUAL, false, 0,
+					false, NULL);
+	/* SPC-4 4.5.2.4.4: SKSV, then the fraction done of 65536 */
+	sks[0] = 0x80;
+	put_be16(&sks[1], frac);
+	return scsi_sense_build(out, desc, SK_NOT_READY, ASC_BECOMING_READY, false, 0, true, sks);
+}
+
+/*
+ * SPC-4 REQUEST SENSE: a pending unit attention first; then, on a volume
+ * still being prepared (or whose preparation failed), the NOT READY sense a
+ * media-access command would get, with GOOD status and the progress
+ * indication, so an initiator can poll how far the LU is from ready.
+ */
 void spc_request_sense(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
 	uint8_t data[SCSI_SENSE_MAX];
 	bool desc = cmd->cdb[1] & 0x01;
-	uint16_t code;
+	uint16_t code, frac;
 	unsigned len;
+	int ready;
 
 	if (!lu)
 		len = scsi_sense_build(data, desc, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED, false,
 				       0, false, NULL);
 	else if (scsi_ua_take(lu, cmd->nexus, &code))
 		len = scsi_sense_build(data, desc, SK_UNIT_ATTENTION, code, false, 0, false, NULL);
+	else if ((ready = raid_vol_ready_progress(lu->vol, &frac)) != 0)
+		len = spc_not_ready_sense(data, desc, ready, frac);
 	else
 		len = scsi_sense_build(data, desc, SK_NO_SENSE, ASC_NONE, false, 0, false, NULL);
 	scsi_reply(cmd, data, len, cmd->cdb[4]);

@@ -74,6 +74,7 @@
 #include "tests/lib/ceph.h"
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/lun_io.h"
 #include "tests/lib/net_fixture.h"
 #include "tests/lib/rtgtctl_json.h"
 
@@ -174,15 +175,7 @@ static void lun_write(uint64_t off, const uint8_t *buf, uint32_t len, bool fua)
 
 static void lun_expect(uint64_t off, const uint8_t *want, uint32_t len)
 {
-	struct scsi_task *t = iscsi_read16_sync(C, 0, off / 512, len, 512, 0, 0, 0, 0, 0);
-
-	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "READ 16 at %llu len %u: %s",
-		      (unsigned long long)off, len, t ? "bad status" : iscsi_get_error(C));
-	ck_assert_int_eq(t->datain.size, (int)len);
-	ck_assert_msg(memcmp(t->datain.data, want, len) == 0,
-		      "data read at %llu (%u bytes) differs from what was written",
-		      (unsigned long long)off, len);
-	scsi_free_scsi_task(t);
+	lio_expect(C, 0, off, want, len);
 }
 
 /* INFORMATION of the sense data (fixed or descriptor format), -1 if none.

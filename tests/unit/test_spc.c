@@ -1,5 +1,6 @@
 /* tests/unit/test_spc.c - target/scsi/spc.c: INQUIRY and VPD contents, mode
- * pages, sense formats, write protect, REPORT LUNS, RSOC. */
+ * pages, sense formats, write protect, REPORT LUNS, RSOC, REQUEST SENSE and
+ * the NOT READY sense with its progress indication. */
 #include "tests/unit/scsi_fixture.h"
 
 static void setup(void)
@@ -414,6 +415,74 @@ START_TEST(t10_report_tpgs_peer_groups)
 }
 END_TEST
 
+START_TEST(t11_not_ready_sense)
+{
+	uint8_t d[SCSI_SENSE_MAX];
+	unsigned len;
+
+	/* becoming ready, fixed format: SKSV + progress in bytes 15..17 */
+	len = spc_not_ready_sense(d, false, -EINPROGRESS, 0x8000);
+	ck_assert_uint_eq(len, 18);
+	ck_assert_uint_eq(d[0], 0x70);
+	ck_assert_uint_eq(d[2] & 0x0f, SK_NOT_READY);
+	ck_assert_uint_eq(d[7], 10);
+	ck_assert_uint_eq(get_be16(&d[12]), ASC_BECOMING_READY);
+	ck_assert_uint_eq(d[15], 0x80);
+	ck_assert_uint_eq(get_be16(&d[16]), 0x8000);
+	/* descriptor format: a sense key specific descriptor (02h, 6 bytes) */
+	len = spc_not_ready_sense(d, true, -EINPROGRESS, 0x1234);
+	ck_assert_uint_eq(len, 16);
+	ck_assert_uint_eq(d[0], 0x72);
+	ck_assert_uint_eq(d[1] & 0x0f, SK_NOT_READY);
+	ck_assert_uint_eq(get_be16(&d[2]), ASC_BECOMING_READY);
+	ck_assert_uint_eq(d[7], 8);
+	ck_assert_uint_eq(d[8], 0x02);
+	ck_assert_uint_eq(d[9], 0x06);
+	ck_assert_uint_eq(d[12], 0x80);
+	ck_assert_uint_eq(get_be16(&d[13]), 0x1234);
+	/* a failed preparation: manual intervention, no progress */
+	len = spc_not_ready_sense(d, false, -EIO, 0x1234);
+	ck_assert_uint_eq(len, 18);
+	ck_assert_uint_eq(d[2] & 0x0f, SK_NOT_READY);
+	ck_assert_uint_eq(get_be16(&d[12]), ASC_NOT_READY_MANUAL);
+	ck_assert_uint_eq(d[15], 0);
+	ck_assert_uint_eq(get_be16(&d[16]), 0);
+	len = spc_not_ready_sense(d, true, -EIO, 0);
+	ck_assert_uint_eq(len, 8);
+	ck_assert_uint_eq(get_be16(&d[2]), ASC_NOT_READY_MANUAL);
+	ck_assert_uint_eq(d[7], 0);
+}
+END_TEST
+
+START_TEST(t12_request_sense_ready_volume)
+{
+	uint8_t cdb[6] = { OP_REQUEST_SENSE, 0, 0, 0, 252, 0 };
+	struct scsi_cmd c;
+	uint16_t frac = 1;
+
+	/* a RAID volume is always ready: nothing to report, GOOD */
+	ck_assert_int_eq(raid_vol_ready_progress(fx.vol, &frac), 0);
+	ck_assert_uint_eq(frac, 0);
+	c = fx_run(fx.a, 0, cdb, 6, 252, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(c.data_in_len, 18);
+	ck_assert_uint_eq(fx.buf[0], 0x70);
+	ck_assert_uint_eq(fx.buf[2] & 0x0f, SK_NO_SENSE);
+	ck_assert_uint_eq(get_be16(&fx.buf[12]), 0);
+	ck_assert_uint_eq(fx.buf[15], 0);
+	/* a pending unit attention comes first, with GOOD status */
+	pthread_mutex_lock(&fx.lu->lock);
+	scsi_ua_add_all(fx.lu, NULL, ASC_MODE_PARAMS_CHANGED);
+	pthread_mutex_unlock(&fx.lu->lock);
+	cdb[1] = 0x01;   /* DESC */
+	c = fx_run(fx.b, 0, cdb, 6, 252, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(fx.buf[0], 0x72);
+	ck_assert_uint_eq(fx.buf[1] & 0x0f, SK_UNIT_ATTENTION);
+	ck_assert_uint_eq(get_be16(&fx.buf[2]), ASC_MODE_PARAMS_CHANGED);
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "spc": each test after the first joins it */
@@ -428,6 +497,8 @@ int main(void)
 		CK_CASE(NULL, t08_report_luns),
 		CK_CASE(NULL, t09_report_supported_opcodes),
 		CK_CASE(NULL, t10_report_tpgs_peer_groups),
+		CK_CASE(NULL, t11_not_ready_sense),
+		CK_CASE(NULL, t12_request_sense_ready_volume),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_spc", CK_CASES(cases),
