@@ -7,7 +7,9 @@
 #   env: CEPH_DIR (a cluster from scripts/ceph-cluster.sh; a throwaway one is
 #        started and stopped when unset), ROUNDS (3), TIME (8 s per rtgt run),
 #        PORT (random 4000-9000), RTGTD, RTGT_BENCH
-# rbd bench runs with rbd_cache=false, as rtgt's librbd does (raid/README.md).
+# rbd bench runs with rtgt's librbd settings (rbd_cache=false, rbd_io_scheduler=
+# none; raid/README.md): same client library, same options, only the iSCSI hop
+# differs.
 set -u
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -60,7 +62,8 @@ for _ in $(seq 1200); do
 	sleep 0.1
 done
 url=iscsi://127.0.0.1:$PORT/$IQN/0
-rbdb() { rbd --conf "$cdir/ceph.conf" --name client.admin --rbd_cache=false bench "$@" "$img" 2>&1 |
+rbdb() { rbd --conf "$cdir/ceph.conf" --name client.admin --rbd_cache=false \
+	--rbd_io_scheduler=none bench "$@" "$img" 2>&1 |
 	awk '/^elapsed:/ { for (i = 1; i <= NF; i++) if ($i == "ops/sec:") print $(i + 1) }' | tail -1; }
 # session line of rtgt-bench: id url MB/s IOPS ...
 rtgtb() { "$BENCH" --quiet --url "$url" --time "$TIME" "$@" | awk '$1 == "1" { print $4 }'; }
