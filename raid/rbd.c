@@ -1115,6 +1115,13 @@ int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 
 		for (unsigned i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
 			rc = rados_conf_set(rp->cluster, kv[i][0], kv[i][1]);
+			/* the scheduler only costs speed; a librbd older
+			 * than the option (before Ceph 15) has none */
+			if (rc == -ENOENT && !strcmp(kv[i][0], "rbd_io_scheduler")) {
+				LOG_WARN(RAID_MOD, "pool %s: this librbd has no option %s",
+					 cp->name, kv[i][0]);
+				continue;
+			}
 			if (rc < 0) {
 				LOG_ERR(RAID_MOD, "pool %s: ceph option %s: %s", cp->name, kv[i][0],
 					strerror(-rc));
