@@ -217,6 +217,15 @@ int raid_vol_shared_read(struct raid_vol *vol, const char *tag, uint8_t **out, s
  * some watcher did not answer in time. */
 int raid_vol_shared_notify(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
 			   unsigned timeout_ms);
+/* raid_vol_shared_notify() on a helper thread: returns at once, 0 or a
+ * negative errno when it could not start (then @done never runs); @msg is
+ * copied. @done(@arg, rc) runs on that helper thread once every watcher
+ * answered or @timeout_ms passed, with what raid_vol_shared_notify would
+ * have returned. @vol must stay open until @done ran. */
+typedef void (*raid_shared_notify_done_fn)(void *arg, int rc);
+int raid_vol_shared_notify_async(struct raid_vol *vol, const char *tag, const void *msg,
+				 size_t len, unsigned timeout_ms, raid_shared_notify_done_fn done,
+				 void *arg);
 /* @cb(arg, msg, len, self) runs on a library thread for every update
  * (@msg: the blob written) and notify (@msg: what was sent) of blob @tag,
  * from any node, this one included (@self true); the writer waits until it
