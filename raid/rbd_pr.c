@@ -38,6 +38,11 @@
  * rewatch_thread() re-registers it (retrying every second until it works
  * or the watch is stopped) and calls the callback with the current blob.
  *
+ * A notify without an update (raid_vol_shared_notify: resets) is one
+ * rados_notify2, blocking; raid_vol_shared_notify_async runs it on a
+ * detached helper thread (anotify_thread) that calls the caller's done with
+ * its result and frees the copy of the message: no state beyond that.
+ *
  * Built without librbd every entry point returns -EOPNOTSUPP (and
  * raid_vol_shared() false): the volumes of such a build are never shared.
  */
@@ -368,6 +373,68 @@ int raid_vol_shared_notify(struct raid_vol *vol, const char *tag, const void *ms
 	return rc;
 }
 
+/* A notify sent from its own thread (raid_vol_shared_notify_async): the
+ * caller (a reactor answering a reset) must not wait up to the timeout for
+ * a dead peer. */
+struct anotify {
+	struct raid_vol *vol;        /* borrowed; open until done ran */
+	raid_shared_notify_done_fn done;
+	void *arg;
+	char tag[17];
+	unsigned timeout_ms;
+	size_t len;
+	char msg[];                  /* owned copy */
+};
+
+static void *anotify_thread(void *arg)
+{
+	struct anotify *a = arg;
+	int rc = raid_vol_shared_notify(a->vol, a->tag, a->msg, a->len, a->timeout_ms);
+
+	a->done(a->arg, rc);
+	free(a);
+	return NULL;
+}
+
+int raid_vol_shared_notify_async(struct raid_vol *vol, const char *tag, const void *msg,
+				 size_t len, unsigned timeout_ms, raid_shared_notify_done_fn done,
+				 void *arg)
+{
+	struct anotify *a;
+	pthread_attr_t at;
+	pthread_t tid;
+	int rc;
+
+	if (!tag_ok(tag) || !done || len > SHARED_MAX || (len && !msg))
+		return -EINVAL;
+	if (!raid_vol_shared(vol))
+		return -EOPNOTSUPP;
+	a = calloc(1, sizeof(*a) + len);
+	if (!a)
+		return -ENOMEM;
+	a->vol = vol;
+	a->done = done;
+	a->arg = arg;
+	a->timeout_ms = timeout_ms;
+	a->len = len;
+	snprintf(a->tag, sizeof(a->tag), "%s", tag);
+	if (len)
+		memcpy(a->msg, msg, len);
+	rc = pthread_attr_init(&at);
+	if (rc)
+		goto err_free;
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&tid, &at, anotify_thread, a);
+	pthread_attr_destroy(&at);
+	if (rc)
+		goto err_free;
+	return 0;
+
+err_free:
+	free(a);
+	return -rc;
+}
+
 /* ---- watches ---- */
 
 static void on_notify(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier_id,
@@ -544,6 +611,13 @@ int raid_vol_shared_read(struct raid_vol *vol, const char *tag, uint8_t **out, s
 
 int raid_vol_shared_notify(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
 			   unsigned timeout_ms)
+{
+	return -EOPNOTSUPP;
+}
+
+int raid_vol_shared_notify_async(struct raid_vol *vol, const char *tag, const void *msg,
+				 size_t len, unsigned timeout_ms, raid_shared_notify_done_fn done,
+				 void *arg)
 {
 	return -EOPNOTSUPP;
 }
