@@ -236,6 +236,9 @@ struct scsi_lu {
 	bool pr_shared;
 	struct raid_shared_watch *pr_watch; /* owned; NULL unless pr_shared */
 	uint64_t pr_seq;                /* version of the installed blob (lock) */
+	/* resets of this LU whose notify to the other nodes has not yet
+	 * been acknowledged or timed out (pr_lu_reset; lock) */
+	unsigned pr_resets_pending;
 	/* pr.c's scratch LUs only: where ua_reg()/abort_reg() record the
 	 * events of a service action; NULL on real LUs */
 	struct pr_rec *pr_rec;
@@ -377,7 +380,9 @@ void pr_nexus_gone(struct scsi_lu *lu, const struct scsi_nexus *n);
 /* After a LOGICAL UNIT RESET (@code ASC_BUS_DEVICE_RESET) or target reset
  * (ASC_POWER_ON_RESET) of @lu, lock not held: on a shared LU tells the
  * other nodes, which abort the LU's commands and raise @code for their
- * nexuses. Waits for them (bounded, PR_RESET_NOTIFY_MS). */
+ * nexuses. Returns at once: the notify runs on a helper thread, counted in
+ * lu->pr_resets_pending until the others answered or PR_RESET_NOTIFY_MS
+ * passed (scsi_resets_pending; pr_free waits for it). */
 void pr_lu_reset(struct scsi_lu *lu, uint16_t code);
 
 #endif
