@@ -159,6 +159,10 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 /* Number of commands of @t (or of one LUN with @lun != UINT64_MAX) that have
  * entered scsi_cmd_exec and not completed. */
 unsigned scsi_inflight(struct scsi_target *t, uint64_t lun);
+/* Number of resets of @t's LUs (or of one LUN) still telling the other
+ * nodes of a shared LU (at most 3 s each): a reset's TMF response waits for
+ * them as for the commands it aborted, without blocking the caller. */
+unsigned scsi_resets_pending(struct scsi_target *t, uint64_t lun);
 
 /* ---- helpers for transports ---- */
 
