@@ -1006,6 +1006,25 @@ unsigned scsi_inflight(struct scsi_target *t, uint64_t lun)
 	return n;
 }
 
+unsigned scsi_resets_pending(struct scsi_target *t, uint64_t lun)
+{
+	unsigned n = 0, i;
+
+	for (i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_lu *lu;
+
+		if (lun != UINT64_MAX && lun != i)
+			continue;
+		lu = target_lu(t, i);
+		if (!lu)
+			continue;
+		pthread_mutex_lock(&lu->lock);
+		n += lu->pr_resets_pending;
+		pthread_mutex_unlock(&lu->lock);
+	}
+	return n;
+}
+
 /* ---- statistics ---- */
 
 unsigned scsi_lat_bucket(uint64_t us)
