@@ -74,7 +74,10 @@
  * A LOGICAL UNIT / target reset through one node (lu.c lu_reset ->
  * pr_lu_reset) is a notify "rtgt-pr-reset <code>" with no state change:
  * the others abort the LU's commands and raise the reset UA for their
- * nexuses (reset_take); the reset waits for them at most 3 s.
+ * nexuses (reset_take); it is sent from a helper thread
+ * (raid_vol_shared_notify_async), counted in lu->pr_resets_pending until
+ * they answered or 3 s passed, and the TMF response waits for that
+ * (scsi_resets_pending) while the reactor goes on serving.
  * Invariant: pr_check() holds on the installed copy as on a local LU, and
  * every installed blob passed st_parse() (which checks pr_check itself).
  */
@@ -84,6 +87,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
@@ -779,10 +783,36 @@ int pr_load(struct scsi_lu *lu)
 
 void pr_free(struct scsi_lu *lu)
 {
+	/* a reset notify still running calls back into @lu: wait for it (at
+	 * most PR_RESET_NOTIFY_MS) */
+	for (;;) {
+		struct timespec ms = { 0, 10000000 };
+		unsigned n;
+
+		pthread_mutex_lock(&lu->lock);
+		n = lu->pr_resets_pending;
+		pthread_mutex_unlock(&lu->lock);
+		if (!n)
+			break;
+		nanosleep(&ms, NULL);
+	}
 	/* no watch callback runs on @lu once this returns */
 	raid_vol_shared_unwatch(lu->pr_watch);
 	lu->pr_watch = NULL;
 	regs_free(lu);
+}
+
+/* Helper thread of raid_vol_shared_notify_async: the reset's notify ended. */
+static void reset_notified(void *arg, int rc)
+{
+	struct scsi_lu *lu = arg;
+
+	if (rc < 0)
+		LOG_WARN("scsi", "%s: reset not confirmed by every other node: %s", lu->name,
+			 strerror(-rc));
+	pthread_mutex_lock(&lu->lock);
+	lu->pr_resets_pending--;
+	pthread_mutex_unlock(&lu->lock);
 }
 
 void pr_lu_reset(struct scsi_lu *lu, uint16_t code)
@@ -793,10 +823,21 @@ void pr_lu_reset(struct scsi_lu *lu, uint16_t code)
 	if (!lu->pr_shared)
 		return;
 	len = snprintf(msg, sizeof(msg), PR_RESET_MAGIC "%04x\n", code);
-	rc = raid_vol_shared_notify(lu->vol, PR_TAG, msg, (size_t)len, PR_RESET_NOTIFY_MS);
-	if (rc < 0)
-		LOG_WARN("scsi", "%s: reset not confirmed by every other node: %s", lu->name,
+	/* on a helper thread: a dead peer must not hold the calling reactor
+	 * (every session on it) for the notify timeout; the TMF response
+	 * waits for it through scsi_resets_pending() instead */
+	pthread_mutex_lock(&lu->lock);
+	lu->pr_resets_pending++;
+	pthread_mutex_unlock(&lu->lock);
+	rc = raid_vol_shared_notify_async(lu->vol, PR_TAG, msg, (size_t)len, PR_RESET_NOTIFY_MS,
+					  reset_notified, lu);
+	if (rc < 0) {
+		pthread_mutex_lock(&lu->lock);
+		lu->pr_resets_pending--;
+		pthread_mutex_unlock(&lu->lock);
+		LOG_WARN("scsi", "%s: cannot tell the other nodes of the reset: %s", lu->name,
 			 strerror(-rc));
+	}
 }
 
 void pr_nexus_gone(struct scsi_lu *lu, const struct scsi_nexus *n)
