@@ -7,13 +7,15 @@
  *            flagged (iscsi_task_abort with the op's id) and scsi_tmf()
  *            applied; waits until no task of this conn with tmf_id >= id is
  *            still inside scsi and, for LUN/target resets, until
- *            scsi_inflight() is 0 or TMF_WAIT_MAX_MS passed (polled every
- *            TMF_POLL_MS by tmf_timer)
+ *            scsi_inflight() and scsi_resets_pending() (a shared LU's
+ *            other nodes not yet told, at most 3 s) are 0 or
+ *            TMF_WAIT_MAX_MS passed (polled every TMF_POLL_MS by
+ *            tmf_timer; the reactor serves everything else meanwhile)
  *   ANSWERED iscsi_tmf_progress sends the response (in arrival order),
  *            frees the op; a TARGET COLD RESET then closes the connection
  *
  * Invariant (tmf_check): op ids strictly increase along conn->tmfs; an op
- * has a timer only while waiting on scsi_inflight().
+ * has a timer only while waiting on scsi_inflight() / scsi_resets_pending().
  *
  * Aborted tasks never get a response of their own: the TMF response comes
  * after all of them ended, as RFC 7143 4.2.3.3 asks.
@@ -122,7 +124,10 @@ static bool tmf_ready(struct iscsi_conn *c, struct iscsi_tmfop *op)
 		struct scsi_target *st = c->sess->st;
 		uint64_t now = ev_now_ms(c->w->loop);
 
-		if (scsi_inflight(st, op->lun) > 0 && now < op->deadline) {
+		/* a reset of a shared LU also waits for the other nodes'
+		 * acknowledgement (at most 3 s), polled like the commands */
+		if (scsi_inflight(st, op->lun) + scsi_resets_pending(st, op->lun) > 0 &&
+		    now < op->deadline) {
 			if (!op->timer)
 				op->timer = ev_timer_add(c->w->loop, TMF_POLL_MS, tmf_timer, op);
 			return false;

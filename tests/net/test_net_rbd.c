@@ -50,7 +50,10 @@
  * 12 REGISTER AND MOVE through A to B's registration on B's relative port
  *    (the peer's TPGT, from READ FULL STATUS through A): B holds the
  *    reservation and writes, A's writes conflict.
- * 13 a dead peer (SIGKILL of B) holds A's PROUTs at most the 5 s notify
+ * 13 a dead peer (SIGKILL of B): a LUN reset through A is answered after
+ *    the 3 s reset notify timeout while two other sessions on A get their
+ *    READs answered meanwhile (no reactor waits for B);
+ *    it holds A's PROUTs at most the 5 s notify
  *    timeout each (GOOD, warning logged; the times are printed); B
  *    restarted has A's changes made while it was dead and enforces them.
  *
@@ -61,6 +64,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -983,6 +987,25 @@ START_TEST(t12_move_across_nodes)
 }
 END_TEST
 
+/* A LUN reset from its own thread (it waits for the dead peer). */
+struct reset_run {
+	struct iscsi_context *c;
+	int rc;
+	double secs;
+	_Atomic bool done;
+};
+
+static void *reset_main(void *arg)
+{
+	struct reset_run *r = arg;
+	uint64_t t0 = harness_now_ms();
+
+	r->rc = iscsi_task_mgmt_lun_reset_sync(r->c, 0);
+	r->secs = (double)(harness_now_ms() - t0) / 1e3;
+	atomic_store(&r->done, true);
+	return NULL;
+}
+
 START_TEST(t13_dead_peer)
 {
 	struct iscsi_context *ca, *cb;
@@ -998,6 +1021,56 @@ START_TEST(t13_dead_peer)
 	for (int i = 0; i < 50 && harness_alive(&D2); i++)
 		usleep(100000);
 	ck_assert(!harness_alive(&D2));
+
+	/* a LUN reset through A waits for B's acknowledgement (B's watch
+	 * outlives B on the OSD) up to the 3 s reset notify timeout before
+	 * its TMF response; meanwhile A's reactors keep serving: two more
+	 * sessions (with 2 workers one of them shares ca's reactor) get their
+	 * READs answered at once */
+	{
+		struct iscsi_context *cx[2];
+		struct reset_run r = { .c = ca };
+		pthread_t th;
+		double worst = 0;
+		unsigned during = 0;
+
+		cx[0] = login_isid(&D, 0xc1);
+		cx[1] = login_isid(&D, 0xc2);
+		drain_ua(cx[0]);
+		drain_ua(cx[1]);
+		ck_assert_int_eq(pthread_create(&th, NULL, reset_main, &r), 0);
+		usleep(200000);
+		while (!atomic_load(&r.done)) {
+			for (int i = 0; i < 2; i++) {
+				uint64_t t = harness_now_ms();
+				struct scsi_task *tk = iscsi_read16_sync(cx[i], 0, 0, 4096, 512, 0, 0, 0,
+									 0, 0);
+				double lat = (double)(harness_now_ms() - t) / 1e3;
+
+				/* GOOD, or the reset's unit attention: answered */
+				ck_assert_msg(tk && (tk->status == SCSI_STATUS_GOOD ||
+					      tk->status == SCSI_STATUS_CHECK_CONDITION),
+					      "READ during the reset: %s", iscsi_get_error(cx[i]));
+				scsi_free_scsi_task(tk);
+				if (lat > worst)
+					worst = lat;
+				if (!atomic_load(&r.done))
+					during++;
+			}
+		}
+		pthread_join(th, NULL);
+		fprintf(stderr, "13_dead_peer: LUN reset answered after %.2f s; %u READs of two other "
+			"sessions meanwhile, slowest %.3f s\n", r.secs, during, worst);
+		ck_assert_msg(r.rc == 0, "LUN reset failed: %s", iscsi_get_error(ca));
+		ck_assert_msg(r.secs >= 2.5 && r.secs < 10, "LUN reset with a dead peer answered "
+			      "after %.2f s (the 3 s notify timeout expected)", r.secs);
+		ck_assert_msg(during >= 4 && worst < 1.0, "other sessions stalled during the reset: "
+			      "%u READs, slowest %.2f s", during, worst);
+		ck_assert(log_has("reset not confirmed by every other node"));
+		drain_ua(ca);
+		harness_iscsi_logout(cx[0]);
+		harness_iscsi_logout(cx[1]);
+	}
 
 	/* B's watch outlives B on the OSD (until its timeout): A's PROUTs
 	 * wait for B's acknowledgement a bounded time, then complete */
