@@ -61,9 +61,9 @@
 #include "tests/lib/lun_io.h"
 
 #define OBJ        (4u << 20)       /* librbd's object size (raid/rbd.c) */
-/* written out in 3-13 s on the shared 2-core VM: long enough to watch, and
- * small enough for the test cluster's 4 GiB OSD (2 GiB images brought it to
- * its full ratio, which blocks every client op) */
+/* unpaced, written out in 3-13 s on the shared 2-core VM (at BIG_MBPS in
+ * 8-9 s); small enough for the test cluster's 4 GiB OSD (2 GiB images
+ * brought it to its full ratio, which blocks every client op) */
 #define BIG        "1536M"
 #define BIG_BYTES  (1536ull << 20)
 /* provision_mbps of the cases that must watch a write-out in progress: at
