@@ -50,16 +50,22 @@ OUT/results.md, OUT/results.json and OUT/results.png.
                        when it has room, else /tmp)
   --member-size SIZE   sparse size of each member (default 16G, quick 4G)
   --span SIZE          region of each LUN the sequential runs use (default
-                       1G, quick 256M); random runs use the whole LUN
+                       1G, quick 256M)
+  --rand-span SIZE|lun region of each LUN the random runs use: the same
+                       amount of test data on every level, as the published
+                       lab's 2 TB on 4 x 8 TB (default a sixteenth of the
+                       four members together: 4G, quick 1G); lun: the whole
+                       LUN
   --hdd M:S:R          HDD model of every member (default 260:8.5:7200)
   --no-hdd             no HDD model: members run at memory speed
   --write-cache on|off the modelled disks' volatile write cache (default
-                       off: NAS boxes and arrays run their disks with it off
-                       for safety on power loss; every member write then
-                       costs head time when it is made, and RAID5's
-                       read-modify-write is cheaper than RAID6's third
-                       write; on: writes are acknowledged into a 64 MiB
-                       cache and destaged later)
+                       on: writes are acknowledged into a 64 MiB cache and
+                       destaged later; off: write-through disks, as arrays
+                       that care about power loss run them: every member
+                       write costs head time before it completes, and a
+                       write that arrives after the head idled waits for
+                       its sector to come round, so sequential writes that
+                       arrive at link rate lose rotations)
   --keep-logs          copy rtgtd logs into OUT/logs
   --nice N             niceness of rtgtd, rtgt-bench and the raw TCP probe
                        (default -10: other work on the machine, e.g. builds,
@@ -118,8 +124,9 @@ OUT=var/lab
 DIR=
 MEMBER_SIZE=
 SPAN=
+RSPAN=
 HDD=260:8.5:7200
-WCACHE=off
+WCACHE=on
 KEEP_LOGS=0
 NICE=-10
 LOG_LEVEL=warn
@@ -137,6 +144,7 @@ while [ $# -gt 0 ]; do
 	--dir) [ $# -ge 2 ] || bad_usage "--dir needs a directory"; DIR=$2; shift 2 ;;
 	--member-size) [ $# -ge 2 ] || bad_usage "--member-size needs a size"; MEMBER_SIZE=$2; shift 2 ;;
 	--span) [ $# -ge 2 ] || bad_usage "--span needs a size"; SPAN=$2; shift 2 ;;
+	--rand-span) [ $# -ge 2 ] || bad_usage "--rand-span needs a size or lun"; RSPAN=$2; shift 2 ;;
 	--hdd) [ $# -ge 2 ] || bad_usage "--hdd needs MBPS:SEEK_MS:RPM"; HDD=$2; shift 2 ;;
 	--no-hdd) HDD=; shift ;;
 	--write-cache) [ $# -ge 2 ] || bad_usage "--write-cache needs on or off"; WCACHE=$2; shift 2 ;;
@@ -183,6 +191,17 @@ span_b=$(to_bytes "$SPAN")
 # the smallest LUN is 40% of a 4-member RAID6/RAID10 pool: 0.8 member
 [ "$span_b" -le $((member_b * 3 / 4)) ] ||
 	bad_usage "--span must be at most 3/4 of --member-size (the smallest LUN is 40% of a RAID6 pool)"
+# the published lab filled each LUN with 2 TB of test data (4 x 8 TB
+# members): a sixteenth of the raw capacity, the same bytes on every level
+[ -n "$RSPAN" ] || RSPAN="$((member_b / 4 >> 20))M"
+RSPAN_ARGS=()
+if [ "$RSPAN" != lun ]; then
+	rspan_b=$(to_bytes "$RSPAN")
+	[ -n "$rspan_b" ] && [ "$rspan_b" -ge $((16 << 20)) ] && [ $((rspan_b % (1 << 20))) -eq 0 ] &&
+		[ "$rspan_b" -le $((member_b * 3 / 4)) ] ||
+		bad_usage "--rand-span '$RSPAN' must be lun or a multiple of 1M, >= 16M, at most 3/4 of --member-size"
+	RSPAN_ARGS=(--span "$rspan_b")
+fi
 HDD_MBPS='' HDD_SEEK='' HDD_RPM=''
 if [ -n "$HDD" ]; then
 	IFS=: read -r HDD_MBPS HDD_SEEK HDD_RPM extra <<<"$HDD"
@@ -451,9 +470,9 @@ run_config() {   # config-key label url...
 	# state (every random write paying its destage), not a cache absorbing
 	# the first few hundred writes
 	bench "$cfg|randwarm" "$label randrw warm-up (not reported)" 0 "${urls[@]}" \
-		--pattern randrw --rwmix 70 --bs 4K --qd 32 --time "$WARM_TIME"
+		--pattern randrw --rwmix 70 --bs 4K --qd 32 --time "$WARM_TIME" "${RSPAN_ARGS[@]}"
 	bench "$cfg|randrw" "$label randrw" 0 "${urls[@]}" \
-		--pattern randrw --rwmix 70 --bs 4K --qd 32 --time "$TIME"
+		--pattern randrw --rwmix 70 --bs 4K --qd 32 --time "$TIME" "${RSPAN_ARGS[@]}"
 	# let the modelled disks destage the random writes still in their
 	# caches (128 extents x ~12 ms each) before the next configuration's
 	# sequential runs, as a disk left idle would; otherwise the next
@@ -483,7 +502,7 @@ add_cfg() { CONFIGS+=("$1"); CFG_LABEL[$1]=$2; CFG_LINKS[$1]=$3; CFG_TARGETS[$1]
 
 t_start=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-note "members: 4 x $MEMBER_SIZE sparse in $members_dir, span $SPAN, $TIME s per run, hdd ${HDD:-none}${HDD:+, write cache $WCACHE}"
+note "members: 4 x $MEMBER_SIZE sparse in $members_dir, span $SPAN, random span $RSPAN, $TIME s per run, hdd ${HDD:-none}${HDD:+, write cache $WCACHE}"
 
 # ---- link calibration: raw TCP, then memory-backed RAID0 (no HDD model), 1 MiB qd 8
 cal_time=$(( TIME < 5 ? TIME : 5 ))
@@ -695,7 +714,7 @@ shares_txt() {   # cfg -> "w 50/50, r 49/51, rand 50/50" for multi-session confi
 	echo "Command: \`scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}\`  "
 	echo "rtgt $GIT_REV on $HOSTNOTE, $(date -u '+%Y-%m-%d %H:%M UTC'), $t_total s in all; load average $LOAD_START at the start, $LOAD_END at the end (other work on the machine skews the figures).  "
 	echo "Links: $LINKS x veth, tc tbf $RATE each direction (burst $BURST B, latency $TBF_LAT ms). Members: 4 x $MEMBER_SIZE sparse files in $DIR, direct_io = false, HDD model ${HDD:-off} (mbps:seek_ms:rpm)${HDD:+, disk write cache $WCACHE}, active in this build: **$HDD_ACTIVE**${HDD_PROBE_MS:+ (4K random read p50 $HDD_PROBE_MS ms)}.  "
-	echo "Runs: $TIME s each; sequential runs 1 MiB qd 8 per session over the first $SPAN of each LUN (reads over what the write covered); random runs 4 KiB 70% read qd 32 per session over the whole LUN. rtgtd and rtgt-bench ran at nice $NICE."
+	echo "Runs: $TIME s each; sequential runs 1 MiB qd 8 per session over the first $SPAN of each LUN (reads over what the write covered); random runs 4 KiB 70% read qd 32 per session over $([ "$RSPAN" = lun ] && echo "the whole LUN" || echo "the first $RSPAN of each LUN (the same test data on every level)"). rtgtd and rtgt-bench ran at nice $NICE."
 	echo
 	echo "Link calibration (memory-backed RAID0, no HDD model; the ceiling of the shaped links plus the target):"
 	echo
@@ -744,7 +763,8 @@ jarr() { local s=$1; [ -n "${s// }" ] || { printf '[]'; return; }; printf '[%s]'
 	printf '"links":%s,"rate":%s,"rate_bps":%s,"tbf_burst":%s,"tbf_latency_ms":%s,"quick":%s,"time":%s,' "$LINKS" \
 		"$(jstr "$RATE")" "$RATE_BPS" "$BURST" "$TBF_LAT" "$([ "$QUICK" -eq 1 ] && echo true || echo false)" "$TIME"
 	printf '"loadavg_start":%s,"loadavg_end":%s,' "$(jstr "$LOAD_START")" "$(jstr "$LOAD_END")"
-	printf '"members":4,"member_bytes":%s,"member_dir":%s,"span_bytes":%s,' "$member_b" "$(jstr "$DIR")" "$span_b"
+	printf '"members":4,"member_bytes":%s,"member_dir":%s,"span_bytes":%s,"rand_span":%s,' "$member_b" "$(jstr "$DIR")" \
+		"$span_b" "$(jstr "$RSPAN")"
 	if [ -n "$HDD" ]; then
 		printf '"hdd":{"mbps":%s,"avg_seek_ms":%s,"rpm":%s,"write_cache":%s},' "$HDD_MBPS" "$HDD_SEEK" \
 			"$HDD_RPM" "$WCACHE_CONF"
