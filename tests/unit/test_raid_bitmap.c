@@ -21,6 +21,7 @@
 
 #include "raid/raid.h"
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 #define MEMBER_BYTES (16u << 20)
 
@@ -442,34 +443,13 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("raid_bitmap");
-	TCase *tc;
-	SRunner *sr;
-	int failed;
+	const struct ck_case cases[] = {
+		CK_CASE("01_dirty_regions_only", t01_dirty_regions_only),
+		CK_CASE("02_sigkill_overwrites", t02_sigkill_overwrites, .loop_end = 2),
+		CK_CASE("03_scrub_during_resync", t03_scrub_during_resync),
+		CK_CASE("04_async_start", t04_async_start),
+	};
 
-	tc = tcase_create("01_dirty_regions_only");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t01_dirty_regions_only);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("02_sigkill_overwrites");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t02_sigkill_overwrites, 0, 2);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("03_scrub_during_resync");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t03_scrub_during_resync);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("04_async_start");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t04_async_start);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){ "raid_bitmap", CK_CASES(cases),
+		.setup = setup, .teardown = teardown, .timeout = 60 });
 }
