@@ -18,6 +18,7 @@
 
 #include "raid/raid.h"
 #include "raid/raid_int.h"
+#include "tests/lib/ckmain.h"
 
 #define MEMBER_BYTES (8u << 20)
 
@@ -792,78 +793,25 @@ START_TEST(t12_mirror_read_balance)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-	Suite *s = suite_create("raid_io");
-	TCase *tc;
-	unsigned nshapes = sizeof(shapes) / sizeof(shapes[0]);
-
-	tc = tcase_create("01_roundtrip");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t01_roundtrip, 0, (int)nshapes);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("02_single_failures");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t02_single_failures, 0, (int)nshapes - 1);
-	tcase_set_timeout(tc, 120);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("03_raid6_pairs");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t03_raid6_pairs, 0, 3);
-	tcase_set_timeout(tc, 120);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("04_beyond_redundancy");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t04_beyond_redundancy);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("05_persistence");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t05_persistence);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("06_foreign_and_stale");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t06_foreign_and_stale);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("07_compare_write_flush_fua");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t07_compare_write_flush_fua, 0, (int)nshapes);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("08_direct_io");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t08_direct_io);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("09_io_costs");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t09_io_costs, 0, 2);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("10_threads");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t10_threads, 0, (int)nshapes);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("11_read_error_repair");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_loop_test(tc, t11_read_error_repair, 0, (int)nshapes);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("12_mirror_read_balance");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, t12_mirror_read_balance);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	int failed;
+	const int nshapes = (int)(sizeof(shapes) / sizeof(shapes[0]));
+	const struct ck_case cases[] = {
+		CK_CASE("01_roundtrip", t01_roundtrip, .loop_end = nshapes, .timeout = 60),
+		CK_CASE("02_single_failures", t02_single_failures, .loop_end = nshapes - 1,
+			.timeout = 120),
+		CK_CASE("03_raid6_pairs", t03_raid6_pairs, .loop_end = 3, .timeout = 120),
+		CK_CASE("04_beyond_redundancy", t04_beyond_redundancy),
+		CK_CASE("05_persistence", t05_persistence),
+		CK_CASE("06_foreign_and_stale", t06_foreign_and_stale),
+		CK_CASE("07_compare_write_flush_fua", t07_compare_write_flush_fua, .loop_end = nshapes),
+		CK_CASE("08_direct_io", t08_direct_io, .timeout = 60),
+		CK_CASE("09_io_costs", t09_io_costs, .loop_end = 2, .timeout = 60),
+		CK_CASE("10_threads", t10_threads, .loop_end = nshapes, .timeout = 60),
+		CK_CASE("11_read_error_repair", t11_read_error_repair, .loop_end = nshapes, .timeout = 60),
+		CK_CASE("12_mirror_read_balance", t12_mirror_read_balance, .timeout = 60),
+	};
 
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_main(&(struct ck_suite_def){ "raid_io", CK_CASES(cases),
+		.setup = setup, .teardown = teardown });
 }
