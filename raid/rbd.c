@@ -54,7 +54,8 @@
  *        |--all written, flushed, rtgt.thick = "done" (prov_main) ---------'
  *        |--a peer node holds the lock and finishes: rtgt.thick = "done"
  *        |     seen while waiting (prov_main) ----------------------------> READY
- *        |--write/flush/metadata error (prov_main) ---------------------> FAILED
+ *        |--write/flush/metadata error, or a write not answered in
+ *        |     PROV_IO_TIMEOUT_S (prov_main) --------------------------> FAILED
  *        `--pool closing (prov_stop set by raid_rbd_pool_close): the
  *              offset reached is checkpointed, thread ends, volume freed.
  *   FAILED: prov_err holds the errno; stays until the daemon restarts, which
@@ -681,6 +682,88 @@ static int prov_tick(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t done, uin
 }
 
 /*
+ * The writes in flight of one provision() run, shared with librbd's
+ * completion callbacks (prov_write_done, on librbd's threads): freed by
+ * whichever lets go of it last, provision() or the last callback, so that a
+ * write provision() gave up on (PROV_IO_TIMEOUT_S) can still complete into
+ * live memory. slot[] is a ring, oldest write at provision()'s head.
+ */
+struct prov_win {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;           /* a write completed */
+	unsigned refs;               /* provision() + each write in flight (mu) */
+	int err;                     /* first write error, 0 (mu) */
+	struct prov_slot {
+		struct prov_win *w;
+		uint64_t off, end;       /* the write covers [off, end) */
+		uint64_t t_us;           /* when it was started */
+		int ret;                 /* librbd's result once done (mu) */
+		bool done;               /* (mu) */
+	} slot[PROV_QD];
+};
+
+/* Drops one reference; called with w->mu held, returns with it released. */
+static void prov_win_put(struct prov_win *w)
+{
+	bool last = --w->refs == 0;
+
+	pthread_mutex_unlock(&w->mu);
+	if (last) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		free(w);
+	}
+}
+
+/* librbd thread: record the result, wake provision(), let go. */
+static void prov_write_done(rbd_completion_t c, void *arg)
+{
+	struct prov_slot *sl = arg;
+	struct prov_win *w = sl->w;
+	int r = (int)rbd_aio_get_return_value(c);
+
+	rbd_aio_release(c);
+	pthread_mutex_lock(&w->mu);
+	sl->ret = r;
+	sl->done = true;
+	if (r < 0 && !w->err)
+		w->err = r;
+	pthread_cond_broadcast(&w->cv);
+	prov_win_put(w);
+}
+
+/* Starts the write-same of [pos, pos + len) in slot @sl. */
+static int prov_write(struct rbd_vol *rv, struct prov_win *w, struct prov_slot *sl, uint64_t pos,
+		      uint64_t len)
+{
+	static const char zero[4096];
+	rbd_completion_t c;
+	int rc;
+
+	sl->w = w;
+	sl->off = pos;
+	sl->end = pos + len;
+	sl->t_us = now_us();
+	sl->ret = 0;
+	sl->done = false;
+	rc = rbd_aio_create_completion(sl, prov_write_done, &c);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&w->mu);
+	w->refs++;
+	pthread_mutex_unlock(&w->mu);
+	rc = rbd_aio_writesame(rv->img, pos, len, zero, len % sizeof(zero) ? 512 : sizeof(zero), c,
+			       0);
+	if (rc < 0) {
+		rbd_aio_release(c);
+		pthread_mutex_lock(&w->mu);
+		w->refs--;            /* provision() still holds one */
+		pthread_mutex_unlock(&w->mu);
+	}
+	return rc;
+}
+
+/*
  * Write zeros over [from, size), one object per write-same, up to PROV_QD in
  * flight (a sliding window: a new write starts as soon as the oldest one
  * completed). rbd_discard_on_zeroed_write_same is off (pool open), so the
@@ -693,25 +776,39 @@ static int prov_tick(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t done, uin
  * most PACE_SLACK_US, so a stall (a slow cluster) is never followed by a
  * burst above the cap. About every second the lease is renewed and the
  * offset reached (all writes before it completed) is checkpointed in
- * META_THICK, so an interrupted run resumes there. Returns 0 when done
- * ("done" stored), -ECANCELED when the pool closes, -EBUSY when the lease
- * was lost to a peer, or the error that stopped it. Writes in flight are
- * always waited for before returning.
+ * META_THICK, so an interrupted run resumes there. No new write starts once
+ * one failed. A write not back after PROV_IO_TIMEOUT_S (librbd can hold the
+ * writes of a client the cluster blocklisted for good, past
+ * rados_osd_op_timeout) fails the run with -ETIMEDOUT and is left to
+ * librbd (struct prov_win). Returns 0 when done ("done" stored), -ECANCELED
+ * when the pool closes, -EBUSY when the lease was lost to a peer, or the
+ * error that stopped it; every write but those given up on has completed.
  */
 #define PACE_SLACK_US 100000u
+#define PROV_IO_TIMEOUT_S 65u        /* beyond rados_osd_op_timeout (60 s) */
 static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 {
-	static const char zero[4096];
-	struct {
-		rbd_completion_t c;
-		uint64_t end;            /* the write covers up to here */
-	} q[PROV_QD];                    /* in flight, oldest at head */
 	uint64_t size = rv->v.size, pos = from, done = from, next_log, last_ck = now_ms();
 	uint64_t next_us = now_us();     /* paced: when the next write may start */
-	unsigned head = 0, n = 0;
+	unsigned head = 0, n = 0;        /* ring of writes in flight in w->slot */
 	bool broken = false;             /* a write failed: done stays before it */
+	bool abandoned = false;          /* writes given up on are still out */
+	struct prov_win *w = calloc(1, sizeof(*w));
 	int rc = 0;
 
+	if (!w)
+		return -ENOMEM;
+	{
+		pthread_condattr_t ca;
+
+		/* deadlines are on now_us()'s monotonic clock */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&w->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	w->refs = 1;
 	prov_progress(rv, from);
 	next_log = from + size / 10;
 	if (rp->prov_mbps)
@@ -723,8 +820,16 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 			 rp->rbd_pool, rv->v.name, size - from, from ? ", resuming" : "");
 	while (pos < size || n) {
 		uint64_t t = now_us(), wait = 0;
-		bool more = rc == 0 && pos < size && n < PROV_QD;
+		bool more, head_done;
+		int werr;
 
+		pthread_mutex_lock(&w->mu);
+		werr = w->err;
+		head_done = n && w->slot[head].done;
+		pthread_mutex_unlock(&w->mu);
+		if (werr < 0 && rc == 0)
+			rc = werr;           /* no new write after a failed one */
+		more = rc == 0 && pos < size && n < PROV_QD;
 		if (more && atomic_load(&rv->prov_stop)) {
 			rc = -ECANCELED;
 			more = false;
@@ -735,21 +840,12 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 		}
 		if (more) {
 			uint64_t len = rv->obj_bytes - pos % rv->obj_bytes;
-			rbd_completion_t c;
 
 			if (len > size - pos)
 				len = size - pos;
-			rc = rbd_aio_create_completion(NULL, NULL, &c);
+			rc = prov_write(rv, w, &w->slot[(head + n) % PROV_QD], pos, len);
 			if (rc < 0)
 				continue;   /* drain what is in flight */
-			rc = rbd_aio_writesame(rv->img, pos, len, zero,
-					       len % sizeof(zero) ? 512 : sizeof(zero), c, 0);
-			if (rc < 0) {
-				rbd_aio_release(c);
-				continue;
-			}
-			q[(head + n) % PROV_QD].c = c;
-			q[(head + n) % PROV_QD].end = pos + len;
 			n++;
 			pos += len;
 			if (rp->prov_mbps) {
@@ -759,21 +855,36 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 			}
 			continue;
 		}
-		if (n && (!wait || rbd_aio_is_complete(q[head].c))) {
-			int r;
+		if (n && (!wait || head_done)) {
+			struct prov_slot *sl = &w->slot[head];
+			uint64_t dl = sl->t_us + PROV_IO_TIMEOUT_S * 1000000ull;
+			struct timespec ts = { (time_t)(dl / 1000000u), (long)(dl % 1000000u) * 1000L };
+			int r = 0;
 
 			/* window full, all issued, or stopping: wait for the
 			 * oldest (the checkpoint only moves past writes that
 			 * completed, in order) */
-			rbd_aio_wait_for_complete(q[head].c);
-			r = (int)rbd_aio_get_return_value(q[head].c);
-			rbd_aio_release(q[head].c);
+			pthread_mutex_lock(&w->mu);
+			while (!sl->done && pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT)
+				;
+			head_done = sl->done;
+			r = sl->ret;
+			pthread_mutex_unlock(&w->mu);
+			if (!head_done) {
+				LOG_ERR(RAID_MOD, "rbd: %s/%s: a write-out write at %" PRIu64
+					" got no answer in %u s; giving up on it", rp->rbd_pool,
+					rv->v.name, sl->off, PROV_IO_TIMEOUT_S);
+				if (rc == 0 || rc == -ECANCELED)
+					rc = -ETIMEDOUT;
+				abandoned = true;
+				break;
+			}
 			if (r < 0) {
 				broken = true;
 				if (rc == 0)
 					rc = r;
 			} else if (!broken) {
-				done = q[head].end;
+				done = sl->end;
 			}
 			head = (head + 1) % PROV_QD;
 			n--;
@@ -795,6 +906,8 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 		if (rc == 0)
 			rc = prov_tick(rp, rv, done, &last_ck);
 	}
+	pthread_mutex_lock(&w->mu);
+	prov_win_put(w);
 	if (rc == 0)
 		rc = rbd_flush(rv->img);
 	if (rc == 0)
@@ -812,8 +925,9 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 			 PRIu64 " bytes; waiting for it to finish", rp->rbd_pool, rv->v.name, done);
 	} else if (rc < 0) {
 		LOG_ERR(RAID_MOD, "rbd: %s/%s: thick provisioning stopped at %" PRIu64 " of %" PRIu64
-			" bytes: %s; the LUN stays not ready (the next start resumes)", rp->rbd_pool,
-			rv->v.name, done, size, strerror(-rc));
+			" bytes: %s; the LUN stays not ready (the next start resumes)%s", rp->rbd_pool,
+			rv->v.name, done, size, strerror(-rc),
+			abandoned ? "; writes still held by librbd" : "");
 	} else {
 		LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning done", rp->rbd_pool, rv->v.name);
 	}
