@@ -13,7 +13,8 @@
 #   the same pools with two targets (two volumes of the pool), one per link
 #   2 x RAID1 (2 members each), one target per link
 #   x  1 MiB sequential write qd 8, 1 MiB sequential read qd 8 (per session),
-#      4 KiB random 70% read qd 32
+#      4 KiB random 70% read qd 32 over the same test data on every level
+#      (--rand-span)
 #
 # Results: OUT/results.md (table beside the published figures, requirement
 # checks, fairness), OUT/results.json (the same plus every rtgt-bench JSON),
