@@ -304,9 +304,14 @@ START_TEST(t06_write_through_waits)
 	for (unsigned i = 0; i < 16; i++)
 		offs[i] = (256ull << 20) + i * (1ull << 20);
 	wr0 = p->m[0]->hdd.n_wr_bytes;
+	pos0 = p->m[0]->hdd.n_pos_ns;
 	el = run(v, ctx, RAID_OP_WRITE, offs, 16, 1 << 20, 4, buf);
 	ck_assert_msg(el > 0.16, "write-through writes took only %.3f s", el);
-	ck_assert_msg(el < 0.6, "sequential write-through writes took %.3f s", el);
+	/* streamed: one seek to the start, no seek or lost rotation per
+	 * request (the model's own time: wall time is late on a loaded machine) */
+	ck_assert_msg(p->m[0]->hdd.n_pos_ns - pos0 < 30000000ull, "sequential write positioning %.1f ms",
+		      (double)(p->m[0]->hdd.n_pos_ns - pos0) / 1e6);
+	ck_assert_msg(el < 1.5, "sequential write-through writes took %.3f s", el);
 	ck_assert_uint_eq(p->m[0]->hdd.n_wr_bytes - wr0, 16ull << 20);
 	ck_assert_uint_eq(p->m[0]->hdd.dirty, 0);
 	ck_assert_uint_eq(p->m[0]->hdd.n_ext, 0);
@@ -326,7 +331,7 @@ START_TEST(t06_write_through_waits)
 	flush_wait(v, ctx);
 	el = now_s() - el;
 	ck_assert_uint_eq(p->m[0]->hdd.n_busy_ns, busy0);
-	ck_assert_msg(el < 0.1, "flush took %.3f s", el);
+	ck_assert_msg(el < 0.5, "flush took %.3f s", el);   /* the real fsync only */
 	raid_pool_close(p);
 	raid_ioctx_destroy(ctx);
 	free(buf);
@@ -461,7 +466,7 @@ START_TEST(t09_write_through_qd1)
 	struct raid_pool *p;
 	uint8_t *buf = raid_alloc(1 << 20);
 	uint64_t offs[32], pos0;
-	double el, pos_ms;
+	double el, el_wt, pos_ms;
 
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
 	p = open_pool_wt(&v, true);
@@ -475,11 +480,12 @@ START_TEST(t09_write_through_qd1)
 	 * machine can take longer, the platter then has turned further) */
 	ck_assert_msg(pos_ms > 31 * 4.0, "31 qd-1 writes: positioning %.1f ms", pos_ms);
 	ck_assert_msg(el > 31 * 0.004, "31 qd-1 writes took %.3f s", el);
+	el_wt = el;
 	raid_pool_close(p);
 
 	p = open_pool(&v);
-	el = run(v, ctx, RAID_OP_WRITE, offs, 32, 65536, 1, buf);
-	ck_assert_msg(el < 0.1, "31 cached writes took %.3f s", el);
+	el = run(v, ctx, RAID_OP_WRITE, offs + 1, 31, 65536, 1, buf);
+	ck_assert_msg(el < el_wt / 2, "31 cached writes took %.3f s, write-through %.3f s", el, el_wt);
 	raid_pool_close(p);
 	raid_ioctx_destroy(ctx);
 	free(buf);
