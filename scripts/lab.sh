@@ -657,13 +657,14 @@ add_check "RAID6 seq write not above RAID5's (1 link)" "RAID6 <= RAID5 (+1% nois
 	"$(num "$r6w") vs $(num "$r5w") MB/s" \
 	"$(yn ge "$(awk -v a="${r5w:-0}" 'BEGIN { print a * 1.01 }')" "${r6w:-x}")"
 i10=${R_IOPS[raid10-1L|randrw]:-} i5=${R_IOPS[raid5-1L|randrw]:-} i6=${R_IOPS[raid6-1L|randrw]:-}
-# a clear order: each at least 5% ahead of the next (runs of one level
-# differ by a few percent)
+# a clear order: each ahead of the next by more than the noise (the same
+# level differs by about 1% between full runs on a quiet machine, so 2% is
+# twice that)
 margin() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%+.0f%%", 100 * (a / b - 1); else print "-" }'; }
-add_check "mixed random order (1 link)" "RAID10 > RAID5 > RAID6, each >= 5% ahead" \
+add_check "mixed random order (1 link)" "RAID10 > RAID5 > RAID6, each >= 2% ahead" \
 	"$(num "$i10") > $(num "$i5") > $(num "$i6") IOPS ($(margin "$i10" "$i5"), $(margin "$i5" "$i6"))" \
-	"$(if ge "$i10" "$(awk -v a="${i5:-0}" 'BEGIN { print a * 1.05 }')" &&
-		ge "$i5" "$(awk -v a="${i6:-0}" 'BEGIN { print a * 1.05 }')"; then echo yes; else echo no; fi)"
+	"$(if ge "$i10" "$(awk -v a="${i5:-0}" 'BEGIN { print a * 1.02 }')" &&
+		ge "$i5" "$(awk -v a="${i6:-0}" 'BEGIN { print a * 1.02 }')"; then echo yes; else echo no; fi)"
 if have "2xraid1-2L|seqwrite"; then
 	for w in seqwrite seqread; do
 		ref=${R_MBPS[2xraid1-2L|$w]:-}
