@@ -45,10 +45,10 @@ if [ -z "$cdir" ]; then
 	scripts/ceph-cluster.sh start "$cdir" || exit 1
 fi
 cdir=$(cd "$cdir" && pwd)
-# two images written out alike by rtgtd: LUN 0 for rtgt, "${img}p" for rbd
-# bench (on one image the exclusive lock would move between rtgtd and rbd
-# bench at every run, which costs the next rtgt run about 10%; rtgtd never
-# writes "${img}p" again once it is written out)
+# two images written out alike by rtgtd (layering only, as rtgtd creates
+# them): LUN 0 for rtgt, "${img}p" for rbd bench, so that each side writes an
+# image nobody else writes, as a LUN's image is in use (rtgtd never writes
+# "${img}p" again once it is written out)
 img=bench$$
 cat > "$dir/rtgt.conf" <<CONF
 daemon = { workers = 2; control = "rtgtd.sock"; log_level = "warn"; };
