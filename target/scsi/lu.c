@@ -24,6 +24,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdatomic.h>
@@ -987,7 +988,9 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 	return -EINVAL;
 }
 
-unsigned scsi_inflight(struct scsi_target *t, uint64_t lun)
+/* Sum of one unsigned counter of struct scsi_lu (at @field, read under the
+ * LU lock) over LUN @lun or, with UINT64_MAX, every LUN of @t. */
+static unsigned lu_counter_sum(struct scsi_target *t, uint64_t lun, size_t field)
 {
 	unsigned n = 0, i;
 
@@ -1000,29 +1003,24 @@ unsigned scsi_inflight(struct scsi_target *t, uint64_t lun)
 		if (!lu)
 			continue;
 		pthread_mutex_lock(&lu->lock);
-		n += lu->n_inflight;
+		n += *(const unsigned *)((const char *)lu + field);
 		pthread_mutex_unlock(&lu->lock);
 	}
 	return n;
 }
 
+_Static_assert(_Generic(((struct scsi_lu *)0)->n_inflight, unsigned: 1, default: 0) &&
+	       _Generic(((struct scsi_lu *)0)->pr_resets_pending, unsigned: 1, default: 0),
+	       "lu_counter_sum reads unsigned counters");
+
+unsigned scsi_inflight(struct scsi_target *t, uint64_t lun)
+{
+	return lu_counter_sum(t, lun, offsetof(struct scsi_lu, n_inflight));
+}
+
 unsigned scsi_resets_pending(struct scsi_target *t, uint64_t lun)
 {
-	unsigned n = 0, i;
-
-	for (i = 0; i < SCSI_MAX_LUNS; i++) {
-		struct scsi_lu *lu;
-
-		if (lun != UINT64_MAX && lun != i)
-			continue;
-		lu = target_lu(t, i);
-		if (!lu)
-			continue;
-		pthread_mutex_lock(&lu->lock);
-		n += lu->pr_resets_pending;
-		pthread_mutex_unlock(&lu->lock);
-	}
-	return n;
+	return lu_counter_sum(t, lun, offsetof(struct scsi_lu, pr_resets_pending));
 }
 
 /* ---- statistics ---- */
