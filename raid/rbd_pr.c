@@ -313,12 +313,26 @@ done:
 	return NULL;
 }
 
+/* Runs @fn(@arg) on a thread of its own that nobody joins; 0 or a positive
+ * errno, like pthread_create. */
+static int spawn_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t at;
+	pthread_t tid;
+	int rc = pthread_attr_init(&at);
+
+	if (rc)
+		return rc;
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&tid, &at, fn, arg);
+	pthread_attr_destroy(&at);
+	return rc;
+}
+
 int raid_vol_shared_update(struct raid_vol *vol, const char *tag, struct raid_ioctx *ctx,
 			   raid_shared_fn fn, raid_shared_done_fn done, void *arg)
 {
 	struct upd *u;
-	pthread_attr_t at;
-	pthread_t tid;
 	int rc;
 
 	if (!raid_vol_shared(vol))
@@ -337,12 +351,7 @@ int raid_vol_shared_update(struct raid_vol *vol, const char *tag, struct raid_io
 	snprintf(u->tag, sizeof(u->tag), "%s", tag);
 	snprintf(u->oid, sizeof(u->oid), "rtgt_%s", tag);   /* completed by upd_thread */
 	raid_ioctx_io_started(ctx);
-	rc = pthread_attr_init(&at);
-	if (rc)
-		goto undo_started;
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&tid, &at, upd_thread, u);
-	pthread_attr_destroy(&at);
+	rc = spawn_detached(upd_thread, u);
 	if (rc)
 		goto undo_started;
 	return 0;
@@ -401,8 +410,6 @@ int raid_vol_shared_notify_async(struct raid_vol *vol, const char *tag, const vo
 				 void *arg)
 {
 	struct anotify *a;
-	pthread_attr_t at;
-	pthread_t tid;
 	int rc;
 
 	if (!tag_ok(tag) || !done || len > SHARED_MAX || (len && !msg))
@@ -420,12 +427,7 @@ int raid_vol_shared_notify_async(struct raid_vol *vol, const char *tag, const vo
 	snprintf(a->tag, sizeof(a->tag), "%s", tag);
 	if (len)
 		memcpy(a->msg, msg, len);
-	rc = pthread_attr_init(&at);
-	if (rc)
-		goto err_free;
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&tid, &at, anotify_thread, a);
-	pthread_attr_destroy(&at);
+	rc = spawn_detached(anotify_thread, a);
 	if (rc)
 		goto err_free;
 	return 0;
