@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 enum conf_level {
 	CONF_RAID0,
@@ -167,6 +168,13 @@ const char *conf_level_name(enum conf_level level);
 
 /* Parses "64K", "1G", "512" (bytes) or "80%" (when @allow_percent). */
 int conf_parse_size(const char *s, bool allow_percent, struct conf_size *out);
+
+/*
+ * Creates the missing directories above @path (not @path itself) with
+ * @mode, like `mkdir -p "$(dirname PATH)"`. Returns 0, or a negative errno
+ * (-ENOTDIR when a non-directory stands in the way).
+ */
+int conf_mkdir_parents(const char *path, mode_t mode);
 
 /* Logging: one line per event to stderr, "TIMESTAMP LEVEL [module] message".
  * Thread-safe. */

@@ -419,6 +419,13 @@ static int create_files(const struct conf_pool *cp, struct cand *cs, unsigned nc
 		}
 		if (c->m->fd >= 0 || c->open_err != -ENOENT || !cp->create_size)
 			continue;
+		/* a fresh clone has no var/: create the member's directory too */
+		fd = conf_mkdir_parents(c->m->rpath, 0755);
+		if (fd < 0) {
+			LOG_ERR(RAID_MOD, "pool %s: cannot create the directory of member %s: %s",
+				cp->name, c->m->path, strerror(-fd));
+			return fd;
+		}
 		fd = open(c->m->rpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			LOG_ERR(RAID_MOD, "pool %s: cannot create member %s: %s", cp->name, c->m->path,

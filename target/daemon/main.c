@@ -1274,6 +1274,12 @@ int main(int argc, char **argv)
 	iscsi_server_set_release(d.server, conf_release, NULL);
 	if (iscsi_server_start(d.server))
 		goto out;
+	rc = conf_mkdir_parents(d.conf->daemon.control, 0755);
+	if (rc) {
+		LOG_ERR(MOD, "control socket %s: cannot create its directory: %s",
+			d.conf->daemon.control, strerror(-rc));
+		goto out;
+	}
 	rc = iscsi_ctl_start(d.workers[0].loop, d.conf->daemon.control, &ops, &d.ctl);
 	if (rc) {
 		LOG_ERR(MOD, "control socket %s: %s", d.conf->daemon.control, strerror(-rc));

@@ -3,8 +3,9 @@
  * configurations (exit codes, FILE:LINE messages, nothing created on disk),
  * start-up failures (port in use, a member of another pool, a missing
  * member: exit 1 at once with a line naming it, nothing written or created;
- * start_degraded = true starts without the missing one) and SIGTERM in the
- * middle of I/O (exit 0, acknowledged writes survive a restart).
+ * start_degraded = true starts without the missing one), SIGTERM in the
+ * middle of I/O (exit 0, acknowledged writes survive a restart) and the
+ * directories of members to create and of the control socket made on start.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -499,6 +501,45 @@ START_TEST(t11_sigterm_during_io)
 }
 END_TEST
 
+/*
+ * A fresh clone has no var/: members to create (create_size) and the
+ * control socket may sit in directories that do not exist yet, which rtgtd
+ * creates. A file standing where a directory must be is refused with a line
+ * naming the member, and nothing is served.
+ */
+START_TEST(t12_creates_missing_directories)
+{
+	static char err[16384];
+	char path[512];
+	struct stat st;
+	int rc;
+
+	write_conf(&(struct variant){
+		.control = "control = \"run/sub/rtgtd.sock\";",
+		.pool = "{ name = \"p\"; level = \"raid1\"; chunk = \"64K\"; "
+			"members = ( \"var/a/d0.img\", \"var/b/d1.img\" ); create_size = \"32M\"; }" });
+	nf_start(&D);
+	nf_stop_expect_0(&D, "start with missing directories");
+	snprintf(path, sizeof(path), "%s/var/a/d0.img", D.dir);
+	ck_assert_msg(stat(path, &st) == 0 && st.st_size == 32 << 20, "%s was not created", path);
+	snprintf(path, sizeof(path), "%s/var/b/d1.img", D.dir);
+	ck_assert_msg(stat(path, &st) == 0 && st.st_size == 32 << 20, "%s was not created", path);
+	snprintf(path, sizeof(path), "%s/run/sub", D.dir);
+	ck_assert_msg(stat(path, &st) == 0 && S_ISDIR(st.st_mode),
+		      "the control socket's directory %s was not created", path);
+
+	/* a plain file where the member's directory must be */
+	ck_assert_int_eq(harness_write_file(&D, "blocker", "not a directory\n"), 0);
+	write_conf(&(struct variant){
+		.pool = "{ name = \"p\"; level = \"raid1\"; chunk = \"64K\"; "
+			"members = ( \"blocker/d0.img\", \"blocker/d1.img\" ); create_size = \"32M\"; }" });
+	rc = run_rtgtd(false, err, sizeof(err));
+	ck_assert_msg(rc == 1, "start under a file exited %d, expected 1; stderr:\n%s", rc, err);
+	ck_assert_msg(line_with(err, "blocker/d0.img", "Not a directory"),
+		      "no line names blocker/d0.img and 'Not a directory'; stderr:\n%s", err);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -513,6 +554,7 @@ int main(void)
 		CK_CASE("09_member_of_another_pool", t09_member_of_another_pool),
 		CK_CASE("10_missing_member", t10_missing_member),
 		CK_CASE("11_sigterm_during_io", t11_sigterm_during_io),
+		CK_CASE("12_creates_missing_directories", t12_creates_missing_directories),
 	};
 
 	return ck_main(&(struct ck_suite_def){
