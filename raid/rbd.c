@@ -70,7 +70,12 @@
  * header object, 10 s lease renewed every second) makes one node write the
  * image out while a peer opening the same image waits for "done".
  * Invariant (prov_check, on every state change): prov_done <= the volume
- * size; FAILED has prov_err < 0, READY and RUNNING have 0. Only the thread
+ * size, and < the size while RUNNING: the write-out is not done until
+ * rtgt.thick says "done", so the last bytes are published only after the
+ * state is READY (prov_main stores the state first, readers load prov_done
+ * first: a reader that sees all bytes done also sees READY, and nobody
+ * sees "provisioning" at 100%); FAILED has prov_err < 0, READY and RUNNING
+ * have 0. Only the thread
  * writes zeros, and only in RUNNING under the lease; READY is final.
  */
 #include <errno.h>
@@ -577,7 +582,9 @@ static bool prov_check(struct rbd_vol *rv)
 {
 	int st = atomic_load(&rv->prov_state), err = atomic_load(&rv->prov_err);
 
-	if (atomic_load(&rv->prov_done) > rv->v.size)
+	uint64_t done = atomic_load(&rv->prov_done);
+
+	if (done > rv->v.size || (st == PROV_RUNNING && done >= rv->v.size))
 		return false;
 	if (st == PROV_FAILED)
 		return err < 0;
@@ -639,13 +646,19 @@ static int meta_thick(struct rbd_vol *rv, bool *done, uint64_t *from)
 	return 0;
 }
 
+/* While RUNNING the bytes done stay below the size (see the invariant). */
+static void prov_publish(struct rbd_vol *rv, uint64_t pos)
+{
+	atomic_store(&rv->prov_done, pos < rv->v.size ? pos : rv->v.size - 1);
+}
+
 static void prov_progress(struct rbd_vol *rv, uint64_t pos)
 {
 	if (!atomic_load(&rv->prov_t0_ms)) {
 		atomic_store(&rv->prov_base, pos);
 		atomic_store(&rv->prov_t0_ms, now_ms());
 	}
-	atomic_store(&rv->prov_done, pos);
+	prov_publish(rv, pos);
 }
 
 static uint64_t now_us(void)
@@ -990,8 +1003,9 @@ static void *prov_main(void *arg)
 		prov_set(rv, PROV_FAILED, rc);
 		return NULL;
 	}
-	atomic_store(&rv->prov_done, rv->v.size);
+	/* state first, then the last bytes: see the invariant */
 	prov_set(rv, PROV_READY, 0);
+	atomic_store(&rv->prov_done, rv->v.size);
 	LOG_INFO(RAID_MOD, "rbd: %s/%s: ready", rp->rbd_pool, rv->v.name);
 	return NULL;
 }
@@ -1113,7 +1127,7 @@ int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_s
 	if (rc == 0 && !done) {
 		/* written out in the background (prov_main); the volume is
 		 * not ready meanwhile */
-		atomic_store(&rv->prov_done, from);
+		prov_publish(rv, from);
 		prov_set(rv, PROV_RUNNING, 0);
 		rc = pthread_create(&rv->prov_thr, NULL, prov_main, rv);
 		if (rc) {
@@ -1331,8 +1345,9 @@ int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		if (!p->vols[i])
 			continue;
 		struct rbd_vol *rv = rv_of(p->vols[i]);
-		int pst = atomic_load(&rv->prov_state);
+		/* prov_done before the state: all bytes done implies READY */
 		uint64_t done = atomic_load(&rv->prov_done), base = atomic_load(&rv->prov_base);
+		int pst = atomic_load(&rv->prov_state);
 		uint64_t t0 = atomic_load(&rv->prov_t0_ms);
 		__typeof__(&out->volumes[0]) vo = &out->volumes[out->n_volumes];
 
