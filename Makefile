@@ -94,9 +94,11 @@ $(B)/tests/%: $(O)/tests/net/%.o $(TEST_HELPER_OBJS) $(O)/librtgt.a
 deps:
 	@scripts/deps.sh
 
+# RUN_CONF=conf/examples/two-raid1.conf make run serves another example
+RUN_CONF ?= conf/examples/quickstart.conf
 run: deps
 	$(MAKE) all
-	$(B)/rtgtd -c conf/examples/quickstart.conf
+	$(B)/rtgtd -c $(RUN_CONF)
 
 unit: $(UNIT_BINS)
 	@$(SAN_PRE)

@@ -17,3 +17,11 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's tgt package enables and starts tgtd on port 3260 where systemd
+# runs; rtgt needs it only as a program for scripts/bench-vs-tgt.sh, which
+# starts its own on another port. Stop the one we just installed so that
+# `make run` finds 3260 free.
+if [[ " ${missing[*]} " == *" tgt "* ]] && [ -d /run/systemd/system ]; then
+	echo "deps: stopping and disabling the tgt service just installed (it would hold port 3260)" >&2
+	$SUDO systemctl disable --now tgt.service >/dev/null 2>&1 || true
+fi
