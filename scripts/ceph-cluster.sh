@@ -113,7 +113,13 @@ fi
 rm -rf "${dir:?}"/*
 mkdir -p "$dir/run" "$dir/log" "$dir/mon.a" "$dir/mgr.x" "$dir/osd.0" "$dir/crash"
 t0=$(date +%s%N)
-port=${CEPH_MON_PORT:-$((4000 + RANDOM % 5000))}
+# a random port that nothing listens on (two clusters of parallel test
+# runs, or another service, must not meet on one)
+port=${CEPH_MON_PORT:-}
+while [ -z "$port" ]; do
+	port=$((4000 + RANDOM % 5000))
+	! ss -Hltn "sport = :$port" 2>/dev/null | grep -q . || port=
+done
 fsid=$(cat /proc/sys/kernel/random/uuid)
 cat > "$conf" <<EOF
 # written by scripts/ceph-cluster.sh: a throwaway single-node test cluster

@@ -4,14 +4,21 @@
 # and requires 0 failures and at least MIN_PASSED passes. Then runs the
 # multipath family with one URL per portal (127.0.0.1 and 127.0.0.2) on a
 # second, fresh LUN of the same target, which must pass without failures.
-#   env: LEVEL (raid5)  PORT (13260)  MIN_PASSED (598)  TESTS (ALL regexp)
+#   env: LEVEL (raid5)  PORT (the first free from 13260)  MIN_PASSED (598)  TESTS (ALL regexp)
 #   LEVEL=rbd: the LUNs are RBD images on the Ceph cluster of CEPH_DIR (made by
 #   scripts/ceph-cluster.sh), or on a throwaway one started here and stopped
 #   at the end when CEPH_DIR is unset.
 set -u
 cd "$(dirname "$0")/.."
 LEVEL=${LEVEL:-raid5}
-PORT=${PORT:-13260}
+# the first free port from 13260 on (another target or test run may hold one)
+if [ -z "${PORT:-}" ]; then
+	PORT=13260
+	while ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q .; do
+		PORT=$((PORT + 1))
+		[ "$PORT" -lt 13360 ] || { echo "conformance: ports 13260-13359 all in use" >&2; exit 1; }
+	done
+fi
 MIN_PASSED=${MIN_PASSED:-598}
 TESTS=${TESTS:-}
 IQN=iqn.2026-11.org.rtgt:conformance
