@@ -629,7 +629,7 @@ free_both:
 
 static const char *const daemon_keys[] = {
 	"workers", "control", "log_level", "max_sessions", "max_connections",
-	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", NULL,
+	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", "state_dir", NULL,
 };
 
 static void parse_daemon(struct vctx *v, const config_setting_t *root)
@@ -637,7 +637,7 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 	const config_setting_t *g = config_setting_get_member(root, "daemon");
 	struct conf_daemon *d = &v->c->daemon;
 	const char *where = "daemon";
-	const char *control = CONF_DEFAULT_CONTROL, *lvl;
+	const char *control = CONF_DEFAULT_CONTROL, *state = CONF_DEFAULT_STATE_DIR, *lvl;
 	const config_setting_t *ms, *mc;
 	unsigned long long u;
 
@@ -660,6 +660,8 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 			d->workers = (unsigned)u;
 		if (get_string(v, g, "control", where, false, &control) < 0)
 			control = CONF_DEFAULT_CONTROL;
+		if (get_string(v, g, "state_dir", where, false, &state) < 0)
+			state = CONF_DEFAULT_STATE_DIR;
 		if (get_string(v, g, "log_level", where, false, &lvl) > 0 &&
 		    conf_log_level_parse(lvl, &d->log_level) < 0)
 			err_at(v, config_setting_get_member(g, "log_level"),
@@ -692,7 +694,8 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 		d->workers = n < 1 ? 1 : n > CONF_MAX_WORKERS ? CONF_MAX_WORKERS : (unsigned)n;
 	}
 	d->control = conf_path_resolve(v->c->dir, control);
-	if (!d->control) {
+	d->state_dir = conf_path_resolve(v->c->dir, state);
+	if (!d->control || !d->state_dir) {
 		v->nomem = true;
 		return;
 	}
@@ -1788,6 +1791,7 @@ void conf_free(struct conf *c)
 	}
 	free(c->targets);
 	free(c->daemon.control);
+	free(c->daemon.state_dir);
 	free(c->path);
 	free(c->dir);
 	free(c);

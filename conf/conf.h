@@ -131,6 +131,9 @@ struct conf_target {
 struct conf_daemon {
 	unsigned workers;          /* already resolved: never 0 */
 	char *control;             /* resolved socket path */
+	char *state_dir;           /* resolved; APTPL reservation files, created
+	                            * (0700) at the first save; default
+	                            * /var/lib/rtgt */
 	enum conf_log_level log_level;
 	unsigned max_sessions;     /* total; default 64 */
 	unsigned max_connections;  /* total; default 256 */

@@ -23,6 +23,9 @@
 #define CONF_CHAP_SECRET_MS_MAX 16
 #define CONF_IQN_MAX 223            /* RFC 3720 3.2.6.1 */
 #define CONF_DEFAULT_CONTROL "var/rtgtd.sock"
+/* Where APTPL reservations live: persistent storage, never the control
+ * socket's directory (a runtime directory that systemd wipes at every stop). */
+#define CONF_DEFAULT_STATE_DIR "/var/lib/rtgt"
 
 /* "error" | "warn" | "info" | "debug" -> level; -EINVAL otherwise. */
 int conf_log_level_parse(const char *name, enum conf_log_level *out);

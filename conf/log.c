@@ -7,11 +7,17 @@
  * with a single write() under a mutex, so lines from different reactor
  * threads never interleave, even when stderr is a pipe shared with children.
  * Messages longer than the buffer are cut and end in "...".
+ * The message part is escaped: names, keys and values that peers send reach
+ * the log through plain "%s", so every byte outside 0x20..0x7e (and '\\')
+ * becomes \xNN here, once for every caller; a line is always one line of
+ * printable ASCII.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -97,9 +103,40 @@ static void write_all(int fd, const char *p, size_t len)
 	}
 }
 
+/* Appends @m to @line at @pos (capacity @cap), every byte outside 0x20..0x7e
+ * and the backslash itself as \xNN, so that names and keys a peer sent can
+ * neither break the line nor drive a terminal, and an escape in the log
+ * always means a byte that was escaped. Sets *@cut when @m did not fit
+ * (an escape is never split). Returns the new position. */
+static size_t escape_into(char *line, size_t pos, size_t cap, const char *m, size_t mlen,
+			  bool *cut)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < mlen; i++) {
+		uint8_t b = (uint8_t)m[i];
+		bool plain = b >= 0x20 && b <= 0x7e && b != '\\';
+
+		if (pos + (plain ? 1 : 4) > cap) {
+			*cut = true;
+			break;
+		}
+		if (plain) {
+			line[pos++] = (char)b;
+			continue;
+		}
+		line[pos++] = '\\';
+		line[pos++] = 'x';
+		line[pos++] = hex[b >> 4];
+		line[pos++] = hex[b & 15];
+	}
+	return pos;
+}
+
 void conf_log(enum conf_log_level level, const char *module, const char *fmt, ...)
 {
 	char line[LOG_LINE_MAX + 1]; /* + the newline */
+	char msg[LOG_LINE_MAX];
 	size_t pos;
 	va_list ap;
 	int n;
@@ -118,23 +155,22 @@ void conf_log(enum conf_log_level level, const char *module, const char *fmt, ..
 
 	va_start(ap, fmt);
 	errno = saved_errno;
-	n = vsnprintf(line + pos, LOG_LINE_MAX - pos, fmt, ap);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (n > 0) {
-		if ((size_t)n >= LOG_LINE_MAX - pos) {
-			pos = LOG_LINE_MAX - 1;
-			memcpy(line + pos - 3, "...", 3);
-		} else {
-			pos += (size_t)n;
+		size_t mlen = (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
+		bool cut = (size_t)n >= sizeof(msg);
+
+		/* a trailing newline from the caller is dropped */
+		while (!cut && mlen > 0 && msg[mlen - 1] == '\n')
+			mlen--;
+		/* room for the "..." of a cut message stays free */
+		pos = escape_into(line, pos, LOG_LINE_MAX - 3, msg, mlen, &cut);
+		if (cut) {
+			memcpy(line + pos, "...", 3);
+			pos += 3;
 		}
 	}
-	/* One event, one line: a trailing newline from the caller is dropped,
-	 * embedded ones would break line-oriented log readers. */
-	while (pos > 0 && line[pos - 1] == '\n')
-		pos--;
-	for (size_t i = 0; i < pos; i++)
-		if (line[i] == '\n' || line[i] == '\r')
-			line[i] = ' ';
 	line[pos++] = '\n';
 
 	pthread_mutex_lock(&log_lock);

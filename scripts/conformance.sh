@@ -58,7 +58,7 @@ if [ "$LEVEL" = rbd ]; then
 	sfx=$(date +%s)-$$
 fi
 cat > "$dir/rtgt.conf" <<CONF
-daemon = { workers = 2; control = "rtgtd.sock"; log_level = "warn"; };
+daemon = { workers = 2; control = "rtgtd.sock"; state_dir = "state"; log_level = "warn"; };
 pools = ( $pool );
 portals = ( { name = "lo"; listen = "127.0.0.1:$PORT"; },
             { name = "lo2"; listen = "127.0.0.2:$PORT"; } );

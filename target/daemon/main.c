@@ -53,7 +53,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -238,15 +237,13 @@ static void pools_drop_last(struct daemon *d, unsigned n)
 	}
 }
 
-static char *state_dir(const struct conf *c)
+/* The APTPL files' directory: daemon.state_dir of the configuration the
+ * daemon runs (a reload that changes it takes effect at the next start, as
+ * daemon.control does), never the control socket's directory, which is a
+ * runtime directory under systemd and wiped at every stop. */
+static char *state_dir(const struct daemon *d, const struct conf *c)
 {
-	char *copy = strdup(c->daemon.control), *dir;
-
-	if (!copy)
-		return NULL;
-	dir = strdup(dirname(copy));
-	free(copy);
-	return dir;
+	return strdup(d->conf ? d->conf->daemon.state_dir : c->daemon.state_dir);
 }
 
 static void lu_ent_free(struct lu_ent *e)
@@ -278,7 +275,7 @@ static int lu_add(struct daemon *d, const struct conf *c, const struct conf_lun 
 		return -ENOENT;
 	}
 	e = calloc(1, sizeof(*e));
-	sdir = state_dir(c);
+	sdir = state_dir(d, c);
 	if (!e || !sdir || !(e->pool = strdup(cl->pool)) || !(e->volume = strdup(cl->volume))) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -573,6 +570,9 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 	if (strcmp(oc->daemon.control, nc->daemon.control))
 		jadd_str(restart, "daemon.control (%s -> %s)", oc->daemon.control,
 			 nc->daemon.control);
+	if (strcmp(oc->daemon.state_dir, nc->daemon.state_dir))
+		jadd_str(restart, "daemon.state_dir (%s -> %s)", oc->daemon.state_dir,
+			 nc->daemon.state_dir);
 	for (unsigned i = 0; i < nc->n_pools; i++) {
 		const struct conf_pool *n = &nc->pools[i], *o = conf_pool_find(oc, n->name);
 

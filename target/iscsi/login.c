@@ -195,6 +195,11 @@ static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *
 			*why = "out of memory";
 			return ISCSI_LOGIN_OUT_OF_RESOURCES;
 		}
+		/* kept even when malformed: login_fail logs it (escaped) */
+		if (!iscsi_name_ok(v)) {
+			*why = "malformed InitiatorName (RFC 7143 4.2.7: iqn./eui./naa., at most 223 bytes)";
+			return ISCSI_LOGIN_INITIATOR_ERROR;
+		}
 	}
 	v = iscsi_kv_get(kv, "InitiatorAlias");
 	if (v && !l->alias)
@@ -234,6 +239,10 @@ static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *
 		if (!v || !*v) {
 			*why = "no TargetName for a normal session";
 			return ISCSI_LOGIN_MISSING_PARAM;
+		}
+		if (!iscsi_name_ok(v)) {
+			*why = "malformed TargetName (RFC 7143 4.2.7)";
+			return ISCSI_LOGIN_INITIATOR_ERROR;
 		}
 		l->target = find_target(cf, v);
 		if (l->target < 0 || !iscsi_target_on_portal(&cf->targets[l->target], c->portal)) {

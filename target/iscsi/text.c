@@ -369,7 +369,7 @@ bool iscsi_name_valid(const char *name)
 	if (!name)
 		return false;
 	n = strlen(name);
-	if (n == 0 || n > 223)
+	if (n == 0 || n > ISCSI_NAME_MAX)
 		return false;
 	if (strncmp(name, "eui.", 4) == 0)
 		return n == 4 + 16 && all_hex(name + 4, 16);
@@ -403,4 +403,21 @@ bool iscsi_name_valid(const char *name)
 		if (*p == '.' && (p[1] == '.' || p[1] == '\0' || p[1] == ':'))
 			return false;
 	return true;
+}
+
+bool iscsi_name_ok(const char *name)
+{
+	char low[ISCSI_NAME_MAX + 1];
+	size_t n;
+
+	if (!name)
+		return false;
+	n = strlen(name);
+	if (n > ISCSI_NAME_MAX)
+		return false;
+	for (size_t i = 0; i <= n; i++)
+		low[i] = (name[i] >= 'A' && name[i] <= 'Z') ? (char)(name[i] - 'A' + 'a') : name[i];
+	if (strncmp(low, "eui.", 4) == 0 || strncmp(low, "naa.", 4) == 0)
+		return strncmp(name, low, 4) == 0 && iscsi_name_valid(name);
+	return iscsi_name_valid(low);
 }

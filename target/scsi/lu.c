@@ -890,6 +890,10 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		return;
 	}
 
+	if (lu->pr_bad && !(op->flags & OPF_NO_UA)) {
+		scsi_sense(cmd, SK_NOT_READY, ASC_NOT_READY_MANUAL);
+		goto early;
+	}
 	pthread_mutex_lock(&lu->lock);
 	ua = scsi_ua_get(lu, cmd->nexus, true);
 	if (ua && ua->n && !(op->flags & OPF_NO_UA)) {

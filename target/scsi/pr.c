@@ -81,17 +81,22 @@
  * Invariant: pr_check() holds on the installed copy as on a local LU, and
  * every installed blob passed st_parse() (which checks pr_check itself).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
 #include "raid/raid.h"
+#include "target/iscsi/iscsi_text.h"
 #include "target/scsi/scsi_int.h"
 
 /* how long a reset waits for the other nodes of a shared LU */
@@ -292,55 +297,231 @@ static struct scsi_pr_reg *reg_add(struct scsi_lu *lu, const char *iport, uint16
 
 /* ---- APTPL persistence ---- */
 
+/*
+ * lu->pr_path (POOL.VOLUME.pr in daemon.state_dir) holds one JSON object,
+ * written by json-c, so that no byte of a name can end a field or start
+ * another:
+ *
+ *   { "format": "rtgt-pr-aptpl", "version": 2, "generation": 7, "type": 3,
+ *     "holder": 0,
+ *     "registrations": [ { "key": "00000000000000aa", "rel_port": 1,
+ *                          "all_tg_pt": false,
+ *                          "initiator_port": "iqn.1994-05.com.a,i,0x400000000001" } ] }
+ *
+ * holder is the index of the holder in registrations, -1 for none (no
+ * reservation, or an all-registrants type). Loading is strict: exactly
+ * these keys with these types and ranges, every initiator port an iSCSI
+ * name login accepts plus ",i,0x" and 12 hex digits, pr_check() on the
+ * result. Version 1 (the line format "rtgt-pr 1" of earlier releases,
+ * kept next to the control socket) is not migrated: a name could forge
+ * its lines, so nothing in it can be trusted, and it is refused like a
+ * damaged file. A file that cannot be loaded stops its LU alone
+ * (lu->pr_bad, see scsi_int.h) with one log line; it is never written
+ * over, so the operator finds it as it was.
+ *
+ * Written as: mkdir -p the directory (0700), a temp file in it created
+ * with O_EXCL | O_NOFOLLOW (a symlink planted there is removed, never
+ * followed), fsync, rename over the file, fsync of the directory. Read
+ * with O_NOFOLLOW: a symlink in its place is refused.
+ */
+#define PR_FILE_FORMAT "rtgt-pr-aptpl"
+#define PR_FILE_VERSION 2
+#define PR_FILE_MAX (1u << 20)
+#define PR_FILE_V1 "rtgt-pr 1\n"
+
+/* "<iSCSI name>,i,0x<ISID as 12 hex digits>", the name as login accepts
+ * it: the initiator port of a nexus, and all a TransportID or the state
+ * file may name. @len is the bytes the source held (an embedded NUL
+ * fails). */
+static bool iport_valid(const char *s, size_t len)
+{
+	char name[ISCSI_NAME_MAX + 1];
+	const char *sep;
+	size_t n;
+
+	if (strnlen(s, len) != len)
+		return false;
+	sep = strstr(s, ",i,0x");
+	if (!sep)
+		return false;
+	n = (size_t)(sep - s);
+	if (n == 0 || n > ISCSI_NAME_MAX || strlen(sep + 5) != 12)
+		return false;
+	for (unsigned i = 5; i < 17; i++)
+		if (!isxdigit((unsigned char)sep[i]))
+			return false;
+	memcpy(name, s, n);
+	name[n] = 0;
+	return iscsi_name_ok(name);
+}
+
+static int jset(struct json_object *o, const char *k, struct json_object *v)
+{
+	if (!v || json_object_object_add(o, k, v) < 0) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The state of @lu as the file's text (malloc'd, ends in a newline). */
+static int pr_json(const struct scsi_lu *lu, char **out, size_t *out_len)
+{
+	struct json_object *top = json_object_new_object(), *regs = json_object_new_array();
+	const struct scsi_pr_reg *r;
+	const char *s;
+	int idx = -1, i = 0, rc = -ENOMEM;
+
+	if (!top || !regs) {
+		json_object_put(regs);
+		goto put_top;
+	}
+	for (r = lu->regs; r; r = r->next, i++) {
+		struct json_object *e = json_object_new_object();
+		char key[17];
+
+		if (r == lu->pr_holder)
+			idx = i;
+		snprintf(key, sizeof(key), "%016" PRIx64, r->key);
+		if (!e || json_object_array_add(regs, e) < 0) {
+			json_object_put(e);
+			json_object_put(regs);
+			goto put_top;
+		}
+		if (jset(e, "key", json_object_new_string(key)) ||
+		    jset(e, "rel_port", json_object_new_int(r->rel_port)) ||
+		    jset(e, "all_tg_pt", json_object_new_boolean(r->all_tg_pt)) ||
+		    jset(e, "initiator_port", json_object_new_string(r->iport))) {
+			json_object_put(regs);
+			goto put_top;
+		}
+	}
+	if (jset(top, "format", json_object_new_string(PR_FILE_FORMAT)) ||
+	    jset(top, "version", json_object_new_int(PR_FILE_VERSION)) ||
+	    jset(top, "generation", json_object_new_int64(lu->pr_gen)) ||
+	    jset(top, "type", json_object_new_int(lu->pr_type)) ||
+	    jset(top, "holder", json_object_new_int(idx)) || jset(top, "registrations", regs))
+		goto put_top;
+	s = json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
+						JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!s || asprintf(out, "%s\n", s) < 0)
+		goto put_top;
+	*out_len = strlen(*out);
+	rc = 0;
+put_top:
+	json_object_put(top);
+	return rc;
+}
+
+/* mkdir -p of the directory part of @path, new levels 0700. */
+static int mkdir_parents(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+static int fsync_dir_of(const char *path)
+{
+	char buf[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd, rc = 0;
+
+	if (!slash)
+		snprintf(buf, sizeof(buf), ".");
+	else if (snprintf(buf, sizeof(buf), "%.*s", (int)(slash - path) ?: 1, path) >=
+		 (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 static int pr_save(struct scsi_lu *lu)
 {
-	char tmp[4096];
-	const struct scsi_pr_reg *r;
-	FILE *f;
-	int fd, idx = -1, i = 0, rc;
+	char tmp[PATH_MAX], *text = NULL;
+	size_t len = 0;
+	int fd, rc;
 
 	if (!lu->pr_path)
 		return 0;
 	if (!lu->pr_aptpl) {
-		if (unlink(lu->pr_path) < 0 && errno != ENOENT)
-			return -errno;
-		return 0;
+		if (unlink(lu->pr_path) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		return fsync_dir_of(lu->pr_path);
 	}
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", lu->pr_path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		rc = -errno;
-		close(fd);
-		goto unlink_tmp;
+	rc = pr_json(lu, &text, &len);
+	if (rc < 0)
+		return rc;
+	rc = mkdir_parents(lu->pr_path);
+	if (rc < 0)
+		goto free_text;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* left by a crash between create and rename (or planted):
+		 * unlink removes a symlink itself, not what it points to */
+		if (unlink(tmp) < 0 && errno != ENOENT) {
+			rc = -errno;
+			goto free_text;
+		}
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	}
-	for (r = lu->regs; r; r = r->next, i++)
-		if (r == lu->pr_holder)
-			idx = i;
-	fprintf(f, "rtgt-pr 1\ngen %" PRIu32 "\ntype %u %d\n", lu->pr_gen, lu->pr_type, idx);
-	for (r = lu->regs; r; r = r->next)
-		fprintf(f, "reg %016" PRIx64 " %u %d %s\n", r->key, r->rel_port, r->all_tg_pt,
-			r->iport);
-	if (fflush(f) != 0 || fsync(fd) != 0) {
+	if (fd < 0) {
 		rc = -errno;
-		fclose(f);
-		goto unlink_tmp;
+		goto free_text;
 	}
-	if (fclose(f) != 0) {
+	rc = write_all(fd, text, len);
+	if (rc == 0 && fsync(fd) < 0)
 		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0)
 		goto unlink_tmp;
-	}
 	if (rename(tmp, lu->pr_path) < 0) {
 		rc = -errno;
 		goto unlink_tmp;
 	}
-	return 0;
+	free(text);
+	return fsync_dir_of(lu->pr_path);
 
 unlink_tmp:
 	unlink(tmp);
+free_text:
+	free(text);
 	return rc;
 }
 
@@ -352,66 +533,236 @@ static void regs_free(struct scsi_lu *lu)
 	lu->pr_holder = NULL;
 }
 
+static bool j_get(struct json_object *o, const char *k, enum json_type t, struct json_object **v)
+{
+	return json_object_object_get_ex(o, k, v) && json_object_is_type(*v, t);
+}
+
+static bool j_int(struct json_object *o, const char *k, int64_t min, int64_t max, int64_t *out)
+{
+	struct json_object *v;
+
+	if (!j_get(o, k, json_type_int, &v))
+		return false;
+	/* json-c saturates what does not fit int64 */
+	*out = json_object_get_int64(v);
+	return *out >= min && *out <= max;
+}
+
+/* Installs the parsed file into @lu; a message for the log in @why when
+ * it is not a state this version wrote. */
+static int json_take(struct scsi_lu *lu, struct json_object *top, const char **why)
+{
+	struct json_object *v, *regs;
+	int64_t ver, gen, type, holder;
+	size_t n, i;
+
+	*why = "holds no reservation state of this format";
+	if (!json_object_is_type(top, json_type_object) || json_object_object_length(top) != 6 ||
+	    !j_get(top, "format", json_type_string, &v) ||
+	    strcmp(json_object_get_string(v), PR_FILE_FORMAT) != 0)
+		return -EBADMSG;
+	if (!j_int(top, "version", 0, INT32_MAX, &ver) || ver != PR_FILE_VERSION) {
+		*why = "has an unknown version";
+		return -EBADMSG;
+	}
+	*why = "has a bad generation, type, holder or registrations list";
+	if (!j_int(top, "generation", 0, UINT32_MAX, &gen) || !j_int(top, "type", 0, 15, &type) ||
+	    (type && !type_valid((uint8_t)type)) || !j_int(top, "holder", -1, INT32_MAX, &holder) ||
+	    !j_get(top, "registrations", json_type_array, &regs))
+		return -EBADMSG;
+	n = json_object_array_length(regs);
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(regs, i), *k, *atp, *ip;
+		const char *ks;
+		int64_t rel;
+		char *end;
+		uint64_t key;
+
+		*why = "has a bad registration";
+		if (!json_object_is_type(e, json_type_object) || json_object_object_length(e) != 4 ||
+		    !j_get(e, "key", json_type_string, &k) ||
+		    !j_int(e, "rel_port", 0, UINT16_MAX, &rel) ||
+		    !j_get(e, "all_tg_pt", json_type_boolean, &atp) ||
+		    !j_get(e, "initiator_port", json_type_string, &ip))
+			return -EBADMSG;
+		ks = json_object_get_string(k);
+		if (json_object_get_string_len(k) != 16 || !isxdigit((unsigned char)ks[0]))
+			return -EBADMSG;
+		errno = 0;
+		key = strtoull(ks, &end, 16);
+		if (errno || *end)
+			return -EBADMSG;
+		if (!iport_valid(json_object_get_string(ip),
+				 (size_t)json_object_get_string_len(ip))) {
+			*why = "has a registration whose initiator_port is not an iSCSI initiator port name";
+			return -EBADMSG;
+		}
+		if (!reg_add(lu, json_object_get_string(ip), (uint16_t)rel,
+			     json_object_get_boolean(atp), key))
+			return -ENOMEM;
+	}
+	*why = "has a type and holder that do not match its registrations";
+	if (type && !n)
+		return -EBADMSG;
+	if (!type || type_all_reg((uint8_t)type)) {
+		if (holder != -1)
+			return -EBADMSG;
+	} else {
+		struct scsi_pr_reg *r = lu->regs;
+
+		for (int64_t j = 0; r && j < holder; j++)
+			r = r->next;
+		if (holder < 0 || !r)
+			return -EBADMSG;
+		lu->pr_holder = r;
+	}
+	lu->pr_type = (uint8_t)type;
+	lu->pr_gen = (uint32_t)gen;
+	lu->pr_aptpl = true;
+	return pr_check(lu) ? 0 : -EBADMSG;
+}
+
+/* Reads the file into @buf (NUL-terminated); *why for the log. */
+static int file_read(const char *path, char **buf, size_t *len, const char **why)
+{
+	struct stat st;
+	size_t got = 0;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		rc = -errno;
+		*why = rc == -ELOOP ? "is a symbolic link, which is not followed"
+				    : "cannot be opened";
+		return rc;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		*why = "cannot be read";
+		goto close_fd;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > PR_FILE_MAX) {
+		*why = S_ISREG(st.st_mode) ? "is larger than 1 MiB" : "is not a regular file";
+		rc = -EBADMSG;
+		goto close_fd;
+	}
+	*buf = malloc((size_t)st.st_size + 1);
+	if (!*buf) {
+		rc = -ENOMEM;
+		goto close_fd;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, *buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EBADMSG;
+			*why = "cannot be read";
+			free(*buf);
+			*buf = NULL;
+			goto close_fd;
+		}
+		got += (size_t)n;
+	}
+	(*buf)[got] = 0;
+	*len = got;
+close_fd:
+	close(fd);
+	return rc;
+}
+
+static unsigned line_of(const char *buf, size_t off)
+{
+	unsigned line = 1;
+
+	for (size_t i = 0; i < off; i++)
+		line += buf[i] == '\n';
+	return line;
+}
+
 static int file_load(struct scsi_lu *lu)
 {
-	char line[1024], iport[900];
-	unsigned type = 0, rel, atp, n = 0;
-	int holder = -1, rc = 0;
-	uint64_t key;
-	uint32_t gen;
-	FILE *f;
+	struct json_tokener *tok;
+	struct json_object *top = NULL;
+	const char *why = NULL;
+	char *buf = NULL, jwhy[96];
+	size_t len = 0, end;
+	unsigned line = 0, n = 0;
+	int rc;
 
 	if (!lu->pr_path)
 		return 0;
-	f = fopen(lu->pr_path, "re");
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
-	if (!fgets(line, sizeof(line), f) || strcmp(line, "rtgt-pr 1\n") != 0) {
-		rc = -EINVAL;
-		goto close_f;
+	rc = file_read(lu->pr_path, &buf, &len, &why);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0)
+		goto bad;
+	if (len >= strlen(PR_FILE_V1) && memcmp(buf, PR_FILE_V1, strlen(PR_FILE_V1)) == 0) {
+		why = "is in the line format of earlier versions (\"rtgt-pr 1\"), which a crafted initiator name could forge, so it is not migrated: check it, then remove it and register again";
+		line = 1;
+		rc = -EBADMSG;
+		goto bad;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "gen %" SCNu32, &gen) == 1) {
-			lu->pr_gen = gen;
-		} else if (sscanf(line, "type %u %d", &type, &holder) == 2) {
-			if (type && !type_valid((uint8_t)type)) {
-				rc = -EINVAL;
-				goto close_f;
-			}
-		} else if (sscanf(line, "reg %" SCNx64 " %u %u %899s", &key, &rel, &atp, iport) ==
-			   4) {
-			if (!reg_add(lu, iport, (uint16_t)rel, atp != 0, key)) {
-				rc = -ENOMEM;
-				goto close_f;
-			}
-			n++;
-		} else {
-			rc = -EINVAL;
-			goto close_f;
-		}
+	tok = json_tokener_new();
+	if (!tok) {
+		rc = -ENOMEM;
+		goto free_buf;
 	}
-	if (type && n) {
-		struct scsi_pr_reg *r = lu->regs;
-		int i;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	/* with its NUL: a text that ends in a number or literal is complete */
+	top = json_tokener_parse_ex(tok, buf, (int)len + 1);
+	end = json_tokener_get_parse_end(tok);
+	if (!top || json_tokener_get_error(tok) != json_tokener_success ||
+	    (end <= len && strspn(buf + end, " \t\n") != len - end)) {
+		enum json_tokener_error jerr = json_tokener_get_error(tok);
 
-		lu->pr_type = (uint8_t)type;
-		if (!type_all_reg((uint8_t)type)) {
-			for (i = 0; r && i < holder; i++)
-				r = r->next;
-			if (holder < 0 || !r) {
-				rc = -EINVAL;
-				goto close_f;
-			}
-			lu->pr_holder = r;
-		}
+		if (top)
+			why = "has bytes after the JSON text";
+		else if (jerr == json_tokener_continue)
+			why = "ends in the middle of the JSON text";
+		else if (jerr == json_tokener_success)
+			why = "holds no JSON object";
+		else
+			why = (snprintf(jwhy, sizeof(jwhy), "is not valid JSON (%s)",
+					json_tokener_error_desc(jerr)), jwhy);
+		line = line_of(buf, end < len ? end : len);
+		json_tokener_free(tok);
+		rc = -EBADMSG;
+		goto bad;
 	}
-	lu->pr_aptpl = true;
+	json_tokener_free(tok);
+	rc = json_take(lu, top, &why);
+	if (rc == -ENOMEM)
+		goto put_top;
+	if (rc < 0) {
+		regs_free(lu);
+		goto bad;
+	}
+	for (const struct scsi_pr_reg *r = lu->regs; r; r = r->next)
+		n++;
 	LOG_INFO("scsi", "%s: restored %u persistent registration(s) from %s", lu->name, n,
 		 lu->pr_path);
-close_f:
-	fclose(f);
-	if (rc < 0)
-		regs_free(lu);
+	goto put_top;
+
+bad:
+	/* this LU only: the daemon and its other LUs go on */
+	lu->pr_bad = true;
+	lu->pr_aptpl = false;
+	if (line)
+		LOG_ERR("scsi", "%s:%u: the reservation state file of LU %s %s; the LU answers NOT READY until the file is fixed or removed and the LU added again (restart, or a reload without it, then one with it)",
+			lu->pr_path, line, lu->name, why ? why : strerror(-rc));
+	else
+		LOG_ERR("scsi", "%s: the reservation state file of LU %s %s (%s); the LU answers NOT READY until the file is fixed or removed and the LU added again (restart, or a reload without it, then one with it)",
+			lu->pr_path, lu->name, why ? why : "is unusable", strerror(-rc));
+	rc = 0;
+put_top:
+	json_object_put(top);
+free_buf:
+	free(buf);
 	return rc;
 }
 
@@ -1220,14 +1571,24 @@ static int prout_move(struct prout *o)
 	unreg = p[17] & 0x02;
 	rel = get_be16(&p[18]);
 	tlen = get_be32(&p[20]);
-	if (tlen < 24 || 24 + tlen > o->plen || (p[24] & 0x0f) != 0x05)
+	/* SPC-4 6.16.4 / 7.6.4.6: the TransportID follows the 24 bytes and
+	 * fits the list; written as a subtraction (plen >= 24 above) because
+	 * 24 + tlen wraps for tlen >= 0xffffffe8 */
+	if (tlen < 24 || tlen > o->plen - 24)
+		return PRO_BAD_PARAM;
+	/* iSCSI (protocol 5), format 01: name ",i,0x" ISID. Format 00 names a
+	 * whole initiator, not the I_T nexus a move needs. */
+	if (p[24] != (0x40 | 0x05))
 		return PRO_BAD_PARAM;
 	nlen = get_be16(&p[26]);
-	if (nlen + 4 > tlen || nlen == 0 || nlen >= sizeof(name))
+	if (nlen < 20 || nlen % 4 || nlen > tlen - 4 || nlen >= sizeof(name))
 		return PRO_BAD_PARAM;
 	memcpy(name, &p[28], nlen);
 	name[nlen] = 0;
-	if (strlen(name) == 0)
+	/* NUL-terminated inside its field, and a name login would accept:
+	 * what REGISTER AND MOVE names becomes a registrant that READ FULL
+	 * STATUS returns and the state file and the cluster blob keep */
+	if (!memchr(&p[28], 0, nlen) || !iport_valid(name, strlen(name)))
 		return PRO_BAD_PARAM;
 	if (!o->move_port_ok)
 		return PRO_BAD_PARAM;

@@ -221,6 +221,13 @@ struct scsi_lu {
 	bool pr_aptpl;
 	uint8_t pr_type;                /* 0: no reservation */
 	struct scsi_pr_reg *pr_holder;  /* NULL for all-registrants types */
+	/* the APTPL file could not be loaded (damaged, old format, a
+	 * symlink, unreadable: pr.c logged why): every command but those
+	 * flagged OPF_NO_UA (INQUIRY, REPORT LUNS, REQUEST SENSE) gets NOT
+	 * READY, MANUAL INTERVENTION REQUIRED, rather than running without
+	 * the reservations it should enforce. Set by pr_load(), then
+	 * constant. */
+	bool pr_bad;
 	struct scsi_ua *uas;            /* owned list */
 	struct scsi_cmd *inflight;      /* commands inside scsi_cmd_exec */
 	unsigned n_inflight;

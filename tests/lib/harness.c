@@ -278,7 +278,7 @@ int harness_conf_std_ex(struct harness_daemon *d, const char *daemon_extra, cons
 
 	return harness_write_file(d, "rtgt.conf",
 		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\";\n"
-		"           %s };\n"
+		"           state_dir = \"state\"; %s };\n"
 		"pools = ( { name = \"p\"; level = \"%s\"; chunk = \"64K\";\n"
 		"            members = ( \"d0.img\", \"d1.img\"%s );\n"
 		"            create_size = \"32M\"; } );\n"

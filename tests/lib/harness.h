@@ -63,7 +63,8 @@ void harness_fini_at_exit(struct harness_daemon *d);
 int harness_write_file(const struct harness_daemon *d, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /*
- * Writes d->conf: daemon (2 workers, control "rtgtd.sock", log_level info),
+ * Writes d->conf: daemon (2 workers, control "rtgtd.sock", state_dir "state"
+ * (APTPL files stay in the temp dir), log_level info),
  * pool "p" of @level (2 members for raid0/1, 4 for raid5/6/10, files
  * dN.img, create_size 32M, chunk 64K), portal "lo" on 127.0.0.1:d->port, and
  * @targets as the body of the targets list (HARNESS_TARGET_DEFAULT if NULL).

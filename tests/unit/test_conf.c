@@ -349,6 +349,7 @@ START_TEST(t06_defaults)
 	ck_assert_uint_eq(c->daemon.workers, ncpu > 64 ? 64 : (unsigned)ncpu);
 	snprintf(want, sizeof(want), "%s/var/rtgtd.sock", tmpdir);
 	ck_assert_str_eq(c->daemon.control, want);
+	ck_assert_str_eq(c->daemon.state_dir, "/var/lib/rtgt");
 	ck_assert_int_eq(c->daemon.log_level, CONF_LOG_INFO);
 	ck_assert_uint_eq(c->daemon.max_sessions, 64);
 	ck_assert_uint_eq(c->daemon.max_connections, 256);
@@ -374,12 +375,15 @@ START_TEST(t06_defaults)
 	conf_free(c);
 
 	c = expect_good("daemon = { workers = 3; log_level = \"debug\"; control = \"/tmp/x.sock\";\n"
+			"  state_dir = \"st\";\n"
 			"  max_sessions = 8; max_connections = 8; login_timeout = 5;\n"
 			"  nop_interval = 0; nop_timeout = 7; queue_depth = 32; };\n",
 			NULL, NULL, NULL);
 	ck_assert_uint_eq(c->daemon.workers, 3);
 	ck_assert_int_eq(c->daemon.log_level, CONF_LOG_DEBUG);
 	ck_assert_str_eq(c->daemon.control, "/tmp/x.sock");
+	snprintf(want, sizeof(want), "%s/st", tmpdir);
+	ck_assert_str_eq(c->daemon.state_dir, want);
 	ck_assert_uint_eq(c->daemon.max_sessions, 8);
 	ck_assert_uint_eq(c->daemon.login_timeout_s, 5);
 	ck_assert_uint_eq(c->daemon.nop_interval_s, 0);
@@ -996,6 +1000,8 @@ START_TEST(t23_log_lines)
 	LOG_INFO("raid", "pool %s is %s", "tank", "degraded");
 	LOG_DBG("raid", "not shown %d", 1);
 	LOG_WARN("iscsi", "two\nlines\n");
+	/* a peer's name: control bytes, ESC, DEL, high bytes, the backslash */
+	LOG_WARN("iscsi", "initiator %s", "iqn.x:a\r\x1b[31m\x7f\xff\\z");
 	conf_log_set_level(CONF_LOG_ERROR);
 	LOG_WARN("iscsi", "filtered");
 	LOG_ERR("net", "kept");
@@ -1016,7 +1022,8 @@ START_TEST(t23_log_lines)
 	ck_assert_int_eq(regcomp(&re,
 		"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z "
 		"INFO \\[raid\\] pool tank is degraded\n"
-		"[^ ]+Z WARN \\[iscsi\\] two lines\n"
+		"[^ ]+Z WARN \\[iscsi\\] two\\\\x0alines\n"
+		"[^ ]+Z WARN \\[iscsi\\] initiator iqn\\.x:a\\\\x0d\\\\x1b\\[31m\\\\x7f\\\\xff\\\\x5cz\n"
 		"[^ ]+Z ERROR \\[net\\] kept\n"
 		"[^ ]+Z DEBUG \\[conf\\] debug now\n"
 		"[^ ]+Z INFO \\[conf\\] x+\\.\\.\\.\n$", REG_EXTENDED), 0);

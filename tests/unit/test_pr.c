@@ -1,5 +1,6 @@
 /* tests/unit/test_pr.c - target/scsi/pr.c: RESERVE/RELEASE(6), persistent
- * reservations across two nexuses, APTPL persistence. */
+ * reservations across two nexuses, APTPL persistence (the JSON file, damaged
+ * files, symlinks), REGISTER AND MOVE TransportID checks. */
 #include "tests/unit/scsi_fixture.h"
 
 static void setup(void)
@@ -262,23 +263,219 @@ START_TEST(t08_aptpl_persists)
 }
 END_TEST
 
-START_TEST(t09_corrupt_aptpl_file_refused)
+/* Writes @text as the APTPL file and brings the LU up on it. */
+static void lu_up_with(const char *text)
 {
 	FILE *f;
 
 	fx_lu_down();
-	f = fopen(fx.pr, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("rtgt-pr 1\ntype 9 0\n", f);
-	fclose(f);
-	{
-		struct scsi_lu_params p = { .vol = fx.vol, .pr_path = fx.pr };
-		struct scsi_lu *lu = NULL;
-
-		ck_assert_int_eq(scsi_lu_create(&p, &lu), -EINVAL);
-	}
 	unlink(fx.pr);
+	if (text) {
+		f = fopen(fx.pr, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(text, f);
+		fclose(f);
+	}
 	fx_lu_up();
+}
+
+/* A file that cannot be loaded stops that LU alone: it is created (the
+ * daemon goes on), INQUIRY still answers, everything else is NOT READY,
+ * MANUAL INTERVENTION REQUIRED; the file stays as it was. */
+static void expect_stopped(const char *what)
+{
+	uint8_t inq[6] = { OP_INQUIRY, 0, 0, 0, 36, 0 }, tur[6] = { 0 };
+	struct scsi_cmd c;
+
+	c = fx_run(fx.a, 0, inq, 6, 36, false);
+	ck_assert_msg(c.status == SCSI_GOOD, "%s: INQUIRY status %d", what, c.status);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_msg(c.status == SCSI_CHECK_CONDITION && fx_key(&c) == SK_NOT_READY &&
+			      fx_asc(&c) == ASC_NOT_READY_MANUAL,
+		      "%s: TUR status %d key %x asc %04x", what, c.status, fx_key(&c), fx_asc(&c));
+	c = prout(fx.a, 0, 0, 0, 0xa, 0x01);
+	ck_assert_msg(c.status == SCSI_CHECK_CONDITION && fx_key(&c) == SK_NOT_READY, "%s", what);
+}
+
+#define GOOD_HEAD "{ \"format\": \"rtgt-pr-aptpl\", \"version\": 2, \"generation\": 3, "
+
+START_TEST(t09_damaged_file_stops_only_its_lu)
+{
+	static const char *const bad[] = {
+		/* the old line format, here with a forged reservation */
+		"rtgt-pr 1\ngen 1\ntype 3 0\nreg 00000000deadbeef 1 0 iqn.1994-05.com.evil,i,0x1\n",
+		"{ \"format\": ",                                           /* cut */
+		GOOD_HEAD "\"type\": 0, \"holder\": -1, \"registrations\": [ ] } x",
+		GOOD_HEAD "\"type\": 9, \"holder\": -1, \"registrations\": [ ] }",
+		GOOD_HEAD "\"type\": 1, \"holder\": -1, \"registrations\": [ ] }",
+		GOOD_HEAD "\"type\": 0, \"holder\": -1, \"registrations\": [ ], \"x\": 1 }",
+		GOOD_HEAD "\"type\": 0, \"holder\": -1, \"registrations\": [ { \"key\": \"00000000000000aa\", "
+			"\"rel_port\": 1, \"all_tg_pt\": false, \"initiator_port\": \"iqn.1994-05.com.a\\nreg,i,0x400000000001\" } ] }",
+		GOOD_HEAD "\"type\": 0, \"holder\": -1, \"registrations\": [ { \"key\": \"00000000000000aa\", "
+			"\"rel_port\": 1, \"all_tg_pt\": false, \"initiator_port\": \"iqn.1994-05.com.a\\u0000,i,0x400000000001\" } ] }",
+		GOOD_HEAD "\"type\": 0, \"holder\": -1, \"registrations\": [ { \"key\": \"aa\", "
+			"\"rel_port\": 1, \"all_tg_pt\": false, \"initiator_port\": \"iqn.1994-05.com.a,i,0x400000000001\" } ] }",
+		GOOD_HEAD "\"type\": 0, \"holder\": -1, \"registrations\": [ { \"key\": \"00000000000000aa\", "
+			"\"rel_port\": 70000, \"all_tg_pt\": false, \"initiator_port\": \"iqn.1994-05.com.a,i,0x400000000001\" } ] }",
+		"null",
+		"",
+	};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "file %u", i);
+		lu_up_with(bad[i]);
+		expect_stopped(what);
+		ck_assert_int_eq(access(fx.pr, F_OK), 0);
+	}
+	/* the same shape, right, loads */
+	lu_up_with(GOOD_HEAD "\"type\": 1, \"holder\": 0, \"registrations\": [ { \"key\": \"00000000000000aa\", "
+		   "\"rel_port\": 1, \"all_tg_pt\": false, \"initiator_port\": \"iqn.1994-05.com.a,i,0x400000000001\" } ] }");
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+	ck_assert_int_eq(rw(fx.b, true).status, SCSI_RESERVATION_CONFLICT);
+	ck_assert_int_eq(rw(fx.a, true).status, SCSI_GOOD);
+	lu_up_with(NULL);
+}
+END_TEST
+
+/* A symlink in place of the file is not followed; one in place of the temp
+ * file is replaced, and what it points to is untouched. */
+START_TEST(t11_symlinks_not_followed)
+{
+	char target[160], tmp[160], buf[64];
+	FILE *f;
+
+	snprintf(target, sizeof(target), "%s/elsewhere", fx.dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", fx.pr);
+	f = fopen(target, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(GOOD_HEAD "\"type\": 0, \"holder\": -1, \"registrations\": [ ] }", f);
+	fclose(f);
+	fx_lu_down();
+	ck_assert_int_eq(symlink(target, fx.pr), 0);
+	fx_lu_up();
+	expect_stopped("symlinked state file");
+
+	lu_up_with(NULL);
+	fx_clear_ua(fx.a);
+	f = fopen(target, "w");
+	fputs("victim", f);
+	fclose(f);
+	ck_assert_int_eq(symlink(target, tmp), 0);
+	ck_assert_int_eq(prout(fx.a, 0, 0, 0, 0xa, 0x01).status, SCSI_GOOD);
+	f = fopen(target, "r");
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	ck_assert_str_eq(buf, "victim");
+	ck_assert_int_ne(access(tmp, F_OK), 0);
+	f = fopen(fx.pr, "r");
+	ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	ck_assert_int_eq(buf[0], '{');
+}
+END_TEST
+
+/* Names with every character the iqn syntax allows survive the file, as do
+ * the generation, type and holder. */
+START_TEST(t12_aptpl_names_round_trip)
+{
+	const char *name = "iqn.2026-11.org.ex-ample:a.b-c:d:e-.f,i,0x23456789abcd";
+	struct scsi_nexus *n = NULL;
+	uint32_t gen;
+
+	ck_assert_int_eq(scsi_nexus_create(fx.t, name, 2, &n), 0);
+	fx_clear_ua(n);
+	ck_assert_int_eq(prout(n, 0, 0, 0, 0x1122334455667788ULL, 0x01).status, SCSI_GOOD);
+	ck_assert_int_eq(prout(fx.a, 0, 0, 0, 0xa, 0x01).status, SCSI_GOOD);
+	ck_assert_int_eq(prout(n, 1, PR_EA, 0x1122334455667788ULL, 0, 0).status, SCSI_GOOD);
+	prin(n, 0, 64);
+	gen = get_be32(&fx.buf[0]);
+	scsi_nexus_destroy(n);
+	fx_lu_down();
+	fx_lu_up();
+	ck_assert_int_eq(scsi_nexus_create(fx.t, name, 2, &n), 0);
+	fx_clear_ua(n);
+	fx_clear_ua(fx.a);
+	prin(n, 0, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), gen);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0x1122334455667788ULL);
+	ck_assert_uint_eq(get_be64(&fx.buf[16]), 0xa);
+	prin(n, 3, 512);
+	ck_assert_str_eq((char *)&fx.buf[8 + 28], name);
+	ck_assert_int_eq(fx.buf[8 + 12] & 1, 1);
+	ck_assert_int_eq(fx.buf[8 + 13], PR_EA);
+	ck_assert_int_eq(rw(fx.a, false).status, SCSI_RESERVATION_CONFLICT);
+	ck_assert_int_eq(rw(n, false).status, SCSI_GOOD);
+	scsi_nexus_destroy(n);
+}
+END_TEST
+
+/* REGISTER AND MOVE with @tl bytes of TransportID (@tl_field in its length
+ * field), @hdr its first byte, @nlen its additional length, @name in it. */
+static struct scsi_cmd move(uint32_t tl_field, unsigned tl, uint8_t hdr, uint16_t nlen,
+			    const char *name, size_t name_len)
+{
+	uint8_t cdb[10] = { OP_PR_OUT, 7, PR_WE, 0, 0, 0, 0, 0, 0, 0 };
+
+	memset(fx.buf, 0, 24 + tl + 300);
+	put_be64(&fx.buf[0], 0xa);
+	put_be64(&fx.buf[8], 0xb0b);
+	put_be16(&fx.buf[18], 2);
+	put_be32(&fx.buf[20], tl_field);
+	fx.buf[24] = hdr;
+	put_be16(&fx.buf[26], nlen);
+	memcpy(&fx.buf[28], name, name_len);
+	/* what an over-read would pick up */
+	memset(&fx.buf[24 + tl], 'X', 300);
+	put_be32(&cdb[5], 24 + tl);
+	return fx_run(fx.a, 0, cdb, 10, 24 + tl, true);
+}
+
+START_TEST(t13_move_transport_ids_checked)
+{
+	const char *dst = "iqn.1994-05.com.b,i,0x400000000002";
+	char longname[300];
+	struct scsi_cmd c;
+
+	prout(fx.a, 0, 0, 0, 0xa, 0);
+	prout(fx.a, 1, PR_WE, 0xa, 0, 0);
+	/* the wrapping length: 24 + 0xfffffff0 is 8 */
+	c = move(0xfffffff0u, 40, 0x45, 36, dst, strlen(dst));
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	c = move(0xffffffe8u, 24, 0x45, 20, "iqn.1994-05.com.b", 17);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	/* longer than the list */
+	c = move(44, 40, 0x45, 36, dst, strlen(dst));
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	/* format 00, other protocol */
+	c = move(40, 40, 0x05, 36, dst, strlen(dst));
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	c = move(40, 40, 0x46, 36, dst, strlen(dst));
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	/* no NUL inside the field */
+	memset(longname, 'a', sizeof(longname));
+	memcpy(longname, "iqn.1994-05.com.b:", 18);
+	c = move(40, 40, 0x45, 36, longname, 36);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	/* names that are not iSCSI initiator ports */
+	c = move(40, 40, 0x45, 36, "iqn.1994-05.com.b\n,i,0x400000000002", 35);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	c = move(40, 40, 0x45, 36, "iqn.1994-05.com.b,i,0x4000000002", 32);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	c = move(40, 40, 0x45, 36, "foo,i,0x400000000002", 20);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	/* additional length not a multiple of 4 */
+	c = move(40, 40, 0x45, 35, dst, strlen(dst));
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
+	ck_assert(pr_check(fx.lu));
+	/* nothing of that moved anything */
+	c = move(40, 40, 0x45, 36, dst, strlen(dst));
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	prin(fx.b, 1, 64);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb0b);
 }
 END_TEST
 
@@ -323,8 +520,11 @@ int main(void)
 		CK_CASE(NULL, t06_preempt_and_clear),
 		CK_CASE(NULL, t07_report_capabilities_full_status),
 		CK_CASE(NULL, t08_aptpl_persists),
-		CK_CASE(NULL, t09_corrupt_aptpl_file_refused),
+		CK_CASE(NULL, t09_damaged_file_stops_only_its_lu),
 		CK_CASE(NULL, t10_register_and_move),
+		CK_CASE(NULL, t11_symlinks_not_followed),
+		CK_CASE(NULL, t12_aptpl_names_round_trip),
+		CK_CASE(NULL, t13_move_transport_ids_checked),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_pr", CK_CASES(cases),

@@ -222,6 +222,21 @@ START_TEST(t06_names)
 	longname[223] = 'a';
 	longname[224] = '\0';
 	ck_assert(!iscsi_name_valid(longname));
+
+	/* what login accepts: the same after the case mapping */
+	ck_assert(iscsi_name_ok("iqn.1991-05.com.microsoft:HOST-1"));
+	ck_assert(iscsi_name_ok("IQN.2026-11.org.rtgt"));
+	ck_assert(iscsi_name_ok("eui.02004567a425678d"));
+	ck_assert(!iscsi_name_ok("EUI.02004567A425678D"));
+	ck_assert(!iscsi_name_ok(longname));
+	ck_assert(!iscsi_name_ok(NULL));
+	ck_assert(!iscsi_name_ok("iqn.2026-11.org.rtgt:a\nb"));
+	ck_assert(!iscsi_name_ok("iqn.2026-11.org.rtgt:a\x1b[2J"));
+	ck_assert(!iscsi_name_ok("iqn.2026-11.org.rtgt:a,i,0x1"));
+	ck_assert(!iscsi_name_ok("iqn.2026-11.org.rtgt:\xc3\xa9"));
+	ck_assert(!iscsi_name_ok("foo"));
+	ck_assert(!iscsi_name_ok("iqn."));
+	ck_assert(!iscsi_name_ok("eui.123"));
 }
 END_TEST
 
