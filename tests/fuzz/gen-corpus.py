@@ -222,9 +222,58 @@ def gen_sb():
     write(t, "crafted-assemble", b"\x02" + bytes(h))
 
 
+# ---- PR OUT parameter lists and the APTPL file ----
+def prout_rec(sa, who, scope_type, data, plen=None):
+    """One record of fuzz_prout.c: sa | nexus << 3, the CDB's scope/type,
+    the CDB's parameter list length, the data length, the data."""
+    if plen is None:
+        plen = len(data)
+    return bytes([sa | who << 3, scope_type]) + struct.pack(">HH", plen, len(data)) + data
+
+
+def prout_basic(key, sakey, flags=0):
+    return struct.pack(">QQ", key, sakey) + bytes([0, 0, 0, 0, flags, 0, 0, 0])
+
+
+def move_list(key, sakey, name, rel=2, aptpl=1, tlen=None):
+    tid = bytearray(b"\x45\x00") + b"\0\0" + name + b"\0"
+    while len(tid) % 4:
+        tid += b"\0"
+    struct.pack_into(">H", tid, 2, len(tid) - 4)
+    head = struct.pack(">QQ", key, sakey) + bytes([0, aptpl, 0, 0])
+    head += struct.pack(">HI", rel, len(tid) if tlen is None else tlen)
+    return bytes(head) + bytes(tid)
+
+
+def gen_prout():
+    t = "fuzz_prout"
+    reg_a = prout_rec(0, 0, 0, prout_basic(0, 0xA, 0x01))
+    reg_b = prout_rec(0, 1, 0, prout_basic(0, 0xB, 0x01))
+    reg_c = prout_rec(0, 2, 0, prout_basic(0, 0xC, 0x01))
+    res_a = prout_rec(1, 0, 0x03, prout_basic(0xA, 0))
+    write(t, "register-aptpl", b"\x00" + reg_a)
+    write(t, "register-reserve", b"\x00" + reg_a + reg_b + reg_c + res_a)
+    write(t, "release", b"\x00" + reg_a + res_a + prout_rec(2, 0, 0x03, prout_basic(0xA, 0)))
+    write(t, "preempt-abort", b"\x00" + reg_a + reg_b + res_a +
+          prout_rec(5, 1, 0x01, prout_basic(0xB, 0xA)))
+    write(t, "clear", b"\x00" + reg_a + reg_b + prout_rec(3, 1, 0, prout_basic(0xB, 0)))
+    mv = move_list(0xA, 0xB0B, b"iqn.1994-05.com.b-c.d:e:f-g.h,i,0x23456789abcd")
+    write(t, "move", b"\x00" + reg_a + prout_rec(1, 0, 0x01, prout_basic(0xA, 0)) +
+          prout_rec(7, 0, 0x01, mv))
+    wrap = move_list(0xA, 0xB0B, b"iqn.1994-05.com.b,i,0x400000000002", tlen=0xFFFFFFF0)
+    write(t, "move-wrapping-tlen", b"\x00" + reg_a + prout_rec(1, 0, 0x01, prout_basic(0xA, 0)) +
+          prout_rec(7, 0, 0x01, wrap))
+    state = (b'{ "format": "rtgt-pr-aptpl", "version": 2, "generation": 3, "type": 1, '
+             b'"holder": 0, "registrations": [ { "key": "00000000000000aa", "rel_port": 1, '
+             b'"all_tg_pt": false, "initiator_port": "iqn.1994-05.com.a,i,0x400000000001" } ] }\n')
+    write(t, "file-state", b"\xff" + state)
+    write(t, "file-v1", b"\xffrtgt-pr 1\ngen 1\ntype 3 0\nreg 00000000deadbeef 1 0 iqn.x,i,0x1\n")
+
+
 if __name__ == "__main__":
     gen_pdu()
     gen_login()
     gen_scsi()
     gen_conf()
     gen_sb()
+    gen_prout()
