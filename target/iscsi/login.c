@@ -12,6 +12,8 @@
  *   SECURITY / OPERATIONAL --T=1, NSG=3, login_finish ok--> FFP
  *        (iscsi_conn_enter_ffp; digests start with the next PDU)
  *   any --error: login_fail (status class 2/3 response, close after)--> FAILED
+ *        (an InitiatorName or TargetName that is not an RFC 7143 4.2.7
+ *        name after case mapping, iscsi_name_ok: 02/00, initiator error)
  *   any --login timer (daemon.login_timeout_s)--> conn closed
  *
  * Requests with C=1 are collected (an empty response asks for more) and the
