@@ -413,26 +413,6 @@ put_top:
 	return rc;
 }
 
-/* mkdir -p of the directory part of @path, new levels 0700. */
-static int mkdir_parents(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
-
 static int fsync_dir_of(const char *path)
 {
 	char buf[PATH_MAX];
@@ -487,7 +467,8 @@ static int pr_save(struct scsi_lu *lu)
 	rc = pr_json(lu, &text, &len);
 	if (rc < 0)
 		return rc;
-	rc = mkdir_parents(lu->pr_path);
+	/* daemon.state_dir on the first save; new levels 0700 */
+	rc = conf_mkdir_parents(lu->pr_path, 0700);
 	if (rc < 0)
 		goto free_text;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

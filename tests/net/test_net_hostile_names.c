@@ -379,6 +379,13 @@ START_TEST(t02_aptpl_names_survive_restart)
 	/* the file lives in state_dir, not next to the control socket */
 	path_in(p, sizeof(p), "state/p.v0.pr");
 	ck_assert_int_eq(access(p, F_OK), 0);
+	{
+		struct stat st;
+
+		path_in(p, sizeof(p), "state");
+		ck_assert_int_eq(stat(p, &st), 0);
+		ck_assert_uint_eq(st.st_mode & 0777, 0700);     /* created at the first save */
+	}
 
 	restart_wiping_run();
 	b = login_as(NAME_B, 0x5678);
