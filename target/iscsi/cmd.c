@@ -32,7 +32,12 @@
  *
  * Invariants (task_check): received <= buf_len; unsol_next <= unsol_end;
  * at most MaxOutstandingR2T active R2T slots; a dead task is never
- * executed; in_scsi iff state == TASK_EXEC.
+ * executed; in_scsi iff state == TASK_EXEC. A write executes only once
+ * received == EDTL (task_exec refuses it otherwise): accepted Data-Out never
+ * overlap (offsets are checked against the sequence they belong to), so
+ * every byte of its buffer then came from the initiator. Data-In is sent
+ * only for GOOD / CONDITION MET and only the data_in_len bytes scsi wrote;
+ * other buffers are zeroed at allocation.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -315,7 +320,12 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 		return 0;
 	}
 	if (edtl) {
-		t->cmd.buf = malloc(edtl);
+		/* A write's buffer is filled by the initiator before the command
+		 * runs (task_exec insists on every byte), and the dispatcher
+		 * refuses a data-out CDB that came without W. Every other
+		 * buffer is zeroed: whatever scsi leaves unwritten below
+		 * data_in_len is a zero, never an earlier command's data. */
+		t->cmd.buf = t->cmd.dir_write ? malloc(edtl) : calloc(1, edtl);
 		if (!t->cmd.buf)
 			return -ENOMEM;
 		t->cmd.buf_len = edtl;
@@ -343,10 +353,23 @@ static uint64_t mono_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+static void task_respond(struct iscsi_task *t);
+
 static void task_exec(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
 
+	if (t->cmd.dir_write && t->received < t->cmd.edtl) {
+		/* never reached by the Data-Out rules above; if it were, scsi
+		 * would store buffer bytes nobody sent */
+		LOG_ERR(MOD, "%s: ITT 0x%x: write would run with %u of %u bytes received",
+			c->peer_str, t->itt, t->received, t->cmd.edtl);
+		t->early_status = true;
+		t->cmd.xfer_len = t->cmd.edtl;
+		scsi_set_sense(&t->cmd, SENSE_ABORTED_COMMAND, ASC_DATA_PHASE_ERROR, 0);
+		task_respond(t);
+		return;
+	}
 	t->exec_us = mono_us();
 	t->state = TASK_EXEC;
 	t->in_scsi = true;
@@ -357,6 +380,10 @@ static void task_exec(struct iscsi_task *t)
 	scsi_cmd_exec(&t->cmd);
 }
 
+/* Queueing an R2T may close the connection (write error), which aborts
+ * and unlinks every task: @t is held by a reference of its own until the
+ * loop is done with it, and the loop stops once the task is dead. The
+ * connection itself is freed only from a later event-loop callback. */
 static void send_r2ts(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
@@ -369,7 +396,8 @@ static void send_r2ts(struct iscsi_task *t)
 	for (unsigned i = 0; i < ISCSI_TGT_MAX_R2T; i++)
 		if (t->r2t[i].active)
 			active++;
-	while (active < max_r2t && t->r2t_next < edtl && c->state == CONN_FFP) {
+	t->refs++;
+	while (active < max_r2t && !t->dead && t->r2t_next < edtl && c->state == CONN_FFP) {
 		struct iscsi_r2t *slot = NULL;
 		struct iscsi_tx *tx;
 		uint32_t len = edtl - t->r2t_next;
@@ -378,13 +406,13 @@ static void send_r2ts(struct iscsi_task *t)
 			if (!t->r2t[i].active)
 				slot = &t->r2t[i];
 		if (!slot)
-			return;
+			break;
 		if (len > c->params.max_burst)
 			len = c->params.max_burst;
 		tx = iscsi_tx_new();
 		if (!tx) {
 			iscsi_conn_close(c, "out of memory");
-			return;
+			break;
 		}
 		if (++c->next_ttt == ISCSI_RSVD_TAG)
 			c->next_ttt = 1;
@@ -407,9 +435,8 @@ static void send_r2ts(struct iscsi_task *t)
 		iscsi_put32(tx->hdr + ISCSI_OFF_DDTL, len);
 		iscsi_conn_queue(c, tx);
 	}
+	iscsi_task_put(t);
 }
-
-static void task_respond(struct iscsi_task *t);
 
 void iscsi_cmd_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
 {
@@ -704,7 +731,11 @@ static void task_respond(struct iscsi_task *t)
 
 	t->state = TASK_RESPONDING;
 	iscsi_residual(edtl, t->cmd.xfer_len, &res_flags, &res_count);
-	if (t->cmd.dir_read && !t->early_status) {
+	/* Data-In only for a command that succeeded: scsi reports no partial
+	 * data with sense here, and a failed read's buffer holds nothing the
+	 * initiator may see */
+	if (t->cmd.dir_read && !t->early_status &&
+	    (t->cmd.status == SCSI_GOOD || t->cmd.status == SCSI_CONDITION_MET)) {
 		data_len = t->cmd.data_in_len;
 		if (data_len > t->cmd.buf_len)
 			data_len = t->cmd.buf_len;

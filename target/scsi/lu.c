@@ -7,7 +7,8 @@
  *
  *   NEW --scsi_cmd_exec()--> CHECKED --op->fn()--> RUNNING --scsi_cmd_complete()--> DONE
  *     \                           \________________________________________________/^
- *      `-- refused by the dispatcher (bad LUN/opcode/CDB, UA, conflict) ------------'
+ *      `-- refused by the dispatcher (bad LUN/opcode/CDB, data-out without W or ------'
+ *          short of EDTL (xfer_check), UA, conflict)
  *
  *   NEW:     fields set by the transport; not on any list.
  *   CHECKED: shared checks passed; linked on lu->inflight (under lu->lock).
@@ -42,34 +43,123 @@
 
 #define RW_READ (OPF_PR_READ | OPF_RCTD)
 #define RW_WRITE (OPF_PR_WRITE | OPF_MEDIUM_WRITE | OPF_RCTD)
+#define RW_WRITE_DATA (RW_WRITE | OPF_OUT_TRUNC)   /* WRITE, WRITE AND VERIFY */
+
+/* Bytes a CDB moves (struct scsi_op.xfer), from its length fields: an
+ * allocation or parameter list length in bytes, or a transfer length in
+ * logical blocks. */
+static uint64_t xf_byte4(const uint8_t *cdb)
+{
+	return cdb[4];
+}
+
+static uint64_t xf_be16_3(const uint8_t *cdb)
+{
+	return get_be16(&cdb[3]);
+}
+
+static uint64_t xf_be16_7(const uint8_t *cdb)
+{
+	return get_be16(&cdb[7]);
+}
+
+static uint64_t xf_be32_5(const uint8_t *cdb)
+{
+	return get_be32(&cdb[5]);
+}
+
+static uint64_t xf_be32_6(const uint8_t *cdb)
+{
+	return get_be32(&cdb[6]);
+}
+
+static uint64_t xf_be32_10(const uint8_t *cdb)
+{
+	return get_be32(&cdb[10]);
+}
+
+static uint64_t xf_capacity10(const uint8_t *cdb)
+{
+	(void)cdb;
+	return 8;
+}
+
+static uint64_t xf_blocks6(const uint8_t *cdb)
+{
+	return (uint64_t)(cdb[4] ? cdb[4] : 256) * SCSI_BS;  /* 0 means 256 (SBC-3) */
+}
+
+static uint64_t xf_blocks10(const uint8_t *cdb)
+{
+	return (uint64_t)get_be16(&cdb[7]) * SCSI_BS;
+}
+
+static uint64_t xf_blocks12(const uint8_t *cdb)
+{
+	return (uint64_t)get_be32(&cdb[6]) * SCSI_BS;
+}
+
+static uint64_t xf_blocks16(const uint8_t *cdb)
+{
+	return (uint64_t)get_be32(&cdb[10]) * SCSI_BS;
+}
+
+/* VERIFY: data-out only with BYTCHK 1 (the blocks) or 3 (one block); 2 is
+ * reserved and refused by sbc_verify() before it looks at any data. */
+static uint64_t xf_verify(const uint8_t *cdb)
+{
+	uint8_t bytchk = (cdb[1] >> 1) & 3;
+	uint64_t bytes = cdb[0] == OP_VERIFY_10 ? xf_blocks10(cdb)
+			 : cdb[0] == OP_VERIFY_12 ? xf_blocks12(cdb) : xf_blocks16(cdb);
+
+	if (bytchk == 1)
+		return bytes;
+	return bytchk == 3 && bytes ? SCSI_BS : 0;
+}
+
+/* WRITE SAME: one block of data-out, none with NDOB (WRITE SAME(16)). */
+static uint64_t xf_write_same(const uint8_t *cdb)
+{
+	return cdb[0] == OP_WRITE_SAME_16 && (cdb[1] & 0x01) ? 0 : SCSI_BS;
+}
+
+/* COMPARE AND WRITE: the verify data and the write data, NUMBER OF LOGICAL
+ * BLOCKS each. */
+static uint64_t xf_compare_write(const uint8_t *cdb)
+{
+	return 2ull * cdb[13] * SCSI_BS;
+}
+
+#define DIR_IN(f) .dir = XFER_IN, .xfer = (f)
+#define DIR_OUT(f) .dir = XFER_OUT, .xfer = (f)
 
 static const struct scsi_op sai16_ops[32] = {
-	[SAI_READ_CAPACITY_16] = { .fn = sbc_read_capacity16, .cdb_len = 16,
+	[SAI_READ_CAPACITY_16] = { .fn = sbc_read_capacity16, .cdb_len = 16, DIR_IN(xf_be32_10),
 		.flags = OPF_RCTD, .name = "READ CAPACITY(16)",
 		.usage = { 0x9e, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0xff, 0x01, 0x07 } },
-	[SAI_GET_LBA_STATUS] = { .fn = sbc_get_lba_status, .cdb_len = 16,
+	[SAI_GET_LBA_STATUS] = { .fn = sbc_get_lba_status, .cdb_len = 16, DIR_IN(xf_be32_10),
 		.flags = OPF_PR_READ | OPF_RCTD, .name = "GET LBA STATUS",
 		.usage = { 0x9e, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0xff, 0x00, 0x07 } },
 };
 
 static const struct scsi_op maint_in_ops[32] = {
-	[MI_REPORT_TPGS] = { .fn = spc_report_tpgs, .cdb_len = 12,
+	[MI_REPORT_TPGS] = { .fn = spc_report_tpgs, .cdb_len = 12, DIR_IN(xf_be32_6),
 		.flags = OPF_RES2_OK | OPF_RCTD, .name = "REPORT TARGET PORT GROUPS",
 		.usage = { 0xa3, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
-	[MI_REPORT_OPCODES] = { .fn = spc_report_opcodes, .cdb_len = 12,
+	[MI_REPORT_OPCODES] = { .fn = spc_report_opcodes, .cdb_len = 12, DIR_IN(xf_be32_6),
 		.flags = OPF_RES2_OK | OPF_RCTD, .name = "REPORT SUPPORTED OPERATION CODES",
 		.usage = { 0xa3, 0x1f, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
-	[MI_REPORT_TMFS] = { .fn = spc_report_tmfs, .cdb_len = 12,
+	[MI_REPORT_TMFS] = { .fn = spc_report_tmfs, .cdb_len = 12, DIR_IN(xf_be32_6),
 		.flags = OPF_RES2_OK | OPF_RCTD, .name = "REPORT SUPPORTED TASK MANAGEMENT FUNCTIONS",
 		.usage = { 0xa3, 0x1f, 0x80, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
 };
 
-#define PRIN_SA(n) [n] = { .fn = pr_in, .cdb_len = 10, .flags = OPF_RCTD,                    \
+#define PRIN_SA(n) [n] = { .fn = pr_in, .cdb_len = 10, .flags = OPF_RCTD, DIR_IN(xf_be16_7), \
 	.name = "PERSISTENT RESERVE IN",                                                     \
 	.usage = { 0x5e, 0x1f, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x07 } }
-#define PROUT_SA(n) [n] = { .fn = pr_out, .cdb_len = 10, .flags = OPF_RCTD,                  \
+#define PROUT_SA(n) [n] = { .fn = pr_out, .cdb_len = 10, .flags = OPF_RCTD, DIR_OUT(xf_be32_5), \
 	.name = "PERSISTENT RESERVE OUT",                                                    \
 	.usage = { 0x5f, 0x1f, 0xff, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x07 } }
 
@@ -80,24 +170,26 @@ static const struct scsi_op prout_ops[32] = { PROUT_SA(0), PROUT_SA(1), PROUT_SA
 static const struct scsi_op ops[256] = {
 	[OP_TEST_UNIT_READY] = { .fn = spc_test_unit_ready, .cdb_len = 6, .flags = OPF_RCTD,
 		.name = "TEST UNIT READY", .usage = { 0x00, 0x00, 0x00, 0x00, 0x00, 0x07 } },
-	[OP_REQUEST_SENSE] = { .fn = spc_request_sense, .cdb_len = 6,
+	[OP_REQUEST_SENSE] = { .fn = spc_request_sense, .cdb_len = 6, DIR_IN(xf_byte4),
 		.flags = OPF_ANY_LUN | OPF_NO_UA | OPF_RES2_OK | OPF_RCTD, .name = "REQUEST SENSE",
 		.usage = { 0x03, 0x01, 0x00, 0x00, 0xff, 0x07 } },
-	[OP_READ_6] = { .fn = sbc_read, .cdb_len = 6, .flags = RW_READ, .name = "READ(6)",
+	[OP_READ_6] = { .fn = sbc_read, .cdb_len = 6, DIR_IN(xf_blocks6),
+		.flags = RW_READ, .name = "READ(6)",
 		.usage = { 0x08, 0x1f, 0xff, 0xff, 0xff, 0x07 } },
-	[OP_WRITE_6] = { .fn = sbc_write, .cdb_len = 6, .flags = RW_WRITE, .name = "WRITE(6)",
+	[OP_WRITE_6] = { .fn = sbc_write, .cdb_len = 6, DIR_OUT(xf_blocks6),
+		.flags = RW_WRITE_DATA, .name = "WRITE(6)",
 		.usage = { 0x0a, 0x1f, 0xff, 0xff, 0xff, 0x07 } },
-	[OP_INQUIRY] = { .fn = spc_inquiry, .cdb_len = 6,
+	[OP_INQUIRY] = { .fn = spc_inquiry, .cdb_len = 6, DIR_IN(xf_be16_3),
 		.flags = OPF_ANY_LUN | OPF_NO_UA | OPF_RES2_OK | OPF_RCTD, .name = "INQUIRY",
 		.usage = { 0x12, 0x01, 0xff, 0xff, 0xff, 0x07 } },
-	[OP_MODE_SELECT_6] = { .fn = spc_mode_select, .cdb_len = 6,
+	[OP_MODE_SELECT_6] = { .fn = spc_mode_select, .cdb_len = 6, DIR_OUT(xf_byte4),
 		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "MODE SELECT(6)",
 		.usage = { 0x15, 0x11, 0x00, 0x00, 0xff, 0x07 } },
 	[OP_RESERVE_6] = { .fn = pr_reserve6, .cdb_len = 6, .flags = OPF_RCTD,
 		.name = "RESERVE(6)", .usage = { 0x16, 0x00, 0x00, 0x00, 0x00, 0x07 } },
 	[OP_RELEASE_6] = { .fn = pr_release6, .cdb_len = 6, .flags = OPF_RES2_OK | OPF_RCTD,
 		.name = "RELEASE(6)", .usage = { 0x17, 0x00, 0x00, 0x00, 0x00, 0x07 } },
-	[OP_MODE_SENSE_6] = { .fn = spc_mode_sense, .cdb_len = 6,
+	[OP_MODE_SENSE_6] = { .fn = spc_mode_sense, .cdb_len = 6, DIR_IN(xf_byte4),
 		.flags = OPF_PR_READ | OPF_RCTD, .name = "MODE SENSE(6)",
 		.usage = { 0x1a, 0x08, 0xff, 0xff, 0xff, 0x07 } },
 	[OP_START_STOP_UNIT] = { .fn = spc_start_stop, .cdb_len = 6,
@@ -106,17 +198,21 @@ static const struct scsi_op ops[256] = {
 	[OP_PREVENT_ALLOW] = { .fn = spc_prevent_allow, .cdb_len = 6,
 		.flags = OPF_PR_READ | OPF_RCTD, .name = "PREVENT ALLOW MEDIUM REMOVAL",
 		.usage = { 0x1e, 0x00, 0x00, 0x00, 0x03, 0x07 } },
-	[OP_READ_CAPACITY_10] = { .fn = sbc_read_capacity10, .cdb_len = 10,
+	[OP_READ_CAPACITY_10] = { .fn = sbc_read_capacity10, .cdb_len = 10, DIR_IN(xf_capacity10),
 		.flags = OPF_RCTD, .name = "READ CAPACITY(10)",
 		.usage = { 0x25, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x07 } },
-	[OP_READ_10] = { .fn = sbc_read, .cdb_len = 10, .flags = RW_READ, .name = "READ(10)",
+	[OP_READ_10] = { .fn = sbc_read, .cdb_len = 10, DIR_IN(xf_blocks10),
+		.flags = RW_READ, .name = "READ(10)",
 		.usage = { 0x28, 0xfa, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
-	[OP_WRITE_10] = { .fn = sbc_write, .cdb_len = 10, .flags = RW_WRITE, .name = "WRITE(10)",
+	[OP_WRITE_10] = { .fn = sbc_write, .cdb_len = 10, DIR_OUT(xf_blocks10),
+		.flags = RW_WRITE_DATA, .name = "WRITE(10)",
 		.usage = { 0x2a, 0xfa, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
-	[OP_WRITE_VERIFY_10] = { .fn = sbc_write, .cdb_len = 10, .flags = RW_WRITE,
+	[OP_WRITE_VERIFY_10] = { .fn = sbc_write, .cdb_len = 10, DIR_OUT(xf_blocks10),
+		.flags = RW_WRITE_DATA,
 		.name = "WRITE AND VERIFY(10)",
 		.usage = { 0x2e, 0xf2, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
-	[OP_VERIFY_10] = { .fn = sbc_verify, .cdb_len = 10, .flags = RW_READ, .name = "VERIFY(10)",
+	[OP_VERIFY_10] = { .fn = sbc_verify, .cdb_len = 10, DIR_OUT(xf_verify),
+		.flags = RW_READ, .name = "VERIFY(10)",
 		.usage = { 0x2f, 0xf6, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
 	[OP_PRE_FETCH_10] = { .fn = sbc_prefetch, .cdb_len = 10, .flags = RW_READ,
 		.name = "PRE-FETCH(10)",
@@ -124,10 +220,11 @@ static const struct scsi_op ops[256] = {
 	[OP_SYNC_CACHE_10] = { .fn = sbc_sync_cache, .cdb_len = 10,
 		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "SYNCHRONIZE CACHE(10)",
 		.usage = { 0x35, 0x02, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
-	[OP_WRITE_SAME_10] = { .fn = sbc_write_same, .cdb_len = 10, .flags = RW_WRITE,
+	[OP_WRITE_SAME_10] = { .fn = sbc_write_same, .cdb_len = 10, DIR_OUT(xf_write_same),
+		.flags = RW_WRITE,
 		.name = "WRITE SAME(10)",
 		.usage = { 0x41, 0xea, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
-	[OP_MODE_SELECT_10] = { .fn = spc_mode_select, .cdb_len = 10,
+	[OP_MODE_SELECT_10] = { .fn = spc_mode_select, .cdb_len = 10, DIR_OUT(xf_be16_7),
 		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "MODE SELECT(10)",
 		.usage = { 0x55, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x07 } },
 	[OP_RESERVE_10] = { .fn = pr_reserve6, .cdb_len = 10, .flags = OPF_RCTD,
@@ -136,28 +233,33 @@ static const struct scsi_op ops[256] = {
 	[OP_RELEASE_10] = { .fn = pr_release6, .cdb_len = 10, .flags = OPF_RES2_OK | OPF_RCTD,
 		.name = "RELEASE(10)",
 		.usage = { 0x57, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07 } },
-	[OP_MODE_SENSE_10] = { .fn = spc_mode_sense, .cdb_len = 10,
+	[OP_MODE_SENSE_10] = { .fn = spc_mode_sense, .cdb_len = 10, DIR_IN(xf_be16_7),
 		.flags = OPF_PR_READ | OPF_RCTD, .name = "MODE SENSE(10)",
 		.usage = { 0x5a, 0x18, 0xff, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0x07 } },
 	[OP_PR_IN] = { .fn = pr_in, .cdb_len = 10, .flags = OPF_RCTD,
 		.name = "PERSISTENT RESERVE IN", .sa = prin_ops, .n_sa = 32 },
 	[OP_PR_OUT] = { .fn = pr_out, .cdb_len = 10, .flags = OPF_RCTD,
 		.name = "PERSISTENT RESERVE OUT", .sa = prout_ops, .n_sa = 32 },
-	[OP_READ_16] = { .fn = sbc_read, .cdb_len = 16, .flags = RW_READ, .name = "READ(16)",
+	[OP_READ_16] = { .fn = sbc_read, .cdb_len = 16, DIR_IN(xf_blocks16),
+		.flags = RW_READ, .name = "READ(16)",
 		.usage = { 0x88, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0x3f, 0x07 } },
-	[OP_COMPARE_AND_WRITE] = { .fn = sbc_compare_write, .cdb_len = 16, .flags = RW_WRITE,
+	[OP_COMPARE_AND_WRITE] = { .fn = sbc_compare_write, .cdb_len = 16, DIR_OUT(xf_compare_write),
+		.flags = RW_WRITE,
 		.name = "COMPARE AND WRITE",
 		.usage = { 0x89, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00,
 			   0x00, 0xff, 0x3f, 0x07 } },
-	[OP_WRITE_16] = { .fn = sbc_write, .cdb_len = 16, .flags = RW_WRITE, .name = "WRITE(16)",
+	[OP_WRITE_16] = { .fn = sbc_write, .cdb_len = 16, DIR_OUT(xf_blocks16),
+		.flags = RW_WRITE_DATA, .name = "WRITE(16)",
 		.usage = { 0x8a, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0x3f, 0x07 } },
-	[OP_WRITE_VERIFY_16] = { .fn = sbc_write, .cdb_len = 16, .flags = RW_WRITE,
+	[OP_WRITE_VERIFY_16] = { .fn = sbc_write, .cdb_len = 16, DIR_OUT(xf_blocks16),
+		.flags = RW_WRITE_DATA,
 		.name = "WRITE AND VERIFY(16)",
 		.usage = { 0x8e, 0xf2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0x3f, 0x07 } },
-	[OP_VERIFY_16] = { .fn = sbc_verify, .cdb_len = 16, .flags = RW_READ, .name = "VERIFY(16)",
+	[OP_VERIFY_16] = { .fn = sbc_verify, .cdb_len = 16, DIR_OUT(xf_verify),
+		.flags = RW_READ, .name = "VERIFY(16)",
 		.usage = { 0x8f, 0xf6, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0x3f, 0x07 } },
 	[OP_PRE_FETCH_16] = { .fn = sbc_prefetch, .cdb_len = 16, .flags = RW_READ,
@@ -168,28 +270,33 @@ static const struct scsi_op ops[256] = {
 		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "SYNCHRONIZE CACHE(16)",
 		.usage = { 0x91, 0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0x3f, 0x07 } },
-	[OP_WRITE_SAME_16] = { .fn = sbc_write_same, .cdb_len = 16, .flags = RW_WRITE,
+	[OP_WRITE_SAME_16] = { .fn = sbc_write_same, .cdb_len = 16, DIR_OUT(xf_write_same),
+		.flags = RW_WRITE,
 		.name = "WRITE SAME(16)",
 		.usage = { 0x93, 0xeb, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 			   0xff, 0xff, 0x3f, 0x07 } },
 	[OP_SAI_16] = { .fn = NULL, .cdb_len = 16, .name = "SERVICE ACTION IN(16)",
 		.sa = sai16_ops, .n_sa = 32 },
-	[OP_REPORT_LUNS] = { .fn = spc_report_luns, .cdb_len = 12,
+	[OP_REPORT_LUNS] = { .fn = spc_report_luns, .cdb_len = 12, DIR_IN(xf_be32_6),
 		.flags = OPF_ANY_LUN | OPF_NO_UA | OPF_RES2_OK | OPF_RCTD, .name = "REPORT LUNS",
 		.usage = { 0xa0, 0x00, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
 	[OP_MAINT_IN] = { .fn = NULL, .cdb_len = 12, .name = "MAINTENANCE IN",
 		.sa = maint_in_ops, .n_sa = 32 },
-	[OP_READ_12] = { .fn = sbc_read, .cdb_len = 12, .flags = RW_READ, .name = "READ(12)",
+	[OP_READ_12] = { .fn = sbc_read, .cdb_len = 12, DIR_IN(xf_blocks12),
+		.flags = RW_READ, .name = "READ(12)",
 		.usage = { 0xa8, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
 			   0x07 } },
-	[OP_WRITE_12] = { .fn = sbc_write, .cdb_len = 12, .flags = RW_WRITE, .name = "WRITE(12)",
+	[OP_WRITE_12] = { .fn = sbc_write, .cdb_len = 12, DIR_OUT(xf_blocks12),
+		.flags = RW_WRITE_DATA, .name = "WRITE(12)",
 		.usage = { 0xaa, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
 			   0x07 } },
-	[OP_WRITE_VERIFY_12] = { .fn = sbc_write, .cdb_len = 12, .flags = RW_WRITE,
+	[OP_WRITE_VERIFY_12] = { .fn = sbc_write, .cdb_len = 12, DIR_OUT(xf_blocks12),
+		.flags = RW_WRITE_DATA,
 		.name = "WRITE AND VERIFY(12)",
 		.usage = { 0xae, 0xf2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
 			   0x07 } },
-	[OP_VERIFY_12] = { .fn = sbc_verify, .cdb_len = 12, .flags = RW_READ, .name = "VERIFY(12)",
+	[OP_VERIFY_12] = { .fn = sbc_verify, .cdb_len = 12, DIR_OUT(xf_verify),
+		.flags = RW_READ, .name = "VERIFY(12)",
 		.usage = { 0xaf, 0xf6, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f,
 			   0x07 } },
 };
@@ -839,6 +946,60 @@ void scsi_cmd_complete(struct scsi_cmd *cmd)
 	cmd->done(cmd);
 }
 
+/*
+ * The transport's view of the data transfer (R/W bits, EDTL) against the
+ * CDB's (op->dir, op->xfer), once for every command before it runs. Returns
+ * false after setting the sense of a refusal.
+ *
+ * RFC 7143 11.4.1: R and W mean something only when EDTL is not 0 (either
+ * may be set with EDTL 0). With EDTL 0 there is no buffer and nothing moves,
+ * whatever the CDB asks: the transport reports the overflow, as it does when
+ * a read asks for more than EDTL. Otherwise, for a CDB that moves data-out:
+ *  - W must be set. Without it the transport runs the command at once,
+ *    without soliciting Data-Out, and its buffer holds no byte the initiator
+ *    sent: the command would store, compare or parse what the heap held
+ *    before (another session's data).
+ *  - EDTL must cover the data-out the CDB asks for. FCP-4 9.4.2 (the model
+ *    SAM-5 leaves to the transports) lets the device server either process
+ *    the command without the missing part (a) or transfer nothing and
+ *    answer INVALID FIELD IN COMMAND INFORMATION UNIT (b). (a) means
+ *    something only for WRITE and WRITE AND VERIFY cut at a block boundary
+ *    (OPF_OUT_TRUNC: the blocks sent are written, as initiators and
+ *    libiscsi's residual tests expect); half a WRITE SAME block, part of a
+ *    COMPARE AND WRITE, of a VERIFY or of a parameter list is not a smaller
+ *    command, so everything else gets (b).
+ * The sense is ILLEGAL REQUEST, INVALID FIELD IN COMMAND INFORMATION UNIT
+ * (0e/03), not INVALID FIELD IN CDB: the CDB is valid, what disagrees with it
+ * is a field of the command IU around it (the iSCSI W bit or EDTL), the case
+ * FCP-4 gives this code for.
+ * A data-in CDB flagged W instead of R is not refused: the transport takes
+ * the data-out and sends no data-in, nothing leaves the target (libiscsi's
+ * READ10 with the W bit expects GOOD). A CDB that moves nothing, or less
+ * than EDTL, is an underflow in either direction: it runs and the transport
+ * reports the residual.
+ */
+static bool xfer_check(struct scsi_cmd *cmd, const struct scsi_op *op)
+{
+	uint64_t want = op->xfer ? op->xfer(cmd->cdb) : 0;
+	const char *why = NULL;
+
+	if (cmd->edtl == 0 || want == 0 || op->dir != XFER_OUT)
+		return true;
+	if (!cmd->dir_write)
+		why = "data-out command without the W bit";
+	else if (want > cmd->edtl &&
+		 !((op->flags & OPF_OUT_TRUNC) && cmd->edtl % SCSI_BS == 0))
+		why = "EDTL shorter than the data-out of the CDB";
+	if (!why)
+		return true;
+	LOG_WARN("scsi", "%s: %s refused: %s (EDTL %u, CDB %llu bytes)",
+		 cmd->nexus ? cmd->nexus->iport : "?", op->name, why, cmd->edtl,
+		 (unsigned long long)want);
+	scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	cmd->xfer_len = want > UINT32_MAX ? UINT32_MAX : (uint32_t)want;
+	return false;
+}
+
 void scsi_cmd_exec(struct scsi_cmd *cmd)
 {
 	const struct scsi_op *op;
@@ -885,6 +1046,8 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, (uint16_t)(len - 1), 2);
 		goto early;
 	}
+	if (!xfer_check(cmd, op))
+		goto early;
 	if (!lu) {
 		op->fn(cmd);
 		return;

@@ -22,6 +22,11 @@
  * RAID_OP_WRITE_SAME pieces of at most that size (K_WSAME_VOL); elsewhere
  * the pattern is expanded into 1 MiB writes (K_WSAME). The SCSI checks are
  * the same for both.
+ *
+ * cmd->data_in_len of a READ is set only when its volume read succeeded: a
+ * failed or aborted read reports no data-in, so the transport never sends
+ * the part of cmd->buf the read did not fill. The dispatcher (lu.c) has
+ * already checked that a data-out command came with all its data-out.
  */
 #include <assert.h>
 #include <errno.h>
@@ -48,6 +53,7 @@ struct sbc_ctx {
 	uint8_t *bounce;                /* owned, may be NULL */
 	uint32_t bounce_len;
 	uint32_t copy_len;              /* K_READ through bounce: bytes to copy */
+	uint32_t data_in;               /* K_READ: data_in_len once the read succeeded */
 	uint8_t bytchk;                 /* K_VERIFY */
 };
 
@@ -252,6 +258,10 @@ static void io_done(struct raid_io *io)
 	}
 	if (c->kind == K_READ && c->bounce)
 		memcpy(cmd->buf, c->bounce, c->copy_len); /* EDTL not block multiple */
+	/* only now does the buffer hold what the transport may send: a read
+	 * that fails or is aborted leaves data_in_len at 0 */
+	if (c->kind == K_READ)
+		cmd->data_in_len = c->data_in;
 	if (c->kind == K_VERIFY && c->bytchk) {
 		/* offset of this piece within the data-out buffer */
 		uint64_t done_bytes = io->off - (c->end - cmd->spriv_u[0]);
@@ -354,12 +364,12 @@ void sbc_read(struct scsi_cmd *cmd)
 		return;
 	cmd->xfer_len = n * SCSI_BS;
 	len = cmd->xfer_len < cmd->buf_len ? cmd->xfer_len : cmd->buf_len;
-	cmd->data_in_len = len;
 	if (len == 0)
 		return scsi_cmd_complete(cmd);
 	c = ctx_new(cmd, K_READ, lba << SCSI_BS_SHIFT, (len + SCSI_BS - 1) & ~(SCSI_BS - 1));
 	if (!c)
 		return;
+	c->data_in = len;
 	if (len % SCSI_BS) {
 		if (!ctx_bounce(c, (uint32_t)(c->end - c->pos)))
 			return;
@@ -395,13 +405,9 @@ void sbc_write(struct scsi_cmd *cmd)
 		return scsi_cmd_complete(cmd);
 	}
 	/* EDTL shorter than the CDB asks: write the whole blocks the
-	 * initiator sent (the transport reports the overflow); a partial
-	 * block cannot be written, so then nothing is (FCP-4 option b) */
+	 * initiator sent (the transport reports the overflow); the dispatcher
+	 * has refused a cut inside a block and a missing W bit (xfer_check) */
 	len = cmd->xfer_len < cmd->buf_len ? cmd->xfer_len : cmd->buf_len;
-	if (len % SCSI_BS) {
-		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
-		return scsi_cmd_complete(cmd);
-	}
 	if (len == 0)
 		return scsi_cmd_complete(cmd);
 	c = ctx_new(cmd, K_WRITE, lba << SCSI_BS_SHIFT, len);

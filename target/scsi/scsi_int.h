@@ -281,6 +281,17 @@ enum scsi_op_flags {
 	OPF_PR_WRITE = 1u << 4,  /* conflicts with any reservation not held */
 	OPF_MEDIUM_WRITE = 1u << 5, /* refused when write protected */
 	OPF_RCTD = 1u << 6,      /* listed in RSOC */
+	/* data-out that may stop short of the CDB's transfer length at a
+	 * logical block boundary: the blocks sent are written (FCP-4 9.4.2 a) */
+	OPF_OUT_TRUNC = 1u << 7,
+};
+
+/* Which way a command's data flows (SAM-5 5.4): what the CDB asks for,
+ * checked by the dispatcher against the transport's R/W bits and EDTL. */
+enum scsi_xfer_dir {
+	XFER_NONE = 0,   /* no data either way */
+	XFER_IN,         /* data-in: device server to initiator */
+	XFER_OUT,        /* data-out: the initiator sends it (data or parameter list) */
 };
 
 struct scsi_op {
@@ -289,6 +300,11 @@ struct scsi_op {
 	void (*fn)(struct scsi_cmd *cmd);
 	uint8_t cdb_len;
 	uint16_t flags;
+	/* Data direction; with @xfer, the bytes the CDB moves that way (0:
+	 * none for this CDB, e.g. a transfer length of 0 or VERIFY with
+	 * BYTCHK=0). XFER_NONE entries have no @xfer. */
+	uint8_t dir;
+	uint64_t (*xfer)(const uint8_t *cdb);
 	const char *name;
 	/* CDB usage bitmap for REPORT SUPPORTED OPERATION CODES (cdb_len bytes;
 	 * byte 0 is the opcode itself). */
