@@ -381,6 +381,7 @@ START_TEST(t01_data_out_with_r_refused)
 	struct iscsi_context *a = owner_ready();
 	struct raw b = raw_login(HARNESS_TARGET, NULL);
 
+	raw_clear_ua(&b);
 	for (unsigned i = 0; i < sizeof(out_rows) / sizeof(out_rows[0]); i++) {
 		const struct row *w = &out_rows[i];
 		char what[128];
@@ -406,6 +407,7 @@ START_TEST(t02_data_out_without_bits)
 	struct iscsi_context *a = owner_ready();
 	struct raw b = raw_login(HARNESS_TARGET, NULL);
 
+	raw_clear_ua(&b);
 	for (unsigned i = 0; i < sizeof(out_rows) / sizeof(out_rows[0]); i++) {
 		const struct row *w = &out_rows[i];
 		char what[128];
@@ -473,6 +475,7 @@ START_TEST(t03_data_out_short_edtl_refused)
 
 	/* what the hostile session sends: not the pattern, not the marker */
 	memset(data, 0xee, sizeof(data));
+	raw_clear_ua(&b);
 	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		char what[128];
 		struct outcome o;
