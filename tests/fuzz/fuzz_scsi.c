@@ -9,18 +9,29 @@
  * CDB (16 or 32 bytes), then data-out (zero-padded to the EDTL).
  *
  * The data buffer is allocated with exactly EDTL bytes so AddressSanitizer
- * sees any access past what the transport gave. The target, LU and nexuses
+ * sees any access past what the transport gave. With W it holds the
+ * data-out (every byte received, as the transport guarantees); without W it
+ * holds poison, a 16-byte token drawn afresh for every input (so libFuzzer
+ * cannot learn it and send it as data-out) repeated over the buffer, which
+ * stands for stale heap bytes no initiator sent. The target, LU and nexuses
  * are built afresh for every input (reservations, unit attentions and mode
  * pages do not leak from one input into the next, so a saved crash
  * reproduces alone); the volume's data does persist.
  *
  * Properties: done runs exactly once and within a bounded number of polls,
  * data_in_len <= buf_len, a CHECK CONDITION carries fixed or descriptor
- * sense within SCSI_SENSE_MAX, the status is a SAM status.
+ * sense within SCSI_SENSE_MAX, the status is a SAM status. No stale byte
+ * leaves: a command that did not succeed reports no data-in, the data-in it
+ * reports holds no poison, and after a command without W the poison is
+ * nowhere on the medium (member 0's file, mapped, is searched for it).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
@@ -40,10 +51,51 @@ static struct {
 	struct raid_pool *pool;
 	struct raid_vol *vol;
 	struct raid_ioctx *ctx;
+	const uint8_t *m0_map;  /* member 0's file, read-only */
+	size_t m0_len;
+	uint8_t poison[16];
 } g;
+
+static void poison_fill(uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = g.poison[i % sizeof(g.poison)];
+}
+
+/* Whether the first @len bytes of a buffer still hold poison where it was
+ * put: a whole aligned token, or for a short reply its first 4+ bytes. */
+static bool holds_poison(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i + sizeof(g.poison) <= len; i += sizeof(g.poison))
+		if (!memcmp(p + i, g.poison, sizeof(g.poison)))
+			return true;
+	return len >= 4 && len < sizeof(g.poison) && !memcmp(p, g.poison, len);
+}
+
+static void map_member0(void)
+{
+	struct stat st;
+	int fd = open(g.m0, O_RDONLY);
+	void *m;
+
+	if (fd < 0 || fstat(fd, &st) || st.st_size <= 0) {
+		perror("fuzz_scsi: member 0");
+		exit(1);
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		perror("fuzz_scsi: mmap member 0");
+		exit(1);
+	}
+	g.m0_map = m;
+	g.m0_len = (size_t)st.st_size;
+}
 
 static void teardown(void)
 {
+	if (g.m0_map)
+		munmap((void *)g.m0_map, g.m0_len);
 	if (g.ctx)
 		raid_ioctx_destroy(g.ctx);
 	if (g.pool)
@@ -84,6 +136,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_scsi: cannot set up the RAID1 volume in %s\n", g.dir);
 		exit(1);
 	}
+	map_member0();
 	return 0;
 }
 
@@ -176,15 +229,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.dir_read = data[0] & 4;
 	c.edtl = edtl;
 	c.buf_len = edtl;
+	FUZZ_CHECK(getrandom(g.poison, sizeof(g.poison), 0) == sizeof(g.poison));
 	if (edtl) {
 		c.buf = calloc(1, edtl);
 		FUZZ_CHECK(c.buf != NULL);
 		dlen = size - HDR - cdb_len;
 		if (c.dir_write)
 			memcpy(c.buf, data + HDR + cdb_len, dlen < edtl ? dlen : edtl);
+		else
+			poison_fill(c.buf, edtl);
 	}
 	run(&c);
 	FUZZ_CHECK(c.data_in_len <= c.buf_len);
+	if (c.status != SCSI_GOOD && c.status != SCSI_CONDITION_MET)
+		FUZZ_CHECK(c.data_in_len == 0);
+	if (c.buf && !c.dir_write) {
+		FUZZ_CHECK(!holds_poison(c.buf, c.data_in_len));
+		FUZZ_CHECK(!memmem(g.m0_map, g.m0_len, g.poison, sizeof(g.poison)));
+	}
 	switch (c.status) {
 	case SCSI_GOOD:
 	case SCSI_CONDITION_MET:

@@ -173,6 +173,15 @@ def gen_scsi():
         "unmap": scsi_seed(W, 24, cdb(0x42, 0, 0, 0, 0, 0, 0, 0, 24),
                            b"\0\x16\0\x10" + b"\0" * 4 + b"\0" * 8 + b"\0\0\0\x08" + b"\0" * 4),
         "start-stop": scsi_seed(0, 0, cdb(0x1b, 0, 0, 0, 1)),
+        # data-out CDBs with R instead of W: the buffer holds poison, which
+        # must neither reach the medium nor come back as data-in
+        "write10-with-r": scsi_seed(R, 4096, cdb(0x2a, 0, 0, 0, 0, 8, 0, 0, 8)),
+        "writesame10-with-r": scsi_seed(R, 512, cdb(0x41, 0, 0, 0, 0, 0, 0, 0, 16)),
+        "caw-with-r": scsi_seed(R, 1024, cdb(0x89, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0)),
+        "mode-select6-with-r": scsi_seed(R, 24, cdb(0x15, 0x10, 0, 0, 24)),
+        "pr-out-register-with-r": scsi_seed(R, 24, cdb(0x5f, 0x00, 0, 0, 0, 0, 0, 0, 24)),
+        "write10-edtl-cut-in-block": scsi_seed(W, 4000, cdb(0x2a, 0, 0, 0, 0, 8, 0, 0, 8),
+                                               b"\x33" * 4000),
         "get-lba-status": scsi_seed(R, 32, cdb(0x9e, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32)),
         "lun1": scsi_seed(0x20 | R, 96, cdb(0x12, 0, 0, 0, 96)),
         "varlen-32": scsi_seed(0x40 | R, 512, cdb(0x7f, 0, 0, 0, 0, 0, 0, 0x18, 0x00, 0x09,

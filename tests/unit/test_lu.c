@@ -237,6 +237,57 @@ START_TEST(t12_lu_stats_and_remove)
 }
 END_TEST
 
+/* The dispatcher's data direction and length check (xfer_check). */
+START_TEST(t13_data_out_direction_and_length)
+{
+	uint8_t w1[10] = { OP_WRITE_10, 0, 0, 0, 0, 50, 0, 0, 1, 0 };
+	uint8_t w2[10] = { OP_WRITE_10, 0, 0, 0, 0, 60, 0, 0, 2, 0 };
+	uint8_t r1[10] = { OP_READ_10, 0, 0, 0, 0, 50, 0, 0, 1, 0 };
+	uint8_t ws[10] = { OP_WRITE_SAME_10, 0, 0, 0, 0, 70, 0, 0, 4, 0 };
+	uint8_t ms[6] = { OP_MODE_SELECT_6, 0x10, 0, 0, 24, 0 };
+	uint8_t pro[10] = { OP_PR_OUT, 0x00, 0, 0, 0, 0, 0, 0, 24, 0 };
+	struct scsi_cmd c;
+
+	fx_clear_ua(fx.a);
+	memset(fx.buf, 'a', SCSI_BS);
+	c = fx_run(fx.a, 0, w1, 10, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* data-out CDBs with R instead of W: refused, nothing written */
+	memset(fx.buf, 'z', SCSI_BS);
+	c = fx_run(fx.a, 0, w1, 10, SCSI_BS, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	ck_assert_uint_eq(c.xfer_len, SCSI_BS);
+	c = fx_run(fx.a, 0, ms, 6, 24, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	c = fx_run(fx.a, 0, pro, 10, 24, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	c = fx_run(fx.a, 0, r1, 10, SCSI_BS, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[0], 'a');
+	ck_assert_int_eq(fx.buf[SCSI_BS - 1], 'a');
+	/* EDTL 0: nothing moves, the write is an overflow of it all */
+	c = fx_run(fx.a, 0, w1, 10, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(c.xfer_len, SCSI_BS);
+	/* W, EDTL a block short: the block sent is written (FCP-4 a) */
+	memset(fx.buf, 'b', SCSI_BS);
+	c = fx_run(fx.a, 0, w2, 10, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_uint_eq(c.xfer_len, 2 * SCSI_BS);
+	/* W, cut inside a block, or half a WRITE SAME block: refused */
+	c = fx_run(fx.a, 0, w2, 10, SCSI_BS + 100, true);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	c = fx_run(fx.a, 0, ws, 10, 256, true);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	c = fx_run(fx.a, 0, ms, 6, 12, true);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
+	/* a data-in CDB flagged W: runs (the transport sends no data-in) */
+	c = fx_run(fx.a, 0, r1, 10, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert(scsi_lu_check(fx.lu));
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "lu": each test after the first joins it */
@@ -253,6 +304,7 @@ int main(void)
 		CK_CASE(NULL, t10_nexus_requires_known_port),
 		CK_CASE(NULL, t11_latency_histogram),
 		CK_CASE(NULL, t12_lu_stats_and_remove),
+		CK_CASE(NULL, t13_data_out_direction_and_length),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_lu", CK_CASES(cases),
