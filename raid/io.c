@@ -13,10 +13,32 @@
  *   FUA      --every fsync done (fsync_done)--> DONE
  *   DONE     finish(): stripe lock released, io->cb called (deferred through
  *            raid_defer when still inside raid_vol_submit).
- * FLUSH requests go straight to FUA (every member) without locking.
+ * FLUSH requests take no lock. Without a stripe cache they go straight to
+ * FUA (every member). With one (raid5/6): CACHE (a child request per row on
+ * the cache list, each under that row's exclusive lock, writes it out) ->
+ * WAIT (raid_sc_wait: until every cache entry any request took before this
+ * point - a FUA or row-completing write, the age-based write-out, another
+ * FLUSH, on any reactor - has been written out or has failed) -> FUA (every
+ * member, also after an error) -> DONE with the first error of its own
+ * write-outs, of the ones it waited for, or of an entry still cached after a
+ * failed write-out.
  * Invariant (req_check): pending counts exactly the rows/segments/fsyncs
  * issued and not yet finished; the lock is held in MAIN/CAW_WRITE/FUA for
  * writes and parity-level reads.
+ * Invariant (FLUSH, across reactors): a FLUSH completes 0 only when every
+ * write acknowledged before it was submitted is on the members and fsync'd:
+ * an acknowledged cached write is either on the cache list when the FLUSH's
+ * children run (they write it out) or was taken before raid_sc_wait
+ * numbered the write-outs (the FLUSH waits for it); a write-out that fails
+ * keeps its entry on the list (reads still return its data, raid_sc_wait
+ * reports it) instead of dropping acknowledged data.
+ * Write errors and member writes that cannot be submitted (no memory for a
+ * bounce buffer) are the same thing: the member is failed and the write
+ * succeeds only while the level's redundancy covers it. The cache never
+ * takes a write into a row that the data path would refuse to write
+ * (row_write_refused: beyond redundancy, or degraded and not resynced).
+ * Mirror reads of a region not resynced since a crash always read the first
+ * readable copy (the resync's source), never a balanced pick.
  *
  * Row states (parity levels, struct row.stage): PLAN -> READ (member reads
  * issued, maybe none) -> WRITE (parity computed; the write-intent bits made
@@ -65,6 +87,7 @@ struct req {
 	struct raid_mio *fs;      /* FUA/FLUSH mios, owned */
 	struct req *parent;       /* cache-flush child: the FLUSH it works for */
 	bool nofsync;             /* internal cache flush: no fsync after */
+	struct raid_sc_waiter scw; /* FLUSH: waiting for earlier write-outs */
 };
 
 struct row {
@@ -81,6 +104,7 @@ struct row {
 	unsigned pending;
 	bool err;
 	struct raid_sc_ent *ent;  /* writing out a stripe-cache entry, owned */
+	struct raid_sc_ent *sup;  /* taken entry this full-stripe write supersedes */
 	struct raid_lk lk;        /* this row's stripe lock (unless rq holds one) */
 	bool locked;
 	struct raid_mio mio[RAID_MAX_SLOTS];
@@ -185,6 +209,7 @@ static void start_fsync(struct req *rq, uint64_t mask)
 {
 	struct raid_pool *p = rq->p;
 	unsigned i, n = 0;
+	int rc;
 
 	rq->phase = PH_FUA;
 	rq->fs = calloc(p->g.n, sizeof(*rq->fs));
@@ -205,9 +230,13 @@ static void start_fsync(struct req *rq, uint64_t mask)
 		mio->arg = rq;
 		mio->buf = NULL;
 		mio->off = mio->len = 0;
-		if (raid_mio_submit(rq->ctx, mio) == 0) {
+		rc = raid_mio_submit(rq->ctx, mio);
+		if (rc == 0) {
 			rq->pending++;
 			n++;
+		} else {
+			/* an fsync skipped is a member not known durable */
+			raid_member_fail(m, rc, "fsync could not be submitted");
 		}
 	}
 	/* drop the guard */
@@ -526,7 +555,11 @@ static bool seg_issue_read(struct seg *s)
 	struct raid_pool *p = s->rq->p;
 	unsigned nc = s->loc.ncopies, start = 0, k;
 
-	if (!s->tried && nc > 1)
+	/* Not resynced since a crash: the copies may differ, so every read
+	 * takes the first readable copy in order, the one the resync copies
+	 * to the others (rebuild.c: raid1 slot 0, raid10 the even slot of the
+	 * pair, = copy 0 here); a block never reads new, then old. */
+	if (!s->tried && nc > 1 && !raid_bm_unsynced(p, s->loc.moff[0], s->len))
 		start = rs_pick(p, &s->loc, s->len, s->rq->vol);
 	for (k = 0; k < nc; k++) {
 		unsigned c = (start + k) % nc;
@@ -642,6 +675,7 @@ static void seg_write_go(void *arg)
 	uint64_t len = s->len;
 	uint8_t *buf = s->buf;
 	unsigned c;
+	int rc;
 
 	s->pending = 1;
 	for (c = 0; c < loc.ncopies; c++) {
@@ -657,9 +691,13 @@ static void seg_write_go(void *arg)
 		mio->len = len;
 		mio->cb = seg_write_done;
 		mio->arg = s;
-		if (raid_mio_submit(rq->ctx, mio) == 0) {
+		rc = raid_mio_submit(rq->ctx, mio);
+		if (rc == 0) {
 			s->pending++;
 			rq->touched |= 1ull << loc.dev[c];
+		} else {
+			/* this copy keeps old data: like a failed write */
+			raid_member_fail(m, rc, "write could not be submitted");
 		}
 	}
 	/* drop the guard */
@@ -698,13 +736,44 @@ static void row_free(struct row *r)
 {
 	for (unsigned i = 0; i < RAID_MAX_SLOTS; i++)
 		free(r->band[i]);
-	raid_sc_ent_free(r->ent);
 	free(r);
+}
+
+/* End the write-out of the cache entry @r took (still under its row's
+ * exclusive lock). A failed one keeps its acknowledged data in the cache,
+ * readable and written out again later, and every FLUSH fails until it is
+ * on the members: never silently dropped. */
+static void row_ent_done(struct row *r, int res)
+{
+	struct raid_pool *p = r->rq->p;
+
+	if (r->ent) {
+		if (res) {
+			if (!r->ent->err)
+				LOG_ERR(RAID_MOD, "pool %s: writing out cached row %llu failed: %s; kept in the cache, SYNCHRONIZE CACHE fails until it is written",
+					p->name, (unsigned long long)r->row, strerror(-res));
+			/* a row that wrote out a now superseded part is
+			 * still the cache entry's data: nothing to undo */
+		}
+		raid_sc_done(&p->sc, r->ent, res, true);
+		r->ent = NULL;
+	}
+	if (r->sup) {
+		/* superseded by this full-stripe write: if that failed, the
+		 * acknowledged older data may not be on the members either */
+		if (res)
+			LOG_ERR(RAID_MOD, "pool %s: full-stripe write over cached row %llu failed: %s",
+				p->name, (unsigned long long)r->row, strerror(-res));
+		raid_sc_done(&p->sc, r->sup, res, false);
+		r->sup = NULL;
+	}
 }
 
 static void row_finish(struct row *r, int res)
 {
 	struct req *rq = r->rq;
+
+	row_ent_done(r, res);
 
 	if (!res && !rq->write) {
 		/* cached rows are newer than the members */
@@ -1072,6 +1141,15 @@ static void row_writes(struct row *r)
 		row_writes_go(r);
 }
 
+/* A member write that could not even be submitted leaves that member with
+ * the old band while the others hold the new stripe: the same as a write
+ * that failed (member faulty, the row fails only beyond redundancy). */
+static void row_write_unsent(struct row *r, unsigned dev, int rc)
+{
+	raid_member_fail(r->rq->p->m[dev], rc, "write could not be submitted");
+	r->err = true;
+}
+
 static void row_writes_go(void *arg)
 {
 	struct row *r = arg;
@@ -1079,6 +1157,7 @@ static void row_writes_go(void *arg)
 	struct raid_pool *p = rq->p;
 	const struct raid_geom *g = &p->g;
 	unsigned d, i;
+	int rc;
 
 	r->err = false;
 	r->pending = 1;
@@ -1088,21 +1167,22 @@ static void row_writes_go(void *arg)
 		if ((r->ce[d] <= r->cs[d] && !(r->bad[dev] && r->band[dev])) || !p->m[dev] ||
 		    !raid_member_writable(p->m[dev]))
 			continue;
-		if ((r->ent && r->mode != MODE_FULL) || (r->bad[dev] && r->band[dev])) {
+		if ((r->ent && r->mode != MODE_FULL) || (r->bad[dev] && r->band[dev]))
 			/* whole band: cache fill, or rewriting a read error */
-			if (row_submit(r, dev, RAID_MIO_WRITE, r->band[dev], r->lo, r->hi - r->lo))
-				r->err = true;
-		} else if (row_submit(r, dev, RAID_MIO_WRITE, r->src[d], r->cs[d], r->ce[d] - r->cs[d])) {
-			r->err = true;
-		}
+			rc = row_submit(r, dev, RAID_MIO_WRITE, r->band[dev], r->lo, r->hi - r->lo);
+		else
+			rc = row_submit(r, dev, RAID_MIO_WRITE, r->src[d], r->cs[d], r->ce[d] - r->cs[d]);
+		if (rc)
+			row_write_unsent(r, dev, rc);
 	}
 	for (i = 0; i < 2; i++) {
 		int dev = i ? r->qdev : r->pdev;
 
 		if (dev < 0 || !p->m[dev] || !raid_member_writable(p->m[dev]))
 			continue;
-		if (row_submit(r, (unsigned)dev, RAID_MIO_WRITE, r->band[dev], r->lo, r->hi - r->lo))
-			r->err = true;
+		rc = row_submit(r, (unsigned)dev, RAID_MIO_WRITE, r->band[dev], r->lo, r->hi - r->lo);
+		if (rc)
+			row_write_unsent(r, (unsigned)dev, rc);
 	}
 	if (--r->pending == 0)
 		row_stage_done(r);
@@ -1116,7 +1196,7 @@ static void ent_row(struct req *rq, struct raid_sc_ent *e)
 
 	rq->pending++;
 	if (!r) {
-		raid_sc_ent_free(e);
+		raid_sc_done(&rq->p->sc, e, -ENOMEM, true);
 		rq->result = -ENOMEM;
 		sub_done(rq);
 		return;
@@ -1149,6 +1229,23 @@ static void row_use_ent(struct row *r, struct raid_sc_ent *e)
 	}
 }
 
+/* Whether row_plan() would refuse any write into @row now: more members
+ * missing than parity, or a member missing while the row may still hold a
+ * write cut by a crash (not resynced). The cache must not acknowledge what
+ * it could never write out. */
+static bool row_write_refused(struct raid_pool *p, uint64_t row)
+{
+	const struct raid_geom *g = &p->g;
+	uint64_t rowend = (row + 1) * g->chunk;
+	unsigned i, nmiss = 0;
+
+	for (i = 0; i < g->n; i++)
+		nmiss += !p->m[i] || !raid_member_readable(p->m[i], rowend);
+	if (!nmiss)
+		return false;
+	return nmiss > g->npar || raid_bm_unsynced(p, row * g->chunk, g->chunk);
+}
+
 /* Stripe cache for a write's part [x0, x0+n) of row @r, whose lock is held.
  * Returns true when the part is cached (no I/O); the row may also have been
  * turned into the write-out of a now full (or FUA) entry. */
@@ -1161,9 +1258,12 @@ static bool cache_write(struct row *r, uint64_t x0, uint64_t n, const uint8_t *s
 
 	if (!p->sc.max)
 		return false;
+	if (row_write_refused(p, r->row))
+		return false;   /* row_plan() fails it: never acknowledged from the cache */
 	if (x0 == 0 && n == stripe) {
-		/* supersedes whatever is cached for the row */
-		raid_sc_ent_free(raid_sc_take(&p->sc, r->row));
+		/* supersedes whatever is cached for the row; a write-out all
+		 * the same for a FLUSH waiting for it (row_ent_done) */
+		r->sup = raid_sc_take(&p->sc, r->row);
 		return false;
 	}
 	if (rq->io->flags & RAID_IO_FUA) {
@@ -1346,14 +1446,41 @@ static void sub_done(struct req *rq)
 
 /* ---- writing out the stripe cache (FLUSH, age, close) ---- */
 
+/* A FLUSH whose earlier write-outs have all ended: fsync, even after an
+ * error (what did get written is made durable), which it then reports. */
+static void flush_waited(struct req *rq)
+{
+	if (!rq->result)
+		rq->result = rq->scw.err;
+	start_fsync(rq, ~0ull);
+}
+
+static void flush_woken(void *arg)
+{
+	struct req *rq = arg;
+	struct raid_ioctx *ctx = rq->ctx;   /* rq may be gone after the fsync */
+
+	flush_waited(rq);
+	raid_ioctx_kick(ctx);
+}
+
 static void cache_sub_done(struct req *rq)
 {
 	if (--rq->pending)
 		return;
-	if (rq->result || rq->nofsync)
+	if (rq->nofsync) {
 		finish(rq, rq->result);
-	else
-		start_fsync(rq, ~0ull);
+		return;
+	}
+	/* Every row on the list is written now; entries other requests (a
+	 * FUA or row-completing write, the age-based write-out, another
+	 * FLUSH) took, on this reactor or another, may still be on their way:
+	 * wait for every write-out numbered so far. */
+	rq->scw.ctx = rq->ctx;
+	rq->scw.fn = flush_woken;
+	rq->scw.arg = rq;
+	if (raid_sc_wait(&rq->p->sc, &rq->scw))
+		flush_waited(rq);
 }
 
 static void child_run(struct req *c)

@@ -443,6 +443,10 @@ int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
 	mio->fd = m->fd;
 	if (mio->fd < 0)
 		return -ENODEV;
+	if (mio->op == RAID_MIO_WRITE && atomic_load(&m->fi_sub_err)) {
+		atomic_fetch_sub(&m->fi_sub_err, 1);
+		return -ENOMEM;   /* tests: as if a bounce buffer could not be had */
+	}
 	if (direct && mio->op != RAID_MIO_FSYNC) {
 		if ((mio->off % RAID_ALIGN) || (mio->len % RAID_ALIGN)) {
 			/* O_DIRECT needs device-block alignment of offset and
@@ -472,6 +476,8 @@ static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 		prep_mio(ctx, mio);
 		return;
 	}
+	if (res >= 0 && mio->op == RAID_MIO_WRITE && atomic_load(&mio->m->fi_wr_err))
+		res = -EIO;
 	if (res >= 0 && mio->op != RAID_MIO_FSYNC && atomic_load(&mio->m->fi_len)) {
 		uint64_t a = atomic_load(&mio->m->fi_off), b = a + atomic_load(&mio->m->fi_len);
 

@@ -295,14 +295,34 @@ struct raid_sc_ent {
 	uint64_t nvalid;
 	uint64_t t_ms;            /* when it was created */
 	struct raid_sc_ent *next;
+	uint64_t seq;             /* TAKEN: its write-out's number (raid_scache.seq) */
+	int err;                  /* its last write-out failed (-errno): kept, retried */
+	uint64_t retry_ms;        /* after a failure: the age-based write-out waits until */
+};
+
+/* A FLUSH waiting for the write-outs that began before it (raid_sc_wait). */
+struct raid_sc_waiter {
+	uint64_t seq;             /* waits for every taken entry with seq <= this */
+	int err;                  /* the first failure among them (or of a kept entry) */
+	struct raid_ioctx *ctx;   /* where fn runs */
+	raid_defer_fn fn;
+	void *arg;
+	struct raid_sc_waiter *next;
 };
 
 struct raid_scache {
 	pthread_mutex_t mu;
 	struct raid_sc_ent *head;
-	_Atomic unsigned n;
+	_Atomic unsigned n;       /* entries on the list (head) */
 	unsigned max;
 	uint64_t stripe;
+	/* Write-outs in flight, any reactor (under mu): entries handed out by
+	 * raid_sc_take() until raid_sc_done(); seq numbers every take. */
+	struct raid_sc_ent *out;
+	unsigned n_out;
+	uint64_t seq;
+	struct raid_sc_waiter *waiters;
+	_Atomic uint64_t n_failed;   /* write-outs that failed, ever */
 };
 
 void raid_sc_init(struct raid_scache *sc, uint64_t stripe_bytes, unsigned max);
@@ -312,8 +332,20 @@ void raid_sc_destroy(struct raid_scache *sc);
  * exclusive stripe lock. */
 struct raid_sc_ent *raid_sc_merge(struct raid_scache *sc, uint64_t row, uint64_t off, uint64_t len,
 				  const uint8_t *src, bool create);
-/* Remove row @row's entry and hand it to the caller (NULL: none). */
+/* Remove row @row's entry and hand it to the caller (NULL: none) for a
+ * write-out; the caller must end it with raid_sc_done() while it still holds
+ * the row's exclusive lock. */
 struct raid_sc_ent *raid_sc_take(struct raid_scache *sc, uint64_t row);
+/* The write-out of taken entry @e ended with @err (0 or -errno). A failure is
+ * counted and passed to the FLUSHes waiting for it; with @keep the entry goes
+ * back on the list (its data stays readable and is written out again),
+ * otherwise it is freed. Wakes the FLUSHes that wait for nothing else. */
+void raid_sc_done(struct raid_scache *sc, struct raid_sc_ent *e, int err, bool keep);
+/* A FLUSH: wait for every write-out taken so far. True when none is in
+ * flight (w->err set now); false when w->fn(w->arg) runs on w->ctx once they
+ * ended (w->err set then). w->err is also set when an entry on the list
+ * failed its last write-out (acknowledged data not on the members). */
+bool raid_sc_wait(struct raid_scache *sc, struct raid_sc_waiter *w);
 /* Copy the cached sectors of [off, off+len) of @row over @dst. */
 void raid_sc_overlay(struct raid_scache *sc, uint64_t row, uint64_t off, uint64_t len, uint8_t *dst);
 /* Rows cached for at least @min_age_ms, up to @max. */
@@ -389,6 +421,10 @@ struct raid_member {
 	/* fault injection (tests): reads overlapping [fi_off, fi_off+fi_len)
 	 * of the data area fail with -EIO until a write covers them */
 	_Atomic uint64_t fi_off, fi_len;
+	/* fault injection (tests): every write completes with -EIO while
+	 * fi_wr_err; the next fi_sub_err write submissions fail with -ENOMEM */
+	_Atomic bool fi_wr_err;
+	_Atomic unsigned fi_sub_err;
 	pthread_mutex_t hdd_mu;   /* HDD model: head and queue of this member */
 	uint64_t hdd_head;        /* byte offset where the head is */
 	uint64_t hdd_busy_ns;     /* when the modelled disk becomes idle */

@@ -6,14 +6,25 @@
  *
  * Entry states: absent -> DIRTY (raid_sc_merge with create, by the tail row of
  * a write of at least a full stripe) -> DIRTY (merges by later writes) ->
- * TAKEN (raid_sc_take: removed from the list, owned by the request that
- * writes it out) -> freed after that write. Every merge and take happens
- * while the caller holds the exclusive stripe lock of the row, so an entry's
- * data only changes under that lock; readers (holding a shared lock) copy
- * its valid sectors over what they read from the members. The mutex only
- * protects the list.
- * Invariant (raid_sc_check): at most one entry per row, n == list length
- * <= max, nvalid == number of set bits < sectors per row.
+ * TAKEN (raid_sc_take: moved to the out list with the next write-out number,
+ * owned by the request that writes it out or supersedes it with a full
+ * stripe) -> raid_sc_done(): freed when the write-out succeeded, or
+ * FAILED = DIRTY again with err set (back on the list: reads still overlay
+ * it, a FLUSH writes it out again, the age-based write-out only after
+ * retry_ms) when it failed and the caller keeps it.
+ * Every merge, take and done happens while the caller holds the exclusive
+ * stripe lock of the row, so an entry's data only changes under that lock
+ * and a kept entry never meets another one of its row; readers (holding a
+ * shared lock) copy its valid sectors over what they read from the members.
+ * The mutex protects the list, the out list and the waiting FLUSHes, which
+ * come from every reactor of the pool.
+ * FLUSH (raid_sc_wait): a waiter records seq = the last write-out number
+ * handed out; it is woken (raid_defer to its own ctx) once no taken entry
+ * with seq <= its seq is left, with the first error of those write-outs.
+ * Invariant (raid_sc_check): at most one entry per row on the list, n ==
+ * list length, n_out == out list length, n + n_out <= max, nvalid == number
+ * of set bits, every entry on the out list has 0 < seq <= sc->seq, every
+ * waiter waits for at least one of them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +32,12 @@
 #include <time.h>
 
 #include "raid/raid_int.h"
+
+/* A failed write-out is tried again by the age-based write-out only this
+ * long after the failure (a FLUSH tries at once): a row that cannot be
+ * written (degraded and not resynced) does not cost a member pass and an
+ * error line every 100 ms. */
+#define RAID_SC_RETRY_MS 5000u
 
 static uint64_t now_ms(void)
 {
@@ -37,6 +54,11 @@ void raid_sc_init(struct raid_scache *sc, uint64_t stripe_bytes, unsigned max)
 	atomic_store(&sc->n, 0);
 	sc->max = max;
 	sc->stripe = stripe_bytes;
+	sc->out = NULL;
+	sc->n_out = 0;
+	sc->seq = 0;
+	sc->waiters = NULL;
+	atomic_store(&sc->n_failed, 0);
 }
 
 void raid_sc_ent_free(struct raid_sc_ent *e)
@@ -50,10 +72,17 @@ void raid_sc_ent_free(struct raid_sc_ent *e)
 
 void raid_sc_destroy(struct raid_scache *sc)
 {
+	/* at close nothing is in flight any more: out is empty */
 	while (sc->head) {
 		struct raid_sc_ent *e = sc->head;
 
 		sc->head = e->next;
+		raid_sc_ent_free(e);
+	}
+	while (sc->out) {
+		struct raid_sc_ent *e = sc->out;
+
+		sc->out = e->next;
 		raid_sc_ent_free(e);
 	}
 	pthread_mutex_destroy(&sc->mu);
@@ -98,7 +127,7 @@ struct raid_sc_ent *raid_sc_merge(struct raid_scache *sc, uint64_t row, uint64_t
 
 	pthread_mutex_lock(&sc->mu);
 	e = find(sc, row);
-	if (!e && create && atomic_load(&sc->n) < sc->max) {
+	if (!e && create && atomic_load(&sc->n) + sc->n_out < sc->max) {
 		e = calloc(1, sizeof(*e));
 		if (e) {
 			e->data = raid_alloc_nz(sc->stripe);   /* valid[] says what is set */
@@ -134,13 +163,96 @@ struct raid_sc_ent *raid_sc_take(struct raid_scache *sc, uint64_t row)
 		if ((*pp)->row == row) {
 			e = *pp;
 			*pp = e->next;
-			e->next = NULL;
 			atomic_fetch_sub(&sc->n, 1);
+			e->seq = ++sc->seq;
+			e->next = sc->out;
+			sc->out = e;
+			sc->n_out++;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&sc->mu);
 	return e;
+}
+
+/* Whether a taken entry with seq <= @seq is still out. Under mu. */
+static bool out_upto(const struct raid_scache *sc, uint64_t seq)
+{
+	for (const struct raid_sc_ent *e = sc->out; e; e = e->next)
+		if (e->seq <= seq)
+			return true;
+	return false;
+}
+
+void raid_sc_done(struct raid_scache *sc, struct raid_sc_ent *e, int err, bool keep)
+{
+	struct raid_sc_ent **pp;
+	struct raid_sc_waiter **wp, *run = NULL;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&sc->mu);
+	for (pp = &sc->out; *pp && *pp != e; pp = &(*pp)->next)
+		;
+	if (*pp) {
+		*pp = e->next;
+		sc->n_out--;
+	}
+	if (err) {
+		atomic_fetch_add(&sc->n_failed, 1);
+		for (struct raid_sc_waiter *w = sc->waiters; w; w = w->next)
+			if (w->seq >= e->seq && !w->err)
+				w->err = err;
+	}
+	if (err && keep) {
+		e->err = err;
+		e->retry_ms = now_ms() + RAID_SC_RETRY_MS;
+		e->next = sc->head;
+		sc->head = e;
+		atomic_fetch_add(&sc->n, 1);
+		e = NULL;
+	}
+	for (wp = &sc->waiters; *wp;) {
+		struct raid_sc_waiter *w = *wp;
+
+		if (out_upto(sc, w->seq)) {
+			wp = &w->next;
+			continue;
+		}
+		*wp = w->next;
+		w->next = run;
+		run = w;
+	}
+	pthread_mutex_unlock(&sc->mu);
+	raid_sc_ent_free(e);
+	while (run) {
+		struct raid_sc_waiter *w = run;
+
+		/* w belongs to the FLUSH, which waits on its ctx: gone after fn */
+		run = w->next;
+		if (raid_defer(w->ctx, w->fn, w->arg))
+			LOG_ERR(RAID_MOD, "stripe cache: cannot queue a FLUSH's continuation (out of memory)");
+	}
+}
+
+bool raid_sc_wait(struct raid_scache *sc, struct raid_sc_waiter *w)
+{
+	bool now;
+
+	w->err = 0;
+	w->next = NULL;
+	pthread_mutex_lock(&sc->mu);
+	for (const struct raid_sc_ent *e = sc->head; e; e = e->next)
+		if (e->err && !w->err)
+			w->err = e->err;
+	w->seq = sc->seq;
+	now = !out_upto(sc, w->seq);
+	if (!now) {
+		w->next = sc->waiters;
+		sc->waiters = w;
+	}
+	pthread_mutex_unlock(&sc->mu);
+	return now;
 }
 
 void raid_sc_overlay(struct raid_scache *sc, uint64_t row, uint64_t off, uint64_t len, uint8_t *dst)
@@ -169,7 +281,7 @@ unsigned raid_sc_rows(struct raid_scache *sc, uint64_t min_age_ms, uint64_t *row
 		return 0;
 	pthread_mutex_lock(&sc->mu);
 	for (e = sc->head; e && n < max; e = e->next)
-		if (now - e->t_ms >= min_age_ms)
+		if (now - e->t_ms >= min_age_ms && !(min_age_ms && e->err && now < e->retry_ms))
 			rows[n++] = e->row;
 	pthread_mutex_unlock(&sc->mu);
 	return n;
@@ -194,8 +306,19 @@ bool raid_sc_check(struct raid_scache *sc)
 		if (bits != e->nvalid)
 			ok = false;
 	}
-	if (n != atomic_load(&sc->n) || n > sc->max)
+	if (n != atomic_load(&sc->n))
 		ok = false;
+	n = 0;
+	for (e = sc->out; e; e = e->next) {
+		n++;
+		if (!e->seq || e->seq > sc->seq)
+			ok = false;
+	}
+	if (n != sc->n_out || atomic_load(&sc->n) + n > sc->max)
+		ok = false;
+	for (struct raid_sc_waiter *w = sc->waiters; w; w = w->next)
+		if (!out_upto(sc, w->seq))
+			ok = false;
 	pthread_mutex_unlock(&sc->mu);
 	return ok;
 }
