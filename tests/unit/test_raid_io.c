@@ -19,6 +19,7 @@
 #include "raid/raid.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
+#include "tests/lib/raid_fixture.h"
 
 #define MEMBER_BYTES (8u << 20)
 
@@ -793,6 +794,301 @@ START_TEST(t12_mirror_read_balance)
 }
 END_TEST
 
+/* ---- the stripe cache and FLUSH, write-out failures, unsynced mirrors ---- */
+
+/* An I/O submitted now and waited for later (controlled reactors: its
+ * completions run only when the test runs its ctx). */
+struct aio {
+	struct raid_io io;
+	int done;
+};
+
+static void aio_start(struct aio *a, struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op,
+		      unsigned flags, uint64_t off, uint64_t len, uint8_t *buf)
+{
+	memset(a, 0, sizeof(*a));
+	a->io.op = op;
+	a->io.flags = flags;
+	a->io.off = off;
+	a->io.len = len;
+	a->io.buf = buf;
+	a->io.cb = io_cb;
+	a->io.arg = &a->done;
+	ck_assert_int_eq(raid_vol_submit(v, ctx, &a->io), 0);
+}
+
+/* Runs @ctx for @ms milliseconds or until @a is done: whether it is. */
+static bool aio_wait(struct aio *a, struct raid_ioctx *ctx, unsigned ms)
+{
+	double end = rf_now_s() + ms / 1000.0;
+
+	while (!a->done && rf_now_s() < end)
+		ck_assert_int_ge(raid_ioctx_wait(ctx, 20), 0);
+	return a->done;
+}
+
+/* The bytes of pool logical [loff, loff+len) (inside one chunk, parity
+ * level) as stored on the member that holds them. */
+static void member_bytes(struct raid_pool *p, uint64_t loff, uint64_t len, uint8_t *out)
+{
+	struct raid_loc loc;
+
+	raid_geom_map(&p->g, loff, &loc);
+	ck_assert_int_eq(pread(p->m[loc.dev[0]]->fd_buf, out, len,
+			       (off_t)(RAID_DATA_OFF + loc.moff[0])), (ssize_t)len);
+}
+
+/* What assembly after an unclean stop leaves in memory: every region of the
+ * write-intent bitmap waits for its resync (which is not started here). */
+static void mark_unsynced(struct raid_pool *p)
+{
+	struct raid_bitmap *bm = &p->bm;
+
+	ck_assert_uint_gt(bm->nbits, 0);
+	pthread_mutex_lock(&bm->mu);
+	for (uint64_t r = 0; r < bm->nbits; r++) {
+		if (!(bm->unsynced[r / 8] & (1u << (r % 8)))) {
+			bm->unsynced[r / 8] |= (uint8_t)(1u << (r % 8));
+			atomic_fetch_add(&bm->n_unsynced, 1);
+		}
+	}
+	pthread_mutex_unlock(&bm->mu);
+}
+
+/*
+ * A FLUSH on one reactor while another reactor writes out a cache entry it
+ * took (a FUA write into the cached row): the FLUSH must not complete
+ * before that write-out did, and must fail when it fails. raid5 of 3, 64K
+ * chunks: a 192 KiB write leaves the first chunk of the next row cached
+ * (acknowledged); the FUA 4 KiB into that row takes the entry on ctx A,
+ * whose completions only run when the test runs A.
+ * _i = 0: the write-out succeeds, and the FLUSH's GOOD means the cached
+ * bytes are on the member; _i = 1: member 2 was failed first and member 0's
+ * writes fail, the write-out fails: so does the FLUSH.
+ */
+START_TEST(t13_flush_waits_for_writeouts)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *a, *b;
+	uint64_t chunk = 65536, stripe = 2 * chunk;
+	uint8_t *buf = malloc(3 * chunk), *fua = malloc(4096), *got = malloc(chunk);
+	struct aio w, fl;
+	unsigned tries;
+	bool timely = false;
+
+	srandom(1300 + (unsigned)_i);
+	tp_init(&t, "fw", CONF_RAID5, 3, chunk);
+	ck_assert_int_eq(raid_ioctx_create(&a), 0);
+	ck_assert_int_eq(raid_ioctx_create(&b), 0);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	if (_i)
+		ck_assert_int_eq(raid_pool_fail(p, "2"), 0);
+	/* the background thread writes out entries 100 ms old: the FUA must
+	 * take the entry before that, else try again further on */
+	for (tries = 0; tries < 10 && !timely; tries++) {
+		uint64_t off = tries * 2 * stripe;
+		double t0;
+
+		fill(buf, 3 * chunk);
+		fill(fua, 4096);
+		ck_assert_int_eq(do_io(v, a, RAID_OP_WRITE, 0, off, 3 * chunk, buf, NULL), 0);
+		t0 = rf_now_s();
+		aio_start(&w, v, a, RAID_OP_WRITE, RAID_IO_FUA, off + stripe + chunk, 4096, fua);
+		if (rf_now_s() - t0 > 0.05) {
+			ck_assert(aio_wait(&w, a, 5000));
+			continue;
+		}
+		timely = true;
+		if (_i)
+			atomic_store(&p->m[0]->fi_wr_err, true);
+		aio_start(&fl, v, b, RAID_OP_FLUSH, 0, 0, 0, NULL);
+		/* ctx A is not run: its write-out cannot have ended */
+		ck_assert_msg(!aio_wait(&fl, b, 300), "FLUSH completed (%d) during a write-out",
+			      fl.io.result);
+		ck_assert(aio_wait(&w, a, 5000));
+		ck_assert(aio_wait(&fl, b, 5000));
+		if (!_i) {
+			ck_assert_int_eq(w.io.result, 0);
+			ck_assert_int_eq(fl.io.result, 0);
+			member_bytes(p, off + stripe, chunk, got);
+			ck_assert(memcmp(got, buf + stripe, chunk) == 0);
+			member_bytes(p, off + stripe + chunk, 4096, got);
+			ck_assert(memcmp(got, fua, 4096) == 0);
+		} else {
+			ck_assert_int_ne(w.io.result, 0);
+			ck_assert_int_ne(fl.io.result, 0);
+			/* never the old bytes with GOOD */
+			if (do_io(v, a, RAID_OP_READ, 0, off + stripe, chunk, got, NULL) == 0)
+				ck_assert(memcmp(got, buf + stripe, chunk) == 0);
+		}
+	}
+	ck_assert_msg(timely, "the FUA never found the entry in time (machine too busy?)");
+	ck_assert(raid_sc_check(&p->sc));
+	raid_pool_close(p);
+	raid_ioctx_destroy(a);
+	raid_ioctx_destroy(b);
+	free(buf);
+	free(fua);
+	free(got);
+	tp_free(&t);
+}
+END_TEST
+
+/*
+ * A write-out that fails keeps the acknowledged data: raid5 of 3 after an
+ * unclean stop (regions not resynced), a row's first chunk cached, then
+ * the row's parity member fails. The row can no longer be written (degraded
+ * and not resynced: its parity may belong to a cut write), so the
+ * background write-out fails. Every later FLUSH fails, reads of the cached
+ * range return the new data (never the old bytes with GOOD), and a new
+ * write into the row is refused like the data path refuses it instead of
+ * being acknowledged from the cache.
+ */
+START_TEST(t14_failed_writeout_kept)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	uint64_t chunk = 65536, stripe = 2 * chunk;
+	uint8_t *buf = malloc(3 * chunk), *got = malloc(chunk), *old = malloc(chunk);
+	char slot[8];
+	int pd, qd, rc;
+
+	srandom(1400);
+	tp_init(&t, "fk", CONF_RAID5, 3, chunk);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	mark_unsynced(p);
+	fill(buf, 3 * chunk);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 0, 3 * chunk, buf, NULL), 0);
+	ck_assert_uint_eq(atomic_load(&p->sc.n), 1);    /* row 1, first chunk */
+	member_bytes(p, stripe, chunk, old);
+	ck_assert(memcmp(old, buf + stripe, chunk) != 0);
+	raid_geom_parity(&p->g, 1, &pd, &qd);
+	snprintf(slot, sizeof(slot), "%d", pd);
+	ck_assert_int_eq(raid_pool_fail(p, slot), 0);
+	/* at once (the entry is still cached): a write into the row is not
+	 * acknowledged from the cache, the row cannot be written */
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, stripe + 8192, 4096, buf, NULL), -EIO);
+	/* the background write-out (100 ms) tries and fails */
+	usleep(400 * 1000);
+	/* twice: the error is not reported once and then forgotten */
+	for (unsigned k = 0; k < 2; k++) {
+		ck_assert_int_ne(do_io(v, ctx, RAID_OP_FLUSH, 0, 0, 0, NULL, NULL), 0);
+		memset(got, 0, chunk);
+		rc = do_io(v, ctx, RAID_OP_READ, 0, stripe, chunk, got, NULL);
+		ck_assert_msg(rc != 0 || memcmp(got, buf + stripe, chunk) == 0,
+			      "read %d: GOOD with %s data", k, memcmp(got, old, chunk) ? "wrong" : "the old");
+	}
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, stripe + 4096, 4096, buf, NULL), -EIO);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, stripe, chunk, got, NULL), 0);
+	ck_assert(memcmp(got, buf + stripe, chunk) == 0);
+	ck_assert_uint_ge(atomic_load(&p->sc.n_failed), 2);
+	ck_assert(raid_sc_check(&p->sc));
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+	free(got);
+	free(old);
+	tp_free(&t);
+}
+END_TEST
+
+/*
+ * raid1/raid10 after an unclean stop, with the copies of one block
+ * different in a region not resynced yet (a write cut between the
+ * copies): every read of it returns the same bytes - those of the copy
+ * the resync keeps (the first) - whatever the read balancing would pick.
+ * The block lies in an odd 4 MiB band of member space, where a stream
+ * alternates to the other copy.
+ */
+START_TEST(t15_unsynced_mirror_reads)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	uint64_t len = 65536, loff = _i ? 10u << 20 : 5u << 20;
+	uint8_t *a = malloc(len), *other = malloc(len), *got = malloc(len), *far = malloc(len);
+	struct raid_loc loc;
+
+	srandom(1500 + (unsigned)_i);
+	tp_init(&t, "um", _i ? CONF_RAID10 : CONF_RAID1, _i ? 4 : 2, 65536);
+	t.cp.create_size = 16u << 20;
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	fill(a, len);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, RAID_IO_FUA, loff, len, a, NULL), 0);
+	raid_geom_map(&p->g, loff, &loc);
+	ck_assert_uint_eq(loc.ncopies, 2);
+	ck_assert_uint_eq(loc.moff[0] / (4u << 20) % 2, 1);
+	fill(other, len);
+	ck_assert_int_eq(pwrite(p->m[loc.dev[1]]->fd_buf, other, len,
+				(off_t)(RAID_DATA_OFF + loc.moff[1])), (ssize_t)len);
+	mark_unsynced(p);
+	for (unsigned k = 0; k < 20; k++) {
+		ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, loff, len, got, NULL), 0);
+		ck_assert_msg(memcmp(got, a, len) == 0, "read %u returned %s", k,
+			      memcmp(got, other, len) ? "neither copy" : "the second copy");
+		if (k % 5 == 4)   /* other readers in between */
+			ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, (k * 1234567ull) % (4u << 20) /
+					       512 * 512, len, far, NULL), 0);
+	}
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(a);
+	free(other);
+	free(got);
+	free(far);
+	tp_free(&t);
+}
+END_TEST
+
+/*
+ * A member write that cannot be submitted (no memory for a bounce buffer,
+ * injected) is a failed write: the member is failed and the data reads
+ * back right; never a GOOD write that left a member with old data.
+ * _i: raid5 of 3 (a full stripe), raid1 of 2.
+ */
+START_TEST(t16_write_submit_failure)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint64_t len = 2 * 16384;
+	uint8_t *d = malloc(len), *got = malloc(len);
+
+	srandom(1600 + (unsigned)_i);
+	tp_init(&t, "sf", _i ? CONF_RAID1 : CONF_RAID5, _i ? 2 : 3, 16384);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	fill(d, len);
+	atomic_store(&p->m[0]->fi_sub_err, 1);
+	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 0, len, d, NULL), 0);
+	ck_assert_uint_eq(atomic_load(&p->m[0]->fi_sub_err), 0);
+	for (unsigned k = 0; k < 4; k++) {
+		ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, 0, len, got, NULL), 0);
+		ck_assert_msg(memcmp(got, d, len) == 0, "read %u: old data", k);
+	}
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_str_eq(info.members[0].state, "faulty");
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(d);
+	free(got);
+	tp_free(&t);
+}
+END_TEST
+
 int main(void)
 {
 	const int nshapes = (int)(sizeof(shapes) / sizeof(shapes[0]));
@@ -810,6 +1106,13 @@ int main(void)
 		CK_CASE("10_threads", t10_threads, .loop_end = nshapes, .timeout = 60),
 		CK_CASE("11_read_error_repair", t11_read_error_repair, .loop_end = nshapes, .timeout = 60),
 		CK_CASE("12_mirror_read_balance", t12_mirror_read_balance, .timeout = 60),
+		CK_CASE("13_flush_waits_for_writeouts", t13_flush_waits_for_writeouts, .loop_end = 2,
+			.timeout = 60),
+		CK_CASE("14_failed_writeout_kept", t14_failed_writeout_kept, .timeout = 60),
+		CK_CASE("15_unsynced_mirror_reads", t15_unsynced_mirror_reads, .loop_end = 2,
+			.timeout = 60),
+		CK_CASE("16_write_submit_failure", t16_write_submit_failure, .loop_end = 2,
+			.timeout = 60),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_io", CK_CASES(cases),
