@@ -3,7 +3,12 @@
  * volume API (raid.h) on small sparse member files in a mkdtemp directory:
  * data written at every level reads back healthy, with every single member
  * failed (raid1/5/10) and every pair (raid6); volumes persist; foreign and
- * stale members are refused; COMPARE_WRITE, FLUSH and FUA behave.
+ * stale members are refused; COMPARE_WRITE, FLUSH and FUA behave; a FLUSH
+ * waits for a cache write-out another reactor is doing and fails with it;
+ * a failed write-out keeps its data (FLUSHes fail, reads never return the
+ * old bytes with GOOD, writes into the row are refused); mirror reads in a
+ * region not resynced always return the resync's source copy; a member
+ * write that cannot be submitted fails the member.
  */
 #include <check.h>
 #include <dirent.h>
