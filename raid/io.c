@@ -748,13 +748,10 @@ static void row_ent_done(struct row *r, int res)
 	struct raid_pool *p = r->rq->p;
 
 	if (r->ent) {
-		if (res) {
-			if (!r->ent->err)
-				LOG_ERR(RAID_MOD, "pool %s: writing out cached row %llu failed: %s; kept in the cache, SYNCHRONIZE CACHE fails until it is written",
-					p->name, (unsigned long long)r->row, strerror(-res));
-			/* a row that wrote out a now superseded part is
-			 * still the cache entry's data: nothing to undo */
-		}
+		/* one line per row, not per retry */
+		if (res && !r->ent->err)
+			LOG_ERR(RAID_MOD, "pool %s: writing out cached row %llu failed: %s; kept in the cache, SYNCHRONIZE CACHE fails until it is written",
+				p->name, (unsigned long long)r->row, strerror(-res));
 		raid_sc_done(&p->sc, r->ent, res, true);
 		r->ent = NULL;
 	}
