@@ -893,16 +893,16 @@ START_TEST(t13_flush_waits_for_writeouts)
 		ck_assert_int_eq(raid_pool_fail(p, "2"), 0);
 	/* the background thread writes out entries 100 ms old: the FUA must
 	 * take the entry before that, else try again further on */
-	for (tries = 0; tries < 10 && !timely; tries++) {
+	for (tries = 0; tries < 20 && !timely; tries++) {
 		uint64_t off = tries * 2 * stripe;
 		double t0;
 
 		fill(buf, 3 * chunk);
 		fill(fua, 4096);
+		t0 = rf_now_s();   /* before the entry exists */
 		ck_assert_int_eq(do_io(v, a, RAID_OP_WRITE, 0, off, 3 * chunk, buf, NULL), 0);
-		t0 = rf_now_s();
 		aio_start(&w, v, a, RAID_OP_WRITE, RAID_IO_FUA, off + stripe + chunk, 4096, fua);
-		if (rf_now_s() - t0 > 0.05) {
+		if (rf_now_s() - t0 > 0.08) {
 			ck_assert(aio_wait(&w, a, 5000));
 			continue;
 		}
