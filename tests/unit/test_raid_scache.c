@@ -148,8 +148,13 @@ START_TEST(t03_failed_kept)
 	ck_assert(raid_sc_wait(&sc, &w));
 	ck_assert_int_eq(w.err, -EIO);
 	ck_assert_uint_eq(raid_sc_rows(&sc, 0, rows, 4), 1);
-	/* the age-based write-out leaves it alone for a while */
-	ck_assert_uint_eq(raid_sc_rows(&sc, 1, rows, 4), 0);
+	/* the age-based write-out leaves it alone for a while, old as it is */
+	usleep(20 * 1000);
+	ck_assert_uint_eq(raid_sc_rows(&sc, 10, rows, 4), 0);
+	pthread_mutex_lock(&sc.mu);
+	sc.head->retry_ms = 0;
+	pthread_mutex_unlock(&sc.mu);
+	ck_assert_uint_eq(raid_sc_rows(&sc, 10, rows, 4), 1);
 	/* written out after all: gone, and FLUSHes are fine again */
 	e = raid_sc_take(&sc, 5);
 	ck_assert_ptr_nonnull(e);
