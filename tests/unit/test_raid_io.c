@@ -4,7 +4,9 @@
  * data written at every level reads back healthy, with every single member
  * failed (raid1/5/10) and every pair (raid6); volumes persist; foreign and
  * stale members are refused; COMPARE_WRITE, FLUSH and FUA behave; a FLUSH
- * waits for a cache write-out another reactor is doing and fails with it;
+ * waits for a cache write-out another reactor is doing and fails with it,
+ * and with two reactor threads streaming writes and FLUSHing, a FLUSH's 0
+ * means both threads' acknowledged writes are on the members;
  * a failed write-out keeps its data (FLUSHes fail, reads never return the
  * old bytes with GOOD, writes into the row are refused); mirror reads in a
  * region not resynced always return the resync's source copy; a member
@@ -1094,6 +1096,156 @@ START_TEST(t16_write_submit_failure)
 }
 END_TEST
 
+/*
+ * FLUSHes on two reactor threads while both stream writes that leave rows
+ * half cached and complete them with the next write (the row-completing
+ * write takes the entry and writes it out on its own thread): when a FLUSH
+ * returns 0, every write either thread had acknowledged before it was
+ * submitted is on the members (checked on the member files, the last
+ * 256 KiB of each thread's acknowledged range).
+ */
+#define FT_REGION (6u << 20)
+#define FT_WRITE (3u * 16384u)
+
+struct ft {
+	struct raid_vol *v;
+	struct raid_pool *p;
+	unsigned id;
+	_Atomic uint64_t *acked;     /* both threads' acknowledged ends */
+	unsigned flushes;
+	char err[160];
+};
+
+static uint64_t ft_word(uint64_t voff)
+{
+	return (voff / 8 + 1) * 0x9e3779b97f4a7c15ull;
+}
+
+static void ft_fill(uint8_t *b, uint64_t voff, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i += 8) {
+		uint64_t w = ft_word(voff + i);
+
+		memcpy(b + i, &w, 8);
+	}
+}
+
+static int ft_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, uint64_t off,
+		 uint64_t len, uint8_t *buf)
+{
+	struct aio a;
+
+	memset(&a, 0, sizeof(a));
+	a.io.op = op;
+	a.io.off = off;
+	a.io.len = len;
+	a.io.buf = buf;
+	a.io.cb = io_cb;
+	a.io.arg = &a.done;
+	if (raid_vol_submit(v, ctx, &a.io))
+		return -EINVAL;
+	while (!a.done)
+		if (raid_ioctx_wait(ctx, 5000) < 0)
+			return -EIO;
+	return a.io.result;
+}
+
+/* [voff, end) of the volume as stored on the members: 0 or the first bad offset + 1 */
+static uint64_t ft_check(struct raid_pool *p, uint64_t voff, uint64_t end)
+{
+	uint8_t got[512], want[512];
+
+	for (uint64_t o = voff; o < end; o += 512) {
+		struct raid_loc loc;
+
+		raid_geom_map(&p->g, o, &loc);
+		if (pread(p->m[loc.dev[0]]->fd_buf, got, 512, (off_t)(RAID_DATA_OFF + loc.moff[0])) != 512)
+			return o + 1;
+		ft_fill(want, o, 512);
+		if (memcmp(got, want, 512))
+			return o + 1;
+	}
+	return 0;
+}
+
+static void *ft_main(void *arg)
+{
+	struct ft *t = arg;
+	struct raid_ioctx *ctx;
+	uint8_t *buf = malloc(FT_WRITE);
+	uint64_t base = t->id * FT_REGION;
+
+	if (raid_ioctx_create(&ctx)) {
+		snprintf(t->err, sizeof(t->err), "no ctx");
+		return NULL;
+	}
+	for (uint64_t pos = 0, n = 0; pos + FT_WRITE <= FT_REGION && !t->err[0]; pos += FT_WRITE, n++) {
+		ft_fill(buf, base + pos, FT_WRITE);
+		if (ft_io(t->v, ctx, RAID_OP_WRITE, base + pos, FT_WRITE, buf)) {
+			snprintf(t->err, sizeof(t->err), "write at %llu failed", (unsigned long long)(base + pos));
+			break;
+		}
+		atomic_store(&t->acked[t->id], pos + FT_WRITE);
+		if (n % 6 == 5) {
+			uint64_t upto[2];
+
+			for (unsigned k = 0; k < 2; k++)
+				upto[k] = atomic_load(&t->acked[k]);
+			if (ft_io(t->v, ctx, RAID_OP_FLUSH, 0, 0, NULL)) {
+				snprintf(t->err, sizeof(t->err), "FLUSH failed");
+				break;
+			}
+			t->flushes++;
+			for (unsigned k = 0; k < 2 && !t->err[0]; k++) {
+				uint64_t b = k * FT_REGION, from = upto[k] > (256u << 10) ? upto[k] - (256u << 10) : 0;
+				uint64_t bad = ft_check(t->p, b + from, b + upto[k]);
+
+				if (bad)
+					snprintf(t->err, sizeof(t->err),
+						 "thread %u: FLUSH 0 but volume byte %llu (acknowledged by thread %u) not on its member",
+						 t->id, (unsigned long long)(bad - 1), k);
+			}
+		}
+	}
+	raid_ioctx_destroy(ctx);
+	free(buf);
+	return NULL;
+}
+
+START_TEST(t17_flush_threads)
+{
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct ft th[2];
+	pthread_t tid[2];
+	_Atomic uint64_t acked[2];
+
+	tp_init(&t, "ft", CONF_RAID5, 3, 16384);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	ck_assert_uint_ge(raid_vol_bytes(v), 2 * FT_REGION);
+	atomic_store(&acked[0], 0);
+	atomic_store(&acked[1], 0);
+	for (unsigned i = 0; i < 2; i++) {
+		memset(&th[i], 0, sizeof(th[i]));
+		th[i].v = v;
+		th[i].p = p;
+		th[i].id = i;
+		th[i].acked = acked;
+		ck_assert_int_eq(pthread_create(&tid[i], NULL, ft_main, &th[i]), 0);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		pthread_join(tid[i], NULL);
+		ck_assert_msg(!th[i].err[0], "%s", th[i].err);
+		ck_assert_uint_gt(th[i].flushes, 10);
+	}
+	ck_assert(raid_sc_check(&p->sc));
+	raid_pool_close(p);
+	tp_free(&t);
+}
+END_TEST
+
 int main(void)
 {
 	const int nshapes = (int)(sizeof(shapes) / sizeof(shapes[0]));
@@ -1118,6 +1270,7 @@ int main(void)
 			.timeout = 60),
 		CK_CASE("16_write_submit_failure", t16_write_submit_failure, .loop_end = 2,
 			.timeout = 60),
+		CK_CASE("17_flush_threads", t17_flush_threads, .timeout = 120),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_io", CK_CASES(cases),
