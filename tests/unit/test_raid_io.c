@@ -944,6 +944,11 @@ START_TEST(t13_flush_waits_for_writeouts)
 }
 END_TEST
 
+static void set_flag(void *arg)
+{
+	*(int *)arg = 1;
+}
+
 /*
  * A write-out that fails keeps the acknowledged data: raid5 of 3 after an
  * unclean stop (regions not resynced), a row's first chunk cached, then
@@ -965,20 +970,47 @@ START_TEST(t14_failed_writeout_kept)
 	char slot[8];
 	int pd, qd, rc;
 
+	struct raid_lk lk;
+	int granted = 0;
+	unsigned tries;
+
 	srandom(1400);
-	tp_init(&t, "fk", CONF_RAID5, 3, chunk);
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
-	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
-	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
-	mark_unsynced(p);
 	fill(buf, 3 * chunk);
-	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 0, 3 * chunk, buf, NULL), 0);
-	ck_assert_uint_eq(atomic_load(&p->sc.n), 1);    /* row 1, first chunk */
+	/* The background write-out must not write the entry out before the
+	 * member is failed: a shared lock of row 1 holds it off (it writes out
+	 * under the row's exclusive lock). When it was quicker than us (a busy
+	 * machine), again on a fresh pool. */
+	for (tries = 0; tries < 5; tries++) {
+		tp_init(&t, "fk", CONF_RAID5, 3, chunk);
+		ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+		ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+		mark_unsynced(p);
+		ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 0, 3 * chunk, buf, NULL), 0);
+		memset(&lk, 0, sizeof(lk));
+		lk.a = stripe;
+		lk.b = 2 * stripe;
+		lk.ctx = ctx;
+		lk.fn = set_flag;
+		lk.arg = &granted;
+		granted = 0;
+		if (!raid_slock_acquire(&p->lock, &lk)) {
+			while (!granted)
+				ck_assert_int_ge(raid_ioctx_wait(ctx, 100), 0);
+		} else if (atomic_load(&p->sc.n) == 1) {
+			break;   /* row 1's first chunk cached and held */
+		}
+		raid_slock_release(&p->lock, &lk);
+		raid_pool_close(p);
+		tp_free(&t);
+	}
+	ck_assert_uint_lt(tries, 5);
 	member_bytes(p, stripe, chunk, old);
 	ck_assert(memcmp(old, buf + stripe, chunk) != 0);
 	raid_geom_parity(&p->g, 1, &pd, &qd);
 	snprintf(slot, sizeof(slot), "%d", pd);
 	ck_assert_int_eq(raid_pool_fail(p, slot), 0);
+	raid_slock_release(&p->lock, &lk);
 	/* at once (the entry is still cached): a write into the row is not
 	 * acknowledged from the cache, the row cannot be written */
 	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, stripe + 8192, 4096, buf, NULL), -EIO);
