@@ -629,7 +629,8 @@ free_both:
 
 static const char *const daemon_keys[] = {
 	"workers", "control", "log_level", "max_sessions", "max_connections",
-	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", "state_dir", NULL,
+	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", "state_dir",
+	"max_discovery_sessions", "discovery_idle_timeout", NULL,
 };
 
 static void parse_daemon(struct vctx *v, const config_setting_t *root)
@@ -649,6 +650,8 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 	d->nop_interval_s = 10;
 	d->nop_timeout_s = 30;
 	d->queue_depth = 128;
+	d->max_discovery_sessions = 16;
+	d->discovery_idle_timeout_s = 30;
 
 	if (g && config_setting_type(g) != CONFIG_TYPE_GROUP) {
 		err_at(v, g, "daemon must be a group { ... }, not %s", type_name(g));
@@ -679,6 +682,10 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 			d->nop_timeout_s = (unsigned)u;
 		if (get_uint(v, g, "queue_depth", where, 1, 4096, &u) > 0)
 			d->queue_depth = (unsigned)u;
+		if (get_uint(v, g, "max_discovery_sessions", where, 1, 4096, &u) > 0)
+			d->max_discovery_sessions = (unsigned)u;
+		if (get_uint(v, g, "discovery_idle_timeout", where, 1, 3600, &u) > 0)
+			d->discovery_idle_timeout_s = (unsigned)u;
 		ms = config_setting_get_member(g, "max_sessions");
 		mc = config_setting_get_member(g, "max_connections");
 		/* every session needs one connection: a smaller connection cap

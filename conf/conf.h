@@ -141,6 +141,12 @@ struct conf_daemon {
 	unsigned nop_interval_s;   /* NOP-In keepalive, default 10, 0 = off */
 	unsigned nop_timeout_s;    /* dead peer after this, default 30 */
 	unsigned queue_depth;      /* CmdSN window per session, default 128 */
+	/* Discovery sessions need no credentials: they have their own cap
+	 * (not counted in max_sessions nor max_connections, so they never
+	 * keep a normal login out), default 16, and are closed after
+	 * discovery_idle_timeout_s without a Text request, default 30. */
+	unsigned max_discovery_sessions;
+	unsigned discovery_idle_timeout_s;
 };
 
 struct conf {

@@ -850,7 +850,14 @@ static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg)
 	c->nop_timer = NULL;
 	if (c->state != CONN_FFP)
 		return;
-	if (c->nop_outstanding) {
+	if (c->sess->type == ISCSI_SESSION_DISCOVERY) {
+		/* Only a Text request counts as use: a peer that merely
+		 * answers or sends NOPs would hold its slot forever. */
+		if (now - c->last_text_ms >= (uint64_t)d->discovery_idle_timeout_s * 1000) {
+			iscsi_conn_close(c, "discovery session idle");
+			return;
+		}
+	} else if (c->nop_outstanding) {
 		if (now - c->nop_sent_ms >= (uint64_t)d->nop_timeout_s * 1000) {
 			iscsi_conn_close(c, "no answer to NOP-In ping");
 			return;
@@ -890,8 +897,11 @@ void iscsi_conn_enter_ffp(struct iscsi_conn *c)
 		c->login = NULL;
 	}
 	c->last_rx_ms = ev_now_ms(c->w->loop);
-	if (c->cfg->c->daemon.nop_interval_s > 0 && c->sess &&
-	    c->sess->type == ISCSI_SESSION_NORMAL)
+	c->last_text_ms = c->last_rx_ms;
+	/* discovery sessions always get the tick: it enforces their idle
+	 * timeout (they are never pinged) */
+	if (c->sess && (c->sess->type == ISCSI_SESSION_DISCOVERY ||
+			c->cfg->c->daemon.nop_interval_s > 0))
 		conn_nop_arm(c);
 }
 
@@ -1039,7 +1049,15 @@ bool iscsi_conn_reload_check(struct iscsi_conn *c, const struct iscsi_cfg *now)
 	char msg[400];
 	int np = -1;
 
-	if (c->cfg == now || c->state == CONN_CLEANUP)
+	if (c->state == CONN_LOGIN && c->login) {
+		/* a login is judged by the configuration current when it
+		 * completes: one in progress moves to it now, or ends */
+		if (iscsi_login_revalidate(c, &why) == ISCSI_LOGIN_OK)
+			return false;
+		iscsi_conn_close(c, why);
+		return true;
+	}
+	if (c->cfg == now || c->state != CONN_FFP)
 		return false;
 	for (unsigned i = 0; i < nc->n_portals; i++)
 		if (!strcmp(nc->portals[i].name, p->name) &&
@@ -1057,6 +1075,10 @@ bool iscsi_conn_reload_check(struct iscsi_conn *c, const struct iscsi_cfg *now)
 		else if (!iscsi_target_allows(t, c->sess->initiator))
 			snprintf(msg, sizeof(msg), "reload: initiator %s no longer allowed on %s",
 				 c->sess->initiator, iqn);
+		else if (!iscsi_chap_same(&was->targets[c->sess->target].chap, &t->chap))
+			/* it authenticated (or did not) against credentials
+			 * that no longer hold: it must log in again */
+			snprintf(msg, sizeof(msg), "reload: CHAP credentials of %s changed", iqn);
 		else if (!iscsi_target_on_portal(t, (unsigned)np))
 			snprintf(msg, sizeof(msg), "reload: target %s no longer on portal %s", iqn,
 				 p->name);

@@ -24,6 +24,7 @@
 #include "target/iscsi/pdu.h"
 #include "target/scsi/scsi.h"
 
+struct conf_chap;
 struct conf_portal;
 struct conf_target;
 struct ev_timer;
@@ -115,6 +116,10 @@ struct iscsi_server {
 	 * sockets cannot lock every initiator out. */
 	struct iscsi_conn *login_head, *login_tail;
 	unsigned n_evicting;           /* evicted, not yet freed (still in n_conns) */
+	/* Registered discovery sessions not yet freed (their conns are in
+	 * n_conns but not counted against max_connections: they have their
+	 * own cap, daemon.max_discovery_sessions). */
+	unsigned n_discovery;
 	uint64_t next_conn_id;
 	uint16_t next_tsih;
 	bool stopping;
@@ -309,6 +314,9 @@ struct iscsi_conn {
 	bool nop_outstanding;
 	uint32_t nop_ttt;
 	uint64_t nop_sent_ms;
+	/* discovery session: last Text request (or login), for
+	 * daemon.discovery_idle_timeout */
+	uint64_t last_text_ms;
 	bool free_posted;
 
 	/* counters */
@@ -384,6 +392,11 @@ int iscsi_login_init(struct iscsi_conn *c);
 void iscsi_login_free(struct iscsi_login *l);
 void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *data, uint32_t dlen);
 void iscsi_login_timeout(struct ev_loop *loop, struct ev_timer *t, void *arg);
+/* A login still running is judged by the configuration current now: when
+ * a reload replaced c->cfg, re-checks portal, target, allow list and CHAP
+ * credentials against the new generation and moves the login to it.
+ * Returns ISCSI_LOGIN_OK, or the status to refuse with (*why set). */
+uint16_t iscsi_login_revalidate(struct iscsi_conn *c, const char **why);
 /* Status class/detail for a login refused because of server limits. */
 uint16_t iscsi_login_limit_status(unsigned n_sessions, unsigned max_sessions,
 				  unsigned n_conns, unsigned max_conns);
@@ -454,8 +467,17 @@ void iscsi_textop_free(struct iscsi_textop *t);
  * session's own target, @own >= 0). Appends to @out. */
 int iscsi_sendtargets(const struct conf *c, const char *initiator, const char *what,
 		      int own, const struct sockaddr_storage *local, struct iscsi_textbuf *out);
+/* The same, listing only targets served on portal @portal (index in @c;
+ * -1: every portal). A listed target still gets every one of its portals'
+ * addresses, so multipath discovery through one portal finds all paths.
+ * This is what a session's SendTargets uses, with the portal it came in on. */
+int iscsi_sendtargets_portal(const struct conf *c, const char *initiator, const char *what,
+			     int own, int portal, const struct sockaddr_storage *local,
+			     struct iscsi_textbuf *out);
 bool iscsi_target_allows(const struct conf_target *t, const char *initiator);
 bool iscsi_target_on_portal(const struct conf_target *t, unsigned portal);
+/* Same CHAP credentials (both directions) in two configurations. */
+bool iscsi_chap_same(const struct conf_chap *a, const struct conf_chap *b);
 /* "host:port,tpgt" with brackets for IPv6; a wildcard listen address is
  * replaced by @local's address. */
 void iscsi_format_portal(const struct conf_portal *p, const struct sockaddr_storage *local,

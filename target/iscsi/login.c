@@ -174,6 +174,59 @@ static int find_target(const struct conf *cf, const char *name)
 	return -1;
 }
 
+uint16_t iscsi_login_revalidate(struct iscsi_conn *c, const char **why)
+{
+	struct iscsi_login *l = c->login;
+	struct iscsi_cfg *now = iscsi_cfg_current(c->srv);
+	const struct conf *was = c->cfg->c, *nc = now->c;
+	const struct conf_portal *p = &was->portals[c->portal];
+	uint16_t st = ISCSI_LOGIN_OK;
+	int np = -1, nt = -1;
+
+	if (now == c->cfg) {
+		iscsi_cfg_put(now);
+		return ISCSI_LOGIN_OK;
+	}
+	for (unsigned i = 0; i < nc->n_portals; i++)
+		if (!strcmp(nc->portals[i].name, p->name) &&
+		    !strcmp(nc->portals[i].listen, p->listen) && nc->portals[i].tpgt == p->tpgt)
+			np = (int)i;
+	if (np < 0) {
+		*why = "reload during login: portal removed";
+		st = ISCSI_LOGIN_SERVICE_UNAVAILABLE;
+		goto out;
+	}
+	if (l && l->target >= 0) {
+		const struct conf_target *ot = &was->targets[l->target], *t;
+
+		nt = find_target(nc, ot->iqn);
+		t = nt >= 0 ? &nc->targets[nt] : NULL;
+		if (!t || !iscsi_target_on_portal(t, (unsigned)np)) {
+			*why = "reload during login: target removed from this portal";
+			st = ISCSI_LOGIN_NOT_FOUND;
+		} else if (!iscsi_target_allows(t, l->initiator)) {
+			*why = "reload during login: initiator no longer in the allow list";
+			st = ISCSI_LOGIN_FORBIDDEN;
+		} else if (!iscsi_chap_same(&ot->chap, &t->chap)) {
+			/* whatever was proven (or skipped) was against the
+			 * old credentials */
+			*why = "reload during login: CHAP credentials changed";
+			st = ISCSI_LOGIN_AUTH_FAILED;
+		}
+	}
+out:
+	if (st != ISCSI_LOGIN_OK) {
+		iscsi_cfg_put(now);
+		return st;
+	}
+	c->portal = (unsigned)np;
+	if (l)
+		l->target = nt;
+	iscsi_cfg_put(c->cfg);
+	c->cfg = now;
+	return ISCSI_LOGIN_OK;
+}
+
 /* First pass: the keys that define the session. Returns a login status. */
 static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *kv,
 			       struct iscsi_textbuf *resp, const char **why)
@@ -381,8 +434,13 @@ static uint16_t login_finish(struct iscsi_conn *c, const char **why, uint16_t *o
 	struct iscsi_login *l = c->login;
 	struct iscsi_server *s = c->srv;
 	struct iscsi_session *sess;
+	uint16_t st;
 	int r;
 
+	/* again at the last step: a reload may have come in between */
+	st = iscsi_login_revalidate(c, why);
+	if (st != ISCSI_LOGIN_OK)
+		return st;
 	if (iscsi_session_create(c, &sess) < 0) {
 		*why = "out of memory";
 		return ISCSI_LOGIN_OUT_OF_RESOURCES;
@@ -418,7 +476,9 @@ static uint16_t login_finish(struct iscsi_conn *c, const char **why, uint16_t *o
 	r = iscsi_session_register(s, sess, old_tsih, old_loop);
 	if (r < 0) {
 		iscsi_session_free(sess);
-		*why = r == -EUSERS ? "max_sessions reached" : "server shutting down";
+		*why = r != -EUSERS ? "server shutting down"
+		       : l->type == ISCSI_SESSION_DISCOVERY ? "max_discovery_sessions reached"
+							    : "max_sessions reached";
 		return r == -EUSERS ? ISCSI_LOGIN_OUT_OF_RESOURCES : ISCSI_LOGIN_SERVICE_UNAVAILABLE;
 	}
 	c->sess = sess;
@@ -519,6 +579,12 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 			login_fail(c, bhs, ISCSI_LOGIN_INITIATOR_ERROR, "unexpected CSG");
 			return;
 		}
+	}
+	/* a reload since the last PDU: this one is judged by the new rules */
+	st = iscsi_login_revalidate(c, &why);
+	if (st != ISCSI_LOGIN_OK) {
+		login_fail(c, bhs, st, why);
+		return;
 	}
 	if (transit && (nsg <= csg || nsg == 2)) {
 		login_fail(c, bhs, ISCSI_LOGIN_INITIATOR_ERROR, "bad NSG");

@@ -51,7 +51,7 @@ static bool server_check(struct iscsi_server *s)
 
 	for (struct iscsi_session *o = s->sessions; o; o = o->next)
 		n++;
-	if (n != s->n_sessions || s->n_evicting > s->n_conns)
+	if (n != s->n_sessions || s->n_evicting + s->n_discovery > s->n_conns)
 		return false;
 	for (const struct iscsi_conn *c = s->login_head; c; c = c->lnext)
 		if (!c->login_listed || c->evicted || (c->lnext && c->lnext->lprev != c))
@@ -249,7 +249,7 @@ err_free:
 
 unsigned iscsi_server_live_conns(const struct iscsi_server *s)
 {
-	return s->n_conns - s->n_evicting;
+	return s->n_conns - s->n_evicting - s->n_discovery;
 }
 
 struct evict_msg {

@@ -128,8 +128,10 @@ int iscsi_session_register(struct iscsi_server *s, struct iscsi_session *sess,
 		ret = -ESHUTDOWN;
 		goto out_unlock;
 	}
+	/* Discovery and normal sessions are counted apart: discovery needs
+	 * no credentials, so it must not be able to fill max_sessions. */
 	for (o = s->sessions; o; o = o->next) {
-		if (o->reinstated || o->ended)
+		if (o->reinstated || o->ended || o->type != sess->type)
 			continue;
 		live++;
 		if (!old && session_same_nexus(o, sess))
@@ -137,7 +139,9 @@ int iscsi_session_register(struct iscsi_server *s, struct iscsi_session *sess,
 	}
 	if (old)
 		live--;
-	if (live >= s->cfg->c->daemon.max_sessions) {
+	if (live >= (sess->type == ISCSI_SESSION_DISCOVERY
+			     ? s->cfg->c->daemon.max_discovery_sessions
+			     : s->cfg->c->daemon.max_sessions)) {
 		ret = -EUSERS;
 		goto out_unlock;
 	}
@@ -162,6 +166,8 @@ int iscsi_session_register(struct iscsi_server *s, struct iscsi_session *sess,
 	sess->next = s->sessions;
 	s->sessions = sess;
 	s->n_sessions++;
+	if (sess->type == ISCSI_SESSION_DISCOVERY)
+		s->n_discovery++;
 out_unlock:
 	pthread_mutex_unlock(&s->lock);
 	return ret;
@@ -217,6 +223,8 @@ void iscsi_session_free(struct iscsi_session *sess)
 			if (*pp == sess) {
 				*pp = sess->next;
 				s->n_sessions--;
+				if (sess->type == ISCSI_SESSION_DISCOVERY && s->n_discovery)
+					s->n_discovery--;
 				break;
 			}
 		}

@@ -62,6 +62,18 @@ bool iscsi_target_allows(const struct conf_target *t, const char *initiator)
 	return false;
 }
 
+static bool str_same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool iscsi_chap_same(const struct conf_chap *a, const struct conf_chap *b)
+{
+	return str_same(a->user, b->user) && str_same(a->secret, b->secret) &&
+	       str_same(a->mutual_user, b->mutual_user) &&
+	       str_same(a->mutual_secret, b->mutual_secret);
+}
+
 bool iscsi_target_on_portal(const struct conf_target *t, unsigned portal)
 {
 	for (unsigned i = 0; i < t->n_portals; i++)
@@ -94,9 +106,21 @@ void iscsi_format_portal(const struct conf_portal *p, const struct sockaddr_stor
 int iscsi_sendtargets(const struct conf *c, const char *initiator, const char *what,
 		      int own, const struct sockaddr_storage *local, struct iscsi_textbuf *out)
 {
+	return iscsi_sendtargets_portal(c, initiator, what, own, -1, local, out);
+}
+
+int iscsi_sendtargets_portal(const struct conf *c, const char *initiator, const char *what,
+			     int own, int portal, const struct sockaddr_storage *local,
+			     struct iscsi_textbuf *out)
+{
 	for (unsigned i = 0; i < c->n_targets; i++) {
 		const struct conf_target *t = &c->targets[i];
 		bool want;
+
+		/* a portal does not reveal what it does not serve (an
+		 * internal portal's targets stay unknown on a public one) */
+		if (portal >= 0 && !iscsi_target_on_portal(t, (unsigned)portal))
+			continue;
 
 		if (strcmp(what, "All") == 0)
 			want = true;
@@ -211,8 +235,8 @@ static int text_answer(struct iscsi_conn *c, const uint8_t *data, size_t len,
 			 * session; "All" is allowed everywhere */
 			if (sess->type == ISCSI_SESSION_DISCOVERY && *v == '\0')
 				continue;
-			r = iscsi_sendtargets(c->cfg->c, sess->initiator, v, sess->target, &c->local,
-					      resp);
+			r = iscsi_sendtargets_portal(c->cfg->c, sess->initiator, v, sess->target,
+						     (int)c->portal, &c->local, resp);
 		} else if (strncmp(k, "X-", 2) == 0 || strncmp(k, "X#", 2) == 0) {
 			iscsi_text_add(resp, k, "NotUnderstood");
 		} else {
@@ -247,6 +271,7 @@ void iscsi_text_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
 	int r;
 
 	memcpy(lun, bhs + ISCSI_OFF_LUN, 8);
+	c->last_text_ms = ev_now_ms(c->w->loop);
 	if (op && (ttt == ISCSI_RSVD_TAG || op->itt != itt)) {
 		/* a new exchange replaces whatever was going on */
 		iscsi_textop_free(op);

@@ -1,0 +1,545 @@
+/*
+ * tests/net/test_net_hostile_limits.c - what an unauthenticated or revoked
+ * peer can hold or learn, against a real rtgtd (a daemon per case):
+ * idle discovery sessions against max_sessions and their idle timeout,
+ * logins that were half done when a reload revoked them, SendTargets per
+ * portal, and NOP-Out payloads parked out of CmdSN order against the
+ * memory budget. Raw PDUs built by hand; libiscsi for the normal logins
+ * that must keep working.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "tests/lib/ckmain.h"
+#include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
+#include "tests/lib/rtgtctl_json.h"
+
+#define T2 "iqn.2026-11.org.rtgt:second"
+#define T3 "iqn.2026-11.org.rtgt:third"
+#define INI_A "iqn.2026-11.org.example:a"
+#define WAIT_MS 5000
+
+#define OP_NOP_OUT 0x00
+#define OP_TEXT_REQ 0x04
+#define OP_NOP_IN 0x20
+#define OP_TEXT_RSP 0x24
+
+static struct harness_daemon D;
+
+static void setup(void)
+{
+	nf_setup(&D);
+}
+
+static void teardown(void)
+{
+	harness_fini(&D);
+}
+
+/* The whole file: @daemon_extra in the daemon group, pool p (raid1),
+ * portal lo on 127.0.0.1:D.port plus @portals_extra, and @targets. */
+static void write_conf(const char *daemon_extra, const char *portals_extra, const char *targets)
+{
+	int rc = harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; state_dir = \"state\";\n"
+		"           log_level = \"info\"; %s };\n"
+		"pools = ( { name = \"p\"; level = \"raid1\"; chunk = \"64K\";\n"
+		"            members = ( \"d0.img\", \"d1.img\" );\n"
+		"            create_size = \"32M\"; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; }%s );\n"
+		"targets = ( %s );\n",
+		daemon_extra ? daemon_extra : "", D.port, portals_extra ? portals_extra : "",
+		targets);
+
+	ck_assert_int_eq(rc, 0);
+}
+
+static void reload(void)
+{
+	char out[4096];
+	int rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
+
+	if (rc)
+		harness_dump_log(&D, stderr, 20);
+	ck_assert_msg(rc == 0, "rtgtctl reload exited %d: %s", rc, out);
+}
+
+static int tcp_connect_to(const char *ip, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
+	ck_assert_int_eq(inet_pton(AF_INET, ip, &sa.sin_addr), 1);
+	ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect %s:%u: %s",
+		      ip, port, strerror(errno));
+	return fd;
+}
+
+static void normal_login_works(uint32_t isid, const char *after)
+{
+	struct harness_login o = { .isid_rnd = isid };
+	struct iscsi_context *c;
+	struct scsi_task *t;
+	char err[512];
+
+	c = harness_iscsi_login(D.port, &o, err, sizeof(err));
+	if (!c)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(c != NULL, "after %s: normal login refused: %s", after, err);
+	t = iscsi_testunitready_sync(c, 0);
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "after %s: TEST UNIT READY failed: %s",
+		      after, iscsi_get_error(c));
+	scsi_free_scsi_task(t);
+	harness_iscsi_logout(c);
+}
+
+/* ---- hand-made login ---- */
+
+struct raw {
+	int fd;
+	uint8_t isid[6];
+	uint32_t itt;
+	uint32_t expstatsn;
+	uint32_t cmdsn;            /* next CmdSN to use in full feature phase */
+	uint8_t bhs[HARNESS_BHS_LEN];
+};
+
+#define RAW_CLOSED (-EPIPE)
+#define RAW_OK 0
+
+/* One login PDU and its answer: RAW_OK (status 0), RAW_CLOSED, or the
+ * positive status (class << 8 | detail). */
+static int raw_step(struct raw *r, bool transit, unsigned csg, unsigned nsg, const char *kv,
+		    size_t kvlen)
+{
+	struct harness_login_hdr h = { .transit = transit, .csg = csg, .nsg = nsg, .cmdsn = 1 };
+	uint8_t pdu[HARNESS_BHS_LEN + 1024], data[8192];
+	size_t n;
+	ssize_t got;
+	int rc;
+
+	memcpy(h.isid, r->isid, 6);
+	h.itt = r->itt;
+	h.expstatsn = r->expstatsn;
+	n = harness_build_login(pdu, sizeof(pdu), &h, kv, kvlen);
+	ck_assert(n > 0);
+	rc = harness_tcp_send(r->fd, pdu, n);
+	if (rc == -EPIPE || rc == -ECONNRESET)
+		return RAW_CLOSED;
+	ck_assert_msg(rc == 0, "send: %s", strerror(-rc));
+	got = harness_recv_pdu(r->fd, r->bhs, data, sizeof(data), WAIT_MS);
+	if (got == -EPIPE)
+		return RAW_CLOSED;
+	ck_assert_msg(got >= 0, "no login response: %s", strerror((int)-got));
+	ck_assert_msg((r->bhs[0] & 0x3f) == HARNESS_OP_LOGIN_RSP, "opcode 0x%02x", r->bhs[0]);
+	r->expstatsn = harness_get_be32(r->bhs + 24) + 1;
+	if (r->bhs[36] || r->bhs[37])
+		return r->bhs[36] << 8 | r->bhs[37];
+	return RAW_OK;
+}
+
+static void raw_open(struct raw *r, int fd, uint8_t isid_low)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	r->isid[0] = 0x80;
+	r->isid[5] = isid_low;
+	r->itt = 1;
+	r->cmdsn = 1;
+}
+
+/* Security stage with AuthMethod=None (T=1, NSG=1). @target NULL:
+ * discovery. */
+static int raw_security(struct raw *r, const char *initiator, const char *target)
+{
+	char kv[512];
+	size_t n;
+
+	n = harness_kv_add(kv, sizeof(kv), 0, "InitiatorName", initiator);
+	n = harness_kv_add(kv, sizeof(kv), n, "SessionType", target ? "Normal" : "Discovery");
+	if (target)
+		n = harness_kv_add(kv, sizeof(kv), n, "TargetName", target);
+	n = harness_kv_add(kv, sizeof(kv), n, "AuthMethod", "None");
+	ck_assert(n > 0);
+	return raw_step(r, true, 0, 1, kv, n);
+}
+
+/* Operational stage to full feature phase; RAW_OK only when the target
+ * answered T=1 NSG=3. */
+static int raw_operational(struct raw *r)
+{
+	char kv[256];
+	size_t n;
+	int rc;
+
+	n = harness_kv_add(kv, sizeof(kv), 0, "HeaderDigest", "None");
+	n = harness_kv_add(kv, sizeof(kv), n, "DataDigest", "None");
+	ck_assert(n > 0);
+	rc = raw_step(r, true, 1, 3, kv, n);
+	if (rc == RAW_OK && !((r->bhs[1] & 0x80) && (r->bhs[1] & 3) == 3))
+		return -EAGAIN;
+	return rc;
+}
+
+static int raw_login(struct raw *r, const char *initiator, const char *target)
+{
+	int rc = raw_security(r, initiator, target);
+
+	return rc == RAW_OK ? raw_operational(r) : rc;
+}
+
+/* A PDU of full feature phase: opcode, F, ITT, TTT 0xffffffff, CmdSN,
+ * ExpStatSN, @dlen bytes of @data (padded). */
+static void raw_send_ffp(struct raw *r, uint8_t op, uint32_t itt, uint32_t cmdsn,
+			 const void *data, uint32_t dlen)
+{
+	uint8_t bhs[HARNESS_BHS_LEN] = { 0 }, pad[4] = { 0 };
+	int rc;
+
+	bhs[0] = op;
+	bhs[1] = 0x80;
+	harness_put_be24(bhs + 5, dlen);
+	harness_put_be32(bhs + 16, itt);
+	harness_put_be32(bhs + 20, 0xffffffff);
+	harness_put_be32(bhs + 24, cmdsn);
+	harness_put_be32(bhs + 28, r->expstatsn);
+	rc = harness_tcp_send(r->fd, bhs, sizeof(bhs));
+	if (!rc && dlen)
+		rc = harness_tcp_send(r->fd, data, dlen);
+	if (!rc && (dlen & 3))
+		rc = harness_tcp_send(r->fd, pad, 4 - (dlen & 3));
+	ck_assert_msg(rc == 0, "send opcode 0x%02x: %s", op, strerror(-rc));
+}
+
+/* SendTargets=All on a logged-in discovery connection: the answer's text
+ * (NUL separated pairs) into @out, its length returned. */
+static size_t raw_sendtargets(struct raw *r, char *out, size_t cap)
+{
+	static const char q[] = "SendTargets=All";
+	uint8_t bhs[HARNESS_BHS_LEN];
+	ssize_t n;
+
+	raw_send_ffp(r, OP_TEXT_REQ, 0x100 + r->cmdsn, r->cmdsn, q, sizeof(q));
+	r->cmdsn++;
+	n = harness_recv_pdu(r->fd, bhs, (uint8_t *)out, cap - 1, WAIT_MS);
+	ck_assert_msg(n >= 0, "no Text Response: %s", strerror((int)-n));
+	ck_assert_msg((bhs[0] & 0x3f) == OP_TEXT_RSP, "opcode 0x%02x instead of Text Response",
+		      bhs[0]);
+	ck_assert_msg(bhs[1] & 0x80, "Text Response not final (answer too long for the test)");
+	r->expstatsn = harness_get_be32(bhs + 24) + 1;
+	if ((size_t)n > cap - 1)
+		n = (ssize_t)cap - 1;
+	out[n] = '\0';
+	return (size_t)n;
+}
+
+static bool text_has(const char *text, size_t len, const char *pair)
+{
+	for (size_t off = 0; off < len; off += strlen(text + off) + 1)
+		if (!strcmp(text + off, pair))
+			return true;
+	return false;
+}
+
+static void text_print(const char *text, size_t len, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t off = 0; off < len && o + 2 < cap; off += strlen(text + off) + 1)
+		o += (size_t)snprintf(buf + o, cap - o, "%s ", text + off);
+}
+
+/* ---- 01/02: discovery sessions ---- */
+
+START_TEST(t01_discovery_cannot_lock_out)
+{
+	enum { N = 16 };               /* the default max_discovery_sessions */
+	struct raw d[N + 1];
+	int rc;
+
+	/* only keys older than the discovery cap: the same file shows the
+	 * lock-out on a daemon without it */
+	write_conf("max_sessions = 2; max_connections = 2;", NULL, HARNESS_TARGET_DEFAULT);
+	nf_start(&D);
+	/* eight times max_sessions (and max_connections) idle discovery
+	 * sessions */
+	for (int i = 0; i < N; i++) {
+		raw_open(&d[i], harness_tcp_connect(D.port), (uint8_t)(i + 1));
+		ck_assert(d[i].fd >= 0);
+		rc = raw_login(&d[i], INI_A, NULL);
+		ck_assert_msg(rc == RAW_OK, "discovery login %d: %d", i, rc);
+	}
+	/* one more than max_discovery_sessions: refused, out of resources */
+	raw_open(&d[N], harness_tcp_connect(D.port), N + 1);
+	ck_assert(d[N].fd >= 0);
+	rc = raw_login(&d[N], INI_A, NULL);
+	ck_assert_msg(rc == 0x0302, "discovery login over max_discovery_sessions: %d (want 0x0302)",
+		      rc);
+	close(d[N].fd);
+	/* both normal sessions max_sessions allows still log in */
+	{
+		struct harness_login o1 = { .isid_rnd = 11 }, o2 = { .isid_rnd = 12 };
+		struct iscsi_context *c1 = nf_login(&D, 0, &o1), *c2 = nf_login(&D, 0, &o2);
+
+		harness_iscsi_logout(c1);
+		harness_iscsi_logout(c2);
+	}
+	normal_login_works(13, "16 idle discovery sessions");
+	for (int i = 0; i < N; i++)
+		close(d[i].fd);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+START_TEST(t02_idle_discovery_closed)
+{
+	struct raw idle, nopper, busy;
+	char text[4096];
+	uint64_t t0;
+	int rc;
+
+	write_conf("discovery_idle_timeout = 2;", NULL, HARNESS_TARGET_DEFAULT);
+	nf_start(&D);
+	raw_open(&idle, harness_tcp_connect(D.port), 1);
+	raw_open(&nopper, harness_tcp_connect(D.port), 2);
+	raw_open(&busy, harness_tcp_connect(D.port), 3);
+	ck_assert_int_eq(raw_login(&idle, INI_A, NULL), RAW_OK);
+	ck_assert_int_eq(raw_login(&nopper, INI_A, NULL), RAW_OK);
+	ck_assert_int_eq(raw_login(&busy, INI_A, NULL), RAW_OK);
+	t0 = harness_now_ms();
+	/* nopper pings (immediate NOP-Out, no answer asked) every 500 ms:
+	 * that is not use; busy asks SendTargets every 500 ms */
+	while (harness_now_ms() - t0 < 3500) {
+		uint8_t bhs[HARNESS_BHS_LEN] = { 0 };
+
+		bhs[0] = 0x40 | OP_NOP_OUT;
+		bhs[1] = 0x80;
+		harness_put_be32(bhs + 16, 0xffffffff);
+		harness_put_be32(bhs + 20, 0xffffffff);
+		harness_put_be32(bhs + 24, nopper.cmdsn);
+		harness_put_be32(bhs + 28, nopper.expstatsn);
+		harness_tcp_send(nopper.fd, bhs, sizeof(bhs));
+		raw_sendtargets(&busy, text, sizeof(text));
+		usleep(500 * 1000);
+	}
+	rc = harness_tcp_wait_closed(idle.fd, 2500);
+	ck_assert_msg(rc == 1, "idle discovery session still open %llu ms after login (rc %d)",
+		      (unsigned long long)(harness_now_ms() - t0), rc);
+	rc = harness_tcp_wait_closed(nopper.fd, 100);
+	ck_assert_msg(rc == 1, "a discovery session sending only NOP-Outs was kept (rc %d)", rc);
+	/* the one in use still answers */
+	raw_sendtargets(&busy, text, sizeof(text));
+	ck_assert_msg(strstr(text, "TargetName=" HARNESS_TARGET), "SendTargets: %s", text);
+	close(idle.fd);
+	close(nopper.fd);
+	close(busy.fd);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+/* ---- 03: a reload revokes logins half done ---- */
+
+#define TGT(iqn, allow, extra)                                                       \
+	"{ iqn = \"" iqn "\"; portals = ( \"lo\" );\n"                                \
+	"  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"80%\"; } );\n" \
+	"  allow = ( " allow " ); " extra " }"
+
+static void revoked_midlogin(const char *after_targets, const char *what)
+{
+	struct raw r, fresh;
+	int rc;
+
+	write_conf(NULL, NULL, TGT(HARNESS_TARGET, "\"" INI_A "\"", ""));
+	nf_start(&D);
+	/* one connection through the security stage, one only connected */
+	raw_open(&r, harness_tcp_connect(D.port), 1);
+	raw_open(&fresh, harness_tcp_connect(D.port), 2);
+	ck_assert(r.fd >= 0 && fresh.fd >= 0);
+	rc = raw_security(&r, INI_A, HARNESS_TARGET);
+	ck_assert_msg(rc == RAW_OK, "%s: security stage before the reload: %d", what, rc);
+	write_conf(NULL, NULL, after_targets);
+	reload();
+	rc = raw_operational(&r);
+	ck_assert_msg(rc != RAW_OK && rc != -EAGAIN,
+		      "%s: a login begun before the reload completed after it", what);
+	ck_assert_msg(rc == RAW_CLOSED || (rc >> 8) == 2, "%s: status 0x%04x", what, rc);
+	rc = raw_login(&fresh, INI_A, HARNESS_TARGET);
+	ck_assert_msg(rc != RAW_OK, "%s: a connection opened before the reload logged in", what);
+	ck_assert_msg(rc == RAW_CLOSED || (rc >> 8) == 2, "%s: status 0x%04x", what, rc);
+	close(r.fd);
+	close(fresh.fd);
+	nf_stop_expect_0(&D, what);
+}
+
+START_TEST(t03_reload_revokes_midlogin)
+{
+	switch (_i) {
+	case 0:
+		revoked_midlogin(TGT(HARNESS_TARGET, "\"iqn.2026-11.org.example:other\"", ""),
+				 "initiator removed from allow");
+		break;
+	case 1:
+		revoked_midlogin(TGT(HARNESS_TARGET, "\"" INI_A "\"",
+				     "chap = { user = \"u\"; secret = \"secret-of-12+\"; };"),
+				 "CHAP added");
+		break;
+	default:
+		revoked_midlogin(TGT(T2, "\"" INI_A "\"", ""), "target removed");
+		break;
+	}
+}
+END_TEST
+
+/* A session on a target a reload removes ends. */
+START_TEST(t04_session_of_removed_target_ends)
+{
+	struct raw r;
+	int rc;
+
+	write_conf(NULL, NULL, TGT(HARNESS_TARGET, "\"ALL\"", "") ", " TGT(T2, "\"ALL\"", ""));
+	nf_start(&D);
+	raw_open(&r, harness_tcp_connect(D.port), 1);
+	ck_assert_int_eq(raw_login(&r, INI_A, HARNESS_TARGET), RAW_OK);
+	write_conf(NULL, NULL, TGT(T2, "\"ALL\"", ""));
+	reload();
+	rc = harness_tcp_wait_closed(r.fd, WAIT_MS);
+	ck_assert_msg(rc == 1, "session of a removed target still open (rc %d)", rc);
+	close(r.fd);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+/* ---- 05: SendTargets per portal ---- */
+
+START_TEST(t05_sendtargets_per_portal)
+{
+	uint16_t p2;
+	char portals[160], targets[1024], text[4096], shown[4096], a1[64], a2[64];
+	struct raw a, b;
+	size_t n;
+
+	ck_assert_int_eq(harness_free_port(&p2), 0);
+	snprintf(portals, sizeof(portals), ", { name = \"lo2\"; listen = \"127.0.0.2:%u\"; }", p2);
+	/* HARNESS_TARGET on both portals, T2 only on lo2, T3 only on lo */
+	snprintf(targets, sizeof(targets),
+		 "{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\", \"lo2\" ); allow = ( \"ALL\" );\n"
+		 "  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"30%%\"; } ); },\n"
+		 "{ iqn = \"" T2 "\"; portals = ( \"lo2\" ); allow = ( \"ALL\" );\n"
+		 "  luns = ( { lun = 0; pool = \"p\"; volume = \"v1\"; size = \"30%%\"; } ); },\n"
+		 "{ iqn = \"" T3 "\"; portals = ( \"lo\" ); allow = ( \"ALL\" );\n"
+		 "  luns = ( { lun = 0; pool = \"p\"; volume = \"v2\"; size = \"30%%\"; } ); }");
+	write_conf(NULL, portals, targets);
+	nf_start(&D);
+	snprintf(a1, sizeof(a1), "TargetAddress=127.0.0.1:%u,1", D.port);
+	snprintf(a2, sizeof(a2), "TargetAddress=127.0.0.2:%u,2", p2);
+
+	raw_open(&a, harness_tcp_connect(D.port), 1);
+	ck_assert_int_eq(raw_login(&a, INI_A, NULL), RAW_OK);
+	n = raw_sendtargets(&a, text, sizeof(text));
+	text_print(text, n, shown, sizeof(shown));
+	ck_assert_msg(!strstr(shown, T2), "portal lo lists %s, only on lo2: %s", T2, shown);
+	ck_assert_msg(text_has(text, n, "TargetName=" HARNESS_TARGET) && text_has(text, n, a1) &&
+		      text_has(text, n, a2),
+		      "portal lo: the target on both portals without both addresses: %s", shown);
+	ck_assert_msg(text_has(text, n, "TargetName=" T3), "portal lo: %s missing: %s", T3, shown);
+	close(a.fd);
+
+	raw_open(&b, tcp_connect_to("127.0.0.2", p2), 2);
+	ck_assert_int_eq(raw_login(&b, INI_A, NULL), RAW_OK);
+	n = raw_sendtargets(&b, text, sizeof(text));
+	text_print(text, n, shown, sizeof(shown));
+	ck_assert_msg(!strstr(shown, T3), "portal lo2 lists %s, only on lo: %s", T3, shown);
+	ck_assert_msg(text_has(text, n, "TargetName=" T2) &&
+		      text_has(text, n, "TargetName=" HARNESS_TARGET) && text_has(text, n, a1) &&
+		      text_has(text, n, a2), "portal lo2: %s", shown);
+	close(b.fd);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+/* ---- 06: payloads parked out of CmdSN order ---- */
+
+START_TEST(t06_queued_nops_bounded)
+{
+	enum { N = 127, LEN = 256 * 1024 };
+	const long limit_kb = 16 * 1024;
+	uint8_t *payload = malloc(LEN), bhs[HARNESS_BHS_LEN], data[512];
+	unsigned nopin = 0, rejects = 0;
+	long before, after;
+	struct raw r;
+
+	ck_assert_ptr_nonnull(payload);
+	write_conf(NULL, NULL, HARNESS_TARGET_DEFAULT);
+	nf_start(&D);
+	normal_login_works(1, "start");
+	raw_open(&r, harness_tcp_connect(D.port), 1);
+	ck_assert_int_eq(raw_login(&r, INI_A, NULL), RAW_OK);
+	before = harness_rss_kb(D.pid);
+	ck_assert(before > 0);
+	memset(payload, 0x5a, LEN);
+	/* CmdSN 2..128: all inside the window, all waiting for CmdSN 1 */
+	for (uint32_t i = 0; i < N; i++)
+		raw_send_ffp(&r, OP_NOP_OUT, 0x1000 + i, 2 + i, payload, LEN);
+	usleep(300 * 1000);
+	after = harness_rss_kb(D.pid);
+	ck_assert_msg(after > 0, "rtgtd gone");
+	ck_assert_msg(after - before < limit_kb,
+		      "%u NOP-Outs of %u KiB queued out of order grew rtgtd by %ld KiB "
+		      "(limit %ld)", N, LEN / 1024, after - before, limit_kb);
+	/* the gap filled: each waiting one is answered (NOP-In) or refused
+	 * (Reject), none silently lost */
+	raw_send_ffp(&r, OP_NOP_OUT, 0x999, 1, NULL, 0);
+	while (nopin + rejects < N + 1) {
+		ssize_t n = harness_recv_pdu(r.fd, bhs, data, sizeof(data), WAIT_MS);
+
+		if (n < 0)
+			break;
+		if ((bhs[0] & 0x3f) == OP_NOP_IN)
+			nopin++;
+		else if ((bhs[0] & 0x3f) == HARNESS_OP_REJECT)
+			rejects++;
+	}
+	ck_assert_msg(nopin + rejects == N + 1 || harness_tcp_wait_closed(r.fd, 100) == 1,
+		      "got %u NOP-In and %u Reject for %u NOP-Outs, connection still open",
+		      nopin, rejects, N + 1);
+	ck_assert_msg(rejects > 0 || nopin + rejects < N + 1,
+		      "every queued 256 KiB payload was kept (no Reject, no close)");
+	close(r.fd);
+	normal_login_works(2, "queued NOP-Outs");
+	free(payload);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+int main(void)
+{
+	const struct ck_case cases[] = {
+		CK_CASE("01_discovery_cannot_lock_out", t01_discovery_cannot_lock_out),
+		CK_CASE("02_idle_discovery_closed", t02_idle_discovery_closed),
+		CK_CASE("03_reload_revokes_midlogin", t03_reload_revokes_midlogin, .loop_start = 0,
+			.loop_end = 3),
+		CK_CASE("04_session_of_removed_target_ends", t04_session_of_removed_target_ends),
+		CK_CASE("05_sendtargets_per_portal", t05_sendtargets_per_portal),
+		CK_CASE("06_queued_nops_bounded", t06_queued_nops_bounded),
+	};
+
+	return ck_main(&(struct ck_suite_def){ "net_hostile_limits", CK_CASES(cases),
+					       .setup = setup, .teardown = teardown,
+					       .timeout = 90 });
+}
