@@ -87,7 +87,7 @@ bool iscsi_conn_check(const struct iscsi_conn *c)
 		return false;
 	if (c->rx_paused != (c->txq_own > ISCSI_TXQ_OWN_MAX) && c->state != CONN_CLEANUP)
 		return false;
-	if (c->n_scsi > c->n_tasks)
+	if (c->n_scsi > c->n_tasks || c->held_bytes > ISCSI_CONN_HELD_MAX)
 		return false;
 	if (c->state == CONN_FFP && (!c->sess || c->login))
 		return false;
@@ -518,6 +518,37 @@ static uint32_t conn_max_recv(const struct iscsi_conn *c)
 
 static void pdu_done(struct iscsi_conn *c);
 
+/* Charges @len payload bytes of @req to the conn's and the server's held
+ * budgets; false (nothing charged) when either would go over. */
+static bool held_charge(struct iscsi_conn *c, struct iscsi_req *req, uint32_t len)
+{
+	struct iscsi_server *s = c->srv;
+	size_t total;
+
+	if (c->held_bytes + len > ISCSI_CONN_HELD_MAX)
+		goto over;
+	total = atomic_fetch_add(&s->held_bytes, len) + len;
+	if (total > ISCSI_SRV_HELD_MAX) {
+		atomic_fetch_sub(&s->held_bytes, len);
+		goto over;
+	}
+	c->held_bytes += len;
+	req->held = len;
+	req->held_by = c;
+	return true;
+
+over:
+	if (!c->held_warned) {
+		/* once per connection: a flood must not flood the log too */
+		LOG_WARN(MOD, "%s: payload of opcode 0x%02x (%u bytes) over the memory budget "
+			      "(%zu held by this connection; %u allowed per connection, %u in all): rejected",
+			 c->peer_str, iscsi_bhs_opcode(c->rx_hdr), len, c->held_bytes,
+			 ISCSI_CONN_HELD_MAX, ISCSI_SRV_HELD_MAX);
+		c->held_warned = true;
+	}
+	return false;
+}
+
 /* Header complete (and digest checked): decide where the payload goes. */
 static void header_done(struct iscsi_conn *c)
 {
@@ -576,6 +607,12 @@ static void header_done(struct iscsi_conn *c)
 		goto payload;
 	}
 	if (!req->reject_reason && c->rx_dsl) {
+		if (!held_charge(c, req, c->rx_dsl)) {
+			/* read and thrown away; the Reject leaves in CmdSN
+			 * order like any answer */
+			req->reject_reason = ISCSI_REJECT_OUT_OF_RESOURCES;
+			goto payload;
+		}
 		req->data = malloc(c->rx_dsl);
 		if (!req->data) {
 			rx_fatal(c, "out of memory");

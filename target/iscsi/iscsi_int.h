@@ -47,6 +47,13 @@ struct iscsi_tmfop;
  * ISCSI_MAX_IMMEDIATE_TASKS this bounds a connection's memory. */
 #define ISCSI_CONN_BUF_BUDGET (64u << 20)
 #define ISCSI_TXQ_OWN_MAX (1u << 20)
+/* Payloads of NOP-Out and Text requests (up to ISCSI_TGT_MAX_RECV_DSL
+ * each) held while received or parked out of CmdSN order: per connection
+ * and over the whole server. A PDU that would go over is read and thrown
+ * away and answered with a Reject (out of resources) when its CmdSN turn
+ * comes; the window bounds the number of such (payload-less) requests. */
+#define ISCSI_CONN_HELD_MAX (1u << 20)
+#define ISCSI_SRV_HELD_MAX (64u << 20)
 
 /* Per-target counters, updated from every worker thread. One per target
  * IQN the server ever served (srv->all_stats), kept across reloads so that
@@ -123,6 +130,8 @@ struct iscsi_server {
 	uint64_t next_conn_id;
 	uint16_t next_tsih;
 	bool stopping;
+	/* not under lock: sum of every conn's held_bytes (ISCSI_SRV_HELD_MAX) */
+	atomic_size_t held_bytes;
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
 };
@@ -159,6 +168,10 @@ struct iscsi_req {
 	uint8_t reject_reason;         /* != 0: answer with a Reject when its turn comes */
 	bool immediate;
 	bool placeholder;              /* CmdSN consumed by an ABORT TASK, no PDU */
+	/* bytes of data charged to held_by's and the server's held budget
+	 * (ISCSI_CONN_HELD_MAX); 0: none */
+	uint32_t held;
+	struct iscsi_conn *held_by;
 };
 
 /* ---------------- tasks (SCSI commands) ---------------- */
@@ -306,6 +319,8 @@ struct iscsi_conn {
 	struct iscsi_task *tasks;
 	unsigned n_tasks, n_imm, n_scsi;
 	uint64_t buf_bytes;            /* sum of live tasks' cmd.buf_len */
+	size_t held_bytes;             /* sum of its reqs' held (ISCSI_CONN_HELD_MAX) */
+	bool held_warned;              /* the over-budget line was logged */
 	uint32_t next_ttt;
 	struct iscsi_tmfop *tmfs;      /* TMFs waiting for their tasks, in arrival order */
 	uint32_t next_tmf_id;
@@ -427,6 +442,8 @@ void iscsi_session_submit(struct iscsi_conn *c, struct iscsi_req *req);
 void iscsi_session_consume(struct iscsi_conn *c, uint32_t cmdsn);
 void iscsi_session_update_window(struct iscsi_conn *c);
 void iscsi_req_free(struct iscsi_req *req);
+/* Gives back what @req's data was charged (its data leaves the req). */
+void iscsi_req_uncharge(struct iscsi_req *req);
 /* Dispatches one in-order request to its handler (owns @req). */
 void iscsi_req_dispatch(struct iscsi_conn *c, struct iscsi_req *req);
 bool iscsi_session_check(const struct iscsi_session *sess);

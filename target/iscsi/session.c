@@ -253,10 +253,23 @@ void iscsi_session_free(struct iscsi_session *sess)
 
 /* ---------------- requests in CmdSN order ---------------- */
 
+void iscsi_req_uncharge(struct iscsi_req *req)
+{
+	struct iscsi_conn *c = req->held_by;
+
+	if (!req->held)
+		return;
+	c->held_bytes -= req->held;
+	atomic_fetch_sub(&c->srv->held_bytes, req->held);
+	req->held = 0;
+	req->held_by = NULL;
+}
+
 void iscsi_req_free(struct iscsi_req *req)
 {
 	if (!req)
 		return;
+	iscsi_req_uncharge(req);
 	if (req->task)
 		iscsi_task_abort(req->task, 0);
 	free(req->data);
@@ -371,7 +384,9 @@ static void nop_out(struct iscsi_conn *c, struct iscsi_req *req)
 	memcpy(tx->hdr + ISCSI_OFF_LUN, req->bhs + ISCSI_OFF_LUN, 8);
 	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, itt);
 	iscsi_put32(tx->hdr + ISCSI_OFF_TTT, ISCSI_RSVD_TAG);
-	/* Ping data is echoed back (RFC 7143 11.18.5). */
+	/* Ping data is echoed back (RFC 7143 11.18.5); from here the
+	 * transmit queue's own bound (ISCSI_TXQ_OWN_MAX) holds it. */
+	iscsi_req_uncharge(req);
 	tx->own = req->data;
 	tx->data = req->data;
 	tx->dlen = req->dlen;
