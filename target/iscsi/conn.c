@@ -452,6 +452,10 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 		ev_timer_cancel(c->w->loop, c->nop_timer);
 		c->nop_timer = NULL;
 	}
+	if (c->auth_timer) {
+		ev_timer_cancel(c->w->loop, c->auth_timer);
+		c->auth_timer = NULL;
+	}
 	if (c->close_timer) {
 		ev_timer_cancel(c->w->loop, c->close_timer);
 		c->close_timer = NULL;

@@ -99,6 +99,23 @@ struct iscsi_listener {
 	int fd;                        /* -1 when not listening */
 };
 
+/* CHAP failures remembered per peer address ("a:ADDR") and per initiator
+ * name ("n:NAME"): every failure doubles the wait before the next CHAP
+ * response of that address or name is checked (login.c). A fixed table,
+ * the least recent entry is reused; an entry quiet for
+ * ISCSI_AUTHFAIL_FORGET_MS starts over. */
+#define ISCSI_AUTHFAIL_SLOTS 256
+#define ISCSI_AUTHFAIL_BASE_MS 250u
+#define ISCSI_AUTHFAIL_MAX_MS 8000u
+#define ISCSI_AUTHFAIL_FORGET_MS (15u * 60 * 1000)
+
+struct iscsi_authfail {
+	char key[232];                 /* "" when free */
+	unsigned fails;                /* in a row, since the last success */
+	uint64_t last_ms;              /* last failure, CLOCK_MONOTONIC */
+	uint64_t next_ms;              /* next CHAP response checked not before */
+};
+
 struct iscsi_server {
 	/* Current generation: replaced only on workers[0]'s thread under
 	 * lock (iscsi_server_reload), so workers[0] reads it freely and other
@@ -129,6 +146,7 @@ struct iscsi_server {
 	unsigned n_discovery;
 	uint64_t next_conn_id;
 	uint16_t next_tsih;
+	struct iscsi_authfail authfail[ISCSI_AUTHFAIL_SLOTS];
 	bool stopping;
 	/* not under lock: sum of every conn's held_bytes (ISCSI_SRV_HELD_MAX) */
 	atomic_size_t held_bytes;
@@ -305,6 +323,8 @@ struct iscsi_conn {
 	/* login phase, owned, NULL once in full feature phase */
 	struct iscsi_login *login;
 	struct ev_timer *login_timer;
+	/* a CHAP response held back by the failure rate limit; NULL otherwise */
+	struct ev_timer *auth_timer;
 	/* CONN_CLOSING: bounds how long a last PDU may wait for a peer that
 	 * does not read; NULL otherwise */
 	struct ev_timer *close_timer;

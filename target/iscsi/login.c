@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "conf/conf.h"
 #include "net/net.h"
@@ -55,6 +56,12 @@ struct iscsi_login {
 	struct iscsi_chap chap;
 	uint8_t *acc;                  /* owned: text of C=1 PDUs */
 	size_t acc_len;
+	/* CHAP failure rate limit: a request carrying CHAP_R waits (held,
+	 * its text kept in acc) until auth_timer lets it through once */
+	bool held;
+	bool chap_slot;
+	uint8_t held_bhs[ISCSI_BHS_LEN];
+	char why_buf[200];             /* a why built at run time */
 };
 
 static bool login_check(const struct iscsi_login *l)
@@ -227,6 +234,147 @@ out:
 	return ISCSI_LOGIN_OK;
 }
 
+/* ---- CHAP failure rate limit (per peer address and initiator name) ---- */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void authfail_keys(const struct iscsi_conn *c, char keys[2][232])
+{
+	char host[80];
+
+	sock_addr_str(&c->peer, host, sizeof(host), false);
+	snprintf(keys[0], sizeof(keys[0]), "a:%s", host);
+	snprintf(keys[1], sizeof(keys[1]), "n:%s", c->login->initiator ? c->login->initiator : "");
+}
+
+/* The entry of @key (made when @create, reusing the least recent one);
+ * NULL when absent. Caller holds s->lock. */
+static struct iscsi_authfail *authfail_get(struct iscsi_server *s, const char *key, bool create,
+					   uint64_t now)
+{
+	struct iscsi_authfail *e, *victim = &s->authfail[0];
+
+	for (unsigned i = 0; i < ISCSI_AUTHFAIL_SLOTS; i++) {
+		e = &s->authfail[i];
+		if (e->key[0] && strcasecmp(e->key, key) == 0) {
+			if (now - e->last_ms > ISCSI_AUTHFAIL_FORGET_MS && now >= e->next_ms)
+				e->fails = 0;
+			return e;
+		}
+		if (!e->key[0] || (victim->key[0] && e->last_ms < victim->last_ms))
+			victim = e;
+	}
+	if (!create)
+		return NULL;
+	memset(victim, 0, sizeof(*victim));
+	snprintf(victim->key, sizeof(victim->key), "%s", key);
+	return victim;
+}
+
+/* The wait after @fails failures in a row: doubling from
+ * ISCSI_AUTHFAIL_BASE_MS, at most ISCSI_AUTHFAIL_MAX_MS and half the
+ * login timeout (so that a right answer still fits in the login). */
+static uint64_t authfail_delay(const struct iscsi_conn *c, unsigned fails)
+{
+	uint64_t cap = (uint64_t)c->cfg->c->daemon.login_timeout_s * 1000 / 2, d;
+
+	if (!fails)
+		return 0;
+	d = (uint64_t)ISCSI_AUTHFAIL_BASE_MS << (fails > 12 ? 11 : fails - 1);
+	if (d > ISCSI_AUTHFAIL_MAX_MS)
+		d = ISCSI_AUTHFAIL_MAX_MS;
+	return d < cap ? d : cap;
+}
+
+/* How long the CHAP response now arriving must wait. Each response takes
+ * its turn: after failures, responses of one address or name are checked
+ * one per delay, however many connections carry them. */
+static uint64_t authfail_wait(struct iscsi_conn *c)
+{
+	struct iscsi_server *s = c->srv;
+	uint64_t now = mono_ms(), at = now;
+	struct iscsi_authfail *e[2];
+	char keys[2][232];
+
+	authfail_keys(c, keys);
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; i < 2; i++) {
+		e[i] = authfail_get(s, keys[i], false, now);
+		if (e[i] && e[i]->fails && e[i]->next_ms > at)
+			at = e[i]->next_ms;
+	}
+	for (int i = 0; i < 2; i++)
+		if (e[i] && e[i]->fails)
+			e[i]->next_ms = at + authfail_delay(c, e[i]->fails);
+	pthread_mutex_unlock(&s->lock);
+	return at - now;
+}
+
+/* A CHAP response was wrong: counted for its address and name; the why
+ * for the (one) log line of the failure says what it costs now. */
+static const char *authfail_record(struct iscsi_conn *c)
+{
+	struct iscsi_server *s = c->srv;
+	uint64_t now = mono_ms(), d;
+	unsigned fails = 0;
+	char keys[2][232];
+
+	authfail_keys(c, keys);
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; i < 2; i++) {
+		struct iscsi_authfail *e = authfail_get(s, keys[i], true, now);
+
+		e->fails++;
+		e->last_ms = now;
+		if (e->next_ms < now + authfail_delay(c, e->fails))
+			e->next_ms = now + authfail_delay(c, e->fails);
+		if (e->fails > fails)
+			fails = e->fails;
+	}
+	pthread_mutex_unlock(&s->lock);
+	d = authfail_delay(c, fails);
+	snprintf(c->login->why_buf, sizeof(c->login->why_buf),
+		 "CHAP authentication failed (%u in a row from this address or name; "
+		 "its next CHAP response waits %llu ms)", fails, (unsigned long long)d);
+	return c->login->why_buf;
+}
+
+static void authfail_clear(struct iscsi_conn *c)
+{
+	struct iscsi_server *s = c->srv;
+	char keys[2][232];
+
+	authfail_keys(c, keys);
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; i < 2; i++) {
+		struct iscsi_authfail *e = authfail_get(s, keys[i], false, mono_ms());
+
+		if (e)
+			memset(e, 0, sizeof(*e));
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void login_auth_resume(struct ev_loop *loop, struct ev_timer *t, void *arg)
+{
+	struct iscsi_conn *c = arg;
+	struct iscsi_login *l = c->login;
+
+	c->auth_timer = NULL;
+	if (c->state != CONN_LOGIN || !l || !l->held)
+		return;
+	l->held = false;
+	l->chap_slot = true;
+	/* the text is still in l->acc */
+	iscsi_login_rx(c, l->held_bhs, NULL, 0);
+}
+
 /* First pass: the keys that define the session. Returns a login status. */
 static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *kv,
 			       struct iscsi_textbuf *resp, const char **why)
@@ -396,9 +544,11 @@ static uint16_t login_keys(struct iscsi_conn *c, int csg, const struct iscsi_kvl
 		}
 		r = iscsi_chap_step(&l->chap, &cr, kv, resp);
 		if (r == -EACCES) {
-			*why = "CHAP authentication failed";
+			*why = authfail_record(c);
 			return ISCSI_LOGIN_AUTH_FAILED;
 		}
+		if (r == 0)
+			authfail_clear(c);
 		if (r < 0) {
 			*why = "CHAP protocol error";
 			return ISCSI_LOGIN_INITIATOR_ERROR;
@@ -518,6 +668,12 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 	struct ev_loop *old_loop = NULL;
 	bool to_ffp = false;
 
+	if (l->held) {
+		/* the initiator must wait for the answer to its last request */
+		login_fail(c, bhs, ISCSI_LOGIN_INITIATOR_ERROR,
+			   "login request before the previous one was answered");
+		return;
+	}
 	if (!l->started) {
 		struct iscsi_server *s = c->srv;
 		unsigned n_sessions, n_conns;
@@ -609,6 +765,25 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 	if (iscsi_kv_parse(l->acc, l->acc_len, &kv) < 0) {
 		login_fail(c, bhs, ISCSI_LOGIN_INITIATOR_ERROR, "malformed login text");
 		return;
+	}
+	if (l->chap_slot) {
+		l->chap_slot = false;    /* this one already waited its turn */
+	} else if (l->auth_chap && !l->auth_done && iscsi_kv_get(&kv, "CHAP_R")) {
+		uint64_t wait = authfail_wait(c);
+
+		if (wait) {
+			iscsi_kv_free(&kv);
+			memcpy(l->held_bhs, bhs, ISCSI_BHS_LEN);
+			c->auth_timer = ev_timer_add(c->w->loop, wait, login_auth_resume, c);
+			if (!c->auth_timer) {
+				iscsi_conn_close(c, "out of memory");
+				return;
+			}
+			l->held = true;
+			LOG_DBG(MOD, "%s: CHAP response held %llu ms after earlier failures",
+				c->peer_str, (unsigned long long)wait);
+			return;
+		}
 	}
 	free(l->acc);
 	l->acc = NULL;

@@ -527,6 +527,97 @@ START_TEST(t06_queued_nops_bounded)
 }
 END_TEST
 
+/* ---- 07: CHAP guesses slowed per address and name ---- */
+
+#define CHAP_USER "u"
+#define CHAP_SECRET "secret-of-12+"
+
+/* One CHAP login with a wrong response as @initiator. Returns how long
+ * the target took to answer the CHAP response (ms); the answer must be
+ * 02/01. */
+static uint64_t chap_guess(const char *initiator, uint8_t isid_low)
+{
+	struct raw r;
+	char kv[512];
+	size_t n;
+	uint64_t t0;
+	int rc;
+
+	raw_open(&r, harness_tcp_connect(D.port), isid_low);
+	ck_assert(r.fd >= 0);
+	n = harness_kv_add(kv, sizeof(kv), 0, "InitiatorName", initiator);
+	n = harness_kv_add(kv, sizeof(kv), n, "SessionType", "Normal");
+	n = harness_kv_add(kv, sizeof(kv), n, "TargetName", HARNESS_TARGET);
+	n = harness_kv_add(kv, sizeof(kv), n, "AuthMethod", "CHAP,None");
+	ck_assert(n > 0);
+	rc = raw_step(&r, true, 0, 1, kv, n);
+	ck_assert_msg(rc == RAW_OK, "AuthMethod step: %d", rc);
+	n = harness_kv_add(kv, sizeof(kv), 0, "CHAP_A", "5");
+	rc = raw_step(&r, true, 0, 1, kv, n);
+	ck_assert_msg(rc == RAW_OK, "CHAP_A step: %d", rc);
+	n = harness_kv_add(kv, sizeof(kv), 0, "CHAP_N", CHAP_USER);
+	n = harness_kv_add(kv, sizeof(kv), n, "CHAP_R", "0x00112233445566778899aabbccddeeff");
+	ck_assert(n > 0);
+	t0 = harness_now_ms();
+	rc = raw_step(&r, true, 0, 1, kv, n);
+	t0 = harness_now_ms() - t0;
+	ck_assert_msg(rc == 0x0201, "a wrong CHAP response got %d, not 02/01", rc);
+	close(r.fd);
+	return t0;
+}
+
+static unsigned log_count(const char *needle)
+{
+	static char buf[1 << 20];
+	ssize_t n = harness_read_log(&D, buf, sizeof(buf));
+	unsigned k = 0;
+
+	ck_assert(n >= 0);
+	for (const char *p = buf; (p = strstr(p, needle)); p++)
+		k++;
+	return k;
+}
+
+START_TEST(t07_chap_failures_slowed)
+{
+	uint64_t dt[6], t0;
+	struct harness_login ok = { .initiator = INI_A, .user = CHAP_USER, .secret = CHAP_SECRET };
+	struct iscsi_context *c;
+
+	write_conf(NULL, NULL, TGT(HARNESS_TARGET, "\"ALL\"",
+				   "chap = { user = \"" CHAP_USER "\"; secret = \"" CHAP_SECRET "\"; };"));
+	nf_start(&D);
+	/* five wrong guesses in a row: each waits twice as long as the last
+	 * (0, 250, 500, 1000, 2000 ms) */
+	for (int i = 0; i < 5; i++)
+		dt[i] = chap_guess(INI_A, (uint8_t)(i + 1));
+	ck_assert_msg(dt[0] < 200, "first wrong CHAP answer took %llu ms",
+		      (unsigned long long)dt[0]);
+	ck_assert_msg(dt[4] >= 1500, "fifth wrong guess in a row answered after %llu ms: "
+		      "not slowed (%llu %llu %llu %llu)", (unsigned long long)dt[4],
+		      (unsigned long long)dt[0], (unsigned long long)dt[1],
+		      (unsigned long long)dt[2], (unsigned long long)dt[3]);
+	/* another initiator name from the same address waits as well */
+	dt[5] = chap_guess("iqn.2026-11.org.example:b", 9);
+	ck_assert_msg(dt[5] >= 1500, "a guess under another name from the same address "
+		      "answered after %llu ms", (unsigned long long)dt[5]);
+	/* one log line per failure, saying what it costs */
+	ck_assert_uint_eq(log_count("CHAP authentication failed ("), 6);
+	ck_assert_msg(log_count("next CHAP response waits") == 6, "log lines without the delay");
+	/* the right secret still gets in (after its turn), and wipes the slate */
+	t0 = harness_now_ms();
+	c = nf_login(&D, 0, &ok);
+	t0 = harness_now_ms() - t0;
+	harness_iscsi_logout(c);
+	ck_assert_msg(t0 >= 1000, "the login right after failures was not delayed (%llu ms)",
+		      (unsigned long long)t0);
+	dt[0] = chap_guess(INI_A, 10);
+	ck_assert_msg(dt[0] < 200, "after a success a wrong answer still waited %llu ms",
+		      (unsigned long long)dt[0]);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -537,6 +628,7 @@ int main(void)
 		CK_CASE("04_session_of_removed_target_ends", t04_session_of_removed_target_ends),
 		CK_CASE("05_sendtargets_per_portal", t05_sendtargets_per_portal),
 		CK_CASE("06_queued_nops_bounded", t06_queued_nops_bounded),
+		CK_CASE("07_chap_failures_slowed", t07_chap_failures_slowed),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "net_hostile_limits", CK_CASES(cases),
