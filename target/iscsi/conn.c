@@ -43,7 +43,16 @@
  * Memory bounds: a PDU payload is at most what we declared
  * (MaxRecvDataSegmentLength, 8192 during login); a longer one is never read
  * (Reject, close). Tasks are bounded by the CmdSN window plus
- * ISCSI_MAX_IMMEDIATE_TASKS.
+ * ISCSI_MAX_IMMEDIATE_TASKS. NOP-Out and Text payloads are charged while
+ * held (held_charge: ISCSI_CONN_HELD_MAX per conn, ISCSI_SRV_HELD_MAX in
+ * all); over budget the payload is discarded as read and the PDU answered
+ * with a Reject in its CmdSN turn.
+ *
+ * Timers of a conn: login_timer (CONN_LOGIN), auth_timer (a CHAP response
+ * held by the failure rate limit, login.c), nop_timer (CONN_FFP: NOP-In
+ * keepalive of a normal session, idle close of a discovery session after
+ * daemon.discovery_idle_timeout_s without a Text request), close_timer
+ * (CONN_CLOSING or draining). conn_close cancels them all.
  */
 #include <errno.h>
 #include <stdlib.h>

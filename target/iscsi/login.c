@@ -15,6 +15,21 @@
  *        (an InitiatorName or TargetName that is not an RFC 7143 4.2.7
  *        name after case mapping, iscsi_name_ok: 02/00, initiator error)
  *   any --login timer (daemon.login_timeout_s)--> conn closed
+ *   SECURITY --request with CHAP_R while its address or initiator name has
+ *        CHAP failures in a row--> held (l->held, text kept in acc,
+ *        conn->auth_timer) --timer--> the same request handled once more
+ *        (chap_slot); another request while held: 02/00
+ *   any --a reload replaced the configuration (checked at every request,
+ *        before the session is created, and by the reload sweep):
+ *        iscsi_login_revalidate moves the login to the new generation, or
+ *        refuses it (portal gone 03/01, target gone 02/03, initiator no
+ *        longer allowed 02/02, CHAP credentials changed 02/01)
+ *
+ * CHAP failure rate limit: every wrong CHAP response counts against the
+ * peer address and the initiator name (srv->authfail); the next response
+ * of either waits ISCSI_AUTHFAIL_BASE_MS doubling per failure in a row (at
+ * most ISCSI_AUTHFAIL_MAX_MS and half the login timeout), responses of one
+ * key taking turns; a success clears both keys.
  *
  * Requests with C=1 are collected (an empty response asks for more) and the
  * joined text is handled when C=0. The target only answers T=1 when the
@@ -22,7 +37,7 @@
  *
  * Invariants (login_check): stage is SECURITY or OPERATIONAL while the
  * login runs; auth_done is set before leaving SECURITY; the collected text
- * never exceeds LOGIN_TEXT_MAX.
+ * never exceeds LOGIN_TEXT_MAX; held iff conn->auth_timer is armed.
  */
 #include <errno.h>
 #include <stdio.h>

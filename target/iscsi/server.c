@@ -24,7 +24,8 @@
  * OVER_LIMIT_SLACK more; beyond that it is closed at once.
  *
  * Invariant (server_check): n_conns counts accepted, not yet freed conns;
- * n_evicting <= n_conns; n_sessions equals the registry length; the login
+ * n_evicting + n_discovery <= n_conns (both are conns the max_connections
+ * count leaves out); n_sessions equals the registry length; the login
  * list only holds listed conns; a listener fd is >= 0 only while RUNNING.
  */
 #include <errno.h>

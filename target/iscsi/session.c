@@ -3,6 +3,11 @@
  * limits), the CmdSN window and ordered delivery of requests, NOP-Out and
  * Logout handling.
  *
+ * Limits: normal sessions count against daemon.max_sessions, discovery
+ * sessions only against daemon.max_discovery_sessions (they need no
+ * credentials, so they must not fill the normal slots); a registered
+ * discovery session's conn leaves max_connections (srv->n_discovery).
+ *
  * Session state machine:
  *   NEW        iscsi_session_create(): filled by login.c, not visible
  *   LOGGED_IN  iscsi_session_register(): in srv->sessions with a TSIH
