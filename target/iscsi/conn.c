@@ -1097,7 +1097,7 @@ bool iscsi_conn_reload_check(struct iscsi_conn *c, const struct iscsi_cfg *now)
 	const struct conf_target *t;
 	const char *why = NULL;
 	char msg[400];
-	int np = -1;
+	int np;
 
 	if (c->state == CONN_LOGIN && c->login) {
 		/* a login is judged by the configuration current when it
@@ -1109,10 +1109,7 @@ bool iscsi_conn_reload_check(struct iscsi_conn *c, const struct iscsi_cfg *now)
 	}
 	if (c->cfg == now || c->state != CONN_FFP)
 		return false;
-	for (unsigned i = 0; i < nc->n_portals; i++)
-		if (!strcmp(nc->portals[i].name, p->name) &&
-		    !strcmp(nc->portals[i].listen, p->listen) && nc->portals[i].tpgt == p->tpgt)
-			np = (int)i;
+	np = iscsi_portal_index(nc, p);
 	if (np < 0) {
 		snprintf(msg, sizeof(msg), "reload: portal %s %s removed", p->name, p->listen);
 		why = msg;

@@ -528,6 +528,9 @@ void iscsi_server_conn_gone(struct iscsi_server *s, bool evicted);
 unsigned iscsi_server_live_conns(const struct iscsi_server *s);
 /* Counters of target @target of @cfg, NULL when out of range. */
 struct iscsi_tgt_stats *iscsi_cfg_stats(const struct iscsi_cfg *cfg, int target);
+/* The index in @c of the portal that is @p (same name, listen address and
+ * TPGT; @p may be of another configuration), -1 when none. */
+int iscsi_portal_index(const struct conf *c, const struct conf_portal *p);
 /* A reference on the current generation (any thread). */
 struct iscsi_cfg *iscsi_cfg_current(struct iscsi_server *s);
 /* Drops a reference; the last one frees the generation (any thread). */

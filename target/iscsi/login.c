@@ -209,10 +209,7 @@ uint16_t iscsi_login_revalidate(struct iscsi_conn *c, const char **why)
 		iscsi_cfg_put(now);
 		return ISCSI_LOGIN_OK;
 	}
-	for (unsigned i = 0; i < nc->n_portals; i++)
-		if (!strcmp(nc->portals[i].name, p->name) &&
-		    !strcmp(nc->portals[i].listen, p->listen) && nc->portals[i].tpgt == p->tpgt)
-			np = (int)i;
+	np = iscsi_portal_index(nc, p);
 	if (np < 0) {
 		*why = "reload during login: portal removed";
 		st = ISCSI_LOGIN_SERVICE_UNAVAILABLE;

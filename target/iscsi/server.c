@@ -494,8 +494,7 @@ static void reload_sweep(void *arg)
 	free(m);
 }
 
-/* The portal of @c that is @p: same name, address and TPGT. */
-static int portal_same(const struct conf *c, const struct conf_portal *p)
+int iscsi_portal_index(const struct conf *c, const struct conf_portal *p)
 {
 	for (unsigned i = 0; i < c->n_portals; i++) {
 		const struct conf_portal *q = &c->portals[i];
@@ -530,7 +529,7 @@ int iscsi_server_reload(struct iscsi_server *s, const struct conf *c,
 	 * new portal may take over an address an old one used. */
 	for (unsigned i = 0; i < s->n_ls; i++) {
 		struct iscsi_listener *l = s->ls[i];
-		int j = portal_same(c, l->cp);
+		int j = iscsi_portal_index(c, l->cp);
 
 		if (j >= 0 && !ls[j]) {
 			ls[j] = l;

@@ -217,6 +217,29 @@ static int text_append(struct iscsi_textop *op, const uint8_t *data, uint32_t le
 	return 0;
 }
 
+/* SendTargets answers from the configuration current now, not the one
+ * the session logged in under: a reload that removed a target or an
+ * initiator from an allow list hides it from sessions already open. */
+static int sendtargets_now(struct iscsi_conn *c, const char *what, struct iscsi_textbuf *resp)
+{
+	struct iscsi_session *sess = c->sess;
+	struct iscsi_cfg *now = iscsi_cfg_current(c->srv);
+	const struct conf *was = c->cfg->c, *nc = now->c;
+	int portal = iscsi_portal_index(nc, &was->portals[c->portal]), own = -1, r = 0;
+
+	if (sess->target >= 0) {
+		const struct conf_target *t = conf_target_find(nc, was->targets[sess->target].iqn);
+
+		own = t ? (int)(t - nc->targets) : -1;
+	}
+	/* a portal the reload removed serves nothing (its conns are closing) */
+	if (portal >= 0)
+		r = iscsi_sendtargets_portal(nc, sess->initiator, what, own, portal, &c->local,
+					     resp);
+	iscsi_cfg_put(now);
+	return r;
+}
+
 /* Builds the whole answer for the request text. */
 static int text_answer(struct iscsi_conn *c, const uint8_t *data, size_t len,
 		       struct iscsi_textbuf *resp)
@@ -235,8 +258,7 @@ static int text_answer(struct iscsi_conn *c, const uint8_t *data, size_t len,
 			 * session; "All" is allowed everywhere */
 			if (sess->type == ISCSI_SESSION_DISCOVERY && *v == '\0')
 				continue;
-			r = iscsi_sendtargets_portal(c->cfg->c, sess->initiator, v, sess->target,
-						     (int)c->portal, &c->local, resp);
+			r = sendtargets_now(c, v, resp);
 		} else if (strncmp(k, "X-", 2) == 0 || strncmp(k, "X#", 2) == 0) {
 			iscsi_text_add(resp, k, "NotUnderstood");
 		} else {

@@ -425,7 +425,7 @@ START_TEST(t04_session_of_removed_target_ends)
 }
 END_TEST
 
-/* ---- 05: SendTargets per portal ---- */
+/* ---- 05/06: SendTargets per portal and after a reload ---- */
 
 START_TEST(t05_sendtargets_per_portal)
 {
@@ -473,9 +473,36 @@ START_TEST(t05_sendtargets_per_portal)
 }
 END_TEST
 
-/* ---- 06: payloads parked out of CmdSN order ---- */
+/* A discovery session open across a reload sees the new configuration. */
+START_TEST(t06_sendtargets_after_reload)
+{
+	char text[4096], shown[4096];
+	struct raw a;
+	size_t n;
 
-START_TEST(t06_queued_nops_bounded)
+	write_conf(NULL, NULL, TGT(HARNESS_TARGET, "\"ALL\"", ""));
+	nf_start(&D);
+	raw_open(&a, harness_tcp_connect(D.port), 1);
+	ck_assert_int_eq(raw_login(&a, INI_A, NULL), RAW_OK);
+	n = raw_sendtargets(&a, text, sizeof(text));
+	ck_assert_msg(text_has(text, n, "TargetName=" HARNESS_TARGET), "before the reload");
+	/* the target goes, T2 comes, T3 comes but not for this initiator */
+	write_conf(NULL, NULL, TGT(T2, "\"ALL\"", "") ", "
+			       TGT(T3, "\"iqn.2026-11.org.example:other\"", ""));
+	reload();
+	n = raw_sendtargets(&a, text, sizeof(text));
+	text_print(text, n, shown, sizeof(shown));
+	ck_assert_msg(!strstr(shown, HARNESS_TARGET), "a removed target still listed: %s", shown);
+	ck_assert_msg(!strstr(shown, T3), "a target this initiator may not use listed: %s", shown);
+	ck_assert_msg(text_has(text, n, "TargetName=" T2), "an added target missing: %s", shown);
+	close(a.fd);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+/* ---- 07: payloads parked out of CmdSN order ---- */
+
+START_TEST(t07_queued_nops_bounded)
 {
 	enum { N = 127, LEN = 256 * 1024 };
 	const long limit_kb = 16 * 1024;
@@ -527,7 +554,7 @@ START_TEST(t06_queued_nops_bounded)
 }
 END_TEST
 
-/* ---- 07: CHAP guesses slowed per address and name ---- */
+/* ---- 08: CHAP guesses slowed per address and name ---- */
 
 #define CHAP_USER "u"
 #define CHAP_SECRET "secret-of-12+"
@@ -578,7 +605,7 @@ static unsigned log_count(const char *needle)
 	return k;
 }
 
-START_TEST(t07_chap_failures_slowed)
+START_TEST(t08_chap_failures_slowed)
 {
 	uint64_t dt[6], t0;
 	struct harness_login ok = { .initiator = INI_A, .user = CHAP_USER, .secret = CHAP_SECRET };
@@ -627,8 +654,9 @@ int main(void)
 			.loop_end = 3),
 		CK_CASE("04_session_of_removed_target_ends", t04_session_of_removed_target_ends),
 		CK_CASE("05_sendtargets_per_portal", t05_sendtargets_per_portal),
-		CK_CASE("06_queued_nops_bounded", t06_queued_nops_bounded),
-		CK_CASE("07_chap_failures_slowed", t07_chap_failures_slowed),
+		CK_CASE("06_sendtargets_after_reload", t06_sendtargets_after_reload),
+		CK_CASE("07_queued_nops_bounded", t07_queued_nops_bounded),
+		CK_CASE("08_chap_failures_slowed", t08_chap_failures_slowed),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "net_hostile_limits", CK_CASES(cases),
