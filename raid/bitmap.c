@@ -17,7 +17,11 @@
  * before the write is issued; cnt counts writes in flight) -> CLEAN
  * (raid_bm_clear_idle: cnt 0 and gen unchanged across an fdatasync of every
  * member). A bit found set at assembly after an unclean shutdown makes the
- * region UNSYNCED until raid_bm_synced(). Invariant (raid_bm_check): cnt > 0
+ * region UNSYNCED until raid_bm_synced(); so does every region of a new
+ * pool the initial sync has not reached yet (regions from sb.sync_pos on,
+ * marked at raid_bm_init: in memory only, sync_pos is their on-disk record).
+ * raid_bm_unsynced() also answers true over a bad range (pool.c): rows no
+ * valid data can be reconstructed from. Invariant (raid_bm_check): cnt > 0
  * implies the bit is set.
  *
  * Who writes the bits: one writer thread per pool (bm_writer), never a
@@ -53,6 +57,8 @@ struct raid_bm_waiter {
 };
 
 static void *bm_writer(void *arg);
+static void write_disk(struct raid_pool *p, const uint8_t *bits, uint64_t *failed);
+static void fail_members(struct raid_pool *p, uint64_t failed);
 
 static bool bit(const uint8_t *b, uint64_t i)
 {
@@ -76,7 +82,7 @@ uint64_t raid_bm_region_for(uint64_t member_bytes, uint64_t chunk)
 	return region;
 }
 
-int raid_bm_init(struct raid_pool *p, uint64_t region, bool load)
+int raid_bm_init(struct raid_pool *p, uint64_t region, bool load, uint64_t sync_from, bool fresh)
 {
 	struct raid_bitmap *bm = &p->bm;
 	uint8_t *tmp = NULL;
@@ -120,6 +126,18 @@ int raid_bm_init(struct raid_pool *p, uint64_t region, bool load)
 	free(tmp);
 	/* the unsynced regions stay marked on disk until resynced */
 	memcpy(bm->disk, bm->unsynced, bm->bytes);
+	/* Never synced (initial sync pending): unsynced in memory only; the
+	 * superblock's sync_pos is what says so on disk. */
+	for (uint64_t r = sync_from / region; r < bm->nbits; r++)
+		setbit(bm->unsynced, r, true);
+	if (fresh) {
+		uint64_t failed = 0;
+
+		/* a reused device's old bytes there would read as dirty bits */
+		write_disk(p, bm->disk, &failed);
+		if (failed)
+			fail_members(p, failed);
+	}
 	for (uint64_t r = 0; r < bm->nbits; r++)
 		if (bit(bm->unsynced, r))
 			bm->n_unsynced++;
@@ -242,8 +260,6 @@ static void run_waiters(struct raid_bm_waiter *w)
 		w = next;
 	}
 }
-
-static void fail_members(struct raid_pool *p, uint64_t failed);
 
 static void *bm_writer(void *arg)
 {
@@ -391,6 +407,8 @@ bool raid_bm_unsynced(struct raid_pool *p, uint64_t moff, uint64_t len)
 	struct raid_bitmap *bm = &p->bm;
 	bool u = false;
 
+	if (atomic_load(&p->n_bad) && raid_pool_bad(p, UINT32_MAX, moff, moff + len))
+		return true;    /* nothing valid to reconstruct from there */
 	if (!atomic_load(&bm->n_unsynced))
 		return false;
 	pthread_mutex_lock(&bm->mu);

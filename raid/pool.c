@@ -90,12 +90,78 @@ bool raid_member_writable(const struct raid_member *m)
 bool raid_member_readable(const struct raid_member *m, uint64_t moff_end)
 {
 	int st = atomic_load(&m->state);
+	struct raid_pool *p = m->pool;
 
 	if (m->fd < 0)
 		return false;
-	if (st == RAID_M_ACTIVE)
-		return true;
-	return st == RAID_M_REBUILDING && moff_end <= atomic_load(&m->rebuild_pos);
+	if (st != RAID_M_ACTIVE &&
+	    !(st == RAID_M_REBUILDING && moff_end <= atomic_load(&m->rebuild_pos)))
+		return false;
+	/* callers ask per row or chunk segment: the chunk ending at moff_end */
+	if (p && atomic_load(&p->n_bad) && moff_end) {
+		uint64_t a = (moff_end - 1) / p->g.chunk * p->g.chunk;
+
+		if (raid_pool_bad(p, m->slot, a, moff_end))
+			return false;
+	}
+	return true;
+}
+
+bool raid_pool_bad(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b)
+{
+	bool hit = false;
+
+	if (!atomic_load(&p->n_bad))
+		return false;
+	pthread_mutex_lock(&p->bad_mu);
+	for (unsigned i = 0; i < atomic_load(&p->n_bad) && !hit; i++)
+		hit = (slot == UINT32_MAX || p->bad[i].slot == slot) && p->bad[i].a < b &&
+		      a < p->bad[i].b;
+	pthread_mutex_unlock(&p->bad_mu);
+	return hit;
+}
+
+void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b)
+{
+	unsigned i, n, best = UINT32_MAX;
+	uint64_t bestgap = UINT64_MAX;
+
+	pthread_mutex_lock(&p->bad_mu);
+	n = atomic_load(&p->n_bad);
+	for (i = 0; i < n; i++) {
+		struct raid_bad *r = &p->bad[i];
+		uint64_t gap;
+
+		if (r->slot != slot)
+			continue;
+		gap = b < r->a ? r->a - b : a > r->b ? a - r->b : 0;
+		if (gap < bestgap) {
+			bestgap = gap;
+			best = i;
+		}
+	}
+	if (best != UINT32_MAX && (bestgap == 0 || n == RAID_MAX_BAD)) {
+		/* adjacent or overlapping, or no room: grow (never lose any) */
+		struct raid_bad *r = &p->bad[best];
+
+		r->a = a < r->a ? a : r->a;
+		r->b = b > r->b ? b : r->b;
+	} else if (n < RAID_MAX_BAD) {
+		p->bad[n].slot = slot;
+		p->bad[n].a = a;
+		p->bad[n].b = b;
+		atomic_store(&p->n_bad, n + 1);
+	} else {
+		/* full of other slots' ranges: take this slot's whole space */
+		p->bad[n - 1].slot = slot;
+		p->bad[n - 1].a = 0;
+		p->bad[n - 1].b = p->g.member_bytes;
+		LOG_ERR(RAID_MOD, "pool %s: bad range table full: all of slot %u recorded bad",
+			p->name, slot);
+	}
+	pthread_mutex_unlock(&p->bad_mu);
+	LOG_ERR(RAID_MOD, "pool %s: slot %u member bytes [%llu, %llu) cannot be reconstructed: recorded bad (reads fail with a medium error)",
+		p->name, slot, (unsigned long long)a, (unsigned long long)b);
 }
 
 unsigned raid_pool_unusable(struct raid_pool *p)
@@ -203,6 +269,16 @@ static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
 	sb->bitmap_chunk = (uint32_t)p->bm.region;
 	sb->rebuild_slot = UINT32_MAX;
 	sb->rebuild_pos = 0;
+	if (atomic_load(&p->syncing)) {
+		sb->flags |= RAID_SB_SYNCING;
+		sb->sync_pos = atomic_load(&p->sync_cp);
+	} else {
+		sb->sync_pos = 0;
+	}
+	pthread_mutex_lock(&p->bad_mu);
+	sb->n_bad = atomic_load(&p->n_bad);
+	memcpy(sb->bad, p->bad, sizeof(sb->bad));
+	pthread_mutex_unlock(&p->bad_mu);
 	sb->n_slots = p->n_slots;
 	for (i = 0; i < p->n_slots; i++) {
 		struct raid_member *m = p->m[i];
@@ -212,8 +288,9 @@ static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
 		if (m)
 			memcpy(sb->slots[i].uuid, m->uuid, 16);
 		if (m && st == RAID_M_REBUILDING) {
+			/* only what the rebuild made durable (rebuild.c) */
 			sb->rebuild_slot = i;
-			sb->rebuild_pos = atomic_load(&m->rebuild_pos);
+			sb->rebuild_pos = atomic_load(&m->rebuild_cp);
 		}
 	}
 }
@@ -229,15 +306,24 @@ int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean)
 
 		p->events++;
 		sb_fill(p, &p->sb, clean);
-		for (i = 0; i < p->n_slots; i++) {
-			struct raid_member *m = p->m[i];
+		/* A rebuilding member first: a crash part way leaves it with the
+		 * newest superblock (the reference at assembly), which lists it
+		 * in the slot it took; the others are still listed there as
+		 * active. The other way round, the members' newer superblocks
+		 * would name it in its new slot while its own still said spare
+		 * in the old one, and assembly would take it for replaced. */
+		for (unsigned k = 0; k < 2 * p->n_slots; k++) {
+			struct raid_member *m = p->m[k % p->n_slots];
 			struct raid_sb sb;
 			int st;
 
+			i = k % p->n_slots;
 			if (!m || m->fd < 0)
 				continue;
 			st = atomic_load(&m->state);
 			if (st != RAID_M_ACTIVE && st != RAID_M_SPARE && st != RAID_M_REBUILDING)
+				continue;
+			if ((k < p->n_slots) != (st == RAID_M_REBUILDING))
 				continue;
 			sb = p->sb;
 			sb.slot = i;
@@ -331,6 +417,7 @@ struct cand {
 	int sbrc;                 /* raid_sb_read result (-ENODEV: not opened) */
 	struct raid_sb sb;
 	bool used;
+	bool created;             /* create_files made it: sparse, all zeros */
 };
 
 /* "slot 1" / "spare 0": where the configuration lists it. */
@@ -445,6 +532,7 @@ static int create_files(const struct conf_pool *cp, struct cand *cs, unsigned nc
 		LOG_INFO(RAID_MOD, "pool %s: created member %s (%llu bytes, sparse)", cp->name,
 			 c->m->path, (unsigned long long)cp->create_size);
 		cand_open_fd(cp, c);
+		c->created = true;
 	}
 	return 0;
 }
@@ -483,6 +571,22 @@ static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct ca
 		return rc;
 	}
 	uuid_new(p->uuid);
+	/* Members hold whatever they held (a reused disk, an old file
+	 * system): parity and mirrors agree with nothing until the initial
+	 * sync made them. Only files created here are known to read zeros
+	 * everywhere, which is consistent for every level already. */
+	{
+		bool zero = true;
+
+		for (i = 0; i < cp->n_members; i++)
+			zero = zero && cs[i].created;
+		atomic_store(&p->syncing, p->g.npar && !zero);
+		atomic_store(&p->sync_pos, 0);
+		atomic_store(&p->sync_cp, 0);
+		if (p->g.npar && !zero)
+			LOG_INFO(RAID_MOD, "pool %s: new pool over existing data: initial sync in the background",
+				 cp->name);
+	}
 	p->n_slots = 0;
 	for (i = 0; i < nc; i++) {
 		struct raid_member *m = cs[i].m;
@@ -669,8 +773,10 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		memcpy(m->uuid, c->sb.member_uuid, 16);
 		m->slot = c->sb.slot;
 		atomic_store(&m->state, (int)st);
-		if (st == RAID_M_REBUILDING)
+		if (st == RAID_M_REBUILDING) {
 			atomic_store(&m->rebuild_pos, ref->rebuild_slot == m->slot ? ref->rebuild_pos : 0);
+			atomic_store(&m->rebuild_cp, atomic_load(&m->rebuild_pos));
+		}
 		p->m[m->slot] = m;
 		c->used = true;
 	}
@@ -785,6 +891,18 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		return -ENOENT;
 
 	memcpy(&p->sb, ref, sizeof(p->sb));
+	atomic_store(&p->n_bad, ref->n_bad <= RAID_MAX_BAD ? ref->n_bad : RAID_MAX_BAD);
+	memcpy(p->bad, ref->bad, sizeof(p->bad));
+	if ((ref->flags & RAID_SB_SYNCING) && p->g.npar) {
+		uint64_t sp = ref->sync_pos < p->g.member_bytes ? ref->sync_pos : p->g.member_bytes;
+
+		atomic_store(&p->syncing, true);
+		atomic_store(&p->sync_pos, sp);
+		atomic_store(&p->sync_cp, sp);
+		p->resync_req = true;
+		LOG_WARN(RAID_MOD, "pool %s: initial sync resumes at %.1f%%", cp->name,
+			 100.0 * (double)sp / (double)p->g.member_bytes);
+	}
 	if (!(ref->flags & RAID_SB_CLEAN) && p->g.npar) {
 		p->resync_req = true;
 		LOG_WARN(RAID_MOD, "pool %s: was not shut down cleanly: resynchronising in the background",
@@ -846,6 +964,7 @@ static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		return -EINVAL;
 	}
 	pthread_mutex_init(&p->meta_mu, NULL);
+	pthread_mutex_init(&p->bad_mu, NULL);
 	raid_slock_init(&p->lock);
 	for (i = 0; i < nc; i++) {
 		bool spare = i >= cp->n_members;
@@ -901,7 +1020,9 @@ static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		uint64_t region = p->sb.bitmap_chunk ? p->sb.bitmap_chunk
 						     : raid_bm_region_for(p->g.member_bytes, p->g.chunk);
 
-		rc = raid_bm_init(p, region, p->resync_req);
+		rc = raid_bm_init(p, region, p->resync_req,
+				  atomic_load(&p->syncing) ? atomic_load(&p->sync_pos) : p->g.member_bytes,
+				  !valid && atomic_load(&p->syncing));
 		if (rc) {
 			LOG_ERR(RAID_MOD, "pool %s: cannot set up the write-intent bitmap: %s", p->name,
 				strerror(-rc));
@@ -912,6 +1033,8 @@ static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		if (p->resync_req)
 			LOG_WARN(RAID_MOD, "pool %s: %llu dirty bitmap regions to resync", p->name,
 				 (unsigned long long)atomic_load(&p->bm.n_unsynced));
+		if (atomic_load(&p->syncing))
+			p->resync_req = true;     /* the initial sync: rebuild.c */
 		if (!atomic_load(&p->bm.n_unsynced))
 			p->resync_req = false;
 		rc = raid_bg_start(p);
@@ -952,6 +1075,7 @@ err_free:
 	if (p) {
 		raid_slock_destroy(&p->lock);
 		pthread_mutex_destroy(&p->meta_mu);
+		pthread_mutex_destroy(&p->bad_mu);
 	}
 	free(cs);
 	free(p);
@@ -1004,6 +1128,7 @@ void raid_pool_close(struct raid_pool *p)
 		free(p->vols[i]);
 	raid_slock_destroy(&p->lock);
 	pthread_mutex_destroy(&p->meta_mu);
+	pthread_mutex_destroy(&p->bad_mu);
 	free(p);
 }
 
@@ -1078,6 +1203,18 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 			out->rebuild_eta_s = (double)(p->g.member_bytes - atomic_load(&m->rebuild_pos)) /
 					     (double)rate;
 	}
+	out->syncing = atomic_load(&p->syncing);
+	out->sync_progress = p->g.member_bytes ? (double)atomic_load(&p->sync_pos) /
+						 (double)p->g.member_bytes : 1.0;
+	out->sync_eta_s = -1.0;
+	if (out->syncing && atomic_load(&p->rebuild_slot) < 0 && atomic_load(&p->scrub_state) == 3 &&
+	    atomic_load(&p->rebuild_rate))
+		out->sync_eta_s = (double)(p->g.member_bytes - atomic_load(&p->sync_pos)) /
+				  (double)atomic_load(&p->rebuild_rate);
+	pthread_mutex_lock(&p->bad_mu);
+	for (i = 0; i < atomic_load(&p->n_bad); i++)
+		out->bad_bytes += p->bad[i].b - p->bad[i].a;
+	pthread_mutex_unlock(&p->bad_mu);
 	out->scrub_mismatches = atomic_load(&p->scrub_mismatch);
 	switch (atomic_load(&p->scrub_state)) {
 	case 1: case 3: out->scrub_state = "running"; break;   /* 3: a resync */

@@ -157,6 +157,11 @@ struct raid_pool_info {
 	} volumes[64];
 	uint64_t scrub_mismatches;
 	const char *scrub_state; /* "idle" | "running" | "done" */
+	/* initial sync of a new pool over members that held data */
+	bool syncing;            /* not finished yet */
+	double sync_progress;    /* 0.0 .. 1.0 (1.0 once synced) */
+	double sync_eta_s;       /* < 0 when unknown or not running */
+	uint64_t bad_bytes;      /* member bytes recorded bad (unreadable) */
 };
 
 int raid_pool_info(struct raid_pool *pool, struct raid_pool_info *out);

@@ -34,6 +34,11 @@
 #define RAID_ALIGN        4096u
 #define RAID_SB_VERSION   1u
 #define RAID_SB_CLEAN     0x1u
+/* The initial sync of a new pool has not finished: member bytes from
+ * sb.sync_pos on have never been made consistent (parity, mirrors). */
+#define RAID_SB_SYNCING   0x2u
+/* Bad ranges (rows that cannot be reconstructed) kept per pool. */
+#define RAID_MAX_BAD      32u
 
 /* Slot states as stored on disk. */
 enum raid_mstate {
@@ -116,6 +121,13 @@ struct raid_sb_vol {
 	uint64_t extent;          /* bytes reserved: size rounded up to the stripe */
 };
 
+/* Member bytes [a, b) of slot @slot hold no valid data: a row the rebuild
+ * could not reconstruct (no redundancy left, or parity not synced). */
+struct raid_bad {
+	uint32_t slot;
+	uint64_t a, b;
+};
+
 struct raid_sb {
 	uint32_t version;
 	uint8_t pool_uuid[16];
@@ -138,6 +150,9 @@ struct raid_sb {
 	struct raid_sb_slot slots[RAID_MAX_SLOTS];
 	uint32_t n_vols;
 	struct raid_sb_vol vols[RAID_MAX_VOLS];
+	uint64_t sync_pos;        /* RAID_SB_SYNCING: initial sync done below */
+	uint32_t n_bad;
+	struct raid_bad bad[RAID_MAX_BAD];
 };
 
 void raid_sb_encode(const struct raid_sb *sb, uint8_t *buf);   /* RAID_SB_SIZE */
@@ -384,8 +399,11 @@ struct raid_bitmap {
 };
 
 uint64_t raid_bm_region_for(uint64_t member_bytes, uint64_t chunk);
-/* @load: read the members' bitmaps (after an unclean shutdown). */
-int raid_bm_init(struct raid_pool *p, uint64_t region, bool load);
+/* @load: read the members' bitmaps (after an unclean shutdown). Regions
+ * from member byte @sync_from on were never synced (initial sync pending:
+ * unsynced as well; g.member_bytes for none). @fresh: a new pool whose
+ * bitmap area holds whatever the device held: written as all clear. */
+int raid_bm_init(struct raid_pool *p, uint64_t region, bool load, uint64_t sync_from, bool fresh);
 void raid_bm_free(struct raid_pool *p);
 /* Member write of [moff, moff+len) on every member about to start / ended. */
 void raid_bm_start(struct raid_pool *p, uint64_t moff, uint64_t len);
@@ -396,6 +414,10 @@ void raid_bm_start(struct raid_pool *p, uint64_t moff, uint64_t len);
 bool raid_bm_start_async(struct raid_pool *p, uint64_t moff, uint64_t len,
 			 struct raid_ioctx *ctx, raid_defer_fn fn, void *arg);
 void raid_bm_end(struct raid_pool *p, uint64_t moff, uint64_t len);
+/* Whether [moff, moff+len) of member space may hold parity or mirrors that
+ * disagree with the data: a region dirty at a crash and not resynced yet,
+ * a region the initial sync has not reached yet, or a bad range of any
+ * slot. Nothing may be reconstructed from such rows. */
 bool raid_bm_unsynced(struct raid_pool *p, uint64_t moff, uint64_t len);
 bool raid_bm_region_unsynced(struct raid_pool *p, uint64_t region);
 void raid_bm_synced(struct raid_pool *p, uint64_t region);
@@ -416,6 +438,8 @@ struct raid_member {
 	uint64_t file_bytes;
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
 	_Atomic uint64_t rebuild_pos; /* REBUILDING: data bytes below are valid */
+	_Atomic uint64_t rebuild_cp;  /* the part of rebuild_pos made durable
+	                               * (fdatasync): what superblocks record */
 	struct raid_member *retired_next; /* on pool->retired once replaced */
 	_Atomic unsigned rd_errors;   /* read errors repaired so far */
 	/* fault injection (tests): reads overlapping [fi_off, fi_off+fi_len)
@@ -500,6 +524,16 @@ struct raid_pool {
 	_Atomic uint64_t scrub_mismatch;
 	_Atomic int scrub_state;                 /* 0 idle, 1 running, 2 done, 3 resync running */
 	_Atomic uint64_t scrub_pos;
+	/* initial sync of a new pool (rebuild.c scrub with resync): regions
+	 * from sync_pos on were never made consistent; sync_cp is the part
+	 * made durable (what superblocks record). syncing under bg_mu. */
+	_Atomic bool syncing;
+	_Atomic uint64_t sync_pos, sync_cp;
+	/* rows nothing could reconstruct (pool.c raid_pool_bad_*), under
+	 * bad_mu; recorded in the superblocks */
+	pthread_mutex_t bad_mu;
+	_Atomic unsigned n_bad;
+	struct raid_bad bad[RAID_MAX_BAD];
 };
 
 /* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */
@@ -509,7 +543,15 @@ void raid_member_fail(struct raid_member *m, int err, const char *why);
  * (too many errors, or no redundancy to repair from). */
 bool raid_member_read_error(struct raid_member *m, int err, uint64_t moff);
 #define RAID_MAX_READ_ERRORS 20u
-/* Readable at member data offset @moff. */
+/* Bad ranges (pool.c): record [a, b) of @slot as holding no valid data
+ * (merged with an adjacent range; when the table is full the nearest range
+ * of the slot grows to cover it: more is refused, never less); the caller
+ * writes the superblocks. */
+void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b);
+/* Does [a, b) of @slot (any slot when @slot is UINT32_MAX) overlap a bad range? */
+bool raid_pool_bad(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b);
+/* Readable at member data offset @moff (readable below @moff_end: the
+ * chunk ending there holds no bad range either). */
 bool raid_member_readable(const struct raid_member *m, uint64_t moff);
 bool raid_member_writable(const struct raid_member *m);
 /* Write every present member's superblock with the pool's current view. */

@@ -37,6 +37,7 @@
 struct bgio {
 	unsigned pending;
 	int err;
+	uint64_t rerr;            /* slots whose read failed and may be repaired */
 };
 
 static double now_s(void)
@@ -47,13 +48,24 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * A read error is handled as in the foreground (raid_member_read_error):
+ * counted, and below the limit the member stays in; the step rebuilds what
+ * it could not read from redundancy and writes it back. A write error, or a
+ * read error past the limit, fails the member.
+ */
 static void bg_mio_done(struct raid_mio *mio, int res)
 {
 	struct bgio *b = mio->arg;
 
 	if (res < 0) {
-		raid_member_fail(mio->m, res, mio->op == RAID_MIO_READ ? "read failed" : "write failed");
-		b->err = res;
+		if (mio->op == RAID_MIO_READ && raid_member_read_error(mio->m, res, mio->off)) {
+			b->rerr |= 1ull << mio->m->slot;
+		} else {
+			raid_member_fail(mio->m, res,
+					 mio->op == RAID_MIO_READ ? "read failed" : "write failed");
+			b->err = res;
+		}
 	}
 	b->pending--;
 }
@@ -133,17 +145,6 @@ static void pace(struct raid_pool *p, double t0, uint64_t bytes)
 	}
 }
 
-/* Logical range covering member rows [r0, r1) of device @dev. */
-static void rows_range(const struct raid_geom *g, unsigned dev, uint64_t r0, uint64_t r1,
-		       uint64_t *a, uint64_t *b)
-{
-	/* Every level here (raid10 has an even n) keeps member row r's data
-	 * at logical [r * stripe, (r + 1) * stripe). */
-	(void)dev;
-	*a = r0 * g->stripe_bytes;
-	*b = r1 * g->stripe_bytes;
-}
-
 /* Choose a slot to rebuild and a spare; swap the spare in. meta_mu held. */
 static struct raid_member *start_rebuild(struct raid_pool *p)
 {
@@ -175,6 +176,7 @@ static struct raid_member *start_rebuild(struct raid_pool *p)
 		return NULL;
 	old = t;
 	atomic_store(&sp->rebuild_pos, 0);
+	atomic_store(&sp->rebuild_cp, 0);
 	atomic_store(&sp->state, RAID_M_REBUILDING);
 	sp->slot = s;
 	old->slot = k;
@@ -189,15 +191,58 @@ static struct raid_member *start_rebuild(struct raid_pool *p)
 	return sp;
 }
 
+/* Can @m serve member rows [r0, r1) as a rebuild source? */
+static bool src_ok(struct raid_pool *p, struct raid_member *m, uint64_t r0, uint64_t r1)
+{
+	int st = atomic_load(&m->state);
+	const struct raid_geom *g = &p->g;
+
+	if (m->fd < 0 || (st != RAID_M_ACTIVE && st != RAID_M_REBUILDING))
+		return false;
+	if (st == RAID_M_REBUILDING && r1 * g->chunk > atomic_load(&m->rebuild_pos))
+		return false;
+	return !raid_pool_bad(p, m->slot, r0 * g->chunk, r1 * g->chunk);
+}
+
+/* Rows [r0, r1) of @slot hold nothing valid: record them (merged). */
+static void bad_rows(struct raid_pool *p, unsigned slot, uint64_t r0, uint64_t r1)
+{
+	raid_pool_bad_add(p, slot, r0 * p->g.chunk, r1 * p->g.chunk);
+}
+
+/* Rebuilt data durable on @t, then the checkpoint in the superblocks; false
+ * when the new member could not sync (it is failed). */
+static bool rebuild_checkpoint(struct raid_pool *p, struct raid_member *t)
+{
+	uint64_t pos = atomic_load(&t->rebuild_pos);
+
+	if (fdatasync(t->fd)) {
+		raid_member_fail(t, -errno, "fdatasync of rebuilt data failed");
+		return false;
+	}
+	atomic_store(&t->rebuild_cp, pos);
+	raid_pool_write_sbs(p, false);
+	return true;
+}
+
+/*
+ * Rebuild slot t->slot. A row is reconstructed only from members that hold
+ * it and only where the parity is in sync (raid_bm_unsynced: not dirty
+ * since a crash, reached by the initial sync, no bad range): a row parity
+ * cannot be trusted for, or one with more members unreadable than the level
+ * tolerates, is recorded as a bad range of the new member instead (reads of
+ * it fail with a medium error, never return data rebuilt from torn parity).
+ * Mirrors copy any surviving copy (it holds the old or the new data).
+ */
 static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member *t)
 {
 	const struct raid_geom *g = &p->g;
 	uint64_t k = STEP_BYTES / g->chunk ? STEP_BYTES / g->chunk : 1;
-	uint64_t step = k * g->chunk, row, done = 0;
+	uint64_t step = k * g->chunk, row, done = 0, excl = 0;
 	unsigned n = g->n, s = t->slot, i;
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
 	double t0 = now_s(), last_cp = t0;
-	bool ok = false;
+	bool ok = false, par = raid_geom_is_parity_level(g);
 
 	atomic_store(&p->rebuild_slot, (int)s);
 	for (i = 0; i < n; i++) {
@@ -213,73 +258,114 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 			 100.0 * (double)row / (double)g->rows);
 	while (row < g->rows) {
 		uint64_t r1 = row + k > g->rows ? g->rows : row + k, nb = (r1 - row) * g->chunk;
-		uint64_t a, b;
+		uint64_t srcs = 0, fix = 0;
 		struct raid_mio mio[RAID_MAX_SLOTS];
-		struct bgio io = { 0, 0 };
+		struct bgio io = { 0, 0, 0 };
 		struct raid_lk lk;
-		bool missing[RAID_MAX_SLOTS] = { false };
-		unsigned nmiss = 0;
 		int src = -1;
 
 		if (stop_requested(p) || atomic_load(&t->state) != RAID_M_REBUILDING ||
 		    atomic_load(&p->failed))
 			break;
-		rows_range(g, s, row, r1, &a, &b);
-		bg_lock(p, ctx, &lk, a, b);
-		if (raid_geom_is_parity_level(g)) {
+		bg_lock(p, ctx, &lk, row * g->stripe_bytes, r1 * g->stripe_bytes);
+		if (par) {
+			/* every member holding any of the rows; per row below */
 			for (i = 0; i < n; i++) {
-				missing[i] = i == s || !raid_member_readable(p->m[i], r1 * g->chunk);
-				nmiss += missing[i];
-				if (!missing[i])
-					bg_io(ctx, &io, &mio[i], p->m[i], RAID_MIO_READ, bufs[i],
-					      row * g->chunk, nb);
+				struct raid_member *m = p->m[i];
+				int st = atomic_load(&m->state);
+
+				if (i == s || m->fd < 0 || (st != RAID_M_ACTIVE && st != RAID_M_REBUILDING))
+					continue;
+				srcs |= 1ull << i;
+				bg_io(ctx, &io, &mio[i], m, RAID_MIO_READ, bufs[i], row * g->chunk, nb);
 			}
 		} else {
 			/* a mirror copy of the same member rows */
 			for (i = 0; i < n && src < 0; i++) {
 				unsigned d = g->level == CONF_RAID10 ? (s ^ 1u) : i;
 
-				if (d != s && raid_member_readable(p->m[d], r1 * g->chunk))
+				if (d != s && !(excl & (1ull << d)) && src_ok(p, p->m[d], row, r1))
 					src = (int)d;
 			}
 			if (src >= 0)
 				bg_io(ctx, &io, &mio[0], p->m[src], RAID_MIO_READ, bufs[s], row * g->chunk, nb);
 		}
-		if (bg_wait(ctx, &io) || nmiss > g->npar || (!raid_geom_is_parity_level(g) && src < 0)) {
+		if (bg_wait(ctx, &io)) {
+			/* a source failed for good: plan the step again */
 			raid_slock_release(&p->lock, &lk);
-			if (atomic_load(&p->failed) || (!raid_geom_is_parity_level(g) && src < 0) ||
-			    nmiss > g->npar) {
-				LOG_ERR(RAID_MOD, "pool %s: rebuild of slot %u stopped: no redundancy left",
-					p->name, s);
-				break;
-			}
-			continue;   /* a source failed: plan the step again */
+			continue;
 		}
-		if (raid_geom_is_parity_level(g)) {
-			for (uint64_t r = row; r < r1; r++) {
-				uint8_t *rb[RAID_MAX_SLOTS];
+		if (par) {
+			uint64_t r, b0 = UINT64_MAX;
 
-				for (i = 0; i < n; i++)
-					rb[i] = bufs[i] + (r - row) * g->chunk;
-				if (raid_par_recover(g, r, rb, missing, g->chunk))
-					io.err = -EIO;
+			for (r = row; r <= r1; r++) {
+				bool missing[RAID_MAX_SLOTS] = { false };
+				uint8_t *rb[RAID_MAX_SLOTS];
+				unsigned nm = 0;
+				bool bad = false;
+
+				if (r < r1) {
+					for (i = 0; i < n; i++) {
+						missing[i] = i == s || !(srcs & (1ull << i)) ||
+							     (io.rerr & (1ull << i)) ||
+							     !src_ok(p, p->m[i], r, r + 1);
+						nm += missing[i];
+						rb[i] = bufs[i] + (r - row) * g->chunk;
+					}
+					/* parity of an unsynced row may be torn */
+					bad = nm > g->npar || raid_bm_unsynced(p, r * g->chunk, g->chunk);
+					if (!bad && raid_par_recover(g, r, rb, missing, g->chunk))
+						bad = true;
+				}
+				if (bad && b0 == UINT64_MAX)
+					b0 = r;
+				if (!bad && b0 != UINT64_MAX) {
+					bad_rows(p, s, b0, r);
+					/* what a source could not read there stays unreadable */
+					for (i = 0; i < n; i++)
+						if (io.rerr & (1ull << i))
+							bad_rows(p, i, b0, r);
+					b0 = UINT64_MAX;
+				}
 			}
+			fix = io.rerr;
+		} else if (src < 0) {
+			/* no copy left for these rows */
+			bad_rows(p, s, row, r1);
+			excl = 0;
+		} else if (io.rerr) {
+			/* the copy read failed: another copy, then write it back */
+			excl |= io.rerr;
+			raid_slock_release(&p->lock, &lk);
+			continue;
+		} else {
+			for (i = 0; i < n; i++)
+				if ((excl & (1ull << i)) && (g->level == CONF_RAID1 || i == (s ^ 1u)) &&
+				    raid_member_writable(p->m[i])) {
+					memcpy(bufs[i], bufs[s], nb);
+					fix |= 1ull << i;
+				}
+			excl = 0;
 		}
-		if (!io.err)
-			bg_io(ctx, &io, &mio[s], t, RAID_MIO_WRITE, bufs[s], row * g->chunk, nb);
+		bg_io(ctx, &io, &mio[s], t, RAID_MIO_WRITE, bufs[s], row * g->chunk, nb);
+		for (i = 0; i < n; i++)
+			if ((fix & (1ull << i)) && i != s)
+				bg_io(ctx, &io, &mio[i], p->m[i], RAID_MIO_WRITE, bufs[i], row * g->chunk, nb);
 		if (bg_wait(ctx, &io)) {
 			raid_slock_release(&p->lock, &lk);
 			if (atomic_load(&t->state) != RAID_M_REBUILDING)
 				break;
 			continue;
 		}
+		/* bad ranges are recorded before the rows count as rebuilt */
 		atomic_store(&t->rebuild_pos, r1 * g->chunk);
 		raid_slock_release(&p->lock, &lk);
 		row = r1;
 		done += nb;
 		pace(p, t0, done);
 		if (now_s() - last_cp >= 1.0) {
-			raid_pool_write_sbs(p, false);    /* checkpoint */
+			if (!rebuild_checkpoint(p, t))
+				break;
 			last_cp = now_s();
 		}
 	}
@@ -287,7 +373,14 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 out_free:
 	for (i = 0; i < n; i++)
 		free(bufs[i]);
+	/* durable before any superblock calls it active (or moves the checkpoint) */
+	if (atomic_load(&t->state) == RAID_M_REBUILDING && fdatasync(t->fd)) {
+		raid_member_fail(t, -errno, "fdatasync of rebuilt data failed");
+		ok = false;
+	}
 	pthread_mutex_lock(&p->meta_mu);
+	if (atomic_load(&t->state) == RAID_M_REBUILDING)
+		atomic_store(&t->rebuild_cp, atomic_load(&t->rebuild_pos));
 	if (ok && atomic_load(&t->state) == RAID_M_REBUILDING) {
 		atomic_store(&t->state, RAID_M_ACTIVE);
 		LOG_INFO(RAID_MOD, "pool %s: rebuild of slot %u onto %s complete", p->name, s, t->path);
@@ -297,7 +390,98 @@ out_free:
 	atomic_store(&p->rebuild_slot, -1);
 }
 
-/* Check (and with @repair fix) every row; pool must be optimal. */
+/* Members synced, then the initial sync's checkpoint in the superblocks. */
+static void sync_checkpoint(struct raid_pool *p, bool finished)
+{
+	uint64_t pos = atomic_load(&p->sync_pos);
+
+	for (unsigned i = 0; i < p->g.n; i++)
+		if (raid_member_writable(p->m[i]) && fdatasync(p->m[i]->fd))
+			raid_member_fail(p->m[i], -errno, "fdatasync failed");
+	if (raid_pool_unusable(p))
+		return;     /* the next pass resumes from the last checkpoint */
+	pthread_mutex_lock(&p->meta_mu);
+	atomic_store(&p->sync_cp, pos);
+	if (finished) {
+		atomic_store(&p->syncing, false);
+		LOG_INFO(RAID_MOD, "pool %s: initial sync complete", p->name);
+	}
+	raid_pool_write_sbs_locked(p, false);
+	pthread_mutex_unlock(&p->meta_mu);
+}
+
+/*
+ * Read errors of one step (slots in @rerr): rebuild what could not be read
+ * from the other members into @rb, row by row, and return the slots to
+ * write back. Parity is trusted only where the row is in sync
+ * (!@unsynced): in an unsynced row only a parity device's chunk can be
+ * rebuilt (from the data); a data chunk that cannot be is recorded bad.
+ */
+static uint64_t scrub_fix_reads(struct raid_pool *p, uint64_t row, uint64_t r1, uint8_t **bufs,
+				uint64_t rerr, bool unsynced)
+{
+	const struct raid_geom *g = &p->g;
+	unsigned n = g->n, i;
+	uint64_t fix = 0;
+
+	for (uint64_t r = row; r < r1; r++) {
+		uint8_t *rb[RAID_MAX_SLOTS];
+		bool miss[RAID_MAX_SLOTS] = { false };
+		uint64_t o = (r - row) * g->chunk;
+		unsigned nm = 0;
+		bool lost = false;
+
+		for (i = 0; i < n; i++) {
+			rb[i] = bufs[i] + o;
+			miss[i] = rerr & (1ull << i);
+			nm += miss[i];
+		}
+		if (raid_geom_is_parity_level(g)) {
+			for (i = 0; i < n && unsynced; i++)
+				if (miss[i] && raid_geom_dev_dd(g, r, i) >= 0)
+					lost = true;
+			lost = lost || nm > g->npar || raid_par_recover(g, r, rb, miss, g->chunk);
+		} else {
+			/* each mirror set: copy a copy that was read */
+			unsigned set = g->level == CONF_RAID1 ? n : 2;
+
+			for (unsigned b = 0; b < n; b += set) {
+				int ref = -1;
+
+				for (i = b; i < b + set; i++)
+					if (!miss[i] && ref < 0)
+						ref = (int)i;
+				for (i = b; i < b + set; i++) {
+					if (!miss[i])
+						continue;
+					if (ref < 0)
+						raid_pool_bad_add(p, i, r * g->chunk, (r + 1) * g->chunk);
+					else
+						memcpy(rb[i], rb[ref], g->chunk);
+				}
+			}
+			continue;
+		}
+		if (lost) {
+			for (i = 0; i < n; i++)
+				if (miss[i])
+					raid_pool_bad_add(p, i, r * g->chunk, (r + 1) * g->chunk);
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (rerr & (1ull << i))
+			fix |= 1ull << i;
+	return fix;
+}
+
+/*
+ * Check (and with @repair fix) every row; pool must be optimal. With
+ * @resync only the unsynced regions (dirty at a crash, or not reached by
+ * the initial sync) are visited, always repairing: parity recomputed from
+ * the data, mirrors copied from their first copy. Rows in a bad range are
+ * left alone (nothing valid to check them against). Read errors are
+ * repaired from redundancy (scrub_fix_reads) and the member stays in.
+ */
 static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool resync)
 {
 	const struct raid_geom *g = &p->g;
@@ -305,9 +489,10 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 	uint64_t step = k * g->chunk, row = 0, done = 0;
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
 	unsigned n = g->n, i;
-	double t0 = now_s();
+	double t0 = now_s(), last_cp = t0;
 	uint64_t nmis = 0;
-	const char *what = resync ? "resync" : "scrub";
+	bool initial = resync && atomic_load(&p->syncing);
+	const char *what = initial ? "initial sync" : resync ? "resync" : "scrub";
 
 	/* A resync shows as a running scrub (state 3) but an operator's scrub
 	 * asked for meanwhile (state 1) keeps its state: see raid_pool_scrub. */
@@ -325,9 +510,10 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 	while (row < g->rows && !stop_requested(p)) {
 		uint64_t r1 = row + k > g->rows ? g->rows : row + k, nb = (r1 - row) * g->chunk;
 		struct raid_mio mio[RAID_MAX_SLOTS];
-		struct bgio io = { 0, 0 };
+		struct bgio io = { 0, 0, 0 };
 		struct raid_lk lk;
 		uint64_t fixmask = 0;
+		bool unsynced = false;
 
 		if (raid_pool_unusable(p)) {
 			LOG_ERR(RAID_MOD, "pool %s: %s stopped: pool not optimal", p->name, what);
@@ -349,10 +535,15 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 			raid_slock_release(&p->lock, &lk);
 			continue;
 		}
+		unsynced = resync || raid_bm_unsynced(p, row * g->chunk, nb);
+		if (io.rerr)
+			fixmask = scrub_fix_reads(p, row, r1, bufs, io.rerr, unsynced);
 		for (uint64_t r = row; r < r1; r++) {
 			uint8_t *rb[RAID_MAX_SLOTS];
 			uint64_t o = (r - row) * g->chunk;
 
+			if (raid_pool_bad(p, UINT32_MAX, r * g->chunk, (r + 1) * g->chunk))
+				continue;
 			for (i = 0; i < n; i++)
 				rb[i] = bufs[i] + o;
 			if (raid_geom_is_parity_level(g)) {
@@ -362,12 +553,13 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 					continue;
 				nmis++;
 				atomic_fetch_add(&p->scrub_mismatch, 1);
-				LOG_WARN(RAID_MOD, "pool %s: %s: row %llu mismatch%s%s", p->name, what,
-					 (unsigned long long)r, bad >= 0 ? ", bad member " : "",
-					 bad >= 0 ? p->m[bad]->path : "");
+				if (!initial)
+					LOG_WARN(RAID_MOD, "pool %s: %s: row %llu mismatch%s%s", p->name, what,
+						 (unsigned long long)r, bad >= 0 ? ", bad member " : "",
+						 bad >= 0 ? p->m[bad]->path : "");
 				if (!repair)
 					continue;
-				if (g->level == CONF_RAID6 && bad >= 0) {
+				if (g->level == CONF_RAID6 && bad >= 0 && !resync) {
 					bool miss[RAID_MAX_SLOTS] = { false };
 
 					miss[bad] = true;
@@ -401,15 +593,28 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 		for (i = 0; i < n; i++)
 			if (fixmask & (1ull << i))
 				bg_io(ctx, &io, &mio[i], p->m[i], RAID_MIO_WRITE, bufs[i], row * g->chunk, nb);
-		bg_wait(ctx, &io);
+		if (bg_wait(ctx, &io)) {
+			/* a member failed writing: the loop stops, the region stays unsynced */
+			raid_slock_release(&p->lock, &lk);
+			continue;
+		}
 		raid_slock_release(&p->lock, &lk);
-		if (resync && (r1 * g->chunk % p->bm.region == 0 || r1 == g->rows))
+		if (resync && (r1 * g->chunk % p->bm.region == 0 || r1 == g->rows)) {
 			raid_bm_synced(p, (r1 * g->chunk - 1) / p->bm.region);
+			if (initial && r1 * g->chunk > atomic_load(&p->sync_pos))
+				atomic_store(&p->sync_pos, r1 * g->chunk);
+		}
 		row = r1;
 		done += nb;
 		atomic_store(&p->scrub_pos, row * g->chunk);
 		pace(p, t0, done);
+		if (initial && now_s() - last_cp >= 1.0) {
+			sync_checkpoint(p, false);
+			last_cp = now_s();
+		}
 	}
+	if (initial)
+		sync_checkpoint(p, row >= g->rows && !atomic_load(&p->bm.n_unsynced));
 	LOG_INFO(RAID_MOD, "pool %s: %s done: %llu mismatches%s", p->name, what,
 		 (unsigned long long)nmis, repair ? " (repaired)" : "");
 out:

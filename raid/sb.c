@@ -14,8 +14,12 @@
  * 120 n_members  124 slot  128 flags  132 bitmap_bytes  136 events (u64)
  * 144 data_offset  152 data_size  160 bitmap_offset  168 bitmap_chunk (u32)
  * 172 rebuild_slot  176 rebuild_pos (u64)  184 n_slots  188 n_vols
+ * 192 sync_pos (u64, meaningful with flag RAID_SB_SYNCING)  200 n_bad
  * 256 slots[64] x 32: state u32, uuid[16]
  * 2304 vols[64] x 128: name[64], uuid[16], start, size, extent (u64)
+ * 10496 bad[32] x 24: slot u32, 4 zero bytes, a, b (u64: member bytes)
+ * Superblocks written before sync_pos/n_bad existed carry zeros there
+ * (no flag, no bad range): a synced pool without bad ranges.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,9 +35,11 @@
 #define SB_SLOT_SIZE 32u
 #define SB_VOLS_OFF (SB_SLOTS_OFF + RAID_MAX_SLOTS * SB_SLOT_SIZE)
 #define SB_VOL_SIZE 128u
+#define SB_BAD_OFF (SB_VOLS_OFF + RAID_MAX_VOLS * SB_VOL_SIZE)
+#define SB_BAD_SIZE 24u
 #define SB_CRC_OFF (RAID_SB_SIZE - 4u)
 
-_Static_assert(SB_VOLS_OFF + RAID_MAX_VOLS * SB_VOL_SIZE <= SB_CRC_OFF, "superblock too big");
+_Static_assert(SB_BAD_OFF + RAID_MAX_BAD * SB_BAD_SIZE <= SB_CRC_OFF, "superblock too big");
 _Static_assert(RAID_SB_SIZE <= 65536u, "superblock copies overlap");
 
 static void put32(uint8_t *p, uint32_t v)
@@ -104,6 +110,15 @@ void raid_sb_encode(const struct raid_sb *sb, uint8_t *b)
 	put64(b + 176, sb->rebuild_pos);
 	put32(b + 184, sb->n_slots);
 	put32(b + 188, sb->n_vols);
+	put64(b + 192, sb->sync_pos);
+	put32(b + 200, sb->n_bad);
+	for (i = 0; i < sb->n_bad && i < RAID_MAX_BAD; i++) {
+		uint8_t *r = b + SB_BAD_OFF + i * SB_BAD_SIZE;
+
+		put32(r, sb->bad[i].slot);
+		put64(r + 8, sb->bad[i].a);
+		put64(r + 16, sb->bad[i].b);
+	}
 	for (i = 0; i < sb->n_slots && i < RAID_MAX_SLOTS; i++) {
 		uint8_t *s = b + SB_SLOTS_OFF + i * SB_SLOT_SIZE;
 
@@ -159,6 +174,19 @@ int raid_sb_decode(const uint8_t *b, struct raid_sb *sb, const char **why)
 	sb->rebuild_pos = get64(b + 176);
 	sb->n_slots = get32(b + 184);
 	sb->n_vols = get32(b + 188);
+	sb->sync_pos = get64(b + 192);
+	sb->n_bad = get32(b + 200);
+	if (sb->n_bad > RAID_MAX_BAD) {
+		*why = "superblock fields out of range";
+		return -EINVAL;
+	}
+	for (i = 0; i < sb->n_bad; i++) {
+		const uint8_t *r = b + SB_BAD_OFF + i * SB_BAD_SIZE;
+
+		sb->bad[i].slot = get32(r);
+		sb->bad[i].a = get64(r + 8);
+		sb->bad[i].b = get64(r + 16);
+	}
 	if (sb->n_slots > RAID_MAX_SLOTS || sb->n_vols > RAID_MAX_VOLS ||
 	    sb->n_members > sb->n_slots || sb->slot >= sb->n_slots || sb->chunk == 0 ||
 	    sb->level > CONF_RAID10) {

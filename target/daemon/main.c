@@ -965,6 +965,14 @@ static int status_json(struct daemon *d, struct json_object *reply, bool stats)
 		if (pi->rebuild_eta_s >= 0)
 			json_object_object_add(p, "rebuild_eta_s",
 					       json_object_new_double(pi->rebuild_eta_s));
+		if (pi->syncing) {
+			/* initial sync of a new pool over members that held data */
+			json_object_object_add(p, "sync_progress", json_object_new_double(pi->sync_progress));
+			if (pi->sync_eta_s >= 0)
+				json_object_object_add(p, "sync_eta_s", json_object_new_double(pi->sync_eta_s));
+		}
+		if (pi->bad_bytes)
+			json_object_object_add(p, "bad_bytes", json_object_new_int64((int64_t)pi->bad_bytes));
 		json_object_object_add(p, "usable_bytes", json_object_new_int64((int64_t)pi->usable_bytes));
 		json_object_object_add(p, "chunk", json_object_new_int64((int64_t)pi->chunk));
 		if (!conf_pool_find(d->conf, pi->name))

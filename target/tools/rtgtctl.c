@@ -275,6 +275,15 @@ static void print_pools(struct json_object *reply, bool counters)
 		       scrub);
 		if (get(p, "rebuild_eta_s") && strcmp(state, "rebuilding") == 0)
 			printf("  rebuild eta %.0f s\n", json_object_get_double(get(p, "rebuild_eta_s")));
+		if (get(p, "sync_progress")) {
+			printf("  initial sync %.1f%%", json_object_get_double(get(p, "sync_progress")) * 100.0);
+			if (get(p, "sync_eta_s"))
+				printf(", eta %.0f s", json_object_get_double(get(p, "sync_eta_s")));
+			printf("\n");
+		}
+		if (get(p, "bad_bytes"))
+			printf("  %s recorded bad (unreadable)\n",
+			       human_bytes(get_i64(p, "bad_bytes"), b1, sizeof(b1)));
 		if (counters)
 			printf("  %3s %-36s %-10s %10s %10s %10s %10s %8s %8s %8s %8s\n", "#", "MEMBER",
 			       "STATE", "READ", "WRITTEN", "READ OPS", "WRITE OPS", "RD p50", "RD p99",
