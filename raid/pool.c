@@ -146,6 +146,8 @@ void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t 
 
 		r->a = a < r->a ? a : r->a;
 		r->b = b > r->b ? b : r->b;
+		pthread_mutex_unlock(&p->bad_mu);
+		return;     /* logged when it began */
 	} else if (n < RAID_MAX_BAD) {
 		p->bad[n].slot = slot;
 		p->bad[n].a = a;
@@ -160,7 +162,7 @@ void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t 
 			p->name, slot);
 	}
 	pthread_mutex_unlock(&p->bad_mu);
-	LOG_ERR(RAID_MOD, "pool %s: slot %u member bytes [%llu, %llu) cannot be reconstructed: recorded bad (reads fail with a medium error)",
+	LOG_ERR(RAID_MOD, "pool %s: slot %u member bytes from [%llu, %llu) on cannot be reconstructed: recorded bad (reads fail with a medium error)",
 		p->name, slot, (unsigned long long)a, (unsigned long long)b);
 }
 

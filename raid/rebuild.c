@@ -32,6 +32,8 @@
 #include "raid/rbd_int.h"
 
 #define STEP_BYTES (1u << 20)
+/* rows in a step at the smallest chunk (CONF_CHUNK_MIN, 4 KiB) */
+#define RAID_MAX_STEP_ROWS (STEP_BYTES / 4096u)
 #define CACHE_MAX_AGE_MS 100
 
 struct bgio {
@@ -68,6 +70,71 @@ static void bg_mio_done(struct raid_mio *mio, int res)
 		}
 	}
 	b->pending--;
+}
+
+/* A re-read of one row after a read error: only where it failed matters. */
+struct reread {
+	struct raid_mio mio;
+	int res;
+	unsigned *pending;
+};
+
+static void bg_reread_done(struct raid_mio *mio, int res)
+{
+	struct reread *rr = (struct reread *)mio;
+
+	rr->res = res;     /* counted already by the read that found it */
+	(*rr->pending)--;
+}
+
+/*
+ * The step's read of each member in @rerr failed somewhere: read it again
+ * row by row (chunk by chunk) into the same buffers, so that only the rows
+ * that fail again are treated as missing (bit i of rowmask[r - row]).
+ * Returns 0 or -ENOMEM (then every row of those members counts as failed).
+ */
+static int bg_failed_rows(struct raid_pool *p, struct raid_ioctx *ctx, uint8_t **bufs,
+			  uint64_t rerr, uint64_t row, uint64_t r1, uint64_t *rowmask)
+{
+	const struct raid_geom *g = &p->g;
+	struct reread *rr = calloc(r1 - row, sizeof(*rr));
+	unsigned pending = 0;
+	bool nomem = !rr;
+
+	memset(rowmask, 0, (r1 - row) * sizeof(*rowmask));
+	for (unsigned i = 0; i < g->n; i++) {
+		if (!(rerr & (1ull << i)))
+			continue;
+		if (!rr) {
+			for (uint64_t r = row; r < r1; r++)
+				rowmask[r - row] |= 1ull << i;
+			continue;
+		}
+		for (uint64_t r = row; r < r1; r++) {
+			struct reread *x = &rr[r - row];
+
+			memset(x, 0, sizeof(*x));
+			x->pending = &pending;
+			x->mio.m = p->m[i];
+			x->mio.op = RAID_MIO_READ;
+			x->mio.buf = bufs[i] + (r - row) * g->chunk;
+			x->mio.off = r * g->chunk;
+			x->mio.len = g->chunk;
+			x->mio.cb = bg_reread_done;
+			x->mio.arg = x;
+			if (raid_mio_submit(ctx, &x->mio) == 0)
+				pending++;
+			else
+				x->res = -EIO;
+		}
+		while (pending)
+			raid_ioctx_wait(ctx, 100);
+		for (uint64_t r = row; r < r1; r++)
+			if (rr[r - row].res < 0)
+				rowmask[r - row] |= 1ull << i;
+	}
+	free(rr);
+	return nomem ? -ENOMEM : 0;
 }
 
 static void bg_io(struct raid_ioctx *ctx, struct bgio *b, struct raid_mio *mio, struct raid_member *m,
@@ -130,13 +197,14 @@ static bool stop_requested(struct raid_pool *p)
 static void pace(struct raid_pool *p, double t0, uint64_t bytes)
 {
 	double el = now_s() - t0;
+	unsigned mbps = p->rebuild_mbps;   /* once: a reload may change it */
 
 	if (el > 0)
 		atomic_store(&p->rebuild_rate, (uint64_t)((double)bytes / el));
-	if (!p->rebuild_mbps)
+	if (!mbps)
 		return;
 	for (;;) {
-		double want = (double)bytes / ((double)p->rebuild_mbps * 1e6);
+		double want = (double)bytes / ((double)mbps * 1e6);
 
 		el = now_s() - t0;
 		if (el >= want || stop_requested(p))
@@ -238,7 +306,7 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 {
 	const struct raid_geom *g = &p->g;
 	uint64_t k = STEP_BYTES / g->chunk ? STEP_BYTES / g->chunk : 1;
-	uint64_t step = k * g->chunk, row, done = 0, excl = 0;
+	uint64_t step = k * g->chunk, row, done = 0;
 	unsigned n = g->n, s = t->slot, i;
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
 	double t0 = now_s(), last_cp = t0;
@@ -284,7 +352,7 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 			for (i = 0; i < n && src < 0; i++) {
 				unsigned d = g->level == CONF_RAID10 ? (s ^ 1u) : i;
 
-				if (d != s && !(excl & (1ull << d)) && src_ok(p, p->m[d], row, r1))
+				if (d != s && src_ok(p, p->m[d], row, r1))
 					src = (int)d;
 			}
 			if (src >= 0)
@@ -296,18 +364,21 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 			continue;
 		}
 		if (par) {
-			uint64_t r, b0 = UINT64_MAX;
+			uint64_t r, b0 = UINT64_MAX, rowmask[RAID_MAX_STEP_ROWS];
 
+			if (io.rerr)
+				bg_failed_rows(p, ctx, bufs, io.rerr, row, r1, rowmask);
 			for (r = row; r <= r1; r++) {
 				bool missing[RAID_MAX_SLOTS] = { false };
 				uint8_t *rb[RAID_MAX_SLOTS];
+				uint64_t failed = r < r1 && io.rerr ? rowmask[r - row] : 0;
 				unsigned nm = 0;
 				bool bad = false;
 
 				if (r < r1) {
 					for (i = 0; i < n; i++) {
 						missing[i] = i == s || !(srcs & (1ull << i)) ||
-							     (io.rerr & (1ull << i)) ||
+							     (failed & (1ull << i)) ||
 							     !src_ok(p, p->m[i], r, r + 1);
 						nm += missing[i];
 						rb[i] = bufs[i] + (r - row) * g->chunk;
@@ -317,14 +388,15 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 					if (!bad && raid_par_recover(g, r, rb, missing, g->chunk))
 						bad = true;
 				}
-				if (bad && b0 == UINT64_MAX)
-					b0 = r;
-				if (!bad && b0 != UINT64_MAX) {
-					bad_rows(p, s, b0, r);
+				if (bad) {
+					if (b0 == UINT64_MAX)
+						b0 = r;
 					/* what a source could not read there stays unreadable */
 					for (i = 0; i < n; i++)
-						if (io.rerr & (1ull << i))
-							bad_rows(p, i, b0, r);
+						if (failed & (1ull << i))
+							bad_rows(p, i, r, r + 1);
+				} else if (b0 != UINT64_MAX) {
+					bad_rows(p, s, b0, r);
 					b0 = UINT64_MAX;
 				}
 			}
@@ -332,20 +404,35 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 		} else if (src < 0) {
 			/* no copy left for these rows */
 			bad_rows(p, s, row, r1);
-			excl = 0;
 		} else if (io.rerr) {
-			/* the copy read failed: another copy, then write it back */
-			excl |= io.rerr;
-			raid_slock_release(&p->lock, &lk);
-			continue;
-		} else {
-			for (i = 0; i < n; i++)
-				if ((excl & (1ull << i)) && (g->level == CONF_RAID1 || i == (s ^ 1u)) &&
-				    raid_member_writable(p->m[i])) {
-					memcpy(bufs[i], bufs[s], nb);
-					fix |= 1ull << i;
+			/* rows the copy cannot read: from another copy, else lost */
+			uint64_t rowmask[RAID_MAX_STEP_ROWS];
+			uint8_t *sb[RAID_MAX_SLOTS] = { NULL };
+
+			sb[src] = bufs[s];
+			bg_failed_rows(p, ctx, sb, io.rerr, row, r1, rowmask);
+			for (uint64_t r = row; r < r1; r++) {
+				bool got = false;
+
+				if (!rowmask[r - row])
+					continue;
+				for (i = 0; i < n && !got && g->level == CONF_RAID1; i++) {
+					struct bgio one = { 0, 0, 0 };
+
+					if (i == s || i == (unsigned)src || !src_ok(p, p->m[i], r, r + 1))
+						continue;
+					bg_io(ctx, &one, &mio[src], p->m[i], RAID_MIO_READ,
+					      bufs[s] + (r - row) * g->chunk, r * g->chunk, g->chunk);
+					got = !bg_wait(ctx, &one) && !one.rerr;
 				}
-			excl = 0;
+				if (!got) {
+					bad_rows(p, s, r, r + 1);
+					bad_rows(p, (unsigned)src, r, r + 1);
+				}
+			}
+			/* the copy gets back what it could not read */
+			if (raid_member_writable(p->m[src]))
+				bg_io(ctx, &io, &mio[src], p->m[src], RAID_MIO_WRITE, bufs[s], row * g->chunk, nb);
 		}
 		bg_io(ctx, &io, &mio[s], t, RAID_MIO_WRITE, bufs[s], row * g->chunk, nb);
 		for (i = 0; i < n; i++)
@@ -411,19 +498,21 @@ static void sync_checkpoint(struct raid_pool *p, bool finished)
 }
 
 /*
- * Read errors of one step (slots in @rerr): rebuild what could not be read
+ * Read errors of one step (slots in @rerr; the rows that fail again when
+ * read one by one are the ones lost): rebuild what could not be read
  * from the other members into @rb, row by row, and return the slots to
  * write back. Parity is trusted only where the row is in sync
  * (!@unsynced): in an unsynced row only a parity device's chunk can be
  * rebuilt (from the data); a data chunk that cannot be is recorded bad.
  */
-static uint64_t scrub_fix_reads(struct raid_pool *p, uint64_t row, uint64_t r1, uint8_t **bufs,
-				uint64_t rerr, bool unsynced)
+static uint64_t scrub_fix_reads(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t row,
+				uint64_t r1, uint8_t **bufs, uint64_t rerr, bool unsynced)
 {
 	const struct raid_geom *g = &p->g;
 	unsigned n = g->n, i;
-	uint64_t fix = 0;
+	uint64_t fix = 0, rowmask[RAID_MAX_STEP_ROWS];
 
+	bg_failed_rows(p, ctx, bufs, rerr, row, r1, rowmask);
 	for (uint64_t r = row; r < r1; r++) {
 		uint8_t *rb[RAID_MAX_SLOTS];
 		bool miss[RAID_MAX_SLOTS] = { false };
@@ -433,7 +522,7 @@ static uint64_t scrub_fix_reads(struct raid_pool *p, uint64_t row, uint64_t r1, 
 
 		for (i = 0; i < n; i++) {
 			rb[i] = bufs[i] + o;
-			miss[i] = rerr & (1ull << i);
+			miss[i] = rowmask[r - row] & (1ull << i);
 			nm += miss[i];
 		}
 		if (raid_geom_is_parity_level(g)) {
@@ -537,7 +626,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 		}
 		unsynced = resync || raid_bm_unsynced(p, row * g->chunk, nb);
 		if (io.rerr)
-			fixmask = scrub_fix_reads(p, row, r1, bufs, io.rerr, unsynced);
+			fixmask = scrub_fix_reads(p, ctx, row, r1, bufs, io.rerr, unsynced);
 		for (uint64_t r = row; r < r1; r++) {
 			uint8_t *rb[RAID_MAX_SLOTS];
 			uint64_t o = (r - row) * g->chunk;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -282,6 +283,415 @@ START_TEST(t04_scrub)
 }
 END_TEST
 
+/* Member files that already hold data (a reused disk): random bytes. */
+static void prefill(char **list, unsigned n, uint64_t bytes)
+{
+	uint8_t *buf = malloc(1 << 20);
+
+	ck_assert_ptr_nonnull(buf);
+	for (unsigned i = 0; i < n; i++) {
+		int fd = open(list[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+		ck_assert_int_ge(fd, 0);
+		for (uint64_t off = 0; off < bytes; off += 1 << 20) {
+			for (unsigned k = 0; k < 1 << 20; k++)
+				buf[k] = (uint8_t)random();
+			ck_assert_int_eq(pwrite(fd, buf, 1 << 20, (off_t)off), 1 << 20);
+		}
+		close(fd);
+	}
+	free(buf);
+}
+
+static void file_copy(const char *from, const char *to)
+{
+	int a = open(from, O_RDONLY), b = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	uint8_t *buf = malloc(1 << 20);
+	ssize_t r;
+
+	ck_assert(a >= 0 && b >= 0 && buf);
+	while ((r = read(a, buf, 1 << 20)) > 0)
+		ck_assert_int_eq(write(b, buf, (size_t)r), r);
+	ck_assert_int_eq(r, 0);
+	close(a);
+	close(b);
+	free(buf);
+}
+
+static void wait_synced(struct raid_pool *p, double max_s)
+{
+	struct raid_pool_info info;
+
+	for (int i = 0; i < (int)(max_s * 50); i++) {
+		ck_assert_int_eq(raid_pool_info(p, &info), 0);
+		if (!info.syncing && atomic_load(&p->bm.n_unsynced) == 0)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("initial sync did not finish (%.1f%%)", info.sync_progress * 100.0);
+}
+
+/* Every 4 KiB block reads what @shadow says or fails with -EIO (a medium
+ * error): never different data. Returns how many failed. */
+static unsigned verify_or_eio(struct raid_vol *v, struct raid_ioctx *ctx, const uint8_t *shadow)
+{
+	uint64_t size = raid_vol_bytes(v);
+	uint8_t buf[4096];
+	unsigned eio = 0;
+
+	for (uint64_t off = 0; off < size; off += sizeof(buf)) {
+		int rc = rf_io(v, ctx, RAID_OP_READ, off, sizeof(buf), buf);
+
+		if (rc == -EIO) {
+			eio++;
+			continue;
+		}
+		ck_assert_int_eq(rc, 0);
+		ck_assert_msg(!memcmp(buf, shadow + off, sizeof(buf)),
+			      "GOOD with wrong data at %llu", (unsigned long long)off);
+	}
+	return eio;
+}
+
+/*
+ * A new pool over members that hold random bytes: the initial sync makes
+ * parity and mirrors agree (a scrub finds nothing), never-written blocks
+ * read the same every time, and after small read-modify-write writes and
+ * large ones every block reads right with any one member failed.
+ */
+START_TEST(t05_initial_sync)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	unsigned s = (unsigned)_i, n = shapes[s].n;
+	uint64_t size, mism;
+	uint8_t *shadow, *again;
+	char bak[10][160];
+
+	srandom(11 + s);
+	mkpool(shapes[s].level, n, 0, shapes[s].chunk);
+	prefill(paths, n, MEMBER_BYTES);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	wait_synced(p, 30);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_str_eq(info.state, "optimal");
+	ck_assert(info.sync_progress >= 1.0);
+	scrub_wait(p, false, &mism);
+	ck_assert_uint_eq(mism, 0);
+	size = raid_vol_bytes(v);
+	shadow = malloc(size);
+	again = malloc(size);
+	ck_assert(shadow && again);
+	/* never written: whatever it reads, the same every time */
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 0, size, shadow), 0);
+	for (unsigned k = 0; k < 3; k++) {
+		ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 0, size, again), 0);
+		ck_assert(!memcmp(shadow, again, size));
+	}
+	/* small writes (read-modify-write on raid5/6) and a few large ones */
+	for (unsigned k = 0; k < 64; k++) {
+		uint64_t len = k % 8 == 7 ? 100 * 1024 : 4096;
+		uint64_t off = (uint64_t)(random() % ((size - len) / 512)) * 512;
+
+		for (uint64_t b = 0; b < len; b++)
+			shadow[off + b] = (uint8_t)random();
+		ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, off, len, shadow + off), 0);
+	}
+	raid_pool_close(p);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(bak[i], sizeof(bak[i]), "%s.bak", paths[i]);
+		file_copy(paths[i], bak[i]);
+	}
+	for (unsigned f = 0; f < n; f++) {
+		char name[8];
+
+		for (unsigned i = 0; i < n; i++)
+			file_copy(bak[i], paths[i]);
+		ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+		ck_assert_int_eq(raid_pool_info(p, &info), 0);
+		ck_assert(!info.syncing);
+		ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+		snprintf(name, sizeof(name), "%u", f);
+		ck_assert_int_eq(raid_pool_fail(p, name), 0);
+		verify(v, ctx, shadow);
+		raid_pool_close(p);
+	}
+	for (unsigned i = 0; i < n; i++)
+		unlink(bak[i]);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+	free(again);
+}
+END_TEST
+
+/*
+ * The initial sync is paced like a rebuild, shows progress and an ETA, and
+ * resumes after a restart from its checkpoint in the superblock; a pool
+ * whose member files rtgt created (sparse) skips it.
+ */
+START_TEST(t06_initial_sync_resume)
+{
+	struct raid_pool *p;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	struct raid_sb sb;
+	uint64_t mism;
+	double frac, t0, el;
+	int fd;
+
+	srandom(21);
+	mkpool(CONF_RAID5, 4, 0, 65536);
+	cp.rebuild_mbps = 2;      /* 7 MiB of member data: ~3.7 s */
+	prefill(paths, 4, MEMBER_BYTES);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	usleep(1500000);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_str_eq(info.state, "optimal");
+	ck_assert(info.syncing);
+	ck_assert_msg(info.sync_progress > 0.1 && info.sync_progress < 0.8, "progress %.2f",
+		      info.sync_progress);
+	ck_assert(info.sync_eta_s > 0);
+	raid_pool_close(p);
+	fd = open(paths[0], O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(raid_sb_read(fd, &sb), 0);
+	close(fd);
+	ck_assert(sb.flags & RAID_SB_SYNCING);
+	ck_assert(!(sb.flags & RAID_SB_CLEAN));
+	frac = (double)sb.sync_pos / (double)sb.data_size;
+	ck_assert_msg(frac > 0.1, "checkpoint %.2f", frac);
+
+	t0 = rf_now_s();
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert(info.syncing && info.sync_progress >= frac);
+	wait_synced(p, 30);
+	el = rf_now_s() - t0;
+	ck_assert_msg(el < 3.7 * (1.0 - frac) + 0.8, "resume restarted from the beginning (%.2fs)", el);
+	cp.rebuild_mbps = 0;
+	raid_pool_close(p);
+	fd = open(paths[0], O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(raid_sb_read(fd, &sb), 0);
+	close(fd);
+	ck_assert(!(sb.flags & RAID_SB_SYNCING));
+	ck_assert(sb.flags & RAID_SB_CLEAN);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert(!info.syncing);
+	scrub_wait(p, false, &mism);
+	ck_assert_uint_eq(mism, 0);
+	raid_pool_close(p);
+
+	/* files rtgt creates itself read zeros: nothing to sync */
+	rf_paths_drop(paths, 4);
+	mkpool(CONF_RAID5, 4, 0, 65536);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert(!info.syncing);
+	ck_assert_uint_eq(atomic_load(&p->bm.n_unsynced), 0);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+}
+END_TEST
+
+/* In a child process: open the pool, write @len bytes of @data at each of
+ * @offs, and die without closing it (an unclean stop: the regions written
+ * stay dirty in the bitmap). */
+static void crash_after_writes(const uint64_t *offs, unsigned noffs, const uint8_t *data,
+			       uint64_t len)
+{
+	int st = 0;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct raid_ioctx *c;
+		struct raid_pool *q;
+		struct raid_vol *w;
+
+		if (raid_ioctx_create(&c) || raid_pool_open(&cp, &q) || raid_vol_open(q, "v", &full, &w))
+			_exit(2);
+		for (unsigned i = 0; i < noffs; i++)
+			if (rf_io(w, c, RAID_OP_WRITE, offs[i], len, (uint8_t *)data))
+				_exit(3);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/*
+ * Unclean stop (row 0 dirty), a torn write (one data chunk reached its
+ * member, the parity did not), then a member lost and rebuilt onto a spare:
+ * the rebuild must not reconstruct the dirty rows from that parity. They
+ * become a bad range: reading them fails (medium error), also after a
+ * restart; no block ever reads back wrong data.
+ */
+START_TEST(t07_rebuild_unsynced_rows)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *shadow, torn[65536], buf[4096];
+	uint64_t off0 = 0;
+	unsigned dx, dl;
+	int fd;
+
+	srandom(31);
+	mkpool(CONF_RAID5, 4, 1, 65536);
+	shadow = open_written(&ctx, &p, &v);
+	dx = raid_geom_data_dev(&p->g, 0, 1);
+	dl = raid_geom_data_dev(&p->g, 0, 2);
+	raid_pool_close(p);
+	for (unsigned k = 0; k < 65536; k++)
+		shadow[k] = (uint8_t)random();
+	crash_after_writes(&off0, 1, shadow, 65536);
+	for (unsigned k = 0; k < sizeof(torn); k++)
+		torn[k] = (uint8_t)random();
+	fd = open(paths[dx], O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, torn, sizeof(torn), RAID_DATA_OFF), (ssize_t)sizeof(torn));
+	close(fd);
+	memcpy(shadow + 65536, torn, sizeof(torn));
+	ck_assert_int_eq(unlink(paths[dl]), 0);
+	cp.start_degraded = true;
+
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	wait_state(p, "optimal", 30);
+	for (int i = 0; i < 500 && atomic_load(&p->bm.n_unsynced); i++)
+		usleep(20000);
+	ck_assert_uint_eq(atomic_load(&p->bm.n_unsynced), 0);
+	ck_assert_uint_gt(verify_or_eio(v, ctx, shadow), 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 131072, 4096, buf), -EIO);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_gt(info.bad_bytes, 0);
+	raid_pool_close(p);
+
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 131072, 4096, buf), -EIO);
+	ck_assert_uint_gt(verify_or_eio(v, ctx, shadow), 0);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+}
+END_TEST
+
+/* Member @i's data area reads fail in [off, off + len) until rewritten. */
+static void inject(struct raid_pool *p, unsigned i, uint64_t off, uint64_t len)
+{
+	atomic_store(&p->m[i]->fi_off, off);
+	atomic_store(&p->m[i]->fi_len, len);
+}
+
+static void assert_repaired(struct raid_pool *p, unsigned i)
+{
+	ck_assert_str_eq(raid_mstate_name(atomic_load(&p->m[i]->state)), "active");
+	ck_assert_uint_ge(atomic_load(&p->m[i]->rd_errors), 1);
+	ck_assert_uint_eq(atomic_load(&p->m[i]->fi_len), 0);     /* rewritten */
+}
+
+/*
+ * A read error during a scrub (0), a resync (1) and a rebuild (2: raid6,
+ * redundancy left; 3: raid5, none left for those rows) is handled like a
+ * foreground one: rebuilt from redundancy and written back, the member
+ * stays in; rows nothing can rebuild become a bad range instead of failing
+ * the member (which on raid5 would have failed the pool).
+ */
+START_TEST(t08_background_read_errors)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *shadow;
+	uint64_t mism, chunk = 65536;
+	int pd, qd;
+
+	srandom(41 + _i);
+	mkpool(_i == 2 ? CONF_RAID6 : CONF_RAID5, _i == 2 ? 5 : 4, _i >= 2, chunk);
+	shadow = open_written(&ctx, &p, &v);
+	switch (_i) {
+	case 0: {
+		/* member 1 holds data in row 5 */
+		uint64_t r = raid_geom_dev_dd(&p->g, 5, 1) >= 0 ? 5 : 6;
+
+		inject(p, 1, r * chunk + 4096, 4096);
+		scrub_wait(p, false, &mism);
+		ck_assert_uint_eq(mism, 0);
+		assert_repaired(p, 1);
+		ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+		verify(v, ctx, shadow);
+		break;
+	}
+	case 1: {
+		/* dirty regions 0 and 3 at a crash; the resync reads parity of a
+		 * row in region 3 with an error (region 0 first, then a paced
+		 * pause: time to inject) */
+		uint64_t r = 3 * (1u << 20) / chunk, offs[2] = { 0, r * p->g.stripe_bytes };
+		uint8_t data[4096];
+
+		memset(data, 0x5a, sizeof(data));
+		raid_pool_close(p);
+		crash_after_writes(offs, 2, data, sizeof(data));
+		memcpy(shadow + offs[0], data, sizeof(data));
+		memcpy(shadow + offs[1], data, sizeof(data));
+		cp.rebuild_mbps = 1;
+		ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+		raid_geom_parity(&p->g, r, &pd, &qd);
+		inject(p, (unsigned)pd, r * chunk, 4096);
+		ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+		for (int i = 0; i < 500 && atomic_load(&p->bm.n_unsynced); i++)
+			usleep(20000);
+		ck_assert_uint_eq(atomic_load(&p->bm.n_unsynced), 0);
+		assert_repaired(p, (unsigned)pd);
+		scrub_wait(p, false, &mism);
+		ck_assert_uint_eq(mism, 0);
+		ck_assert_int_eq(raid_pool_fail(p, pd ? "0" : "1"), 0);
+		verify(v, ctx, shadow);
+		break;
+	}
+	case 2:
+		/* raid6: slot 0 rebuilt, member 2 unreadable in row 5 */
+		inject(p, 2, 5 * chunk, 4096);
+		ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+		wait_state(p, "optimal", 30);
+		assert_repaired(p, 2);
+		ck_assert_int_eq(raid_pool_info(p, &info), 0);
+		ck_assert_uint_eq(info.bad_bytes, 0);
+		verify(v, ctx, shadow);
+		ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
+		ck_assert_int_eq(raid_pool_fail(p, "3"), 0);
+		verify(v, ctx, shadow);
+		break;
+	default:
+		/* raid5: slot 0 rebuilt, member 2 unreadable in row 5: that
+		 * row has no redundancy left */
+		inject(p, 2, 5 * chunk, 4096);
+		ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+		wait_state(p, "optimal", 30);
+		ck_assert_str_eq(raid_mstate_name(atomic_load(&p->m[2]->state)), "active");
+		ck_assert_int_eq(raid_pool_info(p, &info), 0);
+		ck_assert_uint_eq(info.bad_bytes, 2 * chunk);   /* row 5 of slots 0 and 2 */
+		/* at most row 5 (io.c fails a row with two chunks missing) */
+		mism = verify_or_eio(v, ctx, shadow);
+		ck_assert(mism > 0 && mism <= p->g.stripe_bytes / 4096);
+		break;
+	}
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -289,6 +699,10 @@ int main(void)
 		CK_CASE("02_add_spare", t02_add_spare),
 		CK_CASE("03_resume_and_rate", t03_resume_and_rate),
 		CK_CASE("04_scrub", t04_scrub, .loop_end = 4),
+		CK_CASE("05_initial_sync", t05_initial_sync, .loop_end = 4),
+		CK_CASE("06_initial_sync_resume", t06_initial_sync_resume),
+		CK_CASE("07_rebuild_unsynced_rows", t07_rebuild_unsynced_rows),
+		CK_CASE("08_background_read_errors", t08_background_read_errors, .loop_end = 4),
 	};
 
 	return ck_main(&(struct ck_suite_def){
