@@ -28,6 +28,11 @@
  * (raid_lost_beyond: raid0 any, raid1 all, raid5 two, raid6 three, raid10 both
  * members of one mirror pair), re-evaluated at every superblock write -
  * assembly, failures, a spare taking a slot, the end of a rebuild.
+ *
+ * Bad ranges (raid_pool_bad_add, under bad_mu): member bytes of a slot that
+ * hold nothing valid (rebuild.c could not reconstruct them); persistent in
+ * the superblocks, only ever added or grown. A member is not readable there
+ * (raid_member_readable) and the bitmap reports them unsynced.
  */
 #include <errno.h>
 #include <fcntl.h>

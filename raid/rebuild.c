@@ -9,9 +9,18 @@
  * unusable and a spare exists, or a REBUILDING member was found at assembly:
  * start_rebuild() swaps the spare into the slot) -> IDLE when done, stopped
  * or failed; IDLE -> SCRUB (scrub_req, or resync_req after an unclean
- * shutdown) -> IDLE; any state -> EXIT on bg_stop (raid_bg_stop). A stopped
- * rebuild leaves its checkpoint (rebuild_pos, written to the superblocks at
- * least once a second and at stop) and resumes from there on the next start.
+ * shutdown or while the initial sync of a new pool is pending: p->syncing)
+ * -> IDLE; any state -> EXIT on bg_stop (raid_bg_stop). A stopped rebuild
+ * leaves its checkpoint (rebuild_cp: rebuild_pos once fdatasync'd on the new
+ * member, written to the superblocks at least once a second and at stop) and
+ * resumes from there on the next start; the initial sync likewise (sync_cp,
+ * after an fdatasync of the members; syncing goes false at its end).
+ *
+ * Rows nothing can rebuild (parity not in sync: raid_bm_unsynced; or more
+ * members missing than the level tolerates) become bad ranges (pool.c),
+ * recorded before rebuild_pos passes them. Read errors of background reads
+ * count like foreground ones (raid_member_read_error) and are repaired from
+ * redundancy; only past the limit, or on a write error, is a member failed.
  *
  * scrub_state (changed under bg_mu): an operator's scrub is 1 from
  * raid_pool_scrub() until it ended, then 2; a resync is 3 ("running") then
@@ -19,8 +28,9 @@
  * goes to 1 and the resync's end leaves it there until the scrub ended.
  *
  * Rebuild invariant: below member->rebuild_pos the rebuilding member holds
- * exactly what its slot should hold; rebuild_pos only grows, and only while
- * the stripe lock of the rows below it is held.
+ * exactly what its slot should hold, except in its bad ranges; rebuild_pos
+ * only grows, and only while the stripe lock of the rows below it is held;
+ * rebuild_cp <= rebuild_pos.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -61,6 +61,15 @@ static void sample(struct raid_sb *sb)
 	sb->vols[1].start = 3 << 18;
 	sb->vols[1].size = 512;
 	sb->vols[1].extent = 3 << 16;
+	sb->flags = RAID_SB_SYNCING;
+	sb->sync_pos = 9 * 65536;
+	sb->n_bad = 2;
+	sb->bad[0].slot = 3;
+	sb->bad[0].a = 65536;
+	sb->bad[0].b = 4 * 65536;
+	sb->bad[1].slot = 5;
+	sb->bad[1].a = 0;
+	sb->bad[1].b = 123 * 65536;
 }
 
 START_TEST(t01_encode_decode)
