@@ -269,6 +269,17 @@ static struct raid_member *start_rebuild(struct raid_pool *p)
 	return sp;
 }
 
+/*
+ * Between steps of a long rebuild or sync: cached stripe rows older than
+ * CACHE_MAX_AGE_MS go out as they would between tasks (bg_main), so that
+ * acknowledged writes do not wait in memory for the whole pass.
+ */
+static void bg_cache_upkeep(struct raid_pool *p, struct raid_ioctx *ctx)
+{
+	if (atomic_load(&p->sc.n))
+		raid_bg_cache_flush(p, ctx, CACHE_MAX_AGE_MS);
+}
+
 /* Can @m serve member rows [r0, r1) as a rebuild source? */
 static bool src_ok(struct raid_pool *p, struct raid_member *m, uint64_t r0, uint64_t r1)
 {
@@ -460,6 +471,7 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 		row = r1;
 		done += nb;
 		pace(p, t0, done);
+		bg_cache_upkeep(p, ctx);
 		if (now_s() - last_cp >= 1.0) {
 			if (!rebuild_checkpoint(p, t))
 				break;
@@ -707,6 +719,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 		done += nb;
 		atomic_store(&p->scrub_pos, row * g->chunk);
 		pace(p, t0, done);
+		bg_cache_upkeep(p, ctx);
 		if (initial && now_s() - last_cp >= 1.0) {
 			sync_checkpoint(p, false);
 			last_cp = now_s();

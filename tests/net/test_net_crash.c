@@ -10,6 +10,11 @@
  *    hand (garbage in the parity / second copy of a block whose write was in
  *    flight), so the resync has at least one real disagreement to repair,
  *    and then fails the member whose loss makes reads depend on it.
+ * 03 SIGKILL during the initial sync of a raid5 pool over member files that
+ *    held random bytes: `rtgtctl status` shows its progress (JSON and text);
+ *    after the restart it resumes from its checkpoint, not from 0, and once
+ *    done every written block (1 MiB and 4 KiB writes) and every never-written
+ *    one reads the same with a member failed.
  * 02 a member file of another pool in place of a member: DESIGN.md Part B and
  *    raid/README.md ("Assembly"): rtgtd exits 1 at once with a line naming
  *    the member and the pool it belongs to, the foreign file untouched; with
@@ -562,12 +567,163 @@ START_TEST(t02_foreign_member)
 }
 END_TEST
 
+/* ---- 03: SIGKILL during the initial sync ---- */
+
+#define SYNC_SPAN (8u << 20)    /* never written, read before and after a failure */
+
+static void read_range(uint64_t off0, uint64_t len, uint8_t *out, uint32_t bs, const char *when)
+{
+	const uint32_t piece = 1u << 20;
+
+	for (uint64_t off = off0; off < off0 + len; off += piece) {
+		struct scsi_task *t = iscsi_read16_sync(C, 0, off / bs, piece, (int)bs,
+							0, 0, 0, 0, 0);
+
+		ck_assert_msg(t && t->status == SCSI_STATUS_GOOD && t->datain.size == (int)piece,
+			      "%s: READ 16 at byte %llu failed", when, (unsigned long long)off);
+		memcpy(out + (off - off0), t->datain.data, piece);
+		scsi_free_scsi_task(t);
+	}
+}
+
+static double sync_progress(struct json_object *p)
+{
+	struct json_object *v = NULL;
+
+	return json_object_object_get_ex(p, "sync_progress", &v) ? json_object_get_double(v) : -1.0;
+}
+
+static bool sync_past(struct json_object *p, void *arg, char *last, size_t lastlen)
+{
+	double got = sync_progress(p);
+
+	snprintf(last, lastlen, "state %s, sync_progress %.3f", rj_str(p, "state"), got);
+	return got >= *(double *)arg;
+}
+
+static bool sync_done(struct json_object *p, void *arg, char *last, size_t lastlen)
+{
+	snprintf(last, lastlen, "state %s, sync_progress %.3f, scrub %s", rj_str(p, "state"),
+		 sync_progress(p), rj_str(p, "scrub_state"));
+	return !strcmp(rj_str(p, "state"), "optimal") && sync_progress(p) < 0 &&
+	       strcmp(rj_str(p, "scrub_state"), "running") != 0;
+}
+
+START_TEST(t03_initial_sync_crash)
+{
+	uint8_t *want = malloc((size_t)REGION * BLK), *got = malloc((size_t)REGION * BLK);
+	uint8_t *span0 = malloc(SYNC_SPAN), *span1 = malloc(SYNC_SPAN), *buf = malloc(1u << 20);
+	char members[256], last[160];
+	static char out[8192];
+	double at = 0.15, resumed;
+	struct json_object *root, *p;
+	uint64_t blocks, span_off;
+	uint32_t bs;
+	int rc;
+
+	ck_assert(want && got && span0 && span1 && buf);
+	/* members that already hold data: random bytes */
+	for (unsigned i = 0; i < 4; i++) {
+		char path[256];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/d%u.img", D.dir, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		ck_assert_int_ge(fd, 0);
+		for (unsigned mb = 0; mb < 32; mb++) {
+			harness_fill_random(buf, 1u << 20, 1000u * i + mb + 1);
+			ck_assert_int_eq(pwrite(fd, buf, 1u << 20, (off_t)mb << 20), 1 << 20);
+		}
+		close(fd);
+	}
+	ck_assert_int_eq(harness_img_list(members, sizeof(members), "d", 4), 0);
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
+		"pools = ( { name = \"p\"; level = \"raid5\"; chunk = \"64K\";\n"
+		"            members = ( %s );\n"
+		"            create_size = \"32M\"; rebuild_mbps = 4; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( %s );\n",
+		members, D.port, HARNESS_TARGET_DEFAULT), 0);
+	nf_start(&D);
+	bs = login();
+	nf_capacity(C, &blocks, &bs);
+	span_off = blocks * bs - SYNC_SPAN;
+	/* pattern A in 1 MiB writes, then every 7th block again in 4 KiB
+	 * writes (read-modify-write): while the sync runs */
+	for (uint32_t blk = 0; blk < REGION; blk++)
+		stamp(want + (size_t)blk * BLK, blk, 0);
+	for (uint32_t blk = 0; blk < REGION; blk += (1u << 20) / BLK)
+		write_sync((uint64_t)blk * BLK, want + (size_t)blk * BLK, 1u << 20, bs);
+	for (uint32_t blk = 3; blk < REGION; blk += 7) {
+		stamp(want + (size_t)blk * BLK, blk, 1);
+		write_sync((uint64_t)blk * BLK, want + (size_t)blk * BLK, BLK, bs);
+	}
+	{
+		struct scsi_task *t = iscsi_synchronizecache10_sync(C, 0, 0, 0, 0, 0);
+
+		ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "SYNCHRONIZE CACHE: %s",
+			      iscsi_get_error(C));
+		scsi_free_scsi_task(t);
+	}
+	if (!rj_wait_pool(&D, "p", WAIT_MS, sync_past, &at, last, sizeof(last)))
+		ck_abort_msg("no initial sync progress in status (%s)", last);
+	p = rj_status_pool(&D, "p", &root);
+	ck_assert_msg(sync_progress(p) < 0.9, "initial sync ran faster than its cap (%.2f)",
+		      sync_progress(p));
+	json_object_put(root);
+	rc = rj_ctl(&D, out, sizeof(out), "status", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "initial sync "), "rtgtctl status: %d\n%s", rc, out);
+	/* a checkpoint is written about once a second */
+	usleep(1200000);
+	kill(D.pid, SIGKILL);
+	iscsi_destroy_context(C);
+	C = NULL;
+	for (unsigned i = 0; i < 500 && harness_alive(&D); i++)
+		usleep(10000);
+	ck_assert_msg(!harness_alive(&D), "rtgtd survived SIGKILL");
+
+	nf_start(&D);
+	p = rj_status_pool(&D, "p", &root);
+	resumed = sync_progress(p);
+	json_object_put(root);
+	ck_assert_msg(resumed >= at, "initial sync resumed at %.3f, not from its checkpoint "
+		      "(>= %.3f)", resumed, at);
+	if (!rj_wait_pool(&D, "p", WAIT_MS, sync_done, NULL, last, sizeof(last))) {
+		harness_dump_log(&D, stderr, 30);
+		ck_abort_msg("initial sync did not finish (%s)", last);
+	}
+	bs = login();
+	read_region(got, bs, "after the initial sync");
+	for (uint32_t blk = 0; blk < REGION; blk++)
+		ck_assert_msg(!memcmp(got + (size_t)blk * BLK, want + (size_t)blk * BLK, BLK),
+			      "after the crash and the sync, block %u does not read back", blk);
+	read_range(span_off, SYNC_SPAN, span0, bs, "never written");
+	rc = rj_ctl(&D, out, sizeof(out), "fail", "p", "d1.img", (char *)NULL);
+	ck_assert_msg(rc == 0, "rtgtctl fail p d1.img exited %d: %s", rc, out);
+	read_region(got, bs, "a member failed");
+	for (uint32_t blk = 0; blk < REGION; blk++)
+		ck_assert_msg(!memcmp(got + (size_t)blk * BLK, want + (size_t)blk * BLK, BLK),
+			      "with d1 failed, block %u reads wrong", blk);
+	read_range(span_off, SYNC_SPAN, span1, bs, "never written, a member failed");
+	ck_assert_msg(!memcmp(span0, span1, SYNC_SPAN),
+		      "never-written blocks read differently with d1 failed");
+	stop_expect_0();
+	free(want);
+	free(got);
+	free(span0);
+	free(span1);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
 		CK_CASE("01_crash_raid5", t01_crash_raid5),
 		CK_CASE("01_crash_raid1", t01_crash_raid1),
 		CK_CASE("02_foreign_member", t02_foreign_member),
+		CK_CASE("03_initial_sync_crash", t03_initial_sync_crash),
 	};
 
 	return ck_main(&(struct ck_suite_def){
