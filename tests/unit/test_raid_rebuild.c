@@ -407,7 +407,7 @@ START_TEST(t05_initial_sync)
 		file_copy(paths[i], bak[i]);
 	}
 	for (unsigned f = 0; f < n; f++) {
-		char name[8];
+		char name[16];
 
 		for (unsigned i = 0; i < n; i++)
 			file_copy(bak[i], paths[i]);
