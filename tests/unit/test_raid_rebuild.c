@@ -2,7 +2,10 @@
  * tests/unit/test_raid_rebuild.c - the background thread: automatic rebuild
  * onto configured and added spares (data right even after an original member
  * fails afterwards), rebuild resumed after close/open, the rebuild rate cap,
- * scrub counting and repairing injected corruption.
+ * scrub counting and repairing injected corruption; the initial sync of a
+ * new pool over members that held data (and its resume), rows a rebuild
+ * must not reconstruct (bad ranges), read errors during scrub, resync and
+ * rebuild, and the durable rebuild checkpoint.
  */
 #include <check.h>
 #include <errno.h>
@@ -692,6 +695,73 @@ START_TEST(t08_background_read_errors)
 }
 END_TEST
 
+static void granted(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/*
+ * Superblocks record only the rebuild position made durable on the new
+ * member (its checkpoint), also when something else rewrites them during a
+ * rebuild: a crash then resumes from rows that are on the disk, not from
+ * rows still in the page cache.
+ */
+START_TEST(t09_rebuild_checkpoint_durable)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_member *t;
+	struct raid_sb sb;
+	struct raid_lk lk;
+	uint8_t *shadow;
+	bool got = false;
+	int fd, tries;
+
+	srandom(51);
+	mkpool(CONF_RAID5, 4, 1, 65536);
+	cp.rebuild_mbps = 3;
+	shadow = open_written(&ctx, &p, &v);
+	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
+	wait_state(p, "rebuilding", 2);
+	t = p->m[1];
+	/* hold the rebuild between two steps, past its last checkpoint */
+	for (tries = 0; tries < 100; tries++) {
+		usleep(100000);
+		memset(&lk, 0, sizeof(lk));
+		lk.a = 0;
+		lk.b = p->g.usable;
+		lk.excl = true;
+		lk.ctx = ctx;
+		lk.fn = granted;
+		lk.arg = &got;
+		got = raid_slock_acquire(&p->lock, &lk);
+		while (!got)
+			raid_ioctx_wait(ctx, 100);
+		if (atomic_load(&t->rebuild_pos) > atomic_load(&t->rebuild_cp) &&
+		    atomic_load(&t->rebuild_cp) > 0)
+			break;
+		raid_slock_release(&p->lock, &lk);
+	}
+	ck_assert_int_lt(tries, 100);
+	ck_assert_int_eq(raid_pool_write_sbs(p, false), 0);   /* e.g. a failure elsewhere */
+	fd = open(spaths[0], O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(raid_sb_read(fd, &sb), 0);
+	close(fd);
+	ck_assert_uint_eq(sb.rebuild_slot, 1);
+	ck_assert_uint_eq(sb.rebuild_pos, atomic_load(&t->rebuild_cp));
+	ck_assert_uint_lt(sb.rebuild_pos, atomic_load(&t->rebuild_pos));
+	raid_slock_release(&p->lock, &lk);
+	wait_state(p, "optimal", 30);
+	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+	verify(v, ctx, shadow);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -703,6 +773,7 @@ int main(void)
 		CK_CASE("06_initial_sync_resume", t06_initial_sync_resume),
 		CK_CASE("07_rebuild_unsynced_rows", t07_rebuild_unsynced_rows),
 		CK_CASE("08_background_read_errors", t08_background_read_errors, .loop_end = 4),
+		CK_CASE("09_rebuild_checkpoint_durable", t09_rebuild_checkpoint_durable),
 	};
 
 	return ck_main(&(struct ck_suite_def){
