@@ -270,14 +270,21 @@ static struct raid_member *start_rebuild(struct raid_pool *p)
 }
 
 /*
- * Between steps of a long rebuild or sync: cached stripe rows older than
- * CACHE_MAX_AGE_MS go out as they would between tasks (bg_main), so that
- * acknowledged writes do not wait in memory for the whole pass.
+ * Between steps of a long rebuild or sync, what bg_main does between tasks:
+ * cached stripe rows older than CACHE_MAX_AGE_MS go out, so acknowledged
+ * writes do not wait in memory for the whole pass, and about once a second
+ * idle bitmap regions are cleared, so a crash later in the pass does not
+ * leave every region written meanwhile dirty (on a degraded pool a dirty
+ * region cannot be rebuilt: it would become a bad range).
  */
-static void bg_cache_upkeep(struct raid_pool *p, struct raid_ioctx *ctx)
+static void bg_upkeep(struct raid_pool *p, struct raid_ioctx *ctx, double *last_clear)
 {
 	if (atomic_load(&p->sc.n))
 		raid_bg_cache_flush(p, ctx, CACHE_MAX_AGE_MS);
+	if (now_s() - *last_clear >= 1.0) {
+		raid_bm_clear_idle(p, false);
+		*last_clear = now_s();
+	}
 }
 
 /* Can @m serve member rows [r0, r1) as a rebuild source? */
@@ -330,7 +337,7 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 	uint64_t step = k * g->chunk, row, done = 0;
 	unsigned n = g->n, s = t->slot, i;
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
-	double t0 = now_s(), last_cp = t0;
+	double t0 = now_s(), last_cp = t0, last_clear = t0;
 	bool ok = false, par = raid_geom_is_parity_level(g);
 
 	atomic_store(&p->rebuild_slot, (int)s);
@@ -471,7 +478,7 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 		row = r1;
 		done += nb;
 		pace(p, t0, done);
-		bg_cache_upkeep(p, ctx);
+		bg_upkeep(p, ctx, &last_clear);
 		if (now_s() - last_cp >= 1.0) {
 			if (!rebuild_checkpoint(p, t))
 				break;
@@ -600,7 +607,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 	uint64_t step = k * g->chunk, row = 0, done = 0;
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
 	unsigned n = g->n, i;
-	double t0 = now_s(), last_cp = t0;
+	double t0 = now_s(), last_cp = t0, last_clear = t0;
 	uint64_t nmis = 0;
 	bool initial = resync && atomic_load(&p->syncing);
 	const char *what = initial ? "initial sync" : resync ? "resync" : "scrub";
@@ -719,7 +726,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 		done += nb;
 		atomic_store(&p->scrub_pos, row * g->chunk);
 		pace(p, t0, done);
-		bg_cache_upkeep(p, ctx);
+		bg_upkeep(p, ctx, &last_clear);
 		if (initial && now_s() - last_cp >= 1.0) {
 			sync_checkpoint(p, false);
 			last_cp = now_s();

@@ -15,6 +15,9 @@
  *    after the restart it resumes from its checkpoint, not from 0, and once
  *    done every written block (1 MiB and 4 KiB writes) and every never-written
  *    one reads the same with a member failed.
+ * 04 SIGKILL during a rebuild onto a spare (raid5, 4 MB/s): after the restart
+ *    the rebuild resumes from its checkpoint (not from 0), and once optimal,
+ *    with another original member failed, every block reads what was written.
  * 02 a member file of another pool in place of a member: DESIGN.md Part B and
  *    raid/README.md ("Assembly"): rtgtd exits 1 at once with a line naming
  *    the member and the pool it belongs to, the foreign file untouched; with
@@ -717,6 +720,110 @@ START_TEST(t03_initial_sync_crash)
 }
 END_TEST
 
+/* ---- 04: SIGKILL during a rebuild ---- */
+
+static double rebuild_progress(struct json_object *p)
+{
+	struct json_object *v = NULL;
+
+	return json_object_object_get_ex(p, "rebuild_progress", &v) ? json_object_get_double(v) : -1.0;
+}
+
+static bool rebuild_past(struct json_object *p, void *arg, char *last, size_t lastlen)
+{
+	snprintf(last, lastlen, "state %s, rebuild_progress %.3f", rj_str(p, "state"),
+		 rebuild_progress(p));
+	return !strcmp(rj_str(p, "state"), "rebuilding") && rebuild_progress(p) >= *(double *)arg;
+}
+
+static bool optimal(struct json_object *p, void *arg, char *last, size_t lastlen)
+{
+	snprintf(last, lastlen, "state %s, rebuild_progress %.3f", rj_str(p, "state"),
+		 rebuild_progress(p));
+	return !strcmp(rj_str(p, "state"), "optimal");
+}
+
+START_TEST(t04_rebuild_crash)
+{
+	uint8_t *want = malloc((size_t)REGION * BLK), *got = malloc((size_t)REGION * BLK);
+	char members[256], last[160];
+	static char out[8192];
+	double at = 0.4, resumed;
+	struct json_object *root, *p;
+	uint32_t bs;
+	int rc;
+
+	ck_assert(want && got);
+	ck_assert_int_eq(harness_img_list(members, sizeof(members), "d", 4), 0);
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
+		"pools = ( { name = \"p\"; level = \"raid5\"; chunk = \"64K\";\n"
+		"            members = ( %s ); spares = ( \"s0.img\" );\n"
+		"            create_size = \"32M\"; rebuild_mbps = 4; } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( %s );\n",
+		members, D.port, HARNESS_TARGET_DEFAULT), 0);
+	nf_start(&D);
+	bs = login();
+	for (uint32_t blk = 0; blk < REGION; blk++)
+		stamp(want + (size_t)blk * BLK, blk, 0);
+	for (uint32_t blk = 0; blk < REGION; blk += (1u << 20) / BLK)
+		write_sync((uint64_t)blk * BLK, want + (size_t)blk * BLK, 1u << 20, bs);
+	rc = rj_ctl(&D, out, sizeof(out), "fail", "p", "d2.img", (char *)NULL);
+	ck_assert_msg(rc == 0, "rtgtctl fail p d2.img exited %d: %s", rc, out);
+	/* writes while it rebuilds, some into rows not rebuilt yet */
+	for (uint32_t blk = 5; blk < REGION; blk += 11) {
+		stamp(want + (size_t)blk * BLK, blk, 1);
+		write_sync((uint64_t)blk * BLK, want + (size_t)blk * BLK, BLK, bs);
+	}
+	{
+		struct scsi_task *t = iscsi_synchronizecache10_sync(C, 0, 0, 0, 0, 0);
+
+		ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "SYNCHRONIZE CACHE: %s",
+			      iscsi_get_error(C));
+		scsi_free_scsi_task(t);
+	}
+	if (!rj_wait_pool(&D, "p", WAIT_MS, rebuild_past, &at, last, sizeof(last)))
+		ck_abort_msg("no rebuild progress (%s)", last);
+	usleep(1200000);    /* past a checkpoint */
+	kill(D.pid, SIGKILL);
+	iscsi_destroy_context(C);
+	C = NULL;
+	for (unsigned i = 0; i < 500 && harness_alive(&D); i++)
+		usleep(10000);
+	ck_assert_msg(!harness_alive(&D), "rtgtd survived SIGKILL");
+
+	nf_start(&D);
+	p = rj_status_pool(&D, "p", &root);
+	resumed = rebuild_progress(p);
+	ck_assert_msg(!strcmp(rj_str(p, "state"), "rebuilding") && resumed >= at,
+		      "after the restart: state %s, rebuild at %.3f (the checkpoint was past %.3f)",
+		      rj_str(p, "state"), resumed, at);
+	json_object_put(root);
+	if (!rj_wait_pool(&D, "p", WAIT_MS, optimal, NULL, last, sizeof(last))) {
+		harness_dump_log(&D, stderr, 30);
+		ck_abort_msg("the resumed rebuild did not finish (%s)", last);
+	}
+	/* every write had ended long before the kill: nothing is dirty, so
+	 * nothing had to be given up as a bad range */
+	p = rj_status_pool(&D, "p", &root);
+	ck_assert_msg(!json_object_object_get_ex(p, "bad_bytes", NULL), "bad ranges recorded: %lld bytes",
+		      (long long)rj_int(p, "bad_bytes"));
+	json_object_put(root);
+	bs = login();
+	rc = rj_ctl(&D, out, sizeof(out), "fail", "p", "d0.img", (char *)NULL);
+	ck_assert_msg(rc == 0, "rtgtctl fail p d0.img exited %d: %s", rc, out);
+	read_region(got, bs, "rebuilt, d0 failed");
+	for (uint32_t blk = 0; blk < REGION; blk++)
+		ck_assert_msg(!memcmp(got + (size_t)blk * BLK, want + (size_t)blk * BLK, BLK),
+			      "after the crash during the rebuild, with d0 failed, block %u reads wrong",
+			      blk);
+	stop_expect_0();
+	free(want);
+	free(got);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -724,6 +831,7 @@ int main(void)
 		CK_CASE("01_crash_raid1", t01_crash_raid1),
 		CK_CASE("02_foreign_member", t02_foreign_member),
 		CK_CASE("03_initial_sync_crash", t03_initial_sync_crash),
+		CK_CASE("04_rebuild_crash", t04_rebuild_crash),
 	};
 
 	return ck_main(&(struct ck_suite_def){
