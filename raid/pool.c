@@ -126,10 +126,41 @@ bool raid_pool_bad(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b)
 	return hit;
 }
 
+/* The table is full: merge the two nearest ranges of one slot into one
+ * (covering the gap between them too). false when no slot has two. bad_mu held. */
+static bool bad_make_room(struct raid_pool *p)
+{
+	unsigned i, k, n = atomic_load(&p->n_bad), bi = 0, bk = 0;
+	uint64_t bestgap = UINT64_MAX;
+
+	for (i = 0; i < n; i++)
+		for (k = i + 1; k < n; k++) {
+			struct raid_bad *x = &p->bad[i], *y = &p->bad[k];
+			uint64_t gap;
+
+			if (x->slot != y->slot)
+				continue;
+			gap = x->b < y->a ? y->a - x->b : y->b < x->a ? x->a - y->b : 0;
+			if (gap < bestgap) {
+				bestgap = gap;
+				bi = i;
+				bk = k;
+			}
+		}
+	if (bestgap == UINT64_MAX)
+		return false;
+	p->bad[bi].a = p->bad[bi].a < p->bad[bk].a ? p->bad[bi].a : p->bad[bk].a;
+	p->bad[bi].b = p->bad[bi].b > p->bad[bk].b ? p->bad[bi].b : p->bad[bk].b;
+	p->bad[bk] = p->bad[n - 1];
+	atomic_store(&p->n_bad, n - 1);
+	return true;
+}
+
 void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b)
 {
 	unsigned i, n, best = UINT32_MAX;
 	uint64_t bestgap = UINT64_MAX;
+	bool lost = false;
 
 	pthread_mutex_lock(&p->bad_mu);
 	n = atomic_load(&p->n_bad);
@@ -153,20 +184,22 @@ void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t 
 		r->b = b > r->b ? b : r->b;
 		pthread_mutex_unlock(&p->bad_mu);
 		return;     /* logged when it began */
-	} else if (n < RAID_MAX_BAD) {
+	}
+	if (n == RAID_MAX_BAD && !bad_make_room(p)) {
+		lost = true;     /* 32 slots with one range each: cannot record it */
+	} else {
+		n = atomic_load(&p->n_bad);
 		p->bad[n].slot = slot;
 		p->bad[n].a = a;
 		p->bad[n].b = b;
 		atomic_store(&p->n_bad, n + 1);
-	} else {
-		/* full of other slots' ranges: take this slot's whole space */
-		p->bad[n - 1].slot = slot;
-		p->bad[n - 1].a = 0;
-		p->bad[n - 1].b = p->g.member_bytes;
-		LOG_ERR(RAID_MOD, "pool %s: bad range table full: all of slot %u recorded bad",
-			p->name, slot);
 	}
 	pthread_mutex_unlock(&p->bad_mu);
+	if (lost && slot < p->n_slots && p->m[slot]) {
+		/* the member must not be read there: not at all, then */
+		raid_member_fail(p->m[slot], -EIO, "bad range table full");
+		return;
+	}
 	LOG_ERR(RAID_MOD, "pool %s: slot %u member bytes from [%llu, %llu) on cannot be reconstructed: recorded bad (reads fail with a medium error)",
 		p->name, slot, (unsigned long long)a, (unsigned long long)b);
 }
@@ -1211,8 +1244,8 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 					     (double)rate;
 	}
 	out->syncing = atomic_load(&p->syncing);
-	out->sync_progress = p->g.member_bytes ? (double)atomic_load(&p->sync_pos) /
-						 (double)p->g.member_bytes : 1.0;
+	out->sync_progress = out->syncing && p->g.member_bytes ?
+			     (double)atomic_load(&p->sync_pos) / (double)p->g.member_bytes : 1.0;
 	out->sync_eta_s = -1.0;
 	if (out->syncing && atomic_load(&p->rebuild_slot) < 0 && atomic_load(&p->scrub_state) == 3 &&
 	    atomic_load(&p->rebuild_rate))

@@ -545,8 +545,9 @@ bool raid_member_read_error(struct raid_member *m, int err, uint64_t moff);
 #define RAID_MAX_READ_ERRORS 20u
 /* Bad ranges (pool.c): record [a, b) of @slot as holding no valid data
  * (merged with an adjacent range; when the table is full the nearest range
- * of the slot grows to cover it: more is refused, never less); the caller
- * writes the superblocks. */
+ * of the slot grows to cover it, or two ranges of one slot merge to make
+ * room: more is refused, never less; with no way to record it the member
+ * is failed); the caller writes the superblocks. */
 void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b);
 /* Does [a, b) of @slot (any slot when @slot is UINT32_MAX) overlap a bad range? */
 bool raid_pool_bad(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b);

@@ -24,6 +24,9 @@
  *    spare added later rebuilds into the slot
  * 10 raid_pool_remove refuses an active member (-EBUSY) and an unknown one
  *    (-ENOENT); nothing changes
+ * 11 bad ranges: adjacent ones merge, a full table merges ranges of one slot
+ *    (never forgets a byte), a member is not readable there and the bitmap
+ *    reports them unsynced; they survive a restart (superblock)
  */
 #include <check.h>
 #include <errno.h>
@@ -586,6 +589,47 @@ START_TEST(t10_remove_active_refused)
 }
 END_TEST
 
+START_TEST(t11_bad_ranges)
+{
+	struct raid_pool *p;
+	struct raid_pool_info info;
+	const uint64_t c = 65536;
+
+	mkconf(&cp, paths, "a", CONF_RAID5, 4);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert(raid_member_readable(p->m[1], 3 * c));
+	raid_pool_bad_add(p, 1, 2 * c, 3 * c);
+	raid_pool_bad_add(p, 1, 3 * c, 4 * c);          /* adjacent: one range */
+	ck_assert_uint_eq(atomic_load(&p->n_bad), 1);
+	ck_assert(!raid_member_readable(p->m[1], 3 * c));
+	ck_assert(!raid_member_readable(p->m[1], 4 * c));
+	ck_assert(raid_member_readable(p->m[1], 2 * c));
+	ck_assert(raid_member_readable(p->m[1], 5 * c));
+	ck_assert(raid_member_readable(p->m[2], 3 * c));  /* other slots */
+	ck_assert(raid_bm_unsynced(p, 3 * c, c));
+	ck_assert(!raid_bm_unsynced(p, 6 * c, c));
+	/* 40 more, every other row of slot 2: the table holds 32, merged */
+	for (uint64_t r = 0; r < 40; r++)
+		raid_pool_bad_add(p, 2, (2 * r + 10) * c, (2 * r + 11) * c);
+	ck_assert_uint_le(atomic_load(&p->n_bad), RAID_MAX_BAD);
+	for (uint64_t r = 0; r < 40; r++)
+		ck_assert(raid_pool_bad(p, 2, (2 * r + 10) * c, (2 * r + 11) * c));
+	ck_assert(raid_pool_bad(p, 1, 2 * c, 4 * c));
+	ck_assert(!raid_pool_bad(p, 1, 4 * c, 100 * c));
+	ck_assert_int_eq(raid_pool_write_sbs(p, false), 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_ge(info.bad_bytes, 42 * c);
+	raid_pool_close(p);
+
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert(!raid_member_readable(p->m[1], 3 * c));
+	for (uint64_t r = 0; r < 40; r++)
+		ck_assert(!raid_member_readable(p->m[2], (2 * r + 11) * c));
+	ck_assert(raid_member_readable(p->m[3], 11 * c));
+	raid_pool_close(p);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -599,6 +643,7 @@ int main(void)
 		CK_CASE("08_remove_spare", t08_remove_spare),
 		CK_CASE("09_remove_faulty_restart", t09_remove_faulty_restart),
 		CK_CASE("10_remove_active_refused", t10_remove_active_refused),
+		CK_CASE("11_bad_ranges", t11_bad_ranges),
 	};
 
 	return ck_main(&(struct ck_suite_def){
