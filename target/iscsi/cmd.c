@@ -161,7 +161,7 @@ void iscsi_task_abort(struct iscsi_task *t, uint32_t tmf_id)
 		t->req = NULL;
 	}
 	t->dead = true;
-	t->cmd.aborted = 1;
+	scsi_cmd_abort(&t->cmd);
 	if (tmf_id > t->tmf_id)
 		t->tmf_id = tmf_id;
 	/* Inside scsi it stays listed so that a TMF can wait for it; cmd_done
@@ -180,7 +180,7 @@ void iscsi_tasks_abort_all(struct iscsi_conn *c)
 			t->req = NULL;
 		}
 		t->dead = true;
-		t->cmd.aborted = 1;
+		scsi_cmd_abort(&t->cmd);
 		task_unlink(t);
 	}
 }
@@ -764,7 +764,7 @@ static void cmd_done(struct scsi_cmd *cmd)
 		LOG_ERR(MOD, "%s: task 0x%x invariant violated", c->peer_str, t->itt);
 	t->in_scsi = false;
 	c->n_scsi--;
-	if (t->dead || cmd->aborted || c->state != CONN_FFP) {
+	if (t->dead || scsi_cmd_aborted(cmd) || c->state != CONN_FFP) {
 		/* aborted: RFC 7143 4.2.3.3, no response for it */
 		t->dead = true;
 		task_unlink(t);

@@ -13,11 +13,20 @@
  *   NEW:     fields set by the transport; not on any list.
  *   CHECKED: shared checks passed; linked on lu->inflight (under lu->lock).
  *   RUNNING: volume I/O may be outstanding; cmd->aborted may be set by
- *            scsi_tmf() from any thread.
- *   DONE:    unlinked from lu->inflight; cmd->done called exactly once.
+ *            scsi_tmf() from any thread (scsi_cmd_abort()).
+ *   DONE:    unlinked from lu->inflight; its LU reference dropped; cmd->done
+ *            called exactly once.
  *
- * Invariant (scsi_lu_check()): lu->n_inflight equals the length of
- * lu->inflight, and every UA queue holds at most SCSI_UA_MAX entries.
+ * LU lifetime: the LUN lookup takes a reference (lu->refs) under the target
+ * lock, held from NEW to DONE, refusals included, and by every scsi_tmf()
+ * and counter read for as long as it touches the LU. A reload that unmaps
+ * the LU frees it only when scsi_lu_inflight() (the references) is 0, and
+ * scsi_lu_destroy() waits for 0: a command is never left holding a freed LU
+ * between its lookup and its count on lu->inflight.
+ *
+ * Invariants (scsi_lu_check()): lu->n_inflight equals the length of
+ * lu->inflight and is at most lu->refs; every UA queue holds at most
+ * SCSI_UA_MAX entries.
  *
  * Unit attention per (LU, nexus): created on the nexus's first command to
  * the LU holding POWER ON, RESET OCCURRED; events append (duplicates and
@@ -517,7 +526,7 @@ bool scsi_lu_check(struct scsi_lu *lu)
 	pthread_mutex_lock(&lu->lock);
 	for (c = lu->inflight; c; c = c->snext)
 		n++;
-	if (n != lu->n_inflight)
+	if (n != lu->n_inflight || n > atomic_load(&lu->refs))
 		ok = false;
 	for (ua = lu->uas; ua; ua = ua->next)
 		if (ua->n > SCSI_UA_MAX)
@@ -589,6 +598,11 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 
 	if (!lu)
 		return;
+	/* Unmapped from every target by now (the caller's duty), so no new
+	 * reference can appear: wait for the holders still inside, which
+	 * scsi_lu_inflight() told the caller about. */
+	while (atomic_load_explicit(&lu->refs, memory_order_acquire) != 0)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 	assert(lu->n_inflight == 0);
 	for (ua = lu->uas; ua; ua = next) {
 		next = ua->next;
@@ -886,8 +900,44 @@ static struct scsi_lu *target_lu(struct scsi_target *t, uint64_t lun)
 	return lu;
 }
 
+/*
+ * The LU mapped at @lun of @t with a reference (lu->refs), NULL when none.
+ * The reference is taken under the target lock that guards the map: a
+ * reload unmaps the LU under that lock and frees it only once no reference
+ * is left (scsi_lu_inflight(), scsi_lu_destroy()), so a holder can never see
+ * the LU freed under it, whatever it does between lookup and lu_put().
+ */
+static struct scsi_lu *lu_get(struct scsi_target *t, uint64_t lun)
+{
+	struct scsi_lu *lu;
+
+	if (lun >= SCSI_MAX_LUNS)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	lu = t->luns[lun];
+	if (lu)
+		atomic_fetch_add_explicit(&lu->refs, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&t->lock);
+	return lu;
+}
+
+static void lu_put(struct scsi_lu *lu)
+{
+	if (lu)
+		atomic_fetch_sub_explicit(&lu->refs, 1, memory_order_release);
+}
+
+/* Drops the command's reference before done: done may free the command,
+ * and the transport never looks at the LU. */
+static void cmd_release_lu(struct scsi_cmd *cmd)
+{
+	lu_put(cmd->spriv[0]);
+	cmd->spriv[0] = NULL;
+}
+
 static void finish_early(struct scsi_cmd *cmd)
 {
+	cmd_release_lu(cmd);
 	cmd->done(cmd);
 }
 
@@ -938,11 +988,12 @@ void scsi_cmd_complete(struct scsi_cmd *cmd)
 		pthread_mutex_unlock(&lu->lock);
 		cmd->spriv[1] = NULL;
 	}
-	if (cmd->aborted) {
+	if (scsi_cmd_aborted(cmd)) {
 		cmd->status = SCSI_TASK_ABORTED;
 		cmd->sense_len = 0;
 		cmd->data_in_len = 0;
 	}
+	cmd_release_lu(cmd);
 	cmd->done(cmd);
 }
 
@@ -1016,7 +1067,9 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 	memset(cmd->spriv_u, 0, sizeof(cmd->spriv_u));
 	cmd->snext = cmd->sprev = NULL;
 
-	lu = target_lu(cmd->target, cmd->lun);
+	/* held until done: counted below under the LU lock, but found here
+	 * under the target lock, and a reload may unmap it in between */
+	lu = lu_get(cmd->target, cmd->lun);
 	cmd->spriv[0] = lu;
 	op = scsi_op_lookup(cmd->cdb[0]);
 	if (!lu && !(op && (op->flags & OPF_ANY_LUN))) {
@@ -1094,7 +1147,7 @@ static void abort_matching(struct scsi_lu *lu, const struct scsi_nexus *only)
 
 	for (c = lu->inflight; c; c = c->snext)
 		if (!only || c->nexus == only)
-			c->aborted = 1;
+			scsi_cmd_abort(c);
 }
 
 /* A reset of @lu: SPC-4 / SAM-5 side effects. */
@@ -1129,26 +1182,29 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 	switch (fn) {
 	case SCSI_TMF_ABORT_TASK_SET:
 	case SCSI_TMF_CLEAR_TASK_SET:
-		lu = target_lu(t, lun);
+		lu = lu_get(t, lun);
 		if (!lu)
 			return -ENOENT;
 		pthread_mutex_lock(&lu->lock);
 		/* TST=000: one task set per nexus, so both only touch ours */
 		abort_matching(lu, by);
 		pthread_mutex_unlock(&lu->lock);
+		lu_put(lu);
 		return 0;
 	case SCSI_TMF_LUN_RESET:
-		lu = target_lu(t, lun);
+		lu = lu_get(t, lun);
 		if (!lu)
 			return -ENOENT;
 		lu_reset(lu, ASC_BUS_DEVICE_RESET, false);
+		lu_put(lu);
 		return 0;
 	case SCSI_TMF_TARGET_WARM_RESET:
 	case SCSI_TMF_TARGET_COLD_RESET:
 		for (i = 0; i < SCSI_MAX_LUNS; i++) {
-			lu = target_lu(t, i);
+			lu = lu_get(t, i);
 			if (lu)
 				lu_reset(lu, ASC_POWER_ON_RESET, true);
+			lu_put(lu);
 		}
 		return 0;
 	}
@@ -1166,12 +1222,13 @@ static unsigned lu_counter_sum(struct scsi_target *t, uint64_t lun, size_t field
 
 		if (lun != UINT64_MAX && lun != i)
 			continue;
-		lu = target_lu(t, i);
+		lu = lu_get(t, i);
 		if (!lu)
 			continue;
 		pthread_mutex_lock(&lu->lock);
 		n += *(const unsigned *)((const char *)lu + field);
 		pthread_mutex_unlock(&lu->lock);
+		lu_put(lu);
 	}
 	return n;
 }
@@ -1268,12 +1325,7 @@ const char *scsi_lu_name(const struct scsi_lu *lu)
 
 unsigned scsi_lu_inflight(struct scsi_lu *lu)
 {
-	unsigned n;
-
-	pthread_mutex_lock(&lu->lock);
-	n = lu->n_inflight;
-	pthread_mutex_unlock(&lu->lock);
-	return n;
+	return atomic_load_explicit(&lu->refs, memory_order_acquire);
 }
 
 struct scsi_lu *scsi_target_lu(struct scsi_target *t, uint64_t lun)

@@ -252,7 +252,7 @@ static void abort_reg(struct scsi_lu *lu, const struct scsi_pr_reg *r)
 		ev_record(lu->pr_rec, r, NULL, 0, 0);
 	for (c = lu->inflight; c; c = c->snext)
 		if (reg_matches(r, c->nexus->iport, c->nexus->rel_port))
-			c->aborted = 1;
+			scsi_cmd_abort(c);
 }
 
 static void reg_unlink(struct scsi_lu *lu, struct scsi_pr_reg *dead)
@@ -964,7 +964,7 @@ static bool st_install(struct scsi_lu *lu, struct pr_st *st, bool raise)
 		if (!e->code) {
 			for (c = lu->inflight; c; c = c->snext)
 				if (reg_matches(&pat, c->nexus->iport, c->nexus->rel_port))
-					c->aborted = 1;
+					scsi_cmd_abort(c);
 			continue;
 		}
 		for (ua = lu->uas; ua; ua = ua->next)
@@ -1015,7 +1015,7 @@ static void reset_take(struct scsi_lu *lu, const uint8_t *msg, size_t len)
 		goto bad;
 	pthread_mutex_lock(&lu->lock);
 	for (c = lu->inflight; c; c = c->snext)
-		c->aborted = 1;
+		scsi_cmd_abort(c);
 	scsi_ua_add_all(lu, NULL, (uint16_t)code);
 	pthread_mutex_unlock(&lu->lock);
 	LOG_INFO("scsi", "%s: reset through another node", lu->name);

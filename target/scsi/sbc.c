@@ -178,7 +178,7 @@ static void ctx_step(struct sbc_ctx *c)
 	int rc;
 
 	assert(ctx_check(c));
-	if (cmd->aborted || len == 0)
+	if (scsi_cmd_aborted(cmd) || len == 0)
 		return ctx_finish(c);
 	memset(&c->io, 0, sizeof(c->io));
 	c->io.cb = io_done;

@@ -17,6 +17,7 @@
 #ifndef RTGT_SCSI_H
 #define RTGT_SCSI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -61,8 +62,9 @@ struct scsi_cmd {
 	void (*done)(struct scsi_cmd *cmd); /* exactly once; may run inside exec */
 	void *tpriv;               /* transport's */
 	/* Set (from any thread) by task management; scsi stops early when it
-	 * sees it and completes with status TASK ABORTED. */
-	volatile int aborted;
+	 * sees it and completes with status TASK ABORTED. Only through
+	 * scsi_cmd_abort() / scsi_cmd_aborted(). */
+	atomic_bool aborted;
 
 	/* ---- set by scsi before done ---- */
 	uint8_t status;            /* SAM status */
@@ -80,6 +82,21 @@ struct scsi_cmd {
 	uint64_t spriv_u[8];
 	struct scsi_cmd *snext, *sprev;
 };
+
+/* The abort request crosses threads: a TMF, a reset or a preempting
+ * reservation sets it on whatever thread runs them, the command's own thread
+ * (or its volume I/O completion) reads it. Release/acquire: a thread that
+ * sees the flag also sees everything the aborting thread wrote before
+ * setting it. */
+static inline void scsi_cmd_abort(struct scsi_cmd *cmd)
+{
+	atomic_store_explicit(&cmd->aborted, true, memory_order_release);
+}
+
+static inline bool scsi_cmd_aborted(const struct scsi_cmd *cmd)
+{
+	return atomic_load_explicit(&((struct scsi_cmd *)cmd)->aborted, memory_order_acquire);
+}
 
 /* SAM status codes */
 #define SCSI_GOOD 0x00
@@ -108,6 +125,8 @@ struct scsi_lu_params {
 };
 
 int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out);
+/* Frees @lu, which no target maps any more; waits for the holders
+ * scsi_lu_inflight() counts. */
 void scsi_lu_destroy(struct scsi_lu *lu);
 
 /* ---- targets and ports ---- */
@@ -214,8 +233,12 @@ const char *scsi_lu_name(const struct scsi_lu *lu);
  * REPORTED LUNS DATA HAS CHANGED on the target's remaining LUs. Returns 0
  * or -ENOENT. */
 int scsi_target_remove_lu(struct scsi_target *t, uint64_t lun);
-/* The LU mapped at @lun, or NULL. */
+/* The LU mapped at @lun, or NULL: for the owner of the map (the daemon's
+ * reload), which alone may free it; takes no reference. */
 struct scsi_lu *scsi_target_lu(struct scsi_target *t, uint64_t lun);
+/* Commands and task-management calls holding @lu: those still between the
+ * LUN lookup and their completion, counted or not yet. Once no target maps
+ * @lu it only falls, and at 0 scsi_lu_destroy() does not wait. */
 unsigned scsi_lu_inflight(struct scsi_lu *lu);
 
 #endif

@@ -231,6 +231,14 @@ struct scsi_lu {
 	struct scsi_ua *uas;            /* owned list */
 	struct scsi_cmd *inflight;      /* commands inside scsi_cmd_exec */
 	unsigned n_inflight;
+	/* Holders of the LU that found it through a target's LUN map: a
+	 * command from its lookup to its completion, a task-management call,
+	 * a counter read. Taken under the target lock (lu_get() in lu.c), so
+	 * once the LU is unmapped from every target the count only falls;
+	 * dropped with release order, read with acquire, so that
+	 * scsi_lu_destroy() (which waits for 0) happens after every holder's
+	 * last access. */
+	atomic_uint refs;
 	/* rtgtctl stats: atomics, updated outside the lock */
 	_Atomic uint64_t st_read_ops, st_write_ops, st_other_ops;
 	_Atomic uint64_t st_read_bytes, st_write_bytes;
