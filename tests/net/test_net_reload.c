@@ -3,7 +3,8 @@
  * (`rtgtctl reload` and SIGHUP): a target added while another session does
  * I/O, an invalid file that changes nothing, an ACL entry removed, a LUN
  * added (unit attention, then REPORT LUNS), a target and a portal removed
- * and added.
+ * and added, a pool with its LUN removed and re-added in a tight loop under
+ * I/O and task management (LUN RESET, ABORT TASK).
  */
 #include <check.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -408,6 +410,269 @@ START_TEST(t05_sighup_target_and_portal)
 }
 END_TEST
 
+/* ---- 06: a LUN's pool removed and re-added in a loop under I/O and TMFs ---- */
+
+/* Pool q holds the volume of LUN 1; with @with_q false neither exists. A
+ * reload without it unmaps LUN 1, closes q and frees its LU (when no command
+ * holds it), the next one assembles q again and maps a new LU. */
+static void write_conf_q(bool with_q)
+{
+	int rc = harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"warn\"; };\n"
+		"pools = ( { name = \"p\"; level = \"raid1\"; chunk = \"64K\";\n"
+		"            members = ( \"d0.img\", \"d1.img\" ); create_size = \"32M\"; }%s );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+		"  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"80%%\"; }%s );\n"
+		"  allow = ( \"ALL\" ); } );\n",
+		with_q ? ",\n          { name = \"q\"; level = \"raid1\"; chunk = \"64K\";\n"
+			 "            members = ( \"e0.img\", \"e1.img\" ); create_size = \"8M\"; }"
+		       : "",
+		D.port,
+		with_q ? ",\n           { lun = 1; pool = \"q\"; volume = \"w\"; size = \"4M\"; }" : "");
+
+	ck_assert_int_eq(rc, 0);
+}
+
+#define TMF_SLOTS 4
+#define TMF_XFER 65536
+
+struct tmf_slot {
+	struct scsi_task *task;
+	bool done;
+	int status;
+};
+
+struct tmf_worker {
+	struct iscsi_context *c;
+	bool resets;                   /* this one also sends LUN RESET */
+	atomic_bool stop;
+	unsigned rounds, tmfs, good, refused, aborted, lost, errors;
+	char first_error[200];
+};
+
+static void slot_cb(struct iscsi_context *c, int status, void *data, void *priv)
+{
+	struct tmf_slot *s = priv;
+
+	(void)c;
+	(void)data;
+	if (s->done)
+		return;
+	s->done = true;
+	s->status = status;
+}
+
+/* The TMF response: its code in status. */
+static void tmf_cb(struct iscsi_context *c, int status, void *data, void *priv)
+{
+	struct tmf_slot *s = priv;
+
+	(void)c;
+	s->done = true;
+	s->status = status == SCSI_STATUS_GOOD && data ? (int)*(uint32_t *)data : -1;
+}
+
+static void tmf_fail(struct tmf_worker *w, const char *what)
+{
+	if (!w->errors++)
+		snprintf(w->first_error, sizeof(w->first_error), "round %u: %s: %s", w->rounds,
+			 what, iscsi_get_error(w->c));
+}
+
+/* Serves the connection until every slot is done (with @tmf: until the TMF
+ * response came) or @ms passed; false when the connection failed. */
+static bool slots_wait(struct tmf_worker *w, struct tmf_slot *sl, const struct tmf_slot *tmf,
+		       unsigned ms)
+{
+	uint64_t deadline = harness_now_ms() + ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = iscsi_get_fd(w->c), .events = iscsi_which_events(w->c) };
+		unsigned left = 0;
+
+		for (unsigned i = 0; i < TMF_SLOTS; i++)
+			left += !tmf && sl[i].task && !sl[i].done;
+		left += tmf && !tmf->done;
+		if (!left || harness_now_ms() >= deadline)
+			return true;
+		if (poll(&pfd, 1, 50) < 0)
+			return false;
+		if (iscsi_service(w->c, pfd.revents) < 0)
+			return false;
+	}
+}
+
+/*
+ * One session: rounds of TMF_SLOTS writes to LUN 1 in flight at once, then
+ * ABORT TASK of the first or (@resets) LUN RESET of LUN 1, while the main
+ * thread reloads LUN 1 away and back. Every command must end in a SCSI
+ * status (GOOD; CHECK CONDITION while LUN 1 is gone or with its unit
+ * attentions; TASK ABORTED) or, aborted by a TMF, without one; the session
+ * must never fail.
+ */
+static void *tmf_main(void *arg)
+{
+	struct tmf_worker *w = arg;
+	uint8_t *buf = malloc(TMF_XFER);
+	unsigned seed = w->resets ? 7 : 11;
+
+	if (!buf) {
+		w->errors++;
+		return NULL;
+	}
+	memset(buf, 0x5a, TMF_XFER);
+	while (!atomic_load(&w->stop) && !w->errors) {
+		struct tmf_slot sl[TMF_SLOTS] = { 0 }, tmf = { 0 };
+		int rc;
+
+		for (unsigned i = 0; i < TMF_SLOTS; i++) {
+			uint64_t lba = (uint64_t)(rand_r(&seed) % 64) * (TMF_XFER / 512);
+
+			sl[i].task = iscsi_write16_task(w->c, 1, lba, buf, TMF_XFER, 512, 0, 0, 0,
+							0, 0, slot_cb, &sl[i]);
+			if (!sl[i].task) {
+				tmf_fail(w, "write16_task");
+				break;
+			}
+		}
+		if (w->errors)
+			goto free_round;
+		/* let some reach the LU first, or not */
+		if (!slots_wait(w, sl, NULL, rand_r(&seed) % 3)) {
+			tmf_fail(w, "service");
+			goto free_round;
+		}
+		if (w->resets && w->rounds % 2)
+			rc = iscsi_task_mgmt_async(w->c, 1, ISCSI_TM_LUN_RESET, 0xffffffff, 0,
+						   tmf_cb, &tmf);
+		else
+			rc = iscsi_task_mgmt_async(w->c, 1, ISCSI_TM_ABORT_TASK, sl[0].task->itt,
+						   sl[0].task->cmdsn, tmf_cb, &tmf);
+		if (rc < 0) {
+			tmf_fail(w, "task management");
+			goto free_round;
+		}
+		if (!slots_wait(w, sl, &tmf, 5000)) {
+			tmf_fail(w, "service");
+			goto free_round;
+		}
+		/* the task may have ended before the ABORT TASK came, the LUN
+		 * may be gone for the moment */
+		if (!tmf.done || (tmf.status != ISCSI_TMR_FUNC_COMPLETE &&
+				  tmf.status != ISCSI_TMR_TASK_DOES_NOT_EXIST &&
+				  tmf.status != ISCSI_TMR_LUN_DOES_NOT_EXIST)) {
+			tmf_fail(w, tmf.done ? "TMF response" : "no TMF response");
+			goto free_round;
+		}
+		w->tmfs++;
+		/* The TMF response comes after every task it aborted ended, and
+		 * those never get a response of their own: forget them here.
+		 * The other session's LUN RESET aborts ours too, without a
+		 * word: what is still unanswered a while later was aborted. */
+		for (unsigned i = 0; i < TMF_SLOTS; i++)
+			if (tmf.status == ISCSI_TMR_FUNC_COMPLETE && !sl[i].done &&
+			    (i == 0 || (w->resets && w->rounds % 2))) {
+				iscsi_scsi_cancel_task(w->c, sl[i].task);
+				sl[i].done = true;
+				sl[i].status = SCSI_STATUS_TASK_ABORTED;
+			}
+		if (!slots_wait(w, sl, NULL, 3000)) {
+			tmf_fail(w, "service");
+			goto free_round;
+		}
+		for (unsigned i = 0; i < TMF_SLOTS; i++) {
+			if (!sl[i].done) {
+				w->lost++;
+				iscsi_scsi_cancel_task(w->c, sl[i].task);
+				continue;
+			}
+			switch (sl[i].status) {
+			case SCSI_STATUS_GOOD:
+				w->good++;
+				break;
+			case SCSI_STATUS_CHECK_CONDITION:
+				w->refused++;
+				break;
+			case SCSI_STATUS_TASK_ABORTED:
+			case SCSI_STATUS_CANCELLED:
+				w->aborted++;
+				break;
+			default:
+				tmf_fail(w, "write status");
+				break;
+			}
+		}
+		w->rounds++;
+free_round:
+		for (unsigned i = 0; i < TMF_SLOTS; i++)
+			if (sl[i].task)
+				scsi_free_scsi_task(sl[i].task);
+	}
+	free(buf);
+	return NULL;
+}
+
+START_TEST(t06_lun_pool_cycled_under_io_and_tmf)
+{
+	struct tmf_worker w[2] = { { .resets = true }, { .resets = false } };
+	pthread_t th[2];
+	char out[4096];
+	unsigned retired = 0, cycles = 0;
+	uint64_t deadline;
+
+	write_conf_q(true);
+	nf_start(&D);
+	for (unsigned i = 0; i < 2; i++) {
+		w[i].c = login_as(INI_A, NULL, 10 + i, 0);
+		ck_assert_ptr_nonnull(w[i].c);
+		ck_assert_int_eq(pthread_create(&th[i], NULL, tmf_main, &w[i]), 0);
+	}
+	/* a few seconds of reloads, at least 15 cycles however slow the build */
+	deadline = harness_now_ms() + 4000;
+	while (cycles < 15 || harness_now_ms() < deadline) {
+		write_conf_q(false);
+		ck_assert_msg(rj_ctl(&D, out, sizeof(out), "reload", "--json", (char *)NULL) == 0,
+			      "reload without q: %s", out);
+		retired += strstr(out, "\"pools_removed\":[\"q\"]") != NULL;
+		write_conf_q(true);
+		ck_assert_msg(rj_ctl(&D, out, sizeof(out), "reload", "--json", (char *)NULL) == 0,
+			      "reload with q: %s", out);
+		cycles++;
+		if (cycles > 200)
+			break;
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		atomic_store(&w[i].stop, true);
+		pthread_join(th[i], NULL);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		ck_assert_msg(w[i].errors == 0, "session %u: %s", i, w[i].first_error);
+		ck_assert_msg(w[i].rounds > 0, "session %u did no round", i);
+		fprintf(stderr, "session %u: %u rounds, %u TMFs, %u good, %u refused, "
+				"%u aborted, %u unanswered\n",
+			i, w[i].rounds, w[i].tmfs, w[i].good, w[i].refused, w[i].aborted,
+			w[i].lost);
+	}
+	fprintf(stderr, "%u reload cycles, LU freed in %u\n", cycles, retired);
+	/* the loop did free the LU under the sessions, not only unmap it */
+	ck_assert_uint_gt(retired, 0);
+	/* the daemon is whole: both LUNs serve a new session */
+	{
+		struct iscsi_context *c = login_as(INI_B, NULL, 20, 0);
+
+		tur(c, 0, NULL);
+		ck_assert_int_eq(tur(c, 0, NULL), SCSI_STATUS_GOOD);
+		tur(c, 1, NULL);
+		ck_assert_int_eq(tur(c, 1, NULL), SCSI_STATUS_GOOD);
+		harness_iscsi_logout(c);
+	}
+	for (unsigned i = 0; i < 2; i++)
+		harness_iscsi_logout(w[i].c);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -416,6 +681,7 @@ int main(void)
 		CK_CASE("03_acl_removed", t03_acl_removed),
 		CK_CASE("04_lun_added", t04_lun_added),
 		CK_CASE("05_sighup_target_and_portal", t05_sighup_target_and_portal),
+		CK_CASE("06_lun_pool_cycled_under_io_and_tmf", t06_lun_pool_cycled_under_io_and_tmf),
 	};
 
 	return ck_main(&(struct ck_suite_def){
