@@ -89,7 +89,8 @@ static int tur(struct iscsi_context *c, int lun, struct scsi_sense *sense)
 struct io_worker {
 	struct iscsi_context *c;
 	atomic_bool stop;
-	unsigned ops, errors;
+	atomic_uint ops;               /* read by the test while running */
+	unsigned errors;
 	char first_error[200];
 };
 
@@ -106,7 +107,7 @@ static void *io_main(void *arg)
 	while (!atomic_load(&w->stop)) {
 		struct scsi_task *t;
 
-		memset(buf, (int)(w->ops & 0xff), 65536);
+		memset(buf, (int)(atomic_load(&w->ops) & 0xff), 65536);
 		t = iscsi_write16_sync(w->c, 0, lba, buf, 65536, 512, 0, 0, 0, 0, 0);
 		if (!t || t->status != SCSI_STATUS_GOOD) {
 			if (!w->errors++)
@@ -128,7 +129,7 @@ static void *io_main(void *arg)
 			break;
 		}
 		scsi_free_scsi_task(t);
-		w->ops++;
+		atomic_fetch_add(&w->ops, 1);
 		lba = (lba + 128) % 8192;
 	}
 out:
@@ -160,7 +161,7 @@ START_TEST(t01_add_target_during_io)
 	usleep(300 * 1000);
 	write_conf(NULL, TGT_DEFAULT_ALLOW_ALL ", " TGT_SECOND);
 	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
-	before = w.ops;
+	before = atomic_load(&w.ops);
 	ck_assert_msg(rc == 0, "rtgtctl reload exited %d: %s", rc, out);
 	ck_assert_msg(strstr(out, "targets added") && strstr(out, T2), "reload said: %s", out);
 	ck_assert_msg(strstr(out, "volumes added") && strstr(out, "p/v1"), "reload said: %s", out);
@@ -184,8 +185,9 @@ START_TEST(t01_add_target_during_io)
 	atomic_store(&w.stop, true);
 	pthread_join(th, NULL);
 	ck_assert_msg(w.errors == 0, "I/O session saw an error: %s", w.first_error);
-	ck_assert_msg(w.ops > before, "no I/O completed after the reload (%u before, %u after)",
-		      before, w.ops);
+	ck_assert_msg(atomic_load(&w.ops) > before,
+		      "no I/O completed after the reload (%u before, %u after)", before,
+		      atomic_load(&w.ops));
 
 	/* sessions lists both, with their negotiated parameters */
 	rc = rj_ctl(&D, out, sizeof(out), "sessions", (char *)NULL);
