@@ -1051,9 +1051,23 @@ void iscsi_conn_evict(struct iscsi_wstate *w, uint64_t id)
 	for (struct iscsi_conn *c = w->conns; c; c = c->next) {
 		if (c->id != id)
 			continue;
-		if (c->state == CONN_LOGIN)
+		if (c->state == CONN_LOGIN) {
 			iscsi_conn_close(c, "evicted: oldest connection still not logged in "
 					    "while at max_connections");
+		} else {
+			/* it finished its login before this ran: it stays, and
+			 * no longer counts as evicting (it counts as live, or as
+			 * discovery, like any logged-in connection) */
+			struct iscsi_server *s = c->srv;
+
+			pthread_mutex_lock(&s->lock);
+			if (c->evicted) {
+				c->evicted = false;
+				if (s->n_evicting)
+					s->n_evicting--;
+			}
+			pthread_mutex_unlock(&s->lock);
+		}
 		return;
 	}
 }
