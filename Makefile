@@ -145,7 +145,7 @@ check: deps
 # management and session reinstatement (a few minutes on 2 cores): bin-tsan/
 # rtgtd and the tests built with TSAN=1, failing on any report.
 TSAN_TESTS := test_net_reload test_net_login
-tsan-check:
+tsan-check: deps
 	$(MAKE) TSAN=1 bin-tsan/rtgtd bin-tsan/rtgtctl $(TSAN_TESTS:%=bin-tsan/tests/%)
 	@$(MAKE) --no-print-directory TSAN=1 tsan-run
 
