@@ -15,8 +15,10 @@ for t in "$@"; do
 	else
 		fail=$((fail + 1)); res=FAIL; failed+=("$name")
 	fi
+	# a program may run several suites (each prints its own Checks line):
+	# show them all, so that no suite's count hides another's
 	printf '%-28s %-4s (%ss) %s\n' "$name" "$res" "$(( $(date +%s) - start ))" \
-		"$(grep -E '^[0-9]+%: Checks' "$logdir/$name.log" | tail -1)"
+		"$(grep -E '^[0-9]+%: Checks' "$logdir/$name.log" | paste -sd ';' | sed 's/;/; /g')"
 	if [ "$res" = FAIL ]; then
 		sed 's/^/    /' "$logdir/$name.log" | tail -40
 	fi
