@@ -1246,6 +1246,156 @@ static void parse_chap(struct vctx *v, const config_setting_t *g, const char *tw
 	}
 }
 
+static const char *const acl_keys[] = { "initiator", "chap", NULL };
+
+/* One group entry of "allow": { initiator = "IQN"; chap = { ... }; }. */
+static void parse_acl(struct vctx *v, const config_setting_t *e, const char *twhere,
+		      int idx, struct conf_target *t)
+{
+	struct conf_acl *a = &t->acls[t->n_acls];
+	const config_setting_t *cs;
+	const char *name = NULL, *why;
+	char where[288];
+
+	snprintf(where, sizeof(where), "%s: allow[%d]", twhere, idx);
+	check_keys(v, e, where, acl_keys);
+	if (get_string(v, e, "initiator", where, true, &name) <= 0)
+		return;
+	if (conf_iqn_check(name, &why) < 0) {
+		err_at(v, config_setting_get_member(e, "initiator"),
+		       "%s: initiator \"%s\": initiator name %s", where, name, why);
+		return;
+	}
+	snprintf(where, sizeof(where), "%s: allow \"%s\"", twhere, name);
+	cs = config_setting_get_member(e, "chap");
+	if (!cs) {
+		err_at(v, e, "%s: missing required group 'chap' (an initiator without its "
+		       "own credentials is written as a plain string)", where);
+		return;
+	}
+	parse_chap(v, cs, where, &a->chap);
+	if (!a->chap.user) {
+		if (config_setting_type(cs) == CONFIG_TYPE_GROUP &&
+		    !config_setting_get_member(cs, "user"))
+			err_at(v, cs, "%s: chap: missing required user and secret", where);
+		return;
+	}
+	a->initiator = xstrdup(v, name);
+	a->line = config_setting_source_line(e);
+	t->n_acls++;
+}
+
+/*
+ * Initiator names compare case-insensitively at login, so they must here:
+ * two entries for one initiator, one of them with its own credentials,
+ * would leave which secret applies to the order of the list. Repeated
+ * plain names were always accepted and stay so. @grp[i] tells whether
+ * t->allow[i] came from a group entry. Returns true when @name is a
+ * duplicate (reported, or a harmless plain repeat).
+ */
+static bool allow_dup(struct vctx *v, const config_setting_t *e, const char *where,
+		      const struct conf_target *t, const bool *grp, const char *name,
+		      bool is_grp)
+{
+	for (unsigned i = 0; i < t->n_allow; i++) {
+		if (strcasecmp(t->allow[i], name) != 0)
+			continue;
+		if (is_grp || grp[i])
+			err_at(v, e, "%s: allow \"%s\" is listed more than once; give "
+			       "each initiator one entry", where, name);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * "allow": a list of "ALL", initiator names, and { initiator; chap; }
+ * groups. Group entries carry their own CHAP credentials; their names also
+ * go into t->allow so that the allow check needs no second table. "ALL"
+ * may be combined with groups (anyone may log in, the listed initiators
+ * only with their own secret) but not with plain names, which it would
+ * make meaningless.
+ */
+static void parse_allow(struct vctx *v, const config_setting_t *g, const char *where,
+			struct conf_target *t)
+{
+	const config_setting_t *l = config_setting_get_member(g, "allow");
+	unsigned n_plain = 0;
+	const char *why;
+	bool *grp;
+	int n;
+
+	if (!l) {
+		t->allow_all = true; /* documented default: like tgt, open */
+		return;
+	}
+	if (config_setting_type(l) != CONFIG_TYPE_LIST &&
+	    config_setting_type(l) != CONFIG_TYPE_ARRAY) {
+		err_at(v, l, "%s: allow must be a list ( \"IQN\", { initiator = \"IQN\"; "
+		       "chap = { ... }; } ), not %s", where, type_name(l));
+		return;
+	}
+	n = config_setting_length(l);
+	if (n == 0) {
+		err_at(v, l, "%s: allow is empty: no initiator could log in (use ( \"ALL\" ))",
+		       where);
+		return;
+	}
+	t->allow = xcalloc(v, (size_t)n, sizeof(char *));
+	t->acls = xcalloc(v, (size_t)n, sizeof(*t->acls));
+	grp = xcalloc(v, (size_t)n, sizeof(*grp));
+	if (!t->allow || !t->acls || !grp) {
+		free(grp);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+		const char *name;
+
+		if (config_setting_type(e) == CONFIG_TYPE_GROUP) {
+			unsigned before = t->n_acls;
+
+			parse_acl(v, e, where, i, t);
+			if (t->n_acls > before && !allow_dup(v, e, where, t, grp,
+							    t->acls[before].initiator, true)) {
+				grp[t->n_allow] = true;
+				t->allow[t->n_allow++] = xstrdup(v, t->acls[before].initiator);
+			}
+			continue;
+		}
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			err_at(v, e, "%s: allow[%d] must be a string or a group { initiator = "
+			       "..; chap = { .. }; }, not %s", where, i, type_name(e));
+			continue;
+		}
+		name = config_setting_get_string(e);
+		if (!*name) {
+			err_at(v, e, "%s: allow[%d] must not be empty", where, i);
+			continue;
+		}
+		if (strcmp(name, "ALL") == 0) {
+			t->allow_all = true;
+			continue;
+		}
+		n_plain++;
+		if (conf_iqn_check(name, &why) < 0) {
+			err_at(v, e, "%s: allow \"%s\": initiator name %s", where, name, why);
+			continue;
+		}
+		if (!allow_dup(v, e, where, t, grp, name, false))
+			t->allow[t->n_allow++] = xstrdup(v, name);
+	}
+	free(grp);
+	if (t->allow_all && n_plain > 0)
+		err_at(v, l, "%s: allow mixes \"ALL\" with initiator names; use one or "
+		       "the other", where);
+	if (t->allow_all) {
+		for (unsigned i = 0; i < t->n_allow; i++)
+			free(t->allow[i]);
+		t->n_allow = 0;
+	}
+}
+
 static void parse_luns(struct vctx *v, const config_setting_t *g, const char *twhere,
 		       struct conf_target *t)
 {
@@ -1441,43 +1591,7 @@ static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx
 
 	parse_luns(v, g, where, t);
 
-	bad = false;
-	l = get_string_list(v, g, "allow", where, &bad);
-	if (!l && !bad)
-		t->allow_all = true; /* documented default: like tgt, open */
-	if (l && config_setting_length(l) == 0)
-		err_at(v, l, "%s: allow is empty: no initiator could log in (use ( \"ALL\" ))",
-		       where);
-	if (l && config_setting_length(l) > 0) {
-		int n = config_setting_length(l);
-
-		t->allow = xcalloc(v, (size_t)n, sizeof(char *));
-		for (int i = 0; t->allow && i < n; i++) {
-			const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
-			const char *name = config_setting_get_string(e);
-
-			if (!name || !*name)
-				continue;
-			if (strcmp(name, "ALL") == 0) {
-				t->allow_all = true;
-				continue;
-			}
-			if (conf_iqn_check(name, &why) < 0) {
-				err_at(v, e, "%s: allow \"%s\": initiator name %s", where, name,
-				       why);
-				continue;
-			}
-			t->allow[t->n_allow++] = xstrdup(v, name);
-		}
-		if (t->allow_all && n > 1)
-			err_at(v, l, "%s: allow mixes \"ALL\" with initiator names; use one or "
-			       "the other", where);
-		if (t->allow_all) {
-			for (unsigned i = 0; i < t->n_allow; i++)
-				free(t->allow[i]);
-			t->n_allow = 0;
-		}
-	}
+	parse_allow(v, g, where, t);
 
 	s = config_setting_get_member(g, "chap");
 	if (s)
@@ -1795,6 +1909,14 @@ void conf_free(struct conf *c)
 		free(t->chap.secret);
 		free(t->chap.mutual_user);
 		free(t->chap.mutual_secret);
+		for (unsigned j = 0; j < t->n_acls; j++) {
+			free(t->acls[j].initiator);
+			free(t->acls[j].chap.user);
+			free(t->acls[j].chap.secret);
+			free(t->acls[j].chap.mutual_user);
+			free(t->acls[j].chap.mutual_secret);
+		}
+		free(t->acls);
 	}
 	free(c->targets);
 	free(c->daemon.control);

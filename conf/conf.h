@@ -98,6 +98,16 @@ struct conf_chap {
 	char *mutual_secret;
 };
 
+/* An "allow" entry with its own credentials (per-initiator CHAP, like
+ * LIO's per-ACL auth): this initiator must log in with this chap, and the
+ * target-level chap does not apply to it. */
+struct conf_acl {
+	char *initiator;           /* also listed in conf_target.allow unless
+	                            * allow_all */
+	struct conf_chap chap;     /* user and secret always set */
+	int line;
+};
+
 struct conf_lun {
 	unsigned lun;              /* 0..255 */
 	char *pool;
@@ -116,7 +126,11 @@ struct conf_target {
 	char **allow;              /* initiator IQNs; empty when allow_all */
 	unsigned n_allow;
 	bool allow_all;
-	struct conf_chap chap;
+	struct conf_acl *acls;     /* initiators with their own CHAP; names
+	                            * distinct (case-insensitively) */
+	unsigned n_acls;
+	struct conf_chap chap;     /* for every initiator without an acls
+	                            * entry; user NULL: none */
 	int line;
 	/* Key "peer_portal_groups": TPGTs under which other nodes export this
 	 * same target (same image, same iqn). REPORT TARGET PORT GROUPS lists

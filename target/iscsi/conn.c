@@ -1136,7 +1136,9 @@ bool iscsi_conn_reload_check(struct iscsi_conn *c, const struct iscsi_cfg *now)
 		else if (!iscsi_target_allows(t, c->sess->initiator))
 			snprintf(msg, sizeof(msg), "reload: initiator %s no longer allowed on %s",
 				 c->sess->initiator, iqn);
-		else if (!iscsi_chap_same(&was->targets[c->sess->target].chap, &t->chap))
+		else if (!iscsi_chap_same(iscsi_chap_for(&was->targets[c->sess->target],
+							 c->sess->initiator),
+					  iscsi_chap_for(t, c->sess->initiator)))
 			/* it authenticated (or did not) against credentials
 			 * that no longer hold: it must log in again */
 			snprintf(msg, sizeof(msg), "reload: CHAP credentials of %s changed", iqn);

@@ -515,6 +515,12 @@ bool iscsi_target_allows(const struct conf_target *t, const char *initiator);
 bool iscsi_target_on_portal(const struct conf_target *t, unsigned portal);
 /* Same CHAP credentials (both directions) in two configurations. */
 bool iscsi_chap_same(const struct conf_chap *a, const struct conf_chap *b);
+/* The CHAP credentials @initiator must prove on @t: its own "allow" entry's
+ * when it has one (matched case-insensitively, like the allow list), else
+ * the target-level ones (user NULL: none). Never NULL. Comparing these with
+ * iscsi_chap_same across a reload tells whether that initiator's proof
+ * still holds. */
+const struct conf_chap *iscsi_chap_for(const struct conf_target *t, const char *initiator);
 /* "host:port,tpgt" with brackets for IPv6; a wildcard listen address is
  * replaced by @local's address. */
 void iscsi_format_portal(const struct conf_portal *p, const struct sockaddr_storage *local,

@@ -196,6 +196,14 @@ static int find_target(const struct conf *cf, const char *name)
 	return -1;
 }
 
+const struct conf_chap *iscsi_chap_for(const struct conf_target *t, const char *initiator)
+{
+	for (unsigned i = 0; initiator && i < t->n_acls; i++)
+		if (strcasecmp(t->acls[i].initiator, initiator) == 0)
+			return &t->acls[i].chap;
+	return &t->chap;
+}
+
 uint16_t iscsi_login_revalidate(struct iscsi_conn *c, const char **why)
 {
 	struct iscsi_login *l = c->login;
@@ -226,7 +234,8 @@ uint16_t iscsi_login_revalidate(struct iscsi_conn *c, const char **why)
 		} else if (!iscsi_target_allows(t, l->initiator)) {
 			*why = "reload during login: initiator no longer in the allow list";
 			st = ISCSI_LOGIN_FORBIDDEN;
-		} else if (!iscsi_chap_same(&ot->chap, &t->chap)) {
+		} else if (!iscsi_chap_same(iscsi_chap_for(ot, l->initiator),
+					    iscsi_chap_for(t, l->initiator))) {
 			/* whatever was proven (or skipped) was against the
 			 * old credentials */
 			*why = "reload during login: CHAP credentials changed";
@@ -470,7 +479,7 @@ static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *
 			*why = "initiator not in the target's allow list";
 			return ISCSI_LOGIN_FORBIDDEN;
 		}
-		l->chap_required = t->chap.user != NULL;
+		l->chap_required = iscsi_chap_for(t, l->initiator)->user != NULL;
 		/* RFC 7143 13.9: the target reports its portal group in its
 		 * first login response of a normal session. */
 		iscsi_text_addf(resp, "TargetPortalGroupTag", "%u", cf->portals[c->portal].tpgt);
@@ -541,7 +550,8 @@ static uint16_t login_keys(struct iscsi_conn *c, int csg, const struct iscsi_kvl
 	if (!l->chap_required)
 		l->auth_done = true;
 	if (csg == ISCSI_STAGE_SECURITY && l->chap_required && has_chap) {
-		const struct conf_chap *ch = &c->cfg->c->targets[l->target].chap;
+		const struct conf_chap *ch =
+			iscsi_chap_for(&c->cfg->c->targets[l->target], l->initiator);
 		struct iscsi_chap_creds cr = {
 			.user = ch->user,
 			.secret = ch->secret,

@@ -1213,6 +1213,116 @@ START_TEST(t27_two_node_examples)
 }
 END_TEST
 
+/* Targets text whose allow list (from line 6 on) is @allow. */
+static void acl_targets(char *buf, size_t len, const char *allow)
+{
+	snprintf(buf, len,
+		 "targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
+		 "  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"1G\"; } );\n"
+		 "  allow = (\n%s ); } );\n", allow);
+}
+
+#define ACL_A "iqn.1993-08.org.debian:01:aaa"
+#define ACL_B "iqn.1993-08.org.debian:01:bbb"
+#define ACL_GRP(name, chap) "{ initiator = \"" name "\"; chap = " chap "; }"
+#define ACL_CHAP_A "{ user = \"ua\"; secret = \"secret-of-a-1\"; }"
+
+static void acl_bad(const char *allow, int line, const char *needle)
+{
+	char targets[2048];
+
+	acl_targets(targets, sizeof(targets), allow);
+	expect_bad(NULL, NULL, NULL, targets, needle);
+	ASSERT_ERR(line, needle);
+}
+
+START_TEST(t28_per_initiator_chap)
+{
+	char targets[2048];
+	struct conf *c;
+	const struct conf_target *t;
+
+	/* a group entry, a plain name, and the target-level chap beside */
+	c = expect_good(NULL, NULL, NULL,
+			"targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
+			"  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"1G\"; } );\n"
+			"  allow = ( { initiator = \"" ACL_A "\";\n"
+			"              chap = { user = \"ua\"; secret = \"secret-of-a-1\";\n"
+			"                       mutual_user = \"tgt\"; mutual_secret = \"mutual-of-a-1\"; }; },\n"
+			"            \"" ACL_B "\" );\n"
+			"  chap = { user = \"shared\"; secret = \"shared-secret\"; }; } );\n");
+	t = &c->targets[0];
+	ck_assert(!t->allow_all);
+	ck_assert_uint_eq(t->n_allow, 2);
+	ck_assert_str_eq(t->allow[0], ACL_A);
+	ck_assert_str_eq(t->allow[1], ACL_B);
+	ck_assert_uint_eq(t->n_acls, 1);
+	ck_assert_str_eq(t->acls[0].initiator, ACL_A);
+	ck_assert_int_eq(t->acls[0].line, 5);
+	ck_assert_str_eq(t->acls[0].chap.user, "ua");
+	ck_assert_str_eq(t->acls[0].chap.secret, "secret-of-a-1");
+	ck_assert_str_eq(t->acls[0].chap.mutual_user, "tgt");
+	ck_assert_str_eq(t->acls[0].chap.mutual_secret, "mutual-of-a-1");
+	ck_assert_str_eq(t->chap.user, "shared");
+	ck_assert_uint_eq(err_lines(), 0);
+	conf_free(c);
+
+	/* "ALL" with groups: anyone, the listed ones only with their secret */
+	acl_targets(targets, sizeof(targets),
+		    "\"ALL\",\n" ACL_GRP(ACL_A, ACL_CHAP_A) ",\n"
+		    ACL_GRP(ACL_B, "{ user = \"ub\"; secret = \"secret-of-b-1\"; }"));
+	c = expect_good(NULL, NULL, NULL, targets);
+	t = &c->targets[0];
+	ck_assert(t->allow_all);
+	ck_assert_uint_eq(t->n_allow, 0);
+	ck_assert_uint_eq(t->n_acls, 2);
+	ck_assert_str_eq(t->acls[1].initiator, ACL_B);
+	ck_assert_str_eq(t->acls[1].chap.user, "ub");
+	ck_assert_int_eq(t->acls[1].line, 8);
+	ck_assert_ptr_null(t->chap.user);
+	conf_free(c);
+
+	/* each bad form, on its own line */
+	acl_bad(ACL_GRP(ACL_A, "{ user = \"ua\"; secret = \"short\"; }"), 6,
+		"allow \"" ACL_A "\": chap: secret must be 12..255 characters, has 5");
+	acl_bad(ACL_GRP(ACL_A, "{ user = \"ua\"; secret = \"secret-of-a-1\"; mutual_user = \"m\";"
+			       " mutual_secret = \"secret-of-a-1\"; }"), 6,
+		"allow \"" ACL_A "\": chap: mutual_secret must differ from secret");
+	acl_bad(ACL_GRP(ACL_A, "{ user = \"ua\"; secret = \"secret-of-a-1\"; mutual_user = \"m\";"
+			       " mutual_secret = \"mm\"; }"), 6,
+		"chap: mutual_secret must be 12..255 characters");
+	acl_bad(ACL_GRP(ACL_A, "{ user = \"ua\"; }"), 6,
+		"chap: user and secret must be given together");
+	acl_bad(ACL_GRP(ACL_A, "{ }"), 6, "chap: missing required user and secret");
+	acl_bad("\"" ACL_B "\",\n{ initiator = \"" ACL_A "\"; }", 7,
+		"missing required group 'chap'");
+	acl_bad("\"" ACL_B "\",\n{ chap = " ACL_CHAP_A "; }", 7,
+		"allow[1]: missing required");
+	acl_bad("{ initiator = \"Bad name\"; chap = " ACL_CHAP_A "; }", 6,
+		"initiator \"Bad name\": initiator name");
+	acl_bad(ACL_GRP(ACL_A, ACL_CHAP_A) ",\n" ACL_GRP(ACL_B, ACL_CHAP_A) ",\n"
+		ACL_GRP(ACL_A, "{ user = \"x\"; secret = \"secret-of-x-1\"; }"),
+		8, "allow \"" ACL_A "\" is listed more than once");
+	acl_bad("\"" ACL_A "\",\n" ACL_GRP(ACL_A, ACL_CHAP_A), 7,
+		"allow \"" ACL_A "\" is listed more than once");
+	acl_bad(ACL_GRP(ACL_A, ACL_CHAP_A) ",\n\"" ACL_A "\"", 7,
+		"allow \"" ACL_A "\" is listed more than once");
+	acl_bad(ACL_GRP(ACL_A, "{ user = \"ua\"; secret = \"secret-of-a-1\"; usr = \"x\"; }"), 6,
+		"unknown key 'usr'");
+	acl_bad("{ initiator = \"" ACL_A "\"; chap = " ACL_CHAP_A "; chp = 1; }", 6,
+		"unknown key 'chp'");
+	acl_bad("\"ALL\",\n\"" ACL_B "\",\n" ACL_GRP(ACL_A, ACL_CHAP_A), 5,
+		"allow mixes \"ALL\" with initiator names");
+	acl_bad("\"" ACL_B "\",\n42", 7, "allow[1] must be a string or a group");
+
+	/* repeated plain names were accepted before and still are */
+	acl_targets(targets, sizeof(targets), "\"" ACL_A "\",\n\"" ACL_A "\"");
+	c = expect_good(NULL, NULL, NULL, targets);
+	ck_assert_uint_eq(c->targets[0].n_acls, 0);
+	conf_free(c);
+}
+END_TEST
+
 
 int main(void)
 {
@@ -1244,6 +1354,7 @@ int main(void)
 		CK_CASE("25_portal_tpgt", t25_portal_tpgt),
 		CK_CASE("26_peer_portal_groups", t26_peer_portal_groups),
 		CK_CASE("27_two_node_examples", t27_two_node_examples),
+		CK_CASE("28_per_initiator_chap", t28_per_initiator_chap),
 	};
 
 	/* unchecked: runs in the parent, so the temp dir goes even when a test
