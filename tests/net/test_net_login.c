@@ -16,6 +16,7 @@
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
 #include "tests/lib/net_fixture.h"
+#include "tests/lib/rtgtctl_json.h"
 
 #define ALLOWED "iqn.2026-11.org.example:allowed"
 #define OTHER   "iqn.2026-11.org.rtgt:other"
@@ -347,6 +348,210 @@ START_TEST(t10_max_sessions)
 }
 END_TEST
 
+/* ---- per-initiator CHAP (credentials in the allow entry) ---- */
+
+#define INI_A "iqn.2026-11.org.example:host-a"
+#define INI_B "iqn.2026-11.org.example:host-b"
+#define INI_C "iqn.2026-11.org.example:host-c"
+#define SECRET_A "secret-of-a-1"
+#define SECRET_B "secret-of-b-1"
+
+#define ACL(ini, user, secret, extra)                                          \
+	"{ initiator = \"" ini "\"; chap = { user = \"" user "\"; secret = \""   \
+	secret "\"; " extra " }; }"
+
+#define ACL_TARGET(allow, extra)                                               \
+	"{ iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"              \
+	"  luns = ( { lun = 0; pool = \"p\"; volume = \"v0\"; size = \"50%\"; } );\n" \
+	"  allow = ( " allow " );\n" extra " }"
+
+/* The login must be refused with status @st ("02/01" as 0x0201): libiscsi
+ * reports it as "...(513)". */
+static void login_refused(const struct harness_login *o, unsigned st, const char *why)
+{
+	struct iscsi_context *c;
+	char err[512], code[16];
+
+	c = harness_iscsi_login(D.port, o, err, sizeof(err));
+	if (c) {
+		harness_iscsi_logout(c);
+		ck_abort_msg("login succeeded but must fail: %s", why);
+	}
+	snprintf(code, sizeof(code), "(%u)", st);
+	ck_assert_msg(strstr(err, code), "%s: expected status %02x/%02x, libiscsi said: %s", why,
+		      st >> 8, st & 0xff, err);
+	ck_assert_msg(harness_alive(&D), "rtgtd died after a refused login (%s)", why);
+}
+
+START_TEST(t12_per_initiator_chap)
+{
+	struct harness_login a = { .initiator = INI_A, .user = "ua", .secret = SECRET_A };
+	struct harness_login b = { .initiator = INI_B, .user = "ub", .secret = SECRET_B };
+	struct harness_login b_as_a = { .initiator = INI_A, .user = "ub", .secret = SECRET_B };
+	struct harness_login a_as_b = { .initiator = INI_B, .user = "ua", .secret = SECRET_A };
+	/* A's secret, but B's user name: CHAP_N must be A's too */
+	struct harness_login a_wrong_user = { .initiator = INI_A, .user = "ub", .secret = SECRET_A };
+	struct harness_login a_none = { .initiator = INI_A };
+	struct iscsi_context *ca, *cb;
+
+	start(ACL_TARGET(ACL(INI_A, "ua", SECRET_A, "") ", " ACL(INI_B, "ub", SECRET_B, ""), ""));
+	ca = login_ok(&a);
+	tur_good(ca);
+	login_refused(&b_as_a, 0x0201, "B's credentials under A's name");
+	login_refused(&a_as_b, 0x0201, "A's credentials under B's name");
+	login_refused(&a_wrong_user, 0x0201, "A's secret with B's user name");
+	/* no AuthMethod=CHAP offered where CHAP is required */
+	login_fails(&a_none, "A without credentials");
+	/* A's session was not disturbed by any of that */
+	tur_good(ca);
+	cb = login_ok(&b);
+	tur_good(cb);
+	harness_iscsi_logout(cb);
+	harness_iscsi_logout(ca);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+START_TEST(t13_per_initiator_mutual_chap)
+{
+	struct harness_login a = {
+		.initiator = INI_A, .user = "ua", .secret = SECRET_A,
+		.mutual_user = "tgt-a", .mutual_secret = "mutual-of-a-1",
+	};
+	/* the initiator expects B's mutual secret from the target on A's
+	 * login: the target answers with A's, which must not verify */
+	struct harness_login a_expects_b = {
+		.initiator = INI_A, .user = "ua", .secret = SECRET_A,
+		.mutual_user = "tgt-a", .mutual_secret = "mutual-of-b-1",
+	};
+	struct harness_login b = {
+		.initiator = INI_B, .user = "ub", .secret = SECRET_B,
+		.mutual_user = "tgt-b", .mutual_secret = "mutual-of-b-1",
+	};
+	struct harness_login b_expects_a = {
+		.initiator = INI_B, .user = "ub", .secret = SECRET_B,
+		.mutual_user = "tgt-b", .mutual_secret = "mutual-of-a-1",
+	};
+	struct iscsi_context *c;
+
+	start(ACL_TARGET(ACL(INI_A, "ua", SECRET_A,
+			     "mutual_user = \"tgt-a\"; mutual_secret = \"mutual-of-a-1\";") ", "
+			 ACL(INI_B, "ub", SECRET_B,
+			     "mutual_user = \"tgt-b\"; mutual_secret = \"mutual-of-b-1\";"),
+			 ""));
+	c = login_ok(&a);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	c = login_ok(&b);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	login_fails(&a_expects_b, "the target proved A's mutual secret, not B's");
+	login_fails(&b_expects_a, "the target proved B's mutual secret, not A's");
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+/* Initiators without their own entry keep the target-level chap; those
+ * with one cannot use it. */
+START_TEST(t14_target_chap_for_the_others)
+{
+	struct harness_login a = { .initiator = INI_A, .user = "ua", .secret = SECRET_A };
+	struct harness_login a_shared = { .initiator = INI_A, .user = "shared",
+					  .secret = "shared-secret-1" };
+	struct harness_login c_shared = { .initiator = INI_C, .user = "shared",
+					  .secret = "shared-secret-1" };
+	struct harness_login c_own_a = { .initiator = INI_C, .user = "ua", .secret = SECRET_A };
+	struct harness_login c_none = { .initiator = INI_C };
+	struct iscsi_context *c;
+
+	start(ACL_TARGET("\"ALL\", " ACL(INI_A, "ua", SECRET_A, ""),
+			 "  chap = { user = \"shared\"; secret = \"shared-secret-1\"; };"));
+	c = login_ok(&c_shared);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	c = login_ok(&a);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	login_refused(&a_shared, 0x0201, "the target-level secret under A's name");
+	login_refused(&c_own_a, 0x0201, "A's credentials under another name");
+	login_fails(&c_none, "target-level CHAP still required of the others");
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+/* A plain name beside per-initiator entries and no target-level chap:
+ * that initiator needs no credentials, as before. */
+START_TEST(t15_plain_name_beside_acl)
+{
+	struct harness_login b_plain = { .initiator = INI_B };
+	struct harness_login a_plain = { .initiator = INI_A };
+	struct harness_login c_plain = { .initiator = INI_C };
+	struct iscsi_context *c;
+
+	start(ACL_TARGET(ACL(INI_A, "ua", SECRET_A, "") ", \"" INI_B "\"", ""));
+	c = login_ok(&b_plain);
+	tur_good(c);
+	harness_iscsi_logout(c);
+	login_fails(&a_plain, "A has its own CHAP");
+	login_refused(&c_plain, 0x0202, "C is not in the allow list");
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
+static int tur_status(struct iscsi_context *c)
+{
+	struct scsi_task *t = iscsi_testunitready_sync(c, 0);
+	int st;
+
+	if (!t)
+		return -1;
+	st = t->status;
+	scsi_free_scsi_task(t);
+	return st;
+}
+
+START_TEST(t16_reload_rotates_initiator_secret)
+{
+	struct harness_login a = { .initiator = INI_A, .user = "ua", .secret = SECRET_A,
+				   .isid_rnd = 1 };
+	struct harness_login a_new = { .initiator = INI_A, .user = "ua",
+				       .secret = "secret-of-a-2", .isid_rnd = 3 };
+	struct harness_login b = { .initiator = INI_B, .user = "ub", .secret = SECRET_B,
+				   .isid_rnd = 2 };
+	struct iscsi_context *ca, *cb;
+	char out[4096];
+	uint64_t deadline;
+	int rc, st = 0;
+
+	start(ACL_TARGET(ACL(INI_A, "ua", SECRET_A, "") ", " ACL(INI_B, "ub", SECRET_B, ""),
+			 "  chap = { user = \"shared\"; secret = \"shared-secret-1\"; };"));
+	ca = login_ok(&a);
+	cb = login_ok(&b);
+	tur_good(ca);
+	tur_good(cb);
+	/* A's secret rotates, and the target-level one too: B has its own,
+	 * so only A must log in again */
+	ck_assert_int_eq(harness_conf_std(&D, "raid1",
+		ACL_TARGET(ACL(INI_A, "ua", "secret-of-a-2", "") ", " ACL(INI_B, "ub", SECRET_B, ""),
+			   "  chap = { user = \"shared\"; secret = \"shared-secret-2\"; };")), 0);
+	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
+	ck_assert_msg(rc == 0, "reload exited %d: %s", rc, out);
+	deadline = harness_now_ms() + 5000;
+	while (harness_now_ms() < deadline && (st = tur_status(ca)) == SCSI_STATUS_GOOD)
+		usleep(100 * 1000);
+	ck_assert_msg(st != SCSI_STATUS_GOOD, "A's session survived the rotation of its secret");
+	tur_good(cb);
+	login_refused(&a, 0x0201, "A's old secret after the reload");
+	iscsi_destroy_context(ca);
+	ca = login_ok(&a_new);
+	tur_good(ca);
+	tur_good(cb);
+	harness_iscsi_logout(ca);
+	harness_iscsi_logout(cb);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -361,6 +566,11 @@ int main(void)
 		CK_CASE("09_session_reinstatement", t09_session_reinstatement),
 		CK_CASE("10_max_sessions", t10_max_sessions),
 		CK_CASE("11_login_by_url", t11_login_by_url),
+		CK_CASE("12_per_initiator_chap", t12_per_initiator_chap),
+		CK_CASE("13_per_initiator_mutual_chap", t13_per_initiator_mutual_chap),
+		CK_CASE("14_target_chap_for_the_others", t14_target_chap_for_the_others),
+		CK_CASE("15_plain_name_beside_acl", t15_plain_name_beside_acl),
+		CK_CASE("16_reload_rotates_initiator_secret", t16_reload_rotates_initiator_secret),
 	};
 
 	return ck_main(&(struct ck_suite_def){
