@@ -59,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -499,6 +500,19 @@ static bool chap_eq(const struct conf_chap *a, const struct conf_chap *b)
 	return true;
 }
 
+/* Per-initiator credentials: the same initiators (in order) with the same
+ * CHAP each. */
+static bool acls_eq(const struct conf_target *a, const struct conf_target *b)
+{
+	if (a->n_acls != b->n_acls)
+		return false;
+	for (unsigned i = 0; i < a->n_acls; i++)
+		if (strcasecmp(a->acls[i].initiator, b->acls[i].initiator) ||
+		    !chap_eq(&a->acls[i].chap, &b->acls[i].chap))
+			return false;
+	return true;
+}
+
 /* What differs between two versions of a target, as a short list for the
  * log and the reply ("" when nothing). */
 static void target_diff(const struct conf *oc, const struct conf_target *o,
@@ -526,7 +540,7 @@ static void target_diff(const struct conf *oc, const struct conf_target *o,
 	NOTE(o->allow_all != n->allow_all || !strv_eq(o->allow, o->n_allow, n->allow, n->n_allow),
 	     "allow");
 	/* which CHAP field changed is not said: it may be a secret */
-	NOTE(!chap_eq(&o->chap, &n->chap), "chap");
+	NOTE(!chap_eq(&o->chap, &n->chap) || !acls_eq(o, n), "chap");
 	NOTE((o->alias == NULL) != (n->alias == NULL) || (o->alias && strcmp(o->alias, n->alias)),
 	     "alias");
 	NOTE(o->n_peer_groups != n->n_peer_groups ||

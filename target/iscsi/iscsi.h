@@ -75,7 +75,8 @@ void iscsi_server_set_release(struct iscsi_server *s,
  * name, listen address and TPGT are unchanged keeps its socket; the others
  * are closed, new ones bound. Connections the new configuration no longer
  * serves (portal gone, target gone or no longer on that portal, initiator
- * no longer allowed, CHAP credentials of its target changed) are closed
+ * no longer allowed, the CHAP credentials that apply to its initiator
+ * changed: its own entry's, or the target's) are closed
  * on their own reactors; the others keep their session and the
  * configuration they logged in with. A login still in progress is judged
  * by @c when it completes (or closed now when @c refuses it).
