@@ -39,6 +39,11 @@
  * (row_write_refused: beyond redundancy, or degraded and not resynced).
  * Mirror reads of a region not resynced since a crash always read the first
  * readable copy (the resync's source), never a balanced pick.
+ * Slots map to members through p->m[], which the background thread changes
+ * while requests run (a spare swapped into a failed slot): it is read
+ * without a lock, entry by entry (atomic pointers; rule at the top of
+ * pool.c), and a completion names the slot by the index it was issued to
+ * (mio - r->mio), not by member->slot.
  *
  * Row states (parity levels, struct row.stage): PLAN -> READ (member reads
  * issued, maybe none) -> WRITE (parity computed; the write-intent bits made
@@ -607,6 +612,16 @@ static void seg_write_end(struct seg *s)
 	raid_bm_end(rq->p, s->loc.moff[0], s->len);
 	if (!s->ok && !rq->result)
 		rq->result = -EIO;
+	/* a copy's chunks written in full are good again where a rebuild had
+	 * lost them (whole chunks: readability is judged per chunk) */
+	for (unsigned c = 0; atomic_load(&rq->p->n_bad) && c < s->loc.ncopies; c++) {
+		uint64_t ch = rq->p->g.chunk;
+		uint64_t a = (s->loc.moff[c] + ch - 1) / ch * ch, b = (s->loc.moff[c] + s->len) / ch * ch;
+
+		if (a < b && s->mio[c].m && raid_member_writable(s->mio[c].m) &&
+		    raid_pool_bad_clear(rq->p, 1ull << s->loc.dev[c], a, b) && !rq->result)
+			rq->result = -EIO;
+	}
 	if (s->own_lock)
 		raid_slock_release(&rq->p->lock, &s->lk);
 	free(s);
@@ -856,6 +871,21 @@ static void row_stage_done(struct row *r)
 		return;
 	}
 	/* ST_WRITE: fine while the surviving members hold the new stripe. */
+	if (r->mode == MODE_FULL && atomic_load(&r->rq->p->n_bad)) {
+		struct raid_pool *p = r->rq->p;
+		uint64_t mask = 0;
+
+		/* every member got its chunk of the row: bad ranges there are gone */
+		for (unsigned i = 0; i < g->n; i++)
+			if (p->m[i] && raid_member_writable(p->m[i]))
+				mask |= 1ull << i;
+		if (raid_pool_bad_clear(p, mask, r->row * g->chunk, (r->row + 1) * g->chunk)) {
+			raid_bm_end(p, r->row * g->chunk + r->lo, r->hi - r->lo);
+			r->stage = ST_DONE;
+			row_finish(r, -EIO);   /* not durable: the range stays bad */
+			return;
+		}
+	}
 	raid_bm_end(r->rq->p, r->row * g->chunk + r->lo, r->hi - r->lo);
 	r->stage = ST_DONE;
 	row_finish(r, raid_pool_unusable(r->rq->p) > g->npar && r->err ? -EIO : 0);
@@ -867,7 +897,7 @@ static void row_io_done(struct raid_mio *mio, int res)
 
 	if (res < 0) {
 		if (mio->op == RAID_MIO_READ && raid_member_read_error(mio->m, res, mio->off))
-			r->bad[mio->m->slot] = true;
+			r->bad[mio - r->mio] = true;  /* the dev it was issued for */
 		else if (mio->op == RAID_MIO_READ && r->rq->p->g.npar == 0)
 			r->tries = MAX_TRIES;     /* raid0: nothing to rebuild from */
 		else
@@ -917,9 +947,10 @@ static void row_plan(struct row *r)
 		return;
 	}
 	if (nmiss && raid_bm_unsynced(p, r->row * g->chunk, g->chunk)) {
-		bool need = rq->write;
+		/* a full-row write reads nothing: it makes the row right again */
+		bool fullw = rq->write && full && !r->ent, need = rq->write && !fullw;
 
-		for (d = 0; d < g->ndata; d++)
+		for (d = 0; d < g->ndata && !fullw; d++)
 			if (r->ce[d] > r->cs[d] && r->missing[raid_geom_data_dev(g, r->row, d)])
 				need = true;
 		if (need) {

@@ -31,8 +31,30 @@
  *
  * Bad ranges (raid_pool_bad_add, under bad_mu): member bytes of a slot that
  * hold nothing valid (rebuild.c could not reconstruct them); persistent in
- * the superblocks, only ever added or grown. A member is not readable there
+ * the superblocks. They grow when more is lost and shrink (or split) only
+ * when a write rewrote those bytes on their member without reconstruction -
+ * a full-row write (raid5/6) or any mirror write over them -
+ * (raid_pool_bad_clear): the member is fdatasync'd, the range cut, and the
+ * superblocks rewritten before the write is acknowledged. A crash before
+ * that leaves the range bad (MEDIUM ERROR for data whose write was never
+ * acknowledged), never good with old bytes. A member is not readable there
  * (raid_member_readable) and the bitmap reports them unsynced.
+ *
+ * Slot table rule (p->m[], p->n_slots, member->slot): written only under
+ * meta_mu (rebuild.c start_rebuild, add-spare, remove), read without it by
+ * the I/O path on every reactor, the bitmap writer and the background
+ * thread. Every entry is an atomic pointer and n_slots and slot are atomic
+ * (seq_cst), so a reader sees either the old or the new member of a slot,
+ * each completely initialised: a member is made complete, and its state
+ * set, before its pointer is stored; n_slots grows only after the new
+ * entry is stored. Members are never freed while the pool is open
+ * (replaced ones go to p->retired), so a pointer read before a swap stays
+ * valid. A swap only ever replaces an unusable member (FAULTY, MISSING,
+ * EMPTY) by a REBUILDING one with rebuild_pos 0, or a spare slot's entry:
+ * neither old nor new serves reads of the slot, and writes that reach the
+ * old one are redone by the rebuild (the rows' stripe locks order them). A
+ * request that must name the slot of a member it issued to uses the index
+ * it issued to, never member->slot, which a swap may have changed since.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -202,6 +224,89 @@ void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t 
 	}
 	LOG_ERR(RAID_MOD, "pool %s: slot %u member bytes from [%llu, %llu) on cannot be reconstructed: recorded bad (reads fail with a medium error)",
 		p->name, slot, (unsigned long long)a, (unsigned long long)b);
+}
+
+/* Cut [a, b) out of the ranges of the slots in @slots; a range that would
+ * split with the table full stays whole (still bad: never wrongly good).
+ * true when anything changed. bad_mu held. */
+static bool bad_cut(struct raid_pool *p, uint64_t slots, uint64_t a, uint64_t b)
+{
+	unsigned i = 0;
+	bool changed = false;
+
+	while (i < atomic_load(&p->n_bad)) {
+		struct raid_bad *r = &p->bad[i];
+		unsigned n = atomic_load(&p->n_bad);
+
+		if (r->slot >= 64 || !(slots & (1ull << r->slot)) || r->b <= a || b <= r->a) {
+			i++;
+			continue;
+		}
+		if (a <= r->a && r->b <= b) {
+			*r = p->bad[n - 1];
+			atomic_store(&p->n_bad, n - 1);
+			changed = true;
+			continue;            /* look at the entry moved here */
+		}
+		if (r->a < a && b < r->b) {
+			if (n == RAID_MAX_BAD) {
+				i++;
+				continue;
+			}
+			p->bad[n] = *r;
+			p->bad[n].a = b;
+			r->b = a;
+			atomic_store(&p->n_bad, n + 1);
+		} else if (r->a < a) {
+			r->b = a;
+		} else {
+			r->a = b;
+		}
+		changed = true;
+		i++;
+	}
+	return changed;
+}
+
+int raid_pool_bad_clear(struct raid_pool *p, uint64_t slots, uint64_t a, uint64_t b)
+{
+	uint64_t hit = 0;
+	bool changed;
+	int rc = 0;
+
+	if (!atomic_load(&p->n_bad))
+		return 0;
+	for (unsigned i = 0; i < p->n_slots && i < 64; i++)
+		if ((slots & (1ull << i)) && raid_pool_bad(p, i, a, b))
+			hit |= 1ull << i;
+	if (!hit)
+		return 0;
+	pthread_mutex_lock(&p->meta_mu);
+	/* the new bytes must be on the disk before a superblock says they are
+	 * good: a crash in between would otherwise read what was there before
+	 * (nothing valid) as good data */
+	for (unsigned i = 0; i < p->n_slots && i < 64; i++) {
+		struct raid_member *m = p->m[i];
+
+		if (!(hit & (1ull << i)))
+			continue;
+		if (!m || !raid_member_writable(m) || fdatasync(m->fd)) {
+			hit &= ~(1ull << i);
+			rc = -EIO;
+		}
+	}
+	pthread_mutex_lock(&p->bad_mu);
+	changed = bad_cut(p, hit, a, b);
+	pthread_mutex_unlock(&p->bad_mu);
+	if (changed) {
+		int wrc = raid_pool_write_sbs_locked(p, false);
+
+		rc = rc ? rc : wrc;
+		LOG_INFO(RAID_MOD, "pool %s: member bytes [%llu, %llu) rewritten: no longer bad",
+			 p->name, (unsigned long long)a, (unsigned long long)b);
+	}
+	pthread_mutex_unlock(&p->meta_mu);
+	return rc;
 }
 
 unsigned raid_pool_unusable(struct raid_pool *p)
@@ -1402,11 +1507,11 @@ int raid_pool_add_spare(struct raid_pool *p, const char *path)
 	if (idx < p->n_slots) {
 		p->m[idx]->retired_next = p->retired;
 		p->retired = p->m[idx];
-	} else {
-		p->n_slots++;
 	}
 	c.m->slot = idx;
 	p->m[idx] = c.m;
+	if (idx == p->n_slots)
+		p->n_slots++;   /* after the entry: readers walk up to n_slots */
 	rc = raid_pool_write_sbs_locked(p, false);
 	pthread_mutex_unlock(&p->meta_mu);
 	LOG_INFO(RAID_MOD, "pool %s: added spare %s", p->name, path);
@@ -1481,8 +1586,8 @@ int raid_pool_remove(struct raid_pool *p, const char *member)
 		}
 		p->m[slot] = ph;
 	} else {
+		p->n_slots--;   /* before the entry goes: readers walk up to n_slots */
 		p->m[slot] = NULL;
-		p->n_slots--;
 	}
 	/* free slots at the end go away (never raid disks) */
 	while (p->n_slots > p->g.n && atomic_load(&p->m[p->n_slots - 1]->state) == RAID_M_EMPTY) {

@@ -432,7 +432,7 @@ struct raid_member {
 	char *rpath;              /* resolved path, owned; NULL when unknown */
 	int fd;                   /* -1 when missing/closed; O_DIRECT with direct_io */
 	int fd_buf;               /* buffered fd for unaligned I/O (== fd without direct_io) */
-	unsigned slot;
+	_Atomic unsigned slot;    /* changes on a swap: see the slot table rule in pool.c */
 	_Atomic int state;        /* enum raid_mstate */
 	uint8_t uuid[16];
 	uint64_t file_bytes;
@@ -494,8 +494,11 @@ struct raid_pool {
 	unsigned rebuild_mbps;
 	struct conf_hdd hdd;                     /* lab timing model (hdd.enabled) */
 	uint8_t uuid[16];
-	unsigned n_slots;                        /* members + spares */
-	struct raid_member *m[RAID_MAX_SLOTS];   /* by slot; owned */
+	/* The slot table: written under meta_mu, read without it by the I/O
+	 * path, the bitmap writer and the background thread, so every entry
+	 * (and n_slots) is atomic; see the rule at the top of pool.c. */
+	_Atomic unsigned n_slots;                /* members + spares */
+	struct raid_member *_Atomic m[RAID_MAX_SLOTS]; /* by slot; owned */
 	pthread_mutex_t meta_mu;                 /* superblock, volumes, states */
 	uint64_t events;
 	struct raid_sb sb;                       /* last written view (slot fields unused) */
@@ -549,6 +552,12 @@ bool raid_member_read_error(struct raid_member *m, int err, uint64_t moff);
  * room: more is refused, never less; with no way to record it the member
  * is failed); the caller writes the superblocks. */
 void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b);
+/* Member bytes [a, b) of every slot in the mask @slots were just rewritten
+ * with data that needed no reconstruction (a full row, a mirror copy): cut
+ * them out of the bad ranges, durably (members fdatasync'd, then the
+ * superblocks written) before returning. Caller holds the rows' stripe
+ * lock. 0, or -EIO when a member could not be synced (its range stays). */
+int raid_pool_bad_clear(struct raid_pool *p, uint64_t slots, uint64_t a, uint64_t b);
 /* Does [a, b) of @slot (any slot when @slot is UINT32_MAX) overlap a bad range? */
 bool raid_pool_bad(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b);
 /* Readable at member data offset @moff (readable below @moff_end: the

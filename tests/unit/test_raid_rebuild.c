@@ -4,14 +4,17 @@
  * fails afterwards), rebuild resumed after close/open, the rebuild rate cap,
  * scrub counting and repairing injected corruption; the initial sync of a
  * new pool over members that held data (and its resume), rows a rebuild
- * must not reconstruct (bad ranges), read errors during scrub, resync and
- * rebuild, and the durable rebuild checkpoint.
+ * must not reconstruct (bad ranges) and writes that make them good again
+ * (raid5 full row, mirror chunk), read errors during scrub, resync and
+ * rebuild, the durable rebuild checkpoint, and I/O on two threads while
+ * spares are swapped into slots over and over.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -536,23 +539,21 @@ static void crash_after_writes(const uint64_t *offs, unsigned noffs, const uint8
  * become a bad range: reading them fails (medium error), also after a
  * restart; no block ever reads back wrong data.
  */
-START_TEST(t07_rebuild_unsynced_rows)
+/* The scenario below up to the rebuild's end: pool cp open again, optimal,
+ * with row 0's rebuilt chunk recorded bad; returns the shadow (malloc'd). */
+static uint8_t *bad_row0(struct raid_ioctx **ctx, struct raid_pool **p, struct raid_vol **v)
 {
-	struct raid_pool *p;
-	struct raid_vol *v;
-	struct raid_ioctx *ctx;
 	struct raid_pool_info info;
 	uint8_t *shadow, torn[65536], buf[4096];
 	uint64_t off0 = 0;
 	unsigned dx, dl;
 	int fd;
 
-	srandom(31);
 	mkpool(CONF_RAID5, 4, 1, 65536);
-	shadow = open_written(&ctx, &p, &v);
-	dx = raid_geom_data_dev(&p->g, 0, 1);
-	dl = raid_geom_data_dev(&p->g, 0, 2);
-	raid_pool_close(p);
+	shadow = open_written(ctx, p, v);
+	dx = raid_geom_data_dev(&(*p)->g, 0, 1);
+	dl = raid_geom_data_dev(&(*p)->g, 0, 2);
+	raid_pool_close(*p);
 	for (unsigned k = 0; k < 65536; k++)
 		shadow[k] = (uint8_t)random();
 	crash_after_writes(&off0, 1, shadow, 65536);
@@ -566,16 +567,28 @@ START_TEST(t07_rebuild_unsynced_rows)
 	ck_assert_int_eq(unlink(paths[dl]), 0);
 	cp.start_degraded = true;
 
-	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
-	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
-	wait_state(p, "optimal", 30);
-	for (int i = 0; i < 500 && atomic_load(&p->bm.n_unsynced); i++)
+	ck_assert_int_eq(raid_pool_open(&cp, p), 0);
+	ck_assert_int_eq(raid_vol_open(*p, "v", &full, v), 0);
+	wait_state(*p, "optimal", 30);
+	for (int i = 0; i < 500 && atomic_load(&(*p)->bm.n_unsynced); i++)
 		usleep(20000);
-	ck_assert_uint_eq(atomic_load(&p->bm.n_unsynced), 0);
-	ck_assert_uint_gt(verify_or_eio(v, ctx, shadow), 0);
-	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 131072, 4096, buf), -EIO);
-	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(atomic_load(&(*p)->bm.n_unsynced), 0);
+	ck_assert_uint_gt(verify_or_eio(*v, *ctx, shadow), 0);
+	ck_assert_int_eq(rf_io(*v, *ctx, RAID_OP_READ, 131072, 4096, buf), -EIO);
+	ck_assert_int_eq(raid_pool_info(*p, &info), 0);
 	ck_assert_uint_gt(info.bad_bytes, 0);
+	return shadow;
+}
+
+START_TEST(t07_rebuild_unsynced_rows)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	uint8_t *shadow, buf[4096];
+
+	srandom(31);
+	shadow = bad_row0(&ctx, &p, &v);
 	raid_pool_close(p);
 
 	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
@@ -762,6 +775,219 @@ START_TEST(t09_rebuild_checkpoint_durable)
 }
 END_TEST
 
+/*
+ * A bad range is good again once a write rewrote it without reconstruction:
+ * writes into row 0 that need reconstruction stay refused, a full-row write
+ * is accepted, after it the row reads back the new data, the bad range is
+ * gone from the superblocks (reopen), and a member loss afterwards still
+ * reconstructs the row right.
+ */
+START_TEST(t11_full_row_write_clears_bad)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *shadow, *row, *buf;
+	uint64_t stripe, bad0, chunk;
+	unsigned eio0;
+
+	srandom(41);
+	shadow = bad_row0(&ctx, &p, &v);
+	stripe = p->g.stripe_bytes;
+	chunk = p->g.chunk;
+	eio0 = verify_or_eio(v, ctx, shadow);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	bad0 = info.bad_bytes;
+	ck_assert_uint_ge(bad0, chunk);
+	row = malloc(stripe);
+	buf = malloc(stripe);
+	ck_assert(row && buf);
+	for (uint64_t k = 0; k < stripe; k++)
+		row[k] = (uint8_t)random();
+	/* needs reconstruction from parity that cannot be trusted: refused */
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, 131072, 4096, row), -EIO);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, 0, stripe, row), 0);
+	memcpy(shadow, row, stripe);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 0, stripe, buf), 0);
+	ck_assert(!memcmp(buf, row, stripe));
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(info.bad_bytes, bad0 - chunk);
+	ck_assert_uint_eq(verify_or_eio(v, ctx, shadow), eio0 - chunk / 4096);
+	raid_pool_close(p);
+
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(info.bad_bytes, bad0 - chunk);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 0, stripe, buf), 0);
+	ck_assert(!memcmp(buf, row, stripe));
+	/* partial writes into the row work again, and the row survives a loss */
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, 131072, 4096, row), 0);
+	memcpy(shadow + 131072, row, 4096);
+	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 0, stripe, buf), 0);
+	ck_assert(!memcmp(buf, shadow, stripe));
+	verify_or_eio(v, ctx, shadow);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(buf);
+	free(row);
+	free(shadow);
+}
+END_TEST
+
+/*
+ * Mirrors: a write over a copy's bad range makes those bytes good again on
+ * that copy (any write: nothing is reconstructed), the rest of the range
+ * stays bad, and the cut range is what the superblocks say after a reopen.
+ */
+START_TEST(t12_mirror_write_clears_bad)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *shadow, buf[2 * 65536];
+
+	srandom(43);
+	mkpool(CONF_RAID1, 2, 0, 65536);
+	shadow = open_written(&ctx, &p, &v);
+	raid_pool_bad_add(p, 1, 65536, 3 * 65536);
+	ck_assert_int_eq(raid_pool_write_sbs(p, false), 0);
+	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 65536, 4096, buf), -EIO);
+	for (unsigned k = 0; k < sizeof(buf); k++)
+		buf[k] = (uint8_t)random();
+	/* part of a chunk: the chunk still holds lost bytes, stays bad */
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, 65536 + 4096, 8192, buf), 0);
+	memcpy(shadow + 65536 + 4096, buf, 8192);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(info.bad_bytes, 2 * 65536);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 65536 + 4096, 4096, buf), -EIO);
+	/* the whole chunk (and a bit of each neighbour) */
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, 65536 - 4096, 65536 + 8192, buf), 0);
+	memcpy(shadow + 65536 - 4096, buf, 65536 + 8192);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(info.bad_bytes, 65536);
+	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_READ, 65536, 65536, buf), 0);
+	ck_assert(!memcmp(buf, shadow + 65536, 65536));
+	ck_assert_uint_eq(verify_or_eio(v, ctx, shadow), 65536 / 4096);
+	raid_pool_close(p);
+
+	cp.start_degraded = true;      /* member 0 stays faulty */
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(info.bad_bytes, 65536);
+	ck_assert_uint_eq(verify_or_eio(v, ctx, shadow), 65536 / 4096);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+}
+END_TEST
+
+/*
+ * Foreground I/O on two threads while the slot table changes under it: a
+ * member fails, the spare is swapped into its slot and rebuilt, the failed
+ * file is removed and added back as the next spare, over and over. Every
+ * read returns what its thread last wrote (a ThreadSanitizer build of this
+ * case checks the slot table's publication).
+ */
+struct swap_io {
+	struct raid_vol *v;
+	uint64_t base, len;
+	_Atomic bool *stop;
+	unsigned seed;
+	unsigned ios, bad;
+};
+
+static void *swap_io_main(void *arg)
+{
+	struct swap_io *w = arg;
+	struct raid_ioctx *ctx;
+	uint8_t *shadow = calloc(1, w->len), buf[16384];
+	unsigned seed = w->seed;
+
+	if (!shadow || raid_ioctx_create(&ctx)) {
+		free(shadow);
+		w->bad++;
+		return NULL;
+	}
+	if (rf_io(w->v, ctx, RAID_OP_WRITE, w->base, w->len, shadow))
+		w->bad++;
+	while (!atomic_load(w->stop)) {
+		uint64_t off = (uint64_t)(rand_r(&seed) % (unsigned)(w->len / 4096 - 4)) * 4096;
+		unsigned len = 4096u * (1 + (unsigned)rand_r(&seed) % 4);
+
+		if (rand_r(&seed) & 1) {
+			for (unsigned k = 0; k < len; k++)
+				buf[k] = (uint8_t)rand_r(&seed);
+			if (rf_io(w->v, ctx, RAID_OP_WRITE, w->base + off, len, buf))
+				w->bad++;
+			else
+				memcpy(shadow + off, buf, len);
+		} else if (rf_io(w->v, ctx, RAID_OP_READ, w->base + off, len, buf) ||
+			   memcmp(buf, shadow + off, len)) {
+			w->bad++;
+		}
+		w->ios++;
+	}
+	if (rf_io(w->v, ctx, RAID_OP_READ, w->base, 16384, buf) || memcmp(buf, shadow, 16384))
+		w->bad++;
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+	return NULL;
+}
+
+START_TEST(t10_io_during_slot_swaps)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct swap_io w[2];
+	pthread_t th[2];
+	_Atomic bool stop = false;
+	char *gone;
+
+	mkpool(CONF_RAID1, 2, 1, 65536);
+	cp.rebuild_mbps = 0;
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	for (unsigned t = 0; t < 2; t++) {
+		w[t] = (struct swap_io){ .v = v, .len = raid_vol_bytes(v) / 2 & ~(uint64_t)4095,
+					 .stop = &stop, .seed = 7 + t };
+		w[t].base = t * w[t].len;
+		ck_assert_int_eq(pthread_create(&th[t], NULL, swap_io_main, &w[t]), 0);
+	}
+	for (unsigned round = 0; round < 6; round++) {
+		unsigned slot = round % 2;
+
+		char *files[3] = { paths[0], paths[1], spaths[0] };
+
+		gone = NULL;
+		for (unsigned k = 0; k < 3; k++)
+			if (!strcmp(atomic_load(&p->m[slot])->path, files[k]))
+				gone = files[k];
+		ck_assert_ptr_nonnull(gone);
+		ck_assert_int_eq(raid_pool_fail(p, slot ? "1" : "0"), 0);
+		wait_state(p, "optimal", 60);
+		ck_assert_int_eq(raid_pool_remove(p, gone), 0);
+		ck_assert_int_eq(raid_pool_add_spare(p, gone), 0);
+	}
+	usleep(100000);
+	atomic_store(&stop, true);
+	for (unsigned t = 0; t < 2; t++) {
+		pthread_join(th[t], NULL);
+		ck_assert_uint_gt(w[t].ios, 10);
+		ck_assert_msg(w[t].bad == 0, "thread %u: %u of %u I/Os wrong", t, w[t].bad, w[t].ios);
+	}
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -774,6 +1000,9 @@ int main(void)
 		CK_CASE("07_rebuild_unsynced_rows", t07_rebuild_unsynced_rows),
 		CK_CASE("08_background_read_errors", t08_background_read_errors, .loop_end = 4),
 		CK_CASE("09_rebuild_checkpoint_durable", t09_rebuild_checkpoint_durable),
+		CK_CASE("10_io_during_slot_swaps", t10_io_during_slot_swaps),
+		CK_CASE("11_full_row_write_clears_bad", t11_full_row_write_clears_bad),
+		CK_CASE("12_mirror_write_clears_bad", t12_mirror_write_clears_bad),
 	};
 
 	return ck_main(&(struct ck_suite_def){
