@@ -860,7 +860,12 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 		       "%s: direct_io is not valid for an rbd pool", where);
 	if (get_uint(v, g, "rebuild_mbps", where, 0, 1000000, &u) > 0)
 		p->rebuild_mbps = (unsigned)u;
-	get_bool(v, g, "start_degraded", where, &p->start_degraded);
+	if (get_bool(v, g, "start_degraded", where, &p->start_degraded) > 0 && p->start_degraded)
+		/* kept set, it also applies at a later start when the current
+		 * members are the missing ones and a stale one is left */
+		warn_at(v, config_setting_get_member(g, "start_degraded"),
+			"%s: start_degraded is deprecated: it applies at every start; start once "
+			"with rtgtd --start-degraded %s instead", where, p->name ? p->name : "POOL");
 	if (get_size(v, g, "create_size", where, false, &sz) > 0) {
 		s = config_setting_get_member(g, "create_size");
 		if (sz.bytes < (1ULL << 20) || sz.bytes % CONF_SIZE_ALIGN)

@@ -120,12 +120,17 @@ struct daemon {
 	int stopping;
 };
 
+#define DEGRADED_MAX 64u          /* --start-degraded options in one command line */
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rtgtd -c FILE [--check]\n"
+		"usage: rtgtd -c FILE [--check] [--start-degraded POOL]...\n"
 		"  -c, --config FILE  configuration file (default /etc/rtgt/rtgt.conf)\n"
 		"      --check        validate the configuration and exit (0 valid, 2 not)\n"
+		"      --start-degraded POOL\n"
+		"                     this start only: assemble POOL without members that are\n"
+		"                     missing or unusable, if its redundancy allows\n"
 		"  -h, --help         this text\n"
 		"Runs in the foreground, logs to stderr, stops on SIGTERM or SIGINT,\n"
 		"re-reads FILE on SIGHUP (live reload).\n");
@@ -1223,6 +1228,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 'k' },
+		{ "start-degraded", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1231,6 +1237,10 @@ int main(int argc, char **argv)
 	struct iscsi_worker *iw = NULL;
 	struct iscsi_ctl_ops ops = { .arg = &d, .handle = ctl_handle };
 	int check = 0, opt, rc, status = 1;
+	/* pools to start degraded now: an override for this start only, so it
+	 * cannot stay set and let a stale member lead a later assembly */
+	const char *degraded[DEGRADED_MAX];
+	unsigned n_degraded = 0;
 	sigset_t mask;
 
 	while ((opt = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -1240,6 +1250,14 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			check = 1;
+			break;
+		case 'D':
+			if (n_degraded == DEGRADED_MAX) {
+				fprintf(stderr, "rtgtd: --start-degraded given more than %u times\n",
+					DEGRADED_MAX);
+				return 2;
+			}
+			degraded[n_degraded++] = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1260,6 +1278,21 @@ int main(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "rtgtd: %s: %s\n", path, strerror(-rc));
 		return check ? 2 : 1;
+	}
+	for (unsigned k = 0; k < n_degraded; k++) {
+		struct conf_pool *cp = NULL;
+
+		for (unsigned i = 0; i < d.conf->n_pools; i++)
+			if (!strcmp(d.conf->pools[i].name, degraded[k]))
+				cp = &d.conf->pools[i];
+		if (!cp || cp->level == CONF_RBD) {
+			fprintf(stderr, "rtgtd: --start-degraded %s: %s\n", degraded[k],
+				cp ? "an rbd pool has no members to start without"
+				   : "no pool of that name in the configuration");
+			conf_free(d.conf);
+			return 2;
+		}
+		cp->start_degraded = true;
 	}
 	if (check) {
 		conf_free(d.conf);

@@ -3,13 +3,16 @@
  * configurations (exit codes, FILE:LINE messages, nothing created on disk),
  * start-up failures (port in use, a member of another pool, a missing
  * member: exit 1 at once with a line naming it, nothing written or created;
- * start_degraded = true starts without the missing one), SIGTERM in the
+ * rtgtd --start-degraded POOL starts without the missing one, the
+ * deprecated start_degraded key still parses with a warning), SIGTERM in the
  * middle of I/O (exit 0, acknowledged writes survive a restart) and the
  * directories of members to create and of the control socket made on start.
  */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -339,6 +343,53 @@ START_TEST(t09_member_of_another_pool)
 }
 END_TEST
 
+/*
+ * Starts rtgtd -c D.conf --start-degraded @pool, waits for its "started
+ * degraded" line, stops it with SIGTERM: its exit status (or -1 when it
+ * never said so, -2 when it exited first), its stderr in @log.
+ */
+static int run_start_degraded(const char *pool, char *log, size_t loglen)
+{
+	char lpath[300];
+	int st = 0, fd, said = 0;
+	ssize_t n = 0;
+	pid_t pid;
+
+	snprintf(lpath, sizeof(lpath), "%s/degraded.log", D.dir);
+	fd = open(lpath, O_CREAT | O_TRUNC | O_RDWR, 0600);
+	ck_assert_int_ge(fd, 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *argv[] = { (char *)harness_rtgtd_path(), "-c", D.conf, "--start-degraded",
+				 (char *)pool, NULL };
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	for (int i = 0; i < RUN_TIMEOUT_MS / 50 && !said; i++) {
+		n = pread(fd, log, loglen - 1, 0);
+		log[n > 0 ? n : 0] = 0;
+		said = strstr(log, "started degraded") != NULL;
+		if (!said && waitpid(pid, &st, WNOHANG) == pid) {
+			close(fd);
+			return -2;
+		}
+		usleep(50000);
+	}
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	n = pread(fd, log, loglen - 1, 0);
+	log[n > 0 ? n : 0] = 0;
+	close(fd);
+	if (!said)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 START_TEST(t10_missing_member)
 {
 	static char err[16384];
@@ -363,20 +414,39 @@ START_TEST(t10_missing_member)
 	ck_assert_msg(access(path, F_OK) != 0 && errno == ENOENT,
 		      "the missing member d1.img was created");
 
-	/* start_degraded = true: serves degraded, one error line for d1.img */
+	/* the override names a pool of the configuration */
+	{
+		char *argv[] = { (char *)harness_rtgtd_path(), "-c", D.conf, "--start-degraded",
+				 "nosuch", NULL };
+
+		rc = harness_run(argv, err, sizeof(err), RUN_TIMEOUT_MS);
+		ck_assert_msg(rc == 2, "--start-degraded nosuch exited %d, expected 2; stderr:\n%s",
+			      rc, err);
+		ck_assert_msg(line_with(err, "--start-degraded nosuch", "no pool"),
+			      "no line names the unknown pool; stderr:\n%s", err);
+	}
+
+	/* the persistent key still parses, with a deprecation warning */
 	write_conf(&(struct variant){
 		.pool = "{ name = \"p\"; level = \"raid1\"; chunk = \"64K\"; "
 			"members = ( \"d0.img\", \"d1.img\" ); create_size = \"32M\"; "
 			"start_degraded = true; }" });
-	nf_start(&D);
-	ck_assert_int_ge(harness_read_log(&D, err, sizeof(err)), 0);
+	rc = run_rtgtd(true, err, sizeof(err));
+	ck_assert_msg(rc == 0, "--check with start_degraded exited %d; stderr:\n%s", rc, err);
+	ck_assert_msg(line_with(err, "warning: ", "start_degraded is deprecated"),
+		      "no deprecation warning; stderr:\n%s", err);
+
+	/* --start-degraded p: serves degraded, one error line for d1.img */
+	write_conf(&(struct variant){ 0 });
+	rc = run_start_degraded("p", err, sizeof(err));
+	ck_assert_msg(rc == 0, "--start-degraded p: exit %d; log:\n%s", rc, err);
 	ck_assert_msg(line_with(err, "ERROR", "d1.img (slot 1) is missing"),
 		      "no ERROR line for the missing d1.img; log:\n%s", err);
-	ck_assert_msg(line_with(err, "started degraded", NULL), "no 'started degraded' line; log:\n%s",
-		      err);
-	nf_stop_expect_0(&D, "degraded start");
 	ck_assert_msg(access(path, F_OK) != 0 && errno == ENOENT,
 		      "the missing member d1.img was created");
+	/* the degraded start recorded d1 failed: a plain start needs no override */
+	nf_start(&D);
+	nf_stop_expect_0(&D, "start after the degraded one");
 }
 END_TEST
 
