@@ -618,7 +618,8 @@ static void seg_write_end(struct seg *s)
 		uint64_t ch = rq->p->g.chunk;
 		uint64_t a = (s->loc.moff[c] + ch - 1) / ch * ch, b = (s->loc.moff[c] + s->len) / ch * ch;
 
-		if (a < b && s->mio[c].m && raid_member_writable(s->mio[c].m) &&
+		if (a < b && s->mio[c].m && s->mio[c].m == rq->p->m[s->loc.dev[c]] &&
+		    raid_member_writable(s->mio[c].m) &&
 		    raid_pool_bad_clear(rq->p, 1ull << s->loc.dev[c], a, b) && !rq->result)
 			rq->result = -EIO;
 	}
@@ -875,10 +876,15 @@ static void row_stage_done(struct row *r)
 		struct raid_pool *p = r->rq->p;
 		uint64_t mask = 0;
 
-		/* every member got its chunk of the row: bad ranges there are gone */
-		for (unsigned i = 0; i < g->n; i++)
-			if (p->m[i] && raid_member_writable(p->m[i]))
+		/* every member written got its chunk of the row: bad ranges there
+		 * are gone (not on one swapped into the slot since the write) */
+		for (unsigned i = 0; i < g->n; i++) {
+			struct raid_member *m = p->m[i];
+
+			if (m && r->mio[i].m == m && r->mio[i].op == RAID_MIO_WRITE &&
+			    raid_member_writable(m))
 				mask |= 1ull << i;
+		}
 		if (raid_pool_bad_clear(p, mask, r->row * g->chunk, (r->row + 1) * g->chunk)) {
 			raid_bm_end(p, r->row * g->chunk + r->lo, r->hi - r->lo);
 			r->stage = ST_DONE;
