@@ -32,6 +32,15 @@ const char *rj_str(struct json_object *o, const char *key);
 int64_t rj_int(struct json_object *o, const char *key);
 /* `rtgtctl status --json` must succeed and list pool @pool: returns it; the
  * caller json_object_put()s *@root. */
+/*
+ * One request @cmd (no arguments) straight on the daemon's control socket,
+ * the reply line (the JSON object with its "ok" member, as rtgtctl receives
+ * it) into @out. No process is started: status polls stay cheap in the
+ * sanitizer builds, where every rtgtctl start costs about a second. 0 or a
+ * negative errno.
+ */
+int rj_query(const struct harness_daemon *d, const char *cmd, char *out, size_t outlen);
+
 struct json_object *rj_status_pool(const struct harness_daemon *d, const char *pool,
 				   struct json_object **root);
 /* The entry of @pool's "members" whose path is @path or ends with "/@path",
