@@ -14,21 +14,26 @@
  *
  *   MAIN ---(librbd done; FUA write that succeeded)---> FLUSH ---> DONE
  *     \--------------(anything else)----------------------------> DONE
- *   LOCK --(granted)--> CAW_READ --(equal)--> CAW_WRITE --> DONE
- *                           \------(differs or error)-------> DONE
+ *   LOCK --(granted, one sector)--> CAW_SECTOR -----------------> DONE
+ *     `---(granted, longer)--> CAW_READ --(equal)--> CAW_WRITE --> DONE
+ *                                  \------(differs or error)-------> DONE
  *
  *   MAIN      raid_rbd_vol_submit() started the read / write / flush in
- *             librbd, or a compare-and-write inside one RADOS object as one
- *             RADOS write op (cmpext + write: atomic in the OSD against every
- *             writer on every node; librbd 16's own compare-and-write only
- *             takes a single 512-byte sector), or recorded why it could not;
+ *             librbd, or recorded why it could not;
  *   FLUSH     step() started rbd_aio_flush after a FUA write: the write is
  *             durable only once the flush completed;
- *   LOCK      a compare-and-write spanning two objects waits for this node's
- *             exclusive range lock (p->lock; caw_locked() moves on);
- *   CAW_READ  ... reads the range (caw_read), step() compares;
- *   CAW_WRITE ... writes it; atomic only against compare-and-writes through
- *             this node (raid/README.md, "RBD pools");
+ *   LOCK      every compare-and-write waits for this node's exclusive range
+ *             lock (p->lock; caw_locked() moves on), so the compare-and-writes
+ *             through one node exclude each other whichever way they go;
+ *   CAW_SECTOR one 512-byte sector: librbd's rbd_aio_compare_and_write (cmpext
+ *             + write in one OSD op: atomic against every writer on every
+ *             node; librbd applies the snapshot context, copies a clone's
+ *             parent data up and keeps object map and journal);
+ *   CAW_READ  longer (librbd 16 takes only one sector): librbd reads the
+ *             range (caw_read), step() compares;
+ *   CAW_WRITE ... librbd writes it; atomic only against compare-and-writes
+ *             through this node (raid/README.md, "RBD pools"). Every path
+ *             goes through librbd: RADOS objects are never addressed here;
  *   DONE      finish() set io->result, released what the request held,
  *             dropped the ctx's in-flight count and ran io->cb.
  * Every transition runs on the submitting thread: librbd/librados call
@@ -37,7 +42,8 @@
  * then runs inside raid_ioctx_run(). Invariant (io_check): the phase is one
  * of the above while the request is owned by rbd.c, FLUSH only for FUA
  * writes (WRITE or WRITE_SAME), the LOCK..CAW_WRITE phases only for
- * compare-and-write with a struct caw, and the ctx and volume are set.
+ * compare-and-write with a struct caw, CAW_SECTOR only for one sector, and
+ * the ctx and volume are set.
  * WRITE_SAME is one rbd_aio_writesame (one 512-byte block repeated; at most
  * WS_MAX bytes per request, so librbd never sees a length near its size_t /
  * int return-value limits and one request spans at most 16 objects).
@@ -96,9 +102,6 @@
 #include <rados/librados.h>
 #include <rbd/librbd.h>
 #endif
-#ifndef MAX_ERRNO
-#define MAX_ERRNO 4095   /* cmpext reports a mismatch as -MAX_ERRNO - offset */
-#endif
 
 #ifdef RTGT_HAVE_RBD
 
@@ -111,6 +114,7 @@
 #define PROV_LOCK  "rtgt.thick"
 #define PROV_LEASE_S 10
 #define PROV_GRACE_MS 1000u           /* raid_rbd_vol_open waits this long */
+#define CAW_SECTOR 512u               /* what librbd 16 compares-and-writes */
 
 enum { PROV_READY = 0, PROV_RUNNING, PROV_FAILED };
 
@@ -141,18 +145,15 @@ struct rbd_pool {
 };
 
 enum { PHASE = 0, RET = 1 };               /* io->rpriv_u[] slots */
-enum { PH_MAIN = 1, PH_FLUSH, PH_LOCK, PH_CAW_READ, PH_CAW_WRITE };
+enum { PH_MAIN = 1, PH_FLUSH, PH_LOCK, PH_CAW_SECTOR, PH_CAW_READ, PH_CAW_WRITE };
 enum { CTX = 0, VOL = 1, CAW = 2 };         /* io->rpriv[] slots */
 
 /* A compare-and-write in flight; owned by the request, freed by finish(). */
 struct caw {
-	rados_write_op_t op;      /* single-object path; NULL otherwise */
-	int prval;                /* cmpext result */
-	unsigned creating;        /* single-object path, object absent: create
-	                           * attempts so far (exclusive create + write) */
-	struct raid_lk lk;        /* two-object path */
+	struct raid_lk lk;        /* this node's exclusive range lock */
 	bool locked;
-	uint8_t *tmp;             /* two-object path: what the range holds */
+	uint64_t mismatch;        /* CAW_SECTOR: librbd's mismatch offset */
+	uint8_t *tmp;             /* CAW_READ: what the range holds */
 };
 
 static struct rbd_pool *rp_of(struct raid_pool *p)
@@ -178,6 +179,8 @@ static bool io_check(const struct raid_io *io)
 	if (ph == PH_FLUSH)
 		return (io->op == RAID_OP_WRITE || io->op == RAID_OP_WRITE_SAME) &&
 		       (io->flags & RAID_IO_FUA);
+	if (ph == PH_CAW_SECTOR && io->len != CAW_SECTOR)
+		return false;
 	if (ph >= PH_LOCK)
 		return io->op == RAID_OP_COMPARE_WRITE && io->rpriv[CAW];
 	return true;
@@ -195,17 +198,6 @@ static void on_complete(rbd_completion_t c, void *arg)
 	rbd_aio_release(c);
 	/* raid_defer only fails without memory: the completion must not be
 	 * lost, so wait for memory rather than drop it. */
-	while (raid_defer(io->rpriv[CTX], step, io) < 0)
-		nanosleep(&ms, NULL);
-}
-
-static void on_rados_complete(rados_completion_t c, void *arg)
-{
-	struct raid_io *io = arg;
-	struct timespec ms = { 0, 1000000 };
-
-	io->rpriv_u[RET] = (uint64_t)(int64_t)rados_aio_get_return_value(c);
-	rados_aio_release(c);
 	while (raid_defer(io->rpriv[CTX], step, io) < 0)
 		nanosleep(&ms, NULL);
 }
@@ -256,38 +248,25 @@ static int start_op(struct raid_io *io)
 	return rc;
 }
 
-/* Compare-and-write inside one object: cmpext + write in one RADOS op.
- * With @create (the object did not exist, and the data to compare is all
- * zeros, which is what a thin image reads there): create the object
- * exclusively + write, so a concurrent first write elsewhere in the same
- * object makes this fail with -EEXIST and the cmpext path runs again. */
-static int caw_rados_op(struct raid_io *io, struct caw *cw, bool create)
+/* One sector: librbd compares and writes in one OSD op (its 16.x
+ * compare-and-write refuses anything longer than a 512-byte sector). */
+static int caw_sector(struct raid_io *io)
 {
 	struct rbd_vol *rv = io->rpriv[VOL];
-	struct rbd_pool *rp = (struct rbd_pool *)rv->v.pool;
-	uint64_t objno = io->off / rv->obj_bytes, ooff = io->off % rv->obj_bytes;
-	rados_completion_t c;
-	char oid[64];
-	int rc;
+	struct caw *cw = io->rpriv[CAW];
+	rbd_completion_t c;
+	ssize_t rc;
 
-	snprintf(oid, sizeof(oid), "%s.%016" PRIx64, rv->prefix, objno);
-	if (cw->op)
-		rados_release_write_op(cw->op);
-	cw->op = rados_create_write_op();
-	if (!cw->op)
-		return -ENOMEM;
-	if (create)
-		rados_write_op_create(cw->op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
-	else
-		rados_write_op_cmpext(cw->op, (const char *)io->buf, io->len, ooff, &cw->prval);
-	rados_write_op_write(cw->op, (const char *)io->buf + io->len, io->len, ooff);
-	rc = rados_aio_create_completion2(io, on_rados_complete, &c);
+	io->rpriv_u[PHASE] = PH_CAW_SECTOR;
+	cw->mismatch = UINT64_MAX;
+	rc = rbd_aio_create_completion(io, on_complete, &c);
 	if (rc < 0)
-		return rc;
-	rc = rados_aio_write_op_operate(cw->op, rp->ioctx, c, oid, NULL, 0);
+		return (int)rc;
+	rc = rbd_aio_compare_and_write(rv->img, io->off, io->len, (const char *)io->buf,
+				       (const char *)io->buf + io->len, c, &cw->mismatch, 0);
 	if (rc < 0)
-		rados_aio_release(c);
-	return rc;
+		rbd_aio_release(c);
+	return rc < 0 ? (int)rc : 0;
 }
 
 static int caw_read(struct raid_io *io)
@@ -307,13 +286,18 @@ static int caw_read(struct raid_io *io)
 	return rc;
 }
 
+static int caw_go(struct raid_io *io)
+{
+	return io->len == CAW_SECTOR ? caw_sector(io) : caw_read(io);
+}
+
 static void caw_locked(void *arg)
 {
 	struct raid_io *io = arg;
 	int rc;
 
 	((struct caw *)io->rpriv[CAW])->locked = true;
-	rc = caw_read(io);
+	rc = caw_go(io);
 	if (rc < 0)
 		fail_later(io, rc);
 }
@@ -326,11 +310,11 @@ static int caw_start(struct raid_io *io)
 	if (!cw)
 		return -ENOMEM;
 	io->rpriv[CAW] = cw;
-	if (io->off / rv->obj_bytes == (io->off + io->len - 1) / rv->obj_bytes)
-		return caw_rados_op(io, cw, false);
-	cw->tmp = malloc(io->len);
-	if (!cw->tmp)
-		return -ENOMEM;
+	if (io->len != CAW_SECTOR) {
+		cw->tmp = malloc(io->len);
+		if (!cw->tmp)
+			return -ENOMEM;
+	}
 	cw->lk.a = io->off;
 	cw->lk.b = io->off + io->len;
 	cw->lk.excl = true;
@@ -341,7 +325,7 @@ static int caw_start(struct raid_io *io)
 	if (!raid_slock_acquire(&rv->v.pool->lock, &cw->lk))
 		return 0;   /* caw_locked() goes on */
 	cw->locked = true;
-	return caw_read(io);
+	return caw_go(io);
 }
 
 static void caw_free(struct raid_io *io)
@@ -350,8 +334,6 @@ static void caw_free(struct raid_io *io)
 
 	if (!cw)
 		return;
-	if (cw->op)
-		rados_release_write_op(cw->op);
 	if (cw->locked)
 		raid_slock_release(&((struct rbd_vol *)io->rpriv[VOL])->v.pool->lock, &cw->lk);
 	free(cw->tmp);
@@ -365,10 +347,20 @@ static void finish(struct raid_io *io, int64_t ret)
 	struct raid_ioctx *ctx = io->rpriv[CTX];
 	struct caw *cw = io->rpriv[CAW];
 
-	if (cw && cw->op && ret <= -MAX_ERRNO) {
-		/* cmpext: -MAX_ERRNO - index of the first differing byte */
-		io->miscompare_off = (uint64_t)(-ret - MAX_ERRNO);
-		ret = -EILSEQ;
+	if (cw && io->rpriv_u[PHASE] == PH_CAW_SECTOR && ret == -EILSEQ) {
+		struct rbd_vol *cv = io->rpriv[VOL];
+		uint64_t obj = io->off - io->off % cv->obj_bytes;
+
+		/* librbd means the image offset of the first differing byte,
+		 * but 16.x maps cmpext's offset in the compared range as if
+		 * it were one in the object: accept either (they coincide
+		 * for a sector at an object's start), else the sector start */
+		if (cw->mismatch >= io->off && cw->mismatch < io->off + io->len)
+			io->miscompare_off = cw->mismatch - io->off;
+		else if (cw->mismatch >= obj && cw->mismatch < obj + io->len)
+			io->miscompare_off = cw->mismatch - obj;
+		else
+			io->miscompare_off = 0;
 	}
 	caw_free(io);
 
@@ -409,29 +401,6 @@ static void step(void *arg)
 	if (!io_check(io))
 		LOG_ERR(RAID_MOD, "rbd: request in an impossible state (phase %" PRIu64 ")",
 			io->rpriv_u[PHASE]);
-	if (io->rpriv_u[PHASE] == PH_MAIN && io->op == RAID_OP_COMPARE_WRITE &&
-	    (ret == -ENOENT || ret == -EEXIST)) {
-		struct caw *cw = io->rpriv[CAW];
-		uint64_t i;
-
-		/* -ENOENT: no object yet (thin image): it reads as zeros;
-		 * -EEXIST: it appeared between our two attempts: compare again */
-		if (ret == -ENOENT) {
-			for (i = 0; i < io->len && !io->buf[i]; i++)
-				;
-			if (i < io->len) {
-				io->miscompare_off = i;
-				finish(io, -EILSEQ);
-				return;
-			}
-		}
-		if (cw->creating++ < 8) {
-			rc = caw_rados_op(io, cw, ret == -ENOENT);
-			if (rc == 0)
-				return;
-			ret = rc;
-		}
-	}
 	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ) {
 		struct caw *cw = io->rpriv[CAW];
 		struct rbd_vol *rv = io->rpriv[VOL];
@@ -1101,8 +1070,8 @@ int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_s
 	{
 		uint64_t su = 0, sc = 0;
 
-		/* compare-and-write addresses RADOS objects directly: only for
-		 * the plain layout rbd_create2 makes */
+		/* only the plain layout rbd_create2 makes is used and tested
+		 * (one write-out write per object, the header object's lease) */
 		if (rbd_get_stripe_unit(rv->img, &su) == 0 && rbd_get_stripe_count(rv->img, &sc) == 0 &&
 		    (su != rv->obj_bytes || sc != 1)) {
 			LOG_ERR(RAID_MOD, "rbd: %s/%s: striped images (stripe unit %" PRIu64

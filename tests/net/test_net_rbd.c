@@ -56,6 +56,12 @@
  *    it holds A's PROUTs at most the 5 s notify
  *    timeout each (GOOD, warning logged; the times are printed); B
  *    restarted has A's changes made while it was dead and enforces them.
+ * 14 COMPARE AND WRITE goes through librbd: on an image with a snapshot,
+ *    CAWs of one sector and of 16 blocks change the head and leave the
+ *    snapshot as it was (`rbd export` checksum); a one-sector miscompare
+ *    names its byte; on a clone of that snapshot (objects not copied up
+ *    yet) CAWs against the parent's data and against the zeros beside it
+ *    succeed and the rest of each object keeps the parent's data.
  *
  * Without the Ceph packages (or built without librbd) the test prints
  * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
@@ -1103,6 +1109,128 @@ START_TEST(t13_dead_peer)
 }
 END_TEST
 
+/* the rbd CLI as the cluster admin */
+#define RBD_CLI "rbd --conf %s/ceph.conf --name client.admin "
+
+/* md5 of `rbd export` of @spec (image or image@snap) into @sum. */
+static void image_sum(const char *spec, char *sum, size_t len)
+{
+	ck_assert_int_eq(cl_run_line(sum, len, RBD_CLI "export rbd/%s - 2>/dev/null | md5sum",
+				     cl_dir(), spec), 0);
+	ck_assert_msg(strlen(sum) >= 32, "no checksum of %s: \"%s\"", spec, sum);
+}
+
+static void rbd_cli(const char *fmt_args)
+{
+	char line[512];
+	int rc = cl_run_line(line, sizeof(line), RBD_CLI "%s 2>&1", cl_dir(), fmt_args);
+
+	ck_assert_msg(rc == 0, "rbd %s: exit %d: %s", fmt_args, rc, line);
+}
+
+/* COMPARE AND WRITE of @n blocks at @off: @cmp compared, @data written. */
+static struct scsi_task *caw(uint64_t off, const uint8_t *cmp, const uint8_t *data, unsigned n)
+{
+	static uint8_t cw[2 * 32768];
+
+	memcpy(cw, cmp, n * 512u);
+	memcpy(cw + n * 512u, data, n * 512u);
+	return iscsi_compareandwrite_sync(C, 0, off / 512, cw, 2 * n * 512u, 512, 0, 0, 0, 0, 0);
+}
+
+static void caw_good(uint64_t off, const uint8_t *cmp, const uint8_t *data, unsigned n)
+{
+	struct scsi_task *t = caw(off, cmp, data, n);
+
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD,
+		      "COMPARE AND WRITE of %u blocks at %llu with equal data: %s", n,
+		      (unsigned long long)off, t ? "not GOOD" : iscsi_get_error(C));
+	scsi_free_scsi_task(t);
+}
+
+START_TEST(t14_caw_snap_clone)
+{
+	static uint8_t p[65536], q[65536], z[65536], x[8192];
+	char vol[64], clone[80], spec[96], sum0[128], sum1[128], args[256];
+	struct scsi_task *t;
+
+	/* the parent: data in objects 0..3, a snapshot of it */
+	next_vol(vol, sizeof(vol));
+	write_conf(vol, "16M", "thick = false;");
+	nf_start(&D);
+	login();
+	harness_fill_random(p, sizeof(p), 140);
+	for (unsigned o = 0; o < 4; o++)
+		lun_write((uint64_t)o * OBJ, p, sizeof(p), false);
+	snprintf(spec, sizeof(spec), "%s@s1", vol);
+	snprintf(args, sizeof(args), "snap create rbd/%s", spec);
+	rbd_cli(args);
+	image_sum(spec, sum0, sizeof(sum0));
+	sleep(1);   /* the daemon's librbd hears of the snapshot (header watch) */
+
+	/* compare-and-writes of one sector and of 16 blocks on the head */
+	harness_fill_random(q, sizeof(q), 141);
+	caw_good(512, p + 512, q, 1);
+	caw_good(OBJ + 8192, p + 8192, q + 4096, 16);
+	lun_expect(512, q, 512);
+	lun_expect(OBJ + 8192, q + 4096, 8192);
+	/* a one-sector miscompare names the differing byte */
+	memcpy(x, p + 4096, 512);
+	x[100] ^= 0x40;
+	t = caw(OBJ + 4096, x, q, 1);
+	ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+		      t->sense.key == SCSI_SENSE_MISCOMPARE,
+		      "one-sector COMPARE AND WRITE with a difference did not miscompare");
+	ck_assert_int_eq(sense_info(t), 100);
+	scsi_free_scsi_task(t);
+	lun_expect(OBJ + 4096, p + 4096, 512);
+	image_sum(spec, sum1, sizeof(sum1));
+	ck_assert_msg(!strcmp(sum0, sum1), "COMPARE AND WRITE on the head changed snapshot %s "
+		      "(%.32s before, %.32s after)", spec, sum0, sum1);
+	stop_expect_0();
+
+	/* a clone of the snapshot served as the LUN: its objects 2 and 3 do
+	 * not exist yet, the parent's data shows through */
+	snprintf(args, sizeof(args), "snap protect rbd/%s", spec);
+	rbd_cli(args);
+	snprintf(clone, sizeof(clone), "%sc", vol);
+	snprintf(args, sizeof(args), "clone rbd/%s rbd/%s", spec, clone);
+	rbd_cli(args);
+	write_conf(clone, "16M", "thick = false;");
+	nf_start(&D);
+	login();
+	lun_expect(2 * (uint64_t)OBJ, p, sizeof(p));
+	/* against the parent's data */
+	caw_good(2 * (uint64_t)OBJ + 1024, p + 1024, q, 1);
+	caw_good(3 * (uint64_t)OBJ + 16384, p + 16384, q + 8192, 16);
+	/* against zeros the parent holds beyond its data in the same object:
+	 * the rest of the object keeps the parent's data */
+	caw_good(2 * (uint64_t)OBJ + 131072, z, q + 512, 1);
+	caw_good(3 * (uint64_t)OBJ + 262144, z, q + 16384, 16);
+	memcpy(z, p, sizeof(p));
+	memcpy(z + 1024, q, 512);
+	lun_expect(2 * (uint64_t)OBJ, z, sizeof(z));
+	lun_expect(2 * (uint64_t)OBJ + 131072, q + 512, 512);
+	memcpy(z, p, sizeof(p));
+	memcpy(z + 16384, q + 8192, 8192);
+	lun_expect(3 * (uint64_t)OBJ, z, sizeof(z));
+	lun_expect(3 * (uint64_t)OBJ + 262144, q + 16384, 8192);
+	/* a miscompare on the clone changes nothing */
+	memcpy(x, p + 32768, 512);
+	x[7] ^= 1;
+	t = caw(2 * (uint64_t)OBJ + 32768, x, q, 1);
+	ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+		      t->sense.key == SCSI_SENSE_MISCOMPARE,
+		      "COMPARE AND WRITE on the clone with a difference did not miscompare");
+	ck_assert_int_eq(sense_info(t), 7);
+	scsi_free_scsi_task(t);
+	lun_expect(2 * (uint64_t)OBJ + 32768, p + 32768, 512);
+	image_sum(spec, sum1, sizeof(sum1));
+	ck_assert_msg(!strcmp(sum0, sum1), "COMPARE AND WRITE on the clone changed its parent");
+	stop_expect_0();
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1119,6 +1247,7 @@ int main(void)
 		CK_CASE("11_concurrent_prout", t11_concurrent_prout, .timeout = 300),
 		CK_CASE("12_move_across_nodes", t12_move_across_nodes, .timeout = 300),
 		CK_CASE("13_dead_peer", t13_dead_peer, .timeout = 300),
+		CK_CASE("14_caw_snap_clone", t14_caw_snap_clone, .timeout = 300),
 	};
 
 	return cl_main("rtgt-rbd", &(struct ck_suite_def){ "net_rbd", CK_CASES(cases),
