@@ -73,8 +73,18 @@
  * sense data's progress indication) and raid_rbd_vol_submit refuses all but FLUSH, so no
  * initiator data can be overwritten by provisioning zeros nor zeros read
  * before they were written. The lock (RADOS lock "rtgt.thick" on the image
- * header object, 10 s lease renewed every second) makes one node write the
- * image out while a peer opening the same image waits for "done".
+ * header object, 10 s lease renewed every second, also while waiting on a
+ * slow write) makes one node write the image out while a peer opening the
+ * same image waits for "done". A lease not renewed for PROV_LEASE_S -
+ * PROV_LEASE_MARGIN_MS (6 s: the thread stalled, the cluster answered a
+ * renewal late) counts as lost even if a renewal then succeeds, since a
+ * peer may have taken it, finished and released it meanwhile: the write-out
+ * ends (-EBUSY) and prov_main waits for "done", or takes the lease anew and
+ * re-reads rtgt.thick before writing again. No zero write starts, and no
+ * checkpoint or "done" is stored, without a lease renewed within those 6 s.
+ * Writes already in flight when a lease is lost (a node cut off from the
+ * cluster whose librbd resends them later) are not stopped by the lease:
+ * only blocklisting the previous holder before a take-over would.
  * Invariant (prov_check, on every state change): prov_done <= the volume
  * size, and < the size while RUNNING: the write-out is not done until
  * rtgt.thick says "done", so the last bytes are published only after the
@@ -113,6 +123,9 @@
 #define WS_MAX     (64ull << 20)     /* bytes per WRITE_SAME request */
 #define PROV_LOCK  "rtgt.thick"
 #define PROV_LEASE_S 10
+/* a zero write starts only while the lease has this much left (lease_ms
+ * is taken before the request, so the OSD's lease ends later still) */
+#define PROV_LEASE_MARGIN_MS 4000u
 #define PROV_GRACE_MS 1000u           /* raid_rbd_vol_open waits this long */
 #define CAW_SECTOR 512u               /* what librbd 16 compares-and-writes */
 
@@ -131,6 +144,8 @@ struct rbd_vol {
 	_Atomic uint64_t prov_base; /* prov_done when this run started writing */
 	_Atomic uint64_t prov_t0_ms; /* when it started writing; 0: not yet */
 	_Atomic bool prov_stop;   /* pool closing: checkpoint and end */
+	uint64_t lease_ms;        /* prov thread: now_ms() before the request
+	                           * of the last successful take / renewal */
 	pthread_t prov_thr;
 	bool prov_thread_live;    /* prov_thr must be joined */
 };
@@ -581,13 +596,44 @@ static void header_oid(const struct rbd_vol *rv, char *oid, size_t len)
 static int prov_lock(struct rbd_pool *rp, struct rbd_vol *rv)
 {
 	struct timeval lease = { PROV_LEASE_S, 0 };
+	uint64_t t = now_ms();
 	char oid[80];
 	int rc;
 
 	header_oid(rv, oid, sizeof(oid));
 	rc = rados_lock_exclusive(rp->ioctx, oid, PROV_LOCK, "rtgt", "rtgt thick provisioning",
 				  &lease, LIBRADOS_LOCK_FLAG_MAY_RENEW);
+	if (rc == 0)
+		rv->lease_ms = t;
 	return rc == -EEXIST ? -EBUSY : rc;
+}
+
+/* Whether the lease taken or renewed last still has the margin left. */
+static bool prov_lease_ok(const struct rbd_vol *rv)
+{
+	return now_ms() - rv->lease_ms < PROV_LEASE_S * 1000u - PROV_LEASE_MARGIN_MS;
+}
+
+/*
+ * Renew the lease held since the last take / renewal: 0, or -EBUSY when it
+ * is lost. A lease that lapsed (this thread stalled: a stopped process, a
+ * slow cluster, a renewal that itself took long) counts as lost even when
+ * the renewal succeeds: a peer may have taken the lock meanwhile, finished
+ * the write-out and released it, and "renewing" would then take it anew
+ * and write zeros over data written through the peer since. The caller
+ * ends its write-out; prov_main re-reads rtgt.thick under a fresh lease.
+ */
+static int prov_renew(struct rbd_pool *rp, struct rbd_vol *rv)
+{
+	uint64_t held = rv->lease_ms;
+	int rc;
+
+	if (!prov_lease_ok(rv))
+		return -EBUSY;
+	rc = prov_lock(rp, rv);
+	if (rc == 0 && now_ms() - held >= PROV_LEASE_S * 1000u - PROV_LEASE_MARGIN_MS)
+		rc = -EBUSY;   /* answered too late to know it had not lapsed */
+	return rc;
 }
 
 static void prov_unlock(struct rbd_pool *rp, struct rbd_vol *rv)
@@ -654,7 +700,7 @@ static int prov_tick(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t done, uin
 
 	if (now_ms() - *last_ck < 1000 || done >= rv->v.size)
 		return 0;
-	rc = prov_lock(rp, rv);
+	rc = prov_renew(rp, rv);
 	if (rc < 0)
 		return rc;
 	snprintf(s, sizeof(s), "%" PRIu64, done);
@@ -820,6 +866,12 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 			wait = next_us - t;
 			more = false;
 		}
+		if (more && !prov_lease_ok(rv)) {
+			/* never a zero write without a valid lease */
+			rc = prov_renew(rp, rv);
+			if (rc < 0)
+				more = false;
+		}
 		if (more) {
 			uint64_t len = rv->obj_bytes - pos % rv->obj_bytes;
 
@@ -840,18 +892,37 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 		if (n && (!wait || head_done)) {
 			struct prov_slot *sl = &w->slot[head];
 			uint64_t dl = sl->t_us + PROV_IO_TIMEOUT_S * 1000000ull;
-			struct timespec ts = { (time_t)(dl / 1000000u), (long)(dl % 1000000u) * 1000L };
 			int r = 0;
 
 			/* window full, all issued, or stopping: wait for the
 			 * oldest (the checkpoint only moves past writes that
 			 * completed, in order) */
 			pthread_mutex_lock(&w->mu);
-			while (!sl->done && pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT)
-				;
+			while (!sl->done && now_us() < dl && rc != -EBUSY) {
+				/* keep the lease while waiting (a write may take up
+				 * to the timeout): wake every 0.5 s to renew it */
+				uint64_t s_us = now_us() + 500000u < dl ? now_us() + 500000u : dl;
+				struct timespec sts = { (time_t)(s_us / 1000000u),
+							(long)(s_us % 1000000u) * 1000L };
+
+				while (!sl->done &&
+				       pthread_cond_timedwait(&w->cv, &w->mu, &sts) != ETIMEDOUT)
+					;
+				if (sl->done || rc != 0)
+					continue;
+				pthread_mutex_unlock(&w->mu);
+				rc = prov_tick(rp, rv, done, &last_ck);
+				pthread_mutex_lock(&w->mu);
+			}
 			head_done = sl->done;
 			r = sl->ret;
 			pthread_mutex_unlock(&w->mu);
+			if (!head_done && rc == -EBUSY) {
+				/* the lease is lost: what is in flight is left to
+				 * librbd (struct prov_win); nothing new starts */
+				abandoned = true;
+				break;
+			}
 			if (!head_done) {
 				LOG_ERR(RAID_MOD, "rbd: %s/%s: a write-out write at %" PRIu64
 					" got no answer in %u s; giving up on it", rp->rbd_pool,
@@ -873,6 +944,10 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 			prov_progress(rv, done);
 			if (rc == 0)
 				rc = prov_tick(rp, rv, done, &last_ck);
+			if (rc == -EBUSY && n) {
+				abandoned = true;   /* see above */
+				break;
+			}
 			if (done >= next_log && done < size) {
 				LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning %.0f%%", rp->rbd_pool,
 					 rv->v.name, 100.0 * (double)done / (double)size);
@@ -892,13 +967,18 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 	prov_win_put(w);
 	if (rc == 0)
 		rc = rbd_flush(rv->img);
+	if (rc == 0 && prov_renew(rp, rv) < 0)
+		rc = -EBUSY;   /* "done" only under a lease still held */
 	if (rc == 0)
 		rc = rbd_metadata_set(rv->img, META_THICK, "done");
 	if (rc == -ECANCELED) {
 		char s[32];
 
+		/* only under the lease: a lapsed one may have let a peer
+		 * store "done", which an offset must not replace */
 		snprintf(s, sizeof(s), "%" PRIu64, done);
-		rbd_metadata_set(rv->img, META_THICK, s);
+		if (prov_renew(rp, rv) == 0)
+			rbd_metadata_set(rv->img, META_THICK, s);
 		LOG_INFO(RAID_MOD, "rbd: %s/%s: thick provisioning interrupted at %" PRIu64
 			 " of %" PRIu64 " bytes (the next start resumes)", rp->rbd_pool, rv->v.name,
 			 done, size);

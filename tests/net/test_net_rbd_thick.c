@@ -28,6 +28,11 @@
  *    `rtgtctl status` (bytes done over time, at least what two reads prove)
  *    stays at or under 55 MB/s over every window of 5 s or more, and the
  *    whole write-out is not held below half the cap.
+ * 06 two nodes, one thick image: A writes it out (20 MB/s) and is stopped
+ *    (SIGSTOP) past its lease; B takes the lapsed lease, finishes, and an
+ *    initiator writes 64 MiB through B from A's last checkpoint on; A
+ *    resumed (SIGCONT) notices its lease lapsed and writes no more zeros:
+ *    the data reads back, rtgt.thick stays "done".
  *
  * 01, 02 and 04 write out with provision_mbps = 150 (BIG_MBPS): at least 10 s
  * however fast the cluster, so that they catch the write-out in progress in
@@ -74,7 +79,7 @@
 
 static unsigned vol_seq;             /* fresh image names across test cases */
 
-static struct harness_daemon D;
+static struct harness_daemon D, D2;  /* D2: the second node of case 06 */
 static struct iscsi_context *C;
 static char cur_vol[64];             /* image of the running case, removed after it */
 
@@ -92,6 +97,7 @@ static void setup(void)
 {
 	ck_assert_int_eq(harness_init(&D), 0);
 	harness_fini_at_exit(&D);
+	memset(&D2, 0, sizeof(D2));
 	C = NULL;
 	cur_vol[0] = '\0';
 }
@@ -103,10 +109,16 @@ static void teardown(void)
 	harness_iscsi_logout(C);
 	C = NULL;
 	/* SIGTERM first: a killed client's watch keeps the image from being
-	 * removed for 30 s */
-	if (D.pid > 0)
+	 * removed for 30 s; case 06 may have left D stopped (SIGSTOP) */
+	if (D.pid > 0) {
+		kill(D.pid, SIGCONT);
 		harness_stop(&D);
+	}
 	harness_fini(&D);
+	if (D2.pid > 0)
+		harness_stop(&D2);
+	if (D2.port)
+		harness_fini(&D2);
 	/* the OSD holds 4 GiB: do not leave 1.5 GiB images behind; a SIGKILLed
 	 * client's watch keeps the image for up to 30 s */
 	for (int i = 0; cur_vol[0] && i < 45; i++) {
@@ -123,9 +135,10 @@ static void teardown(void)
 }
 
 /* @mbps: the pool's provision_mbps (0: unlimited) */
-static void write_conf(const char *vol, const char *size, unsigned mbps)
+static void write_conf_d(struct harness_daemon *d, const char *vol, const char *size,
+			 unsigned mbps)
 {
-	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+	ck_assert_int_eq(harness_write_file(d, "rtgt.conf",
 		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
 		"pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"%s/ceph.conf\";\n"
 		"            rbd_pool = \"rbd\"; ceph_id = \"rtgt\"; provision_mbps = %u;\n"
@@ -134,29 +147,39 @@ static void write_conf(const char *vol, const char *size, unsigned mbps)
 		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
 		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"%s\"; } );\n"
 		"  allow = ( \"ALL\" ); } );\n",
-		cl_dir(), mbps, cl_dir(), D.port, vol, size), 0);
+		cl_dir(), mbps, cl_dir(), d->port, vol, size), 0);
+}
+
+static void write_conf(const char *vol, const char *size, unsigned mbps)
+{
+	write_conf_d(&D, vol, size, mbps);
+}
+
+static void start_d(struct harness_daemon *d)
+{
+	int rc = harness_start(d);
+
+	if (rc) {
+		harness_dump_log(d, stderr, 40);
+		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), d->last_status);
+	}
 }
 
 static void start(void)
 {
-	int rc = harness_start(&D);
-
-	if (rc) {
-		harness_dump_log(&D, stderr, 40);
-		ck_abort_msg("rtgtd did not start: %s (exit %d)", strerror(-rc), D.last_status);
-	}
+	start_d(&D);
 }
 
 /* Connect and log in without libiscsi's full connect, whose TEST UNIT READY
  * fails the login while the LU is becoming ready. */
-static void login(void)
+static void login_d(struct harness_daemon *d)
 {
 	char portal[64];
 	int rc;
 
 	C = iscsi_create_context(HARNESS_INITIATOR);
 	ck_assert(C != NULL);
-	snprintf(portal, sizeof(portal), "127.0.0.1:%u", D.port);
+	snprintf(portal, sizeof(portal), "127.0.0.1:%u", d->port);
 	iscsi_set_noautoreconnect(C, 1);
 	iscsi_set_timeout(C, 30);
 	ck_assert_int_eq(iscsi_set_targetname(C, HARNESS_TARGET), 0);
@@ -166,8 +189,13 @@ static void login(void)
 	if (!rc)
 		rc = iscsi_login_sync(C);
 	if (rc)
-		harness_dump_log(&D, stderr, 30);
+		harness_dump_log(d, stderr, 30);
 	ck_assert_msg(rc == 0, "login failed: %s", iscsi_get_error(C));
+}
+
+static void login(void)
+{
+	login_d(&D);
 }
 
 static bool log_has(const char *needle)
@@ -779,6 +807,82 @@ START_TEST(t05_rate_cap)
 }
 END_TEST
 
+/* rtgt.thick of the running case's image: a byte offset, or -2 for "done"
+ * and -1 when unreadable. */
+static long long meta_thick(void)
+{
+	char line[128];
+
+	if (cl_run_line(line, sizeof(line), "rbd --conf %s/ceph.conf --name client.admin "
+			"image-meta get %s rtgt.thick 2>/dev/null", cl_dir(), cur_vol) != 0)
+		return -1;
+	if (!strcmp(line, "done"))
+		return -2;
+	return line[0] >= '0' && line[0] <= '9' ? atoll(line) : -1;
+}
+
+START_TEST(t06_stalled_holder)
+{
+	static uint8_t pat[1 << 20];
+	const uint64_t span = 64ull << 20;
+	long long ck;
+	time_t t0 = time(NULL);
+
+	/* node A writes a 512 MiB image out at 20 MB/s; stopped past its
+	 * lease once its checkpoint passed 16 MiB */
+	next_vol();
+	write_conf(cur_vol, "512M", 20);
+	start();
+	while ((ck = meta_thick()) < (16ll << 20)) {
+		ck_assert_msg(ck != -2, "finished before the stop");
+		ck_assert_msg(time(NULL) - t0 < 60, "no checkpoint past 16 MiB");
+		msleep(50);
+	}
+	ck_assert_int_eq(kill(D.pid, SIGSTOP), 0);
+	ck = meta_thick();
+	ck_assert_msg(ck >= 0, "checkpoint gone after the stop");
+
+	/* node B takes the lapsed lease, finishes unpaced, serves data
+	 * over where A stood */
+	ck_assert_int_eq(harness_init(&D2), 0);
+	write_conf_d(&D2, cur_vol, "512M", 0);
+	start_d(&D2);
+	while (meta_thick() != -2) {
+		ck_assert_msg(time(NULL) - t0 < 150, "B did not finish the write-out");
+		msleep(200);
+	}
+	login_d(&D2);
+	clear_ua();
+	for (;;) {   /* B is ready a moment after it stored "done" */
+		struct scsi_task *t = iscsi_testunitready_sync(C, 0);
+		bool good = t && t->status == SCSI_STATUS_GOOD;
+
+		scsi_free_scsi_task(t);
+		if (good)
+			break;
+		if (time(NULL) - t0 > 160)
+			harness_dump_log(&D2, stderr, 30);
+		ck_assert_msg(time(NULL) - t0 < 160, "B not ready after \"done\"");
+		msleep(200);
+	}
+	for (uint64_t o = 0; o < span; o += sizeof(pat)) {
+		harness_fill_random(pat, sizeof(pat), 600 + o / sizeof(pat));
+		lun_write((uint64_t)ck + o, pat, sizeof(pat));
+	}
+
+	/* A resumes: its lease lapsed, so it must not write another zero */
+	ck_assert_int_eq(kill(D.pid, SIGCONT), 0);
+	msleep(8000);   /* at 20 MB/s, 160 MB of zeros if it went on */
+	for (uint64_t o = 0; o < span; o += sizeof(pat)) {
+		harness_fill_random(pat, sizeof(pat), 600 + o / sizeof(pat));
+		lun_expect((uint64_t)ck + o, pat, sizeof(pat));
+	}
+	ck_assert_msg(meta_thick() == -2, "rtgt.thick is no longer \"done\"");
+	ck_assert_msg(log_has("lease lost"), "A did not notice its lapsed lease");
+	fprintf(stderr, "06: A stopped at checkpoint %lld; B finished; data kept\n", ck);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -787,6 +891,7 @@ int main(void)
 		CK_CASE("03_write_same", t03_write_same, .timeout = 300),
 		CK_CASE("04_failure", t04_failure, .timeout = 300),
 		CK_CASE("05_rate_cap", t05_rate_cap, .timeout = 300),
+		CK_CASE("06_stalled_holder", t06_stalled_holder, .timeout = 300),
 	};
 	struct ck_suite_def def = { "net_rbd_thick", CK_CASES(cases),
 		.setup = setup, .teardown = teardown };
