@@ -122,6 +122,7 @@ static void task_free(struct iscsi_task *t)
 	if (t->immediate && c->n_imm)
 		c->n_imm--;
 	c->buf_bytes -= t->cmd.buf_len;
+	atomic_fetch_sub(&c->srv->buf_bytes, t->cmd.buf_len);
 	free(t->cmd.buf);
 	free(t);
 	iscsi_conn_task_released(c);
@@ -308,11 +309,14 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 		t->unsol_open = false;
 		return 0;
 	}
-	if (edtl && c->buf_bytes && c->buf_bytes + edtl > ISCSI_CONN_BUF_BUDGET) {
+	if (edtl && c->buf_bytes &&
+	    (c->buf_bytes + edtl > ISCSI_CONN_BUF_BUDGET ||
+	     atomic_load(&c->srv->buf_bytes) + edtl > ISCSI_SRV_BUF_BUDGET)) {
 		/* Not an error of the command: the initiator retries it once
 		 * earlier commands have finished (SAM-5 5.3.3). */
-		LOG_DBG(MOD, "%s: ITT 0x%x: TASK SET FULL (%llu bytes of buffers held)",
-			c->peer_str, itt, (unsigned long long)c->buf_bytes);
+		LOG_DBG(MOD, "%s: ITT 0x%x: TASK SET FULL (%llu bytes of buffers held, %llu in all)",
+			c->peer_str, itt, (unsigned long long)c->buf_bytes,
+			(unsigned long long)atomic_load(&c->srv->buf_bytes));
 		t->early_status = true;
 		t->cmd.status = SCSI_TASK_SET_FULL;
 		t->cmd.xfer_len = edtl;
@@ -330,6 +334,7 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 			return -ENOMEM;
 		t->cmd.buf_len = edtl;
 		c->buf_bytes += edtl;
+		atomic_fetch_add(&c->srv->buf_bytes, edtl);
 	}
 	if (t->cmd.dir_write) {
 		t->received = dsl;

@@ -46,6 +46,11 @@ struct iscsi_tmfop;
  * single maximal command always runs). With the CmdSN window and
  * ISCSI_MAX_IMMEDIATE_TASKS this bounds a connection's memory. */
 #define ISCSI_CONN_BUF_BUDGET (64u << 20)
+/* The same over the whole server (every connection's buf_bytes): a command
+ * that would go over is answered TASK SET FULL too, unless its connection
+ * holds no buffer, so that every connection can still make progress; at
+ * worst max_connections x SCSI_MAX_XFER beyond it. */
+#define ISCSI_SRV_BUF_BUDGET (1ull << 30)
 #define ISCSI_TXQ_OWN_MAX (1u << 20)
 /* Payloads of NOP-Out and Text requests (up to ISCSI_TGT_MAX_RECV_DSL
  * each) held while received or parked out of CmdSN order: per connection
@@ -150,6 +155,8 @@ struct iscsi_server {
 	bool stopping;
 	/* not under lock: sum of every conn's held_bytes (ISCSI_SRV_HELD_MAX) */
 	atomic_size_t held_bytes;
+	/* not under lock: sum of every conn's buf_bytes (ISCSI_SRV_BUF_BUDGET) */
+	_Atomic uint64_t buf_bytes;
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
 };

@@ -646,6 +646,81 @@ START_TEST(t08_chap_failures_slowed)
 }
 END_TEST
 
+/* ---- 09: command buffers bounded over the whole daemon ---- */
+
+/* A WRITE(10) of @blocks at LBA 0, W set, EDTL @edtl, no data sent. */
+static void raw_write10(struct raw *r, uint32_t itt, uint32_t edtl, uint16_t blocks)
+{
+	uint8_t bhs[HARNESS_BHS_LEN] = { 0 };
+
+	bhs[0] = 0x01;                    /* SCSI Command */
+	bhs[1] = 0x80 | 0x20 | 0x01;      /* F, W, SIMPLE */
+	harness_put_be32(bhs + 16, itt);
+	harness_put_be32(bhs + 20, edtl);
+	harness_put_be32(bhs + 24, r->cmdsn++);
+	harness_put_be32(bhs + 28, r->expstatsn);
+	bhs[32] = 0x2a;
+	bhs[39] = (uint8_t)(blocks >> 8);
+	bhs[40] = (uint8_t)blocks;
+	ck_assert_int_eq(harness_tcp_send(r->fd, bhs, sizeof(bhs)), 0);
+}
+
+/* The answer to one command: 0x31 (R2T) or the SCSI status of a SCSI
+ * Response (its opcode 0x21), -1 when nothing came. */
+static int raw_cmd_answer(struct raw *r)
+{
+	uint8_t bhs[HARNESS_BHS_LEN], data[512];
+	ssize_t n = harness_recv_pdu(r->fd, bhs, data, sizeof(data), WAIT_MS);
+
+	if (n < 0)
+		return -1;
+	if ((bhs[0] & 0x3f) == 0x31)
+		return 0x31;
+	ck_assert_msg((bhs[0] & 0x3f) == 0x21, "opcode 0x%02x instead of R2T or a response",
+		      bhs[0]);
+	return bhs[3];
+}
+
+/*
+ * 16 connections each hold 64 MiB of write buffers (four 16 MiB WRITEs
+ * whose data never comes: each waits for its Data-Out), which is the whole
+ * daemon's budget (ISCSI_SRV_BUF_BUDGET, 1 GiB). A 17th connection still
+ * gets one command through (it holds nothing), its second is answered
+ * TASK SET FULL: the sum over connections is bounded, not only each one.
+ */
+START_TEST(t09_command_buffers_bounded)
+{
+	enum { CONNS = 16, PER = 4, EDTL = 16u << 20 };
+	struct raw r[CONNS + 1];
+	int a;
+
+	write_conf(NULL, NULL, HARNESS_TARGET_DEFAULT);
+	nf_start(&D);
+	for (unsigned i = 0; i <= CONNS; i++) {
+		raw_open(&r[i], harness_tcp_connect(D.port), (uint8_t)(0x40 + i));
+		ck_assert_int_eq(raw_login(&r[i], INI_A, HARNESS_TARGET), RAW_OK);
+	}
+	for (unsigned i = 0; i < CONNS; i++)
+		for (unsigned k = 0; k < PER; k++) {
+			raw_write10(&r[i], 0x100 + k, EDTL, (uint16_t)(EDTL / 512));
+			a = raw_cmd_answer(&r[i]);
+			ck_assert_msg(a == 0x31, "connection %u, write %u: answer 0x%x, not an R2T", i,
+				      k, a);
+		}
+	raw_write10(&r[CONNS], 0x100, EDTL, (uint16_t)(EDTL / 512));
+	a = raw_cmd_answer(&r[CONNS]);
+	ck_assert_msg(a == 0x31, "the first write of a connection holding nothing: answer 0x%x", a);
+	raw_write10(&r[CONNS], 0x101, EDTL, (uint16_t)(EDTL / 512));
+	a = raw_cmd_answer(&r[CONNS]);
+	ck_assert_msg(a == 0x28, "a write past the daemon's 1 GiB of buffers: answer 0x%x, "
+		      "expected TASK SET FULL (0x28)", a);
+	for (unsigned i = 0; i <= CONNS; i++)
+		close(r[i].fd);
+	normal_login_works(3, "1 GiB of write buffers held");
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -658,6 +733,7 @@ int main(void)
 		CK_CASE("06_sendtargets_after_reload", t06_sendtargets_after_reload),
 		CK_CASE("07_queued_nops_bounded", t07_queued_nops_bounded),
 		CK_CASE("08_chap_failures_slowed", t08_chap_failures_slowed),
+		CK_CASE("09_command_buffers_bounded", t09_command_buffers_bounded),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "net_hostile_limits", CK_CASES(cases),
