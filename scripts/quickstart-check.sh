@@ -90,7 +90,7 @@ step "SIGINT: rtgtd stopped, make run exited 0 ($(( $(date +%s) - start )) s)"
 
 # Every other example starts from the same fresh clone: each serves on
 # 127.0.0.1:3260 (so one at a time), serves every target it declares and
-# iscsi-ls lists the open ones, SIGTERM -> exit 0. The RBD node examples need a Ceph cluster
+# iscsi-ls on its portals lists the open ones, SIGTERM -> exit 0. The RBD node examples need a Ceph cluster
 # (test_net_rbd runs two nodes): --check only. rtgt.conf.default names
 # /var/lib/rtgt and /run/rtgt, the installed layout: --check only.
 for ex in conf/examples/*.conf conf/examples/rtgt.conf.default; do
@@ -116,8 +116,13 @@ for ex in conf/examples/*.conf conf/examples/rtgt.conf.default; do
 	# takes any initiator (the others only show to their initiators)
 	n=$(grep -c '^ *iqn *= *"' "$ex")
 	grep -q "serving $n target(s)" "$exlog" || { kill -KILL "$epid"; log=$exlog; fail "$name: not serving its $n target(s)"; }
-	out=$(iscsi-ls -i iqn.2026-11.org.rtgt:newcomer iscsi://127.0.0.1:3260 2>&1)
-	echo "$out" | grep -q "Target:iqn" || { kill -KILL "$epid"; log=$exlog; fail "$name: iscsi-ls lists no target: $out"; }
+	# discovery lists the targets of the portal it asks: ask every IPv4
+	# portal of the example
+	out=
+	for a in $(grep -o 'listen *= *"[0-9.]*:[0-9]*"' "$ex" | grep -o '[0-9.]*:[0-9]*'); do
+		out+=$(iscsi-ls -i iqn.2026-11.org.rtgt:newcomer "iscsi://$a" 2>&1)$'\n'
+	done
+	echo "$out" | grep -q "Target:iqn" || { kill -KILL "$epid"; log=$exlog; fail "$name: iscsi-ls lists no target on any portal: $out"; }
 	kill -TERM "$epid"
 	wait "$epid"
 	rc=$?
