@@ -445,6 +445,11 @@ static void logout(struct iscsi_conn *c, struct iscsi_req *req)
 		pthread_mutex_lock(&c->sess->srv->lock);
 		c->sess->ended = true;
 		pthread_mutex_unlock(&c->sess->srv->lock);
+		/* and its RESERVE(6/10) reservations end now, not when the
+		 * session is freed: libiscsi's Reserve6 Logout test RESERVEs
+		 * from a second initiator right after this response, and got
+		 * RESERVATION CONFLICT under the sanitizers on a loaded box */
+		scsi_nexus_release(c->sess->nexus);
 	}
 	LOG_INFO(MOD, "%s: logout (reason %u)", c->peer_str, reason);
 	iscsi_req_free(req);

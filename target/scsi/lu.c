@@ -848,6 +848,26 @@ free_n:
 	return rc;
 }
 
+void scsi_nexus_release(struct scsi_nexus *n)
+{
+	struct scsi_target *t;
+
+	if (!n)
+		return;
+	t = n->t;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_lu *lu = t->luns[i];
+
+		if (!lu)
+			continue;
+		pthread_mutex_lock(&lu->lock);
+		pr_nexus_gone(lu, n);
+		pthread_mutex_unlock(&lu->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
 void scsi_nexus_destroy(struct scsi_nexus *n)
 {
 	struct scsi_target *t;

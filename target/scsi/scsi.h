@@ -159,6 +159,11 @@ int scsi_nexus_create(struct scsi_target *t, const char *initiator_port, uint16_
 /* I_T nexus loss (session ends): drops RESERVE(6/10) reservations held by
  * it and raises the unit attentions SPC-4 asks for. */
 void scsi_nexus_destroy(struct scsi_nexus *n);
+/* The reservation part of a nexus loss, ahead of it: drops the RESERVE(6/10)
+ * reservations @n holds. The transport calls it before it answers a Logout,
+ * because the initiator (or another) may issue its next command as soon as
+ * it reads the response, while the session is still being torn down. */
+void scsi_nexus_release(struct scsi_nexus *n);
 
 /* ---- task management (called by the transport) ---- */
 
