@@ -378,12 +378,17 @@ START_TEST(t07_writeback_before_far_reads)
 		s[i].busy = true;
 	}
 	pos0 = p->m[0]->hdd.n_pos_ns;
-	/* the read of the sectors, then the three far reads and the write-back
-	 * while the read is in service */
+	/* the read of the sectors, then the write-back and the three far reads
+	 * while the read is in service. The write goes in right after the read:
+	 * the model serves what has arrived by the time the head is free (about
+	 * 5 ms after the read), and under the sanitizers on a busy machine a
+	 * write sent after the far reads arrived too late (the CI SAN stage
+	 * failed so: "write-back completed at 4, a far read at 1"). An elevator
+	 * that serves reads first still sends the head away here. */
 	ck_assert_int_eq(raid_vol_submit(v, ctx, &s[0].io), 0);
+	ck_assert_int_eq(raid_vol_submit(v, ctx, &s[1].io), 0);
 	for (unsigned i = 2; i < 5; i++)
 		ck_assert_int_eq(raid_vol_submit(v, ctx, &s[i].io), 0);
-	ck_assert_int_eq(raid_vol_submit(v, ctx, &s[1].io), 0);
 	while (n_done < 5) {
 		raid_ioctx_wait(ctx, 100);
 		for (unsigned i = 0; i < 5; i++) {
