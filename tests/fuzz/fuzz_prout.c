@@ -33,6 +33,7 @@
 #include "target/scsi/scsi.h"
 #include "target/scsi/scsi_int.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/fuzz_raid1.h"
 
 #define VOL_BYTES (4u << 20)
 #define MAX_RECORDS 16
@@ -46,13 +47,8 @@ static const char *const ports[3] = {
 static const uint16_t rels[3] = { 1, 2, 1 };
 
 static struct {
-	char dir[64];
-	char m0[128], m1[128], pr[128], tmp[140];
-	char *members[2];
-	struct conf_pool cp;
-	struct raid_pool *pool;
-	struct raid_vol *vol;
-	struct raid_ioctx *ctx;
+	struct fz_raid1 r;
+	char pr[140], tmp[150];
 	struct scsi_lu *lu;
 	struct scsi_target *t;
 	struct scsi_nexus *n[3];
@@ -60,77 +56,30 @@ static struct {
 
 static void teardown(void)
 {
-	if (g.ctx)
-		raid_ioctx_destroy(g.ctx);
-	if (g.pool)
-		raid_pool_close(g.pool);
-	unlink(g.m0);
-	unlink(g.m1);
 	unlink(g.pr);
 	unlink(g.tmp);
-	rmdir(g.dir);
+	fz_raid1_remove(&g.r);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct conf_size sz = { .bytes = VOL_BYTES };
-
 	conf_log_set_level(CONF_LOG_ERROR);
-	strcpy(g.dir, access("/dev/shm", W_OK) ? "/tmp/rtgt-fuzz-prout-XXXXXX"
-						 : "/dev/shm/rtgt-fuzz-prout-XXXXXX");
-	if (!mkdtemp(g.dir)) {
-		perror("fuzz_prout: mkdtemp");
-		exit(1);
-	}
-	snprintf(g.m0, sizeof(g.m0), "%s/m0.img", g.dir);
-	snprintf(g.m1, sizeof(g.m1), "%s/m1.img", g.dir);
-	snprintf(g.pr, sizeof(g.pr), "%s/v0.pr", g.dir);
+	fz_raid1_init(&g.r, "prout", 16u << 20);
+	snprintf(g.pr, sizeof(g.pr), "%s/v0.pr", g.r.dir);
 	snprintf(g.tmp, sizeof(g.tmp), "%s.tmp", g.pr);
-	g.members[0] = g.m0;
-	g.members[1] = g.m1;
-	g.cp.name = "fz";
-	g.cp.level = CONF_RAID1;
-	g.cp.chunk = 64 << 10;
-	g.cp.members = g.members;
-	g.cp.member_paths = g.members;
-	g.cp.n_members = 2;
-	g.cp.create_size = 16u << 20;
 	atexit(teardown);
-	if (raid_pool_open(&g.cp, &g.pool) || raid_vol_open(g.pool, "v0", &sz, &g.vol) ||
-	    raid_ioctx_create(&g.ctx)) {
-		fprintf(stderr, "fuzz_prout: cannot set up the RAID1 volume in %s\n", g.dir);
-		exit(1);
-	}
+	fz_raid1_open_vol(&g.r, "prout", VOL_BYTES);
 	return 0;
-}
-
-static void on_done(struct scsi_cmd *cmd)
-{
-	(*(int *)cmd->tpriv)++;
 }
 
 static void run(struct scsi_cmd *c)
 {
-	unsigned spins = 0;
-	int done = 0;
-
-	c->ioctx = g.ctx;
-	c->done = on_done;
-	c->tpriv = &done;
-	scsi_cmd_exec(c);
-	while (!done) {
-		struct pollfd pfd = { .fd = raid_ioctx_fd(g.ctx), .events = POLLIN };
-
-		FUZZ_CHECK(spins++ < 1000);
-		poll(&pfd, 1, 10);
-		raid_ioctx_run(g.ctx);
-	}
-	FUZZ_CHECK(done == 1);
+	fz_scsi_run(g.r.ctx, c);
 }
 
 static void up(void)
 {
-	struct scsi_lu_params lp = { .vol = g.vol, .name = "fz/v0", .pr_path = g.pr };
+	struct scsi_lu_params lp = { .vol = g.r.vol, .name = "fz/v0", .pr_path = g.pr };
 
 	if (scsi_lu_create(&lp, &g.lu) || scsi_target_create("iqn.2026-11.org.rtgt:fuzz", &g.t) ||
 	    scsi_target_add_port(g.t, 1, 1) || scsi_target_add_port(g.t, 2, 2) ||

@@ -30,23 +30,19 @@
 #include "raid/raid.h"
 #include "raid/raid_int.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/fuzz_raid1.h"
 
 #define HEAD_BYTES RAID_DATA_OFF       /* superblocks + bitmap of a member */
 
 static struct {
-	char dir[64];
-	char m0[128], m1[128];
-	char *members[2];
-	struct conf_pool cp;
+	struct fz_raid1 r;
 	uint8_t *tmpl[2];                  /* HEAD_BYTES of each member */
 	uint8_t sb[RAID_SB_SIZE];          /* member 0's current superblock */
 } g;
 
 static void teardown(void)
 {
-	unlink(g.m0);
-	unlink(g.m1);
-	rmdir(g.dir);
+	fz_raid1_remove(&g.r);
 	free(g.tmpl[0]);
 	free(g.tmpl[1]);
 }
@@ -80,29 +76,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	struct raid_sb sb;
 
 	conf_log_set_level(CONF_LOG_ERROR);
-	/* tmpfs where there is one: fdatasync of the superblocks is free */
-	strcpy(g.dir, access("/dev/shm", W_OK) ? "/tmp/rtgt-fuzz-sb-XXXXXX"
-						 : "/dev/shm/rtgt-fuzz-sb-XXXXXX");
-	if (!mkdtemp(g.dir)) {
-		perror("fuzz_sb: mkdtemp");
-		exit(1);
-	}
+	fz_raid1_init(&g.r, "sb", 4u << 20);
 	atexit(teardown);
-	snprintf(g.m0, sizeof(g.m0), "%s/m0.img", g.dir);
-	snprintf(g.m1, sizeof(g.m1), "%s/m1.img", g.dir);
-	g.members[0] = g.m0;
-	g.members[1] = g.m1;
-	g.cp.name = "fz";
-	g.cp.level = CONF_RAID1;
-	g.cp.chunk = 64 << 10;
-	g.cp.members = g.members;
-	g.cp.member_paths = g.members;
-	g.cp.n_members = 2;
-	g.cp.create_size = 4u << 20;
 	g.tmpl[0] = malloc(HEAD_BYTES);
 	g.tmpl[1] = malloc(HEAD_BYTES);
-	if (!g.tmpl[0] || !g.tmpl[1] || raid_pool_open(&g.cp, &pool)) {
-		fprintf(stderr, "fuzz_sb: cannot create the template pool in %s\n", g.dir);
+	if (!g.tmpl[0] || !g.tmpl[1] || raid_pool_open(&g.r.cp, &pool)) {
+		fprintf(stderr, "fuzz_sb: cannot create the template pool in %s\n", g.r.dir);
 		exit(1);
 	}
 	if (raid_vol_open(pool, "v0", &sz, &vol)) {
@@ -110,7 +89,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(1);
 	}
 	raid_pool_close(pool);
-	if (pread_all(g.m0, g.tmpl[0], HEAD_BYTES) || pread_all(g.m1, g.tmpl[1], HEAD_BYTES)) {
+	if (pread_all(g.r.m0, g.tmpl[0], HEAD_BYTES) || pread_all(g.r.m1, g.tmpl[1], HEAD_BYTES)) {
 		fprintf(stderr, "fuzz_sb: cannot read the template members\n");
 		exit(1);
 	}
@@ -155,11 +134,11 @@ static void assemble(const uint8_t *blk)
 	struct raid_pool *pool = NULL;
 	struct raid_vol *vol = NULL;
 
-	pwrite_all(g.m0, g.tmpl[0], HEAD_BYTES, 0);
-	pwrite_all(g.m1, g.tmpl[1], HEAD_BYTES, 0);
-	pwrite_all(g.m0, blk, RAID_SB_SIZE, RAID_SB_COPY_OFF(0));
-	pwrite_all(g.m0, blk, RAID_SB_SIZE, RAID_SB_COPY_OFF(1));
-	if (raid_pool_open(&g.cp, &pool))
+	pwrite_all(g.r.m0, g.tmpl[0], HEAD_BYTES, 0);
+	pwrite_all(g.r.m1, g.tmpl[1], HEAD_BYTES, 0);
+	pwrite_all(g.r.m0, blk, RAID_SB_SIZE, RAID_SB_COPY_OFF(0));
+	pwrite_all(g.r.m0, blk, RAID_SB_SIZE, RAID_SB_COPY_OFF(1));
+	if (raid_pool_open(&g.r.cp, &pool))
 		return;
 	FUZZ_CHECK(pool != NULL);
 	(void)raid_vol_open(pool, "v0", &sz, &vol);

@@ -38,19 +38,15 @@
 #include "raid/raid.h"
 #include "target/scsi/scsi.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/fuzz_raid1.h"
 
 #define VOL_BYTES (4u << 20)
 #define MAX_EDTL (256u << 10)
 #define HDR 4u
 
 static struct {
-	char dir[64];
-	char m0[128], m1[128], pr[128];
-	char *members[2];
-	struct conf_pool cp;
-	struct raid_pool *pool;
-	struct raid_vol *vol;
-	struct raid_ioctx *ctx;
+	struct fz_raid1 r;
+	char pr[140];
 	const uint8_t *m0_map;  /* member 0's file, read-only */
 	size_t m0_len;
 	uint8_t poison[16];
@@ -75,7 +71,7 @@ static bool holds_poison(const uint8_t *p, size_t len)
 static void map_member0(void)
 {
 	struct stat st;
-	int fd = open(g.m0, O_RDONLY);
+	int fd = open(g.r.m0, O_RDONLY);
 	void *m;
 
 	if (fd < 0 || fstat(fd, &st) || st.st_size <= 0) {
@@ -96,75 +92,24 @@ static void teardown(void)
 {
 	if (g.m0_map)
 		munmap((void *)g.m0_map, g.m0_len);
-	if (g.ctx)
-		raid_ioctx_destroy(g.ctx);
-	if (g.pool)
-		raid_pool_close(g.pool);
-	unlink(g.m0);
-	unlink(g.m1);
 	unlink(g.pr);
-	rmdir(g.dir);
+	fz_raid1_remove(&g.r);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct conf_size sz = { .bytes = VOL_BYTES };
-
 	conf_log_set_level(CONF_LOG_ERROR);
-	/* tmpfs where there is one: FUA and SYNCHRONIZE CACHE are free */
-	strcpy(g.dir, access("/dev/shm", W_OK) ? "/tmp/rtgt-fuzz-scsi-XXXXXX"
-						 : "/dev/shm/rtgt-fuzz-scsi-XXXXXX");
-	if (!mkdtemp(g.dir)) {
-		perror("fuzz_scsi: mkdtemp");
-		exit(1);
-	}
-	snprintf(g.m0, sizeof(g.m0), "%s/m0.img", g.dir);
-	snprintf(g.m1, sizeof(g.m1), "%s/m1.img", g.dir);
-	snprintf(g.pr, sizeof(g.pr), "%s/v0.pr", g.dir);
-	g.members[0] = g.m0;
-	g.members[1] = g.m1;
-	g.cp.name = "fz";
-	g.cp.level = CONF_RAID1;
-	g.cp.chunk = 64 << 10;
-	g.cp.members = g.members;
-	g.cp.member_paths = g.members;
-	g.cp.n_members = 2;
-	g.cp.create_size = 16u << 20;
+	fz_raid1_init(&g.r, "scsi", 16u << 20);
+	snprintf(g.pr, sizeof(g.pr), "%s/v0.pr", g.r.dir);
 	atexit(teardown);
-	if (raid_pool_open(&g.cp, &g.pool) || raid_vol_open(g.pool, "v0", &sz, &g.vol) ||
-	    raid_ioctx_create(&g.ctx)) {
-		fprintf(stderr, "fuzz_scsi: cannot set up the RAID1 volume in %s\n", g.dir);
-		exit(1);
-	}
+	fz_raid1_open_vol(&g.r, "scsi", VOL_BYTES);
 	map_member0();
 	return 0;
 }
 
-static void on_done(struct scsi_cmd *cmd)
-{
-	(*(int *)cmd->tpriv)++;
-}
-
-/* Runs @c to completion: done exactly once, in bounded time. */
 static void run(struct scsi_cmd *c)
 {
-	unsigned spins = 0;
-	int done = 0;
-
-	c->ioctx = g.ctx;
-	c->done = on_done;
-	c->tpriv = &done;
-	scsi_cmd_exec(c);
-	while (!done) {
-		struct pollfd pfd = { .fd = raid_ioctx_fd(g.ctx), .events = POLLIN };
-
-		/* ~10 s: a command that never completes is a bug */
-		FUZZ_CHECK(spins++ < 1000);
-		poll(&pfd, 1, 10);
-		raid_ioctx_run(g.ctx);
-	}
-	FUZZ_CHECK(done == 1);
-	FUZZ_CHECK(raid_ioctx_inflight(g.ctx) == 0);
+	fz_scsi_run(g.r.ctx, c);
 }
 
 /* A fresh nexus starts with a POWER ON unit attention that fails every
@@ -187,7 +132,7 @@ static void clear_ua(struct scsi_target *t, struct scsi_nexus *n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct scsi_lu_params lp = { .vol = g.vol, .name = "fz/v0", .pr_path = g.pr };
+	struct scsi_lu_params lp = { .vol = g.r.vol, .name = "fz/v0", .pr_path = g.pr };
 	struct scsi_lu *lu = NULL;
 	struct scsi_target *t = NULL;
 	struct scsi_nexus *na = NULL, *nb = NULL;
