@@ -2,7 +2,9 @@
  * tests/lib/net_fixture.c - see net_fixture.h.
  */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <iscsi/iscsi.h>
@@ -64,4 +66,72 @@ void nf_capacity(struct iscsi_context *c, uint64_t *blocks, uint32_t *bs)
 	*blocks = rc16->returned_lba + 1;
 	*bs = rc16->block_length;
 	scsi_free_scsi_task(t);
+}
+
+/* One Checks line over @n runners, in Check's own format (run-tests.sh
+ * collects it), with every failure listed. */
+static void report(SRunner *const *runners, unsigned n)
+{
+	int checks = 0, failures = 0, errors = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		TestResult **trs = srunner_failures(runners[i]);
+		int nf = srunner_ntests_failed(runners[i]);
+
+		checks += srunner_ntests_run(runners[i]);
+		for (int k = 0; k < nf; k++) {
+			bool err = tr_rtype(trs[k]) == CK_ERROR;
+
+			if (err)
+				errors++;
+			else
+				failures++;
+			printf("%s:%d:%c:%s: %s\n", tr_lfile(trs[k]), tr_lno(trs[k]), err ? 'E' : 'F',
+			       tr_tcname(trs[k]), tr_msg(trs[k]));
+		}
+		free(trs);
+	}
+	printf("%d%%: Checks: %d, Failures: %d, Errors: %d\n",
+	       checks ? 100 * (checks - failures - errors) / checks : 0, checks, failures, errors);
+	fflush(stdout);
+}
+
+int nf_main_shared(struct harness_daemon *d, const char *prog,
+		   int (*conf)(struct harness_daemon *d), Suite *cases, Suite *final)
+{
+	SRunner *sr[2];
+	int failed, rc;
+
+	if (harness_init(d)) {
+		fprintf(stderr, "%s: cannot create a temp dir\n", prog);
+		return EXIT_FAILURE;
+	}
+	harness_fini_at_exit(d);
+	rc = conf(d);
+	if (!rc)
+		rc = harness_start(d);
+	if (rc) {
+		fprintf(stderr, "%s: rtgtd did not start: %s (exit %d)\n", prog, strerror(-rc),
+			d->last_status);
+		harness_dump_log(d, stderr, 40);
+		harness_fini(d);
+		return EXIT_FAILURE;
+	}
+	sr[0] = srunner_create(cases);
+	srunner_run_all(sr[0], CK_NORMAL);
+	failed = srunner_ntests_failed(sr[0]);
+	sr[1] = srunner_create(final);
+	srunner_set_fork_status(sr[1], CK_NOFORK);
+	srunner_run_all(sr[1], CK_NORMAL);
+	failed += srunner_ntests_failed(sr[1]);
+	if (failed) {
+		fflush(stdout);
+		harness_dump_log(d, stderr, 25);
+		fflush(stderr);
+	}
+	report(sr, 2);
+	srunner_free(sr[0]);
+	srunner_free(sr[1]);
+	harness_fini(d);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

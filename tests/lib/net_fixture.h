@@ -10,6 +10,7 @@
 #ifndef RTGT_TESTS_NET_FIXTURE_H
 #define RTGT_TESTS_NET_FIXTURE_H
 
+#include <check.h>
 #include <stdint.h>
 
 #include "tests/lib/harness.h"
@@ -31,5 +32,14 @@ struct iscsi_context *nf_login(const struct harness_daemon *d, uint16_t port,
 			       const struct harness_login *o);
 /* READ CAPACITY 16 of LUN 0 must succeed: the block count and size. */
 void nf_capacity(struct iscsi_context *c, uint64_t *blocks, uint32_t *bs);
+
+/* main() of a program whose cases share one rtgtd: harness_init(@d), @conf
+ * writes its configuration (0 or -errno), rtgtd starts; then @cases run
+ * (forked, CK_NORMAL) and @final in this process, since only rtgtd's parent
+ * sees its exit status (the case that stops it expecting 0). On a failure
+ * the tail of rtgtd.log is printed. Prints one Checks line over both
+ * suites. @prog names the program in messages. Returns the exit code. */
+int nf_main_shared(struct harness_daemon *d, const char *prog,
+		   int (*conf)(struct harness_daemon *d), Suite *cases, Suite *final);
 
 #endif

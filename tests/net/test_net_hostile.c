@@ -25,6 +25,7 @@
 
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
 
 #define RSS_LIMIT_KB (256L * 1024)
 #define CLOSE_WITHIN_MS 5000
@@ -557,69 +558,12 @@ static Suite *final_suite(void)
 /* Repeats the failures (after the daemon's log), then one summary of both
  * runners in Check's format: the tail of the output is what
  * scripts/run-tests.sh shows. */
-static void report(SRunner *const *runners, unsigned n)
+static int write_conf(struct harness_daemon *d)
 {
-	int checks = 0, failures = 0, errors = 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		TestResult **trs = srunner_failures(runners[i]);
-		int nf = srunner_ntests_failed(runners[i]);
-
-		checks += srunner_ntests_run(runners[i]);
-		for (int k = 0; k < nf; k++) {
-			bool err = tr_rtype(trs[k]) == CK_ERROR;
-
-			if (err)
-				errors++;
-			else
-				failures++;
-			printf("%s:%d:%c:%s: %s\n", tr_lfile(trs[k]), tr_lno(trs[k]), err ? 'E' : 'F',
-			       tr_tcname(trs[k]), tr_msg(trs[k]));
-		}
-		free(trs);
-	}
-	printf("%d%%: Checks: %d, Failures: %d, Errors: %d\n",
-	       checks ? 100 * (checks - failures - errors) / checks : 0, checks, failures, errors);
-	fflush(stdout);
+	return harness_conf_std(d, "raid1", NULL);
 }
 
 int main(void)
 {
-	SRunner *sr[2];
-	int failed, rc;
-
-	if (harness_init(&D)) {
-		fprintf(stderr, "test_net_hostile: cannot create a temp dir\n");
-		return EXIT_FAILURE;
-	}
-	harness_fini_at_exit(&D);
-	rc = harness_conf_std(&D, "raid1", NULL);
-	if (!rc)
-		rc = harness_start(&D);
-	if (rc) {
-		fprintf(stderr, "test_net_hostile: rtgtd did not start: %s (exit %d)\n",
-			strerror(-rc), D.last_status);
-		harness_dump_log(&D, stderr, 40);
-		harness_fini(&D);
-		return EXIT_FAILURE;
-	}
-	sr[0] = srunner_create(hostile_suite());
-	srunner_run_all(sr[0], CK_NORMAL);
-	failed = srunner_ntests_failed(sr[0]);
-
-	/* in this process: only rtgtd's parent sees its exit status */
-	sr[1] = srunner_create(final_suite());
-	srunner_set_fork_status(sr[1], CK_NOFORK);
-	srunner_run_all(sr[1], CK_NORMAL);
-	failed += srunner_ntests_failed(sr[1]);
-	if (failed) {
-		fflush(stdout);
-		harness_dump_log(&D, stderr, 25);
-		fflush(stderr);
-	}
-	report(sr, 2);
-	srunner_free(sr[0]);
-	srunner_free(sr[1]);
-	harness_fini(&D);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return nf_main_shared(&D, "test_net_hostile", write_conf, hostile_suite(), final_suite());
 }

@@ -39,6 +39,7 @@
 
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
 #include "tests/lib/rtgtctl_json.h"
 
 #define OWNER_INITIATOR "iqn.2026-11.org.example:owner"
@@ -636,9 +637,9 @@ static Suite *final_suite(void)
 	return ck_suite(&(struct ck_suite_def){ "net_hostile_data_final", CK_CASES(cases) });
 }
 
-static int write_conf(void)
+static int write_conf(struct harness_daemon *d)
 {
-	return harness_write_file(&D, "rtgt.conf",
+	return harness_write_file(d, "rtgt.conf",
 		"daemon = { workers = 1; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
 		"pools = ( { name = \"p\"; level = \"raid1\"; chunk = \"64K\";\n"
 		"            members = ( \"d0.img\", \"d1.img\" ); create_size = \"32M\"; },\n"
@@ -649,44 +650,10 @@ static int write_conf(void)
 		"  { iqn = \"" FAIL_TARGET "\"; portals = ( \"lo\" );\n"
 		"    luns = ( { lun = 0; pool = \"q\"; volume = \"w0\"; size = \"80%%\"; } );\n"
 		"    allow = ( \"ALL\" ); } );\n",
-		D.port, HARNESS_TARGET_DEFAULT);
+		d->port, HARNESS_TARGET_DEFAULT);
 }
 
 int main(void)
 {
-	SRunner *sr[2];
-	int failed, rc;
-
-	if (harness_init(&D)) {
-		fprintf(stderr, "test_net_hostile_data: cannot create a temp dir\n");
-		return EXIT_FAILURE;
-	}
-	harness_fini_at_exit(&D);
-	rc = write_conf();
-	if (!rc)
-		rc = harness_start(&D);
-	if (rc) {
-		fprintf(stderr, "test_net_hostile_data: rtgtd did not start: %s (exit %d)\n",
-			strerror(-rc), D.last_status);
-		harness_dump_log(&D, stderr, 40);
-		harness_fini(&D);
-		return EXIT_FAILURE;
-	}
-	sr[0] = srunner_create(data_suite());
-	srunner_run_all(sr[0], CK_NORMAL);
-	failed = srunner_ntests_failed(sr[0]);
-	/* in this process: only rtgtd's parent sees its exit status */
-	sr[1] = srunner_create(final_suite());
-	srunner_set_fork_status(sr[1], CK_NOFORK);
-	srunner_run_all(sr[1], CK_NORMAL);
-	failed += srunner_ntests_failed(sr[1]);
-	if (failed) {
-		fflush(stdout);
-		harness_dump_log(&D, stderr, 25);
-		fflush(stderr);
-	}
-	srunner_free(sr[0]);
-	srunner_free(sr[1]);
-	harness_fini(&D);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return nf_main_shared(&D, "test_net_hostile_data", write_conf, data_suite(), final_suite());
 }
