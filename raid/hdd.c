@@ -351,7 +351,7 @@ static void deliver(void *arg)
 {
 	struct raid_mio *mio = arg;
 
-	mio->cb(mio, mio->hdd_res);
+	raid_mio_finish(mio, mio->hdd_res);
 }
 
 /* The modelled disk is done with @mio (queued or not): hand it back when
@@ -841,7 +841,7 @@ static void arm_deferred(void *arg)
 	assert(hdd_check(m));
 	pthread_mutex_unlock(&m->hdd_mu);
 	if (now_cb)
-		mio->cb(mio, mio->hdd_res);
+		raid_mio_finish(mio, mio->hdd_res);
 }
 
 void raid_hdd_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
@@ -904,5 +904,5 @@ void raid_hdd_timer(struct raid_ioctx *ctx, struct raid_mio *mio)
 	assert(hdd_check(m));
 	pthread_mutex_unlock(&m->hdd_mu);
 	if (now_cb)
-		mio->cb(mio, mio->hdd_res);
+		raid_mio_finish(mio, mio->hdd_res);
 }

@@ -461,6 +461,8 @@ int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
 		}
 	}
 	mio->hdd_on = false;
+	if (atomic_fetch_add(&m->busy_inflight, 1) == 0)
+		atomic_store(&m->busy_start_ns, mio->t_sub_ns);
 	start_mio(ctx, mio);
 	/* HDD model: the real I/O runs now, the modelled disk decides when it
 	 * completes (hdd.c) */
@@ -512,10 +514,32 @@ static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 	}
 	if (mio->hdd_on) {
 		if (raid_hdd_real_done(mio, res < 0 ? res : 0))
-			mio->cb(mio, res < 0 ? res : 0);
+			raid_mio_finish(mio, res < 0 ? res : 0);
 		return;
 	}
-	mio->cb(mio, res < 0 ? res : 0);
+	raid_mio_finish(mio, res < 0 ? res : 0);
+}
+
+void raid_mio_finish(struct raid_mio *mio, int res)
+{
+	struct raid_member *m = mio->m;
+	/* read before leaving: once the count is 0 another submission may
+	 * start the next period */
+	uint64_t start = atomic_load(&m->busy_start_ns), now = raid_lat_now_ns();
+
+	if (atomic_fetch_sub(&m->busy_inflight, 1) == 1 && now > start)
+		atomic_fetch_add(&m->busy_ns, now - start);
+	mio->cb(mio, res);
+}
+
+uint64_t raid_member_busy_ns(struct raid_member *m)
+{
+	uint64_t busy = atomic_load(&m->busy_ns), start = atomic_load(&m->busy_start_ns);
+	uint64_t now = raid_lat_now_ns();
+
+	if (atomic_load(&m->busy_inflight) && now > start)
+		busy += now - start;
+	return busy;
 }
 
 void raid_ioctx_run(struct raid_ioctx *ctx)

@@ -1330,6 +1330,11 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		mi->read_lat_p99_us = raid_lat_pct_us(m->lat_hist[0], 99);
 		mi->write_lat_p50_us = raid_lat_pct_us(m->lat_hist[1], 50);
 		mi->write_lat_p99_us = raid_lat_pct_us(m->lat_hist[1], 99);
+		for (unsigned d = 0; d < 2; d++)
+			for (unsigned b = 0; b < RAID_MEMBER_LAT_BUCKETS; b++)
+				mi->lat_hist[d][b] = atomic_load_explicit(&m->lat_hist[d][b],
+									  memory_order_relaxed);
+		mi->busy_ns = raid_member_busy_ns(m);
 		if (st == RAID_M_REBUILDING && p->g.member_bytes)
 			out->rebuild_progress = (double)atomic_load(&m->rebuild_pos) /
 						(double)p->g.member_bytes;

@@ -122,6 +122,8 @@ uint64_t raid_pool_usable_bytes(const struct raid_pool *pool);
 
 /* ---- management (rtgtctl) ---- */
 
+#define RAID_MEMBER_LAT_BUCKETS 32u
+
 struct raid_member_info {
 	char path[256];        /* as configured */
 	const char *state;     /* "active" | "faulty" | "spare" | "rebuilding" | "missing" */
@@ -130,6 +132,13 @@ struct raid_member_info {
 	 * microseconds: upper bound of the log2 bucket holding the percentile
 	 * (0 when no I/O of that kind completed yet) */
 	uint64_t read_lat_p50_us, read_lat_p99_us, write_lat_p50_us, write_lat_p99_us;
+	/* the histograms themselves, for quantiles over an interval
+	 * (rtgtctl stats --watch): [0] reads, [1] writes; bucket b counts
+	 * I/Os of [2^(b-1), 2^b) us (b = 0: under 1 us) */
+	uint64_t lat_hist[2][RAID_MEMBER_LAT_BUCKETS];
+	/* nanoseconds with at least one I/O of this member submitted and not
+	 * handed back yet (under the HDD model: until the modelled disk is done) */
+	uint64_t busy_ns;
 };
 
 struct raid_pool_info {

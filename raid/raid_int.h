@@ -425,7 +425,7 @@ void raid_bm_clear_idle(struct raid_pool *p, bool force);
 bool raid_bm_check(struct raid_pool *p);
 
 /* ---- pool, members, volumes (pool.c, vol.c) ---- */
-#define RAID_LAT_BUCKETS 32u      /* up to 2^31 us (~36 min): the last one is open-ended */
+#define RAID_LAT_BUCKETS RAID_MEMBER_LAT_BUCKETS      /* up to 2^31 us (~36 min): the last one is open-ended */
 struct raid_member {
 	struct raid_pool *pool;
 	char path[256];           /* as configured */
@@ -461,6 +461,12 @@ struct raid_member {
 	 * bucket b counts I/Os of [2^(b-1), 2^b) microseconds. Atomic: several
 	 * reactor threads complete I/O on one member. */
 	_Atomic uint64_t lat_hist[2][RAID_LAT_BUCKETS];
+	/* busy time (ioctx.c, raid_mio_submit / raid_mio_finish): I/Os from
+	 * submission to their callback, the start of the current period with
+	 * at least one of them, and the nanoseconds of the periods that ended
+	 * (iostat's %util over an interval: its growth / the interval) */
+	_Atomic unsigned busy_inflight;
+	_Atomic uint64_t busy_start_ns, busy_ns;
 };
 
 struct raid_vol {
@@ -595,6 +601,10 @@ void raid_io_account(struct raid_member *m, bool write, uint64_t len);
  * histogram (thread-safe). */
 uint64_t raid_lat_now_ns(void);
 void raid_member_lat(struct raid_member *m, bool write, uint64_t ns);
+/* Hands @mio back to its submitter (mio->cb), ending its busy-time share. */
+void raid_mio_finish(struct raid_mio *mio, int res);
+/* Busy nanoseconds of @m since it was opened, the running period included. */
+uint64_t raid_member_busy_ns(struct raid_member *m);
 /* pool.c: percentile @pct (0..100) of a histogram, in microseconds (the
  * upper bound of its bucket); 0 for an empty histogram. */
 uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct);

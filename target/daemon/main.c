@@ -68,6 +68,7 @@
 #include "net/net.h"
 #include "raid/raid.h"
 #include "target/daemon/ctl.h"
+#include "target/daemon/live.h"
 #include "target/daemon/notify.h"
 #include "target/iscsi/iscsi.h"
 #include "target/scsi/scsi.h"
@@ -1068,6 +1069,25 @@ static struct raid_pool *pool_by_name(struct daemon *d, const char *name)
 	return pe ? pe->pool : NULL;
 }
 
+/* "live": the snapshot rtgtctl top, stats --watch and paths subtract */
+static int live_cmd(struct daemon *d, struct json_object *reply)
+{
+	struct raid_pool **pools = calloc(d->n_pools + 1, sizeof(*pools));
+	struct live_lu *lus = calloc(d->n_lus + 1, sizeof(*lus));
+	int rc = -ENOMEM;
+
+	if (pools && lus) {
+		for (unsigned i = 0; i < d->n_pools; i++)
+			pools[i] = d->pools[i]->pool;
+		for (unsigned i = 0; i < d->n_lus; i++)
+			lus[i] = (struct live_lu){ d->lus[i]->pool, d->lus[i]->volume, d->lus[i]->lu };
+		rc = daemon_live_json(d->conf, d->server, pools, d->n_pools, lus, d->n_lus, reply);
+	}
+	free(pools);
+	free(lus);
+	return rc;
+}
+
 static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		      struct json_object *reply, char *err, size_t errlen)
 {
@@ -1086,6 +1106,8 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		return status_json(d, reply, false);
 	if (!strcmp(cmd, "stats"))
 		return status_json(d, reply, true);
+	if (!strcmp(cmd, "live"))
+		return live_cmd(d, reply);
 	if (!strcmp(cmd, "reload"))
 		return reload(d, reply, err, errlen);
 	if (!strcmp(cmd, "fail") || !strcmp(cmd, "add-spare") || !strcmp(cmd, "scrub") ||

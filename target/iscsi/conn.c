@@ -449,6 +449,12 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 	c->rx = RX_ERROR;
 	iscsi_conn_login_unlist(c);
 	if (c->fd >= 0) {
+		if (c->sess) {
+			/* the path view must not query a closed (or reused) fd */
+			pthread_mutex_lock(&c->srv->lock);
+			c->sess->sock_fd = -1;
+			pthread_mutex_unlock(&c->srv->lock);
+		}
 		ev_io_del(c->w->loop, c->fd);
 		close(c->fd);
 		c->fd = -1;

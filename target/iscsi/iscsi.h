@@ -55,6 +55,21 @@ void iscsi_server_destroy(struct iscsi_server *s);
  */
 int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets);
 
+/*
+ * The live view (target/iscsi/live.c): adds to @reply "portals" [{name,
+ * listen}], "targets" [{iqn, portals:[names]}] and "sessions": per normal
+ * session its target, initiator, isid, tsih, portal_name, portal, local and
+ * peer address, params, cumulative read/write/other ops and bytes,
+ * latency_count, latency_sum_us, latency_hist [[upper_us, count], ...] and
+ * "tcp" (TCP_INFO: snd_mss, rcv_mss, advmss, pmtu, rtt_us, rttvar_us,
+ * snd_cwnd, total_retrans, segs_out, segs_in; null once closed).
+ * Thread-safe.
+ */
+int iscsi_server_live_json(struct iscsi_server *s, struct json_object *reply);
+struct scsi_lat_hist;
+/* A latency histogram as [[upper bound us, count], ...], empty buckets left out. */
+struct json_object *iscsi_lat_hist_json(const struct scsi_lat_hist *h);
+
 /* ---- live reload (added by the live-management work) ---- */
 
 /*

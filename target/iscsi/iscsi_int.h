@@ -397,12 +397,23 @@ struct iscsi_session {
 	 * under srv->lock */
 	bool ended;
 
+	/* the connection's socket, for TCP_INFO in the path view (live.c):
+	 * -1 once the conn closed it; under srv->lock */
+	int sock_fd;
+	struct sockaddr_storage local, peer;  /* set at create, then constant */
+
 	/* CmdSN window; loop thread only */
 	uint32_t exp_cmdsn, max_cmdsn;
 	unsigned depth;
 	struct iscsi_req *pending;     /* CmdSN-sorted, all after exp_cmdsn */
 	unsigned n_pending;
 };
+
+/* ---------------- server.c / live.c ---------------- */
+/* The negotiated parameters as rtgtctl sessions shows them. */
+struct json_object *iscsi_params_json(const struct iscsi_params *p);
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6), "?" for anything else. */
+struct json_object *iscsi_addr_json(const struct sockaddr_storage *ss);
 
 /* ---------------- conn.c ---------------- */
 void iscsi_conn_accepted(struct iscsi_server *s, int fd, unsigned portal,

@@ -607,7 +607,7 @@ static struct json_object *counters_json(struct iscsi_tgt_stats *st, bool logins
 	return o;
 }
 
-static struct json_object *params_json(const struct iscsi_params *p)
+struct json_object *iscsi_params_json(const struct iscsi_params *p)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -677,7 +677,7 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 			json_object_object_add(so, "portal_name",
 					       json_object_new_string(o->cfg->c->portals[o->portal].name));
 			json_object_object_add(so, "tsih", json_object_new_int(o->tsih));
-			json_object_object_add(so, "params", params_json(&o->params));
+			json_object_object_add(so, "params", iscsi_params_json(&o->params));
 			json_object_object_add(so, "stats", counters_json(&o->stats, false));
 			json_object_array_add(list, so);
 			n++;

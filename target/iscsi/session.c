@@ -102,6 +102,9 @@ int iscsi_session_create(struct iscsi_conn *c, struct iscsi_session **out)
 	sess->srv = c->srv;
 	sess->loop = c->w->loop;
 	sess->conn = c;
+	sess->sock_fd = c->fd;
+	sess->local = c->local;
+	sess->peer = c->peer;
 	sess->portal = c->portal;
 	sess->cfg = c->cfg;
 	sess->target = -1;

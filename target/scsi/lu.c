@@ -1300,6 +1300,7 @@ void scsi_lat_record(struct scsi_lat_hist *h, uint64_t us)
 {
 	atomic_fetch_add_explicit(&h->bucket[scsi_lat_bucket(us)], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
 }
 
 uint64_t scsi_lat_quantile(const struct scsi_lat_hist *h, double q)
@@ -1341,6 +1342,11 @@ void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out)
 const char *scsi_lu_name(const struct scsi_lu *lu)
 {
 	return lu->name;
+}
+
+const struct scsi_lat_hist *scsi_lu_lat(const struct scsi_lu *lu)
+{
+	return &lu->st_lat;
 }
 
 unsigned scsi_lu_inflight(struct scsi_lu *lu)

@@ -211,6 +211,10 @@ void scsi_lun_encode(uint64_t lun, uint8_t out[8]);
 struct scsi_lat_hist {
 	_Atomic uint64_t bucket[SCSI_LAT_BUCKETS];
 	_Atomic uint64_t count;
+	/* sum of the recorded values: the difference of two readings over
+	 * the time between them is the mean number of commands in service
+	 * (rtgtctl stats --watch, top: queue depth) */
+	_Atomic uint64_t sum_us;
 };
 
 unsigned scsi_lat_bucket(uint64_t us);
@@ -232,6 +236,8 @@ struct scsi_lu_stats {
 
 void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out);
 const char *scsi_lu_name(const struct scsi_lu *lu);
+/* The LU's latency histogram (live view: its buckets and sum). */
+const struct scsi_lat_hist *scsi_lu_lat(const struct scsi_lu *lu);
 
 /* Unmaps @lun from @t (the LU itself stays; the caller destroys it once no
  * target maps it and scsi_lu_inflight() is 0). Sessions logged in see
