@@ -26,10 +26,8 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "target/tools/rtgtctl.h"
 
-#define EXIT_DAEMON_ERR 1
-#define EXIT_USAGE 2
-#define EXIT_UNREACHABLE 3
 #define DEFAULT_SOCKET "var/rtgtd.sock"
 #define SYSTEM_CONF "/etc/rtgt/rtgt.conf"
 #define REPLY_TIMEOUT_MS 60000
@@ -50,6 +48,13 @@ static void usage(FILE *f)
 		"  remove POOL MEMBER       detach a faulty or spare member\n"
 		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
 		"  reload                   re-read the daemon's configuration file and apply it live\n"
+		"  stats --watch SECONDS [--count N]\n"
+		"                           MB/s, IOPS, p50/p99, queue depth per portal, session,\n"
+		"                           LUN and member every SECONDS (--json: one object a line)\n"
+		"  top [--interval SECONDS] refreshing view of the same (q quits)\n"
+		"  paths [--interval SECONDS]\n"
+		"                           each initiator's sessions, their TCP paths (MSS, RTT,\n"
+		"                           retransmits), parameters, I/O shares, and warnings\n"
 		"  COMMAND --help           what one command does\n"
 		"\n"
 		"options:\n"
@@ -88,7 +93,7 @@ static char *control_from_conf(const char *path, bool loud)
 
 /* ---- talking to the daemon ---- */
 
-static int connect_to(const char *path)
+int rtgtctl_connect(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
@@ -111,7 +116,7 @@ static int connect_to(const char *path)
 	return fd;
 }
 
-static int send_all(int fd, const char *p, size_t len)
+int rtgtctl_send_all(int fd, const char *p, size_t len)
 {
 	while (len) {
 		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
@@ -129,7 +134,7 @@ static int send_all(int fd, const char *p, size_t len)
 
 /* Reads up to the first newline. Returns a malloc'd NUL-terminated line,
  * or NULL with errno set (ETIMEDOUT, ECONNRESET for EOF first, ...). */
-static char *recv_line(int fd)
+char *rtgtctl_recv_line(int fd)
 {
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap);
@@ -575,11 +580,30 @@ static const struct command commands[] = {
 	{ "status", 0, 0, "status",
 	  "Pools (level, state, rebuild progress and ETA, usable size, chunk, scrub),\n"
 	  "their members (state, bytes) and volumes; targets with their sessions.\n" },
-	{ "stats", 0, 0, "stats",
+	{ "top", 0, 0, "top [--interval SECONDS] [--count N]",
+	  "A refreshing terminal view (every SECONDS, default 1): total, per portal, per\n"
+	  "session (initiator IQN, source address, portal), per LUN: MB/s read and\n"
+	  "written, IOPS, p50/p99 command latency over the interval and the mean number\n"
+	  "of commands in service (queue depth); per pool its state and rebuild\n"
+	  "progress, per member its busy share, MB/s, IOPS and I/O latency. q or\n"
+	  "Ctrl-C quits; --count N stops after N refreshes.\n" },
+	{ "paths", 0, 0, "paths [--interval SECONDS] [--json]",
+	  "Per initiator: its sessions, the portal (local address) and peer address\n"
+	  "each came in on, the TCP_INFO of each connection (MSS, RTT, retransmits,\n"
+	  "cwnd), negotiated digests, MaxRecvDataSegmentLength and burst lengths, and\n"
+	  "each session's share of the I/O over SECONDS (default 2). Then warnings in\n"
+	  "plain words: two sessions through one portal, one path only, MSS differing\n"
+	  "between paths, retransmits above 1%, all I/O on one path, data digest on,\n"
+	  "a MaxBurstLength below 1 MiB. Exit 0 (warnings are advice).\n" },
+	{ "stats", 0, 0, "stats [--watch SECONDS [--count N]]",
 	  "Counters since start: per member bytes, ops and I/O latency p50/p99 in\n"
 	  "microseconds (power-of-two buckets); per target and per session ops, bytes,\n"
 	  "logins and command latency p50/p99 in microseconds (time inside the SCSI\n"
-	  "layer, log-linear histogram, <= 12.5% error); per LUN (volume) the same.\n" },
+	  "layer, log-linear histogram, <= 12.5% error); per LUN (volume) the same.\n"
+	  "--watch SECONDS: every SECONDS the rates over the interval instead (as in\n"
+	  "top), one line each, or with --json one object per line for recording\n"
+	  "(scripts/initiator/report.py reads it); with --json and stdout not a\n"
+	  "terminal a progress line goes to stderr. --count N stops after N.\n" },
 	{ "sessions", 0, 0, "sessions",
 	  "Logged-in sessions per target: initiator IQN, ISID, TSIH, portal, and the\n"
 	  "negotiated parameters (digests, R2T and burst sizes, ...).\n" },
@@ -648,7 +672,9 @@ static const char *opt_value(int argc, char **argv, int *i, char shortc, const c
 
 int main(int argc, char **argv)
 {
-	const char *sock_opt = NULL, *conf_opt = NULL;
+	const char *sock_opt = NULL, *conf_opt = NULL, *watch_opt = NULL, *ival_opt = NULL,
+		   *count_opt = NULL;
+	struct live_opts lo = { .interval_s = 0, .count = 0 };
 	bool json = false, repair = false, dashdash = false, missing = false, help = false;
 	const struct command *cmd = NULL;
 	struct json_object *req, *jargs, *reply, *ok;
@@ -676,7 +702,13 @@ int main(int argc, char **argv)
 			repair = true;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			help = true;
-		} else if ((val = opt_value(argc, argv, &i, 's', "socket", &missing))) {
+		} else if ((val = opt_value(argc, argv, &i, 'w', "watch", &missing))) {
+			watch_opt = val;
+		} else if (!missing && (val = opt_value(argc, argv, &i, 'i', "interval", &missing))) {
+			ival_opt = val;
+		} else if (!missing && (val = opt_value(argc, argv, &i, 'n', "count", &missing))) {
+			count_opt = val;
+		} else if (!missing && (val = opt_value(argc, argv, &i, 's', "socket", &missing))) {
 			sock_opt = val;
 		} else if (!missing && (val = opt_value(argc, argv, &i, 'c', "config", &missing))) {
 			conf_opt = val;
@@ -718,6 +750,35 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rtgtctl: --repair only goes with scrub\n");
 		return EXIT_USAGE;
 	}
+	if (watch_opt && strcmp(cmd->name, "stats") != 0) {
+		fprintf(stderr, "rtgtctl: --watch only goes with stats (top and paths take --interval)\n");
+		return EXIT_USAGE;
+	}
+	if ((ival_opt || count_opt) && strcmp(cmd->name, "top") != 0 &&
+	    strcmp(cmd->name, "paths") != 0 && !watch_opt) {
+		fprintf(stderr, "rtgtctl: --interval and --count go with top, paths, stats --watch\n");
+		return EXIT_USAGE;
+	}
+	if (watch_opt || ival_opt) {
+		const char *v = watch_opt ? watch_opt : ival_opt;
+		char *end;
+
+		lo.interval_s = strtod(v, &end);
+		if (end == v || *end || !(lo.interval_s >= 0.1 && lo.interval_s <= 3600)) {
+			fprintf(stderr, "rtgtctl: '%s': give the interval in seconds, 0.1 to 3600\n", v);
+			return EXIT_USAGE;
+		}
+	}
+	if (count_opt) {
+		char *end;
+
+		lo.count = strtol(count_opt, &end, 10);
+		if (end == count_opt || *end || lo.count < 1) {
+			fprintf(stderr, "rtgtctl: --count '%s': give a positive number\n", count_opt);
+			return EXIT_USAGE;
+		}
+	}
+	lo.json = json;
 	if (sock_opt && conf_opt) {
 		fprintf(stderr, "rtgtctl: give -s or -c, not both\n");
 		return EXIT_USAGE;
@@ -742,6 +803,13 @@ int main(int argc, char **argv)
 		return EXIT_UNREACHABLE;
 	}
 
+	if (!strcmp(cmd->name, "top") || !strcmp(cmd->name, "paths") || watch_opt) {
+		if (lo.interval_s == 0)
+			lo.interval_s = !strcmp(cmd->name, "paths") ? 2.0 : 1.0;
+		rc = rtgtctl_live(sock, cmd->name, &lo);
+		free(sock);
+		return rc;
+	}
 	req = json_object_new_object();
 	jargs = json_object_new_array();
 	if (!req || !jargs)
@@ -759,17 +827,17 @@ int main(int argc, char **argv)
 		json_object_array_add(jargs, json_object_new_string(args[i]));
 	json_object_object_add(req, "args", jargs);
 
-	fd = connect_to(sock);
+	fd = rtgtctl_connect(sock);
 	if (fd < 0) {
 		fprintf(stderr, "rtgtctl: cannot connect to %s: %s\n", sock, strerror(errno));
 		goto free_req;
 	}
 	txt = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (send_all(fd, txt, strlen(txt)) || send_all(fd, "\n", 1)) {
+	if (rtgtctl_send_all(fd, txt, strlen(txt)) || rtgtctl_send_all(fd, "\n", 1)) {
 		fprintf(stderr, "rtgtctl: cannot send to %s: %s\n", sock, strerror(errno));
 		goto close_fd;
 	}
-	line = recv_line(fd);
+	line = rtgtctl_recv_line(fd);
 	if (!line) {
 		fprintf(stderr, "rtgtctl: no reply from %s: %s\n", sock,
 			errno == ECONNRESET ? "connection closed" : strerror(errno));
