@@ -71,6 +71,8 @@ D_SRCS    := target/daemon/main.c
 D_OBJS    := $(D_SRCS:%.c=$(O)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
+# unit checks that are scripts (run in place, same output format)
+UNIT_PY   := $(wildcard tests/unit/test_*.py)
 NET_SRCS  := $(wildcard tests/net/test_*.c)
 NET_BINS  := $(NET_SRCS:tests/net/%.c=$(B)/tests/%)
 TEST_HELPERS := $(wildcard tests/lib/*.c)
@@ -121,7 +123,7 @@ run: deps
 
 unit: $(UNIT_BINS)
 	@$(SAN_PRE)
-	@scripts/run-tests.sh unit $(UNIT_BINS) || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh unit $(UNIT_BINS) $(UNIT_PY) || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
 nettest: $(BINS) $(NET_BINS)
@@ -137,7 +139,7 @@ conformance: $(BINS)
 check: deps
 	$(MAKE) all $(UNIT_BINS) $(NET_BINS)
 	@$(SAN_PRE)
-	@scripts/run-tests.sh all $(UNIT_BINS) $(NET_BINS) || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) || { $(SAN_REPORT); exit 1; }
 	@scripts/conformance.sh || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
