@@ -81,7 +81,7 @@ TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 BINS := $(B)/rtgtd $(B)/rtgtctl $(B)/rtgt-bench
 
 .PHONY: all run check unit nettest conformance clean deps lab fuzz fuzz-build install uninstall \
-	tsan-check
+	tsan-check guest-check
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -157,6 +157,11 @@ tsan-run:
 	@CK_RUN_CASE=09_session_reinstatement scripts/run-tests.sh tsan $(B)/tests/test_net_login \
 		|| { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
+
+# The fio job set from a real Linux initiator (a qemu guest; minutes):
+# tests/guest/test_guest_fio.sh. Not part of check.
+guest-check: all
+	tests/guest/test_guest_fio.sh
 
 lab: deps
 	$(MAKE) all

@@ -3,7 +3,7 @@
 lab's table, beside the published figures, and draws the lab's chart.
 
 usage: report.py (--fio DIR | --diskspd DIR) [--stats FILE] [--config KEY]
-                 [--label TEXT] [--out DIR] [--no-chart]
+                 [--label TEXT] [--out DIR] [--no-chart] [--clock-offset S]
 
   --fio DIR      run-fio.sh's output (seqwrite-1m.json, seqread-1m.json,
                  randrw70-4k.json: fio --output-format=json)
@@ -116,6 +116,9 @@ def main():
     ap.add_argument("--label")
     ap.add_argument("--out")
     ap.add_argument("--no-chart", action="store_true")
+    ap.add_argument("--clock-offset", type=float, default=0.0,
+                    help="seconds to add to the initiator's times to get the target's "
+                         "(when their clocks differ)")
     a = ap.parse_args()
     if a.config and a.config not in PUB:
         die(f"--config {a.config}: one of {', '.join(sorted(PUB))}")
@@ -138,7 +141,8 @@ def main():
     label = a.label or LABEL.get(a.config, a.config or "this run")
     pub = PUB.get(a.config, {})
     for job, r in res.items():
-        r["target"] = target_side(records, r["start"], r["end"]) if records else None
+        r["target"] = (target_side(records, r["start"] + a.clock_offset, r["end"] + a.clock_offset)
+                       if records else None)
 
     def mb(job, key):
         return f"{res[job][key]:.1f}" if job in res else "-"

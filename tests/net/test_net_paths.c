@@ -478,6 +478,62 @@ START_TEST(t05_stats_watch_record)
 }
 END_TEST
 
+/* 06: rtgtctl top in a tmux pane: capture-pane shows a line per portal
+ * with its MB/s and one per session with its source address; q quits. */
+START_TEST(t06_top_under_tmux)
+{
+	struct iscsi_context *ca, *cb;
+	char sock[200], srv[32], out[16384], line_a[64], line_b[64];
+	uint64_t end;
+	bool quit = false;
+
+	if (sh("command -v tmux >/dev/null")) {
+		printf("06_top_under_tmux: SKIPPED: tmux not installed (scripts/deps.sh installs it)\n");
+		return;
+	}
+	ns_up(1500, 1500);
+	start_in_ns();
+	ca = login(addr_a);
+	cb = login(addr_b);
+	snprintf(sock, sizeof(sock), "%s/rtgtd.sock", D.dir);
+	snprintf(srv, sizeof(srv), "rtgtp%u", (unsigned)getpid());
+	ck_assert(sh("tmux -L %s new-session -d -s top -x 160 -y 50 '%s -s %s top --interval 0.5'",
+		     srv, rj_rtgtctl_path(), sock) == 0);
+	end = harness_now_ms() + 2500;
+	while (harness_now_ms() < end) {
+		io(ca, 1, 0);
+		io(cb, 1, 8192);
+	}
+	ck_assert(harness_run_out((char *const[]){ "/usr/bin/env", "tmux", "-L", srv, "capture-pane",
+						 "-p", "-t", "top", NULL }, out, sizeof(out), 10000) == 0);
+	snprintf(line_a, sizeof(line_a), "portal nic1 %s:%u", addr_a, D.port);
+	snprintf(line_b, sizeof(line_b), "portal nic2 %s:%u", addr_b, D.port);
+	ck_assert_msg(strstr(out, line_a) && strstr(out, line_b), "no portal lines in:\n%s", out);
+	ck_assert_msg(strstr(out, peer_a) && strstr(out, peer_b), "no session lines in:\n%s", out);
+	ck_assert_msg(strstr(out, "pool p raid0 optimal"), "no pool line in:\n%s", out);
+	/* the portal lines carry traffic: a write column above 0 */
+	{
+		const char *l = strstr(out, line_a);
+		double rd = -1, wr = -1;
+
+		ck_assert(sscanf(l + strlen(line_a), " (%*d sess) %lf %lf", &rd, &wr) == 2);
+		ck_assert_msg(wr > 0, "nic1 line without write MB/s: %.120s", l);
+	}
+	sh("tmux -L %s send-keys -t top q", srv);
+	end = harness_now_ms() + 5000;
+	while (!quit && harness_now_ms() < end) {
+		/* the session ends with its only pane's program */
+		quit = sh("tmux -L %s has-session -t top 2>/dev/null && exit 1; exit 0", srv) == 0;
+		usleep(100000);
+	}
+	sh("tmux -L %s kill-server 2>/dev/null; true", srv);
+	ck_assert_msg(quit, "top did not quit on q");
+	logout(ca);
+	logout(cb);
+	finish();
+}
+END_TEST
+
 static const char *why_skip(void)
 {
 	if (geteuid() != 0)
@@ -498,6 +554,7 @@ int main(void)
 		CK_CASE("03_one_path_and_one_portal_twice", t03_one_path_and_one_portal_twice),
 		CK_CASE("04_all_io_on_one_path_then_balanced", t04_all_io_on_one_path_then_balanced),
 		CK_CASE("05_stats_watch_record", t05_stats_watch_record),
+		CK_CASE("06_top_under_tmux", t06_top_under_tmux),
 	};
 
 	if (why) {
