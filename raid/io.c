@@ -31,7 +31,9 @@
  * children run (they write it out) or was taken before raid_sc_wait
  * numbered the write-outs (the FLUSH waits for it); a write-out that fails
  * keeps its entry on the list (reads still return its data, raid_sc_wait
- * reports it) instead of dropping acknowledged data.
+ * reports it) instead of dropping acknowledged data, and when it holds data
+ * acknowledged since its last failure, bumps the volume's write_failures
+ * (raid_vol_write_failures: the target layer's deferred errors).
  * Write errors and member writes that cannot be submitted (no memory for a
  * bounce buffer) are the same thing: the member is failed and the write
  * succeeds only while the level's redundancy covers it. The cache never
@@ -766,7 +768,7 @@ static void row_ent_done(struct row *r, int res)
 	if (r->ent) {
 		/* one line per row, not per retry */
 		if (res && !r->ent->err)
-			LOG_ERR(RAID_MOD, "pool %s: writing out cached row %llu failed: %s; kept in the cache, SYNCHRONIZE CACHE fails until it is written",
+			LOG_ERR(RAID_MOD, "pool %s: writing out cached row %llu failed: %s; kept in the cache, SYNCHRONIZE CACHE fails until it is written, initiators get a deferred error",
 				p->name, (unsigned long long)r->row, strerror(-res));
 		raid_sc_done(&p->sc, r->ent, res, true);
 		r->ent = NULL;
@@ -1314,8 +1316,13 @@ static bool cache_write(struct row *r, uint64_t x0, uint64_t n, const uint8_t *s
 			  rq->len >= stripe && x0 + n < stripe && src + n == rq->data + rq->len);
 	if (!e)
 		return false;
-	if (!raid_sc_ent_full(&p->sc, e))
+	e->vol = rq->vol;
+	if (!raid_sc_ent_full(&p->sc, e)) {
+		/* acknowledged from the cache: a failed write-out of it is a
+		 * deferred error for the volume (raid_sc_done) */
+		e->unreported = true;
 		return true;
+	}
 	row_use_ent(r, raid_sc_take(&p->sc, r->row));
 	return false;
 }

@@ -103,6 +103,18 @@ int raid_vol_ready(const struct raid_vol *vol);
  * INDICATION); *@frac is 0 otherwise. Any thread, cheap (atomics). */
 int raid_vol_ready_progress(const struct raid_vol *vol, uint16_t *frac);
 
+/* Deferred write errors (SPC-4 deferred errors): how many times, since the
+ * volume was opened, a write-out of data it had already acknowledged failed
+ * (a raid5/6 stripe-cache row, see raid/README.md "Stripe cache"). One per
+ * failure of data no earlier count covered: a row whose write-out fails
+ * again and again over the same data counts once; a write acknowledged
+ * into it after a failure makes its next failure count again. The data
+ * stays in the cache (reads return it, FLUSH fails until it is written);
+ * this only tells the caller that someone must be told. It never falls.
+ * Always 0 on volumes without a write-back cache (raid0/1/10, rbd). Any
+ * thread, cheap (an atomic load). */
+uint64_t raid_vol_write_failures(const struct raid_vol *vol);
+
 /* ---- pools ---- */
 
 /* Assemble (or, for missing members with create_size, create) the pool

@@ -313,6 +313,14 @@ struct raid_sc_ent {
 	uint64_t seq;             /* TAKEN: its write-out's number (raid_scache.seq) */
 	int err;                  /* its last write-out failed (-errno): kept, retried */
 	uint64_t retry_ms;        /* after a failure: the age-based write-out waits until */
+	/* Deferred errors: the volume the row belongs to, and whether it
+	 * holds data acknowledged from the cache (a write that ended in it)
+	 * since its last failed write-out. A failed write-out of such an
+	 * entry bumps vol->write_failures once and clears it; a failure
+	 * again over the same data does not count again. Both set by the
+	 * caller of raid_sc_merge() under the row's exclusive lock. */
+	struct raid_vol *vol;
+	bool unreported;
 };
 
 /* A FLUSH waiting for the write-outs that began before it (raid_sc_wait). */
@@ -352,7 +360,9 @@ struct raid_sc_ent *raid_sc_merge(struct raid_scache *sc, uint64_t row, uint64_t
  * the row's exclusive lock. */
 struct raid_sc_ent *raid_sc_take(struct raid_scache *sc, uint64_t row);
 /* The write-out of taken entry @e ended with @err (0 or -errno). A failure is
- * counted and passed to the FLUSHes waiting for it; with @keep the entry goes
+ * counted and passed to the FLUSHes waiting for it, and when @e held
+ * unreported acknowledged data (e->unreported) it bumps
+ * e->vol->write_failures (deferred errors); with @keep the entry goes
  * back on the list (its data stays readable and is written out again),
  * otherwise it is freed. Wakes the FLUSHes that wait for nothing else. */
 void raid_sc_done(struct raid_scache *sc, struct raid_sc_ent *e, int err, bool keep);
@@ -476,6 +486,9 @@ struct raid_vol {
 	uint64_t start;           /* logical bytes in the pool */
 	uint64_t size;
 	uint64_t extent;
+	/* write-outs of acknowledged data that failed (raid_vol_write_failures;
+	 * bumped by raid_sc_done) */
+	_Atomic uint64_t write_failures;
 };
 
 /* A sequential read stream on one mirror set (io.c, read balancing). */

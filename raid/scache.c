@@ -12,6 +12,11 @@
  * FAILED = DIRTY again with err set (back on the list: reads still overlay
  * it, a FLUSH writes it out again, the age-based write-out only after
  * retry_ms) when it failed and the caller keeps it.
+ * Deferred errors: a write acknowledged from the cache sets the entry's
+ * unreported flag (io.c, under the row lock); a failed write-out (kept or
+ * not) of an entry with the flag set bumps its volume's write_failures once
+ * and clears the flag, so retries failing over the same data count once
+ * and data acknowledged after a failure makes the next failure count.
  * Every merge, take and done happens while the caller holds the exclusive
  * stripe lock of the row, so an entry's data only changes under that lock
  * and a kept entry never meets another one of its row; readers (holding a
@@ -200,6 +205,11 @@ void raid_sc_done(struct raid_scache *sc, struct raid_sc_ent *e, int err, bool k
 	}
 	if (err) {
 		atomic_fetch_add(&sc->n_failed, 1);
+		/* acknowledged data not on the members that no earlier failure
+		 * covered: the initiators get a deferred error (target/scsi) */
+		if (e->unreported && e->vol)
+			atomic_fetch_add(&e->vol->write_failures, 1);
+		e->unreported = false;
 		for (struct raid_sc_waiter *w = sc->waiters; w; w = w->next)
 			if (w->seq >= e->seq && !w->err)
 				w->err = err;

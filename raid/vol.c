@@ -169,3 +169,8 @@ uint32_t raid_vol_opt_len(const struct raid_vol *vol)
 {
 	return (uint32_t)vol->pool->g.stripe_bytes;
 }
+
+uint64_t raid_vol_write_failures(const struct raid_vol *vol)
+{
+	return atomic_load_explicit(&vol->write_failures, memory_order_acquire);
+}

@@ -4,7 +4,8 @@
  * (raid_sc_wait) for exactly the write-outs taken before it, woken on its
  * own ctx with the first error among them; a failed write-out kept on the
  * list (readable, retried by a FLUSH at once and by the age-based write-out
- * only later); and the wait against write-outs ending on another thread.
+ * only later); the wait against write-outs ending on another thread; and
+ * the deferred-error count of a volume (raid_vol_write_failures).
  */
 #include <check.h>
 #include <errno.h>
@@ -254,6 +255,67 @@ START_TEST(t04_threads)
 }
 END_TEST
 
+/* What io.c does when a write ends in the cache (acknowledged from it). */
+static void acked(struct raid_sc_ent *e, struct raid_vol *v)
+{
+	e->vol = v;
+	e->unreported = true;
+}
+
+/*
+ * Deferred errors: a failed write-out of an entry holding acknowledged data
+ * bumps its volume's write_failures once; failing again over the same data
+ * does not; data acknowledged after a failure makes the next failure count;
+ * a success counts nothing; a failed write-out of an entry that was not
+ * kept (superseded by a failed full-stripe write) counts; an entry no write
+ * was acknowledged from (filled and written out by its own write, which
+ * gets the error itself) counts nothing.
+ */
+START_TEST(t05_deferred_count)
+{
+	struct raid_scache sc;
+	struct raid_vol v;
+	struct raid_sc_ent *e;
+
+	memset(&v, 0, sizeof(v));
+	raid_sc_init(&sc, STRIPE, 4);
+	ck_assert_uint_eq(raid_vol_write_failures(&v), 0);
+	acked(put(&sc, 5, 0, 512, 1), &v);
+	e = raid_sc_take(&sc, 5);
+	raid_sc_done(&sc, e, -EIO, true);
+	ck_assert_uint_eq(raid_vol_write_failures(&v), 1);
+	/* retried, fails again over the same data: told already */
+	e = raid_sc_take(&sc, 5);
+	ck_assert(!e->unreported);
+	raid_sc_done(&sc, e, -EIO, true);
+	ck_assert_uint_eq(raid_vol_write_failures(&v), 1);
+	/* a write acknowledged into it since: the next failure counts */
+	acked(put(&sc, 5, 512, 512, 2), &v);
+	e = raid_sc_take(&sc, 5);
+	raid_sc_done(&sc, e, -EIO, true);
+	ck_assert_uint_eq(raid_vol_write_failures(&v), 2);
+	/* written out at last: nothing to count */
+	e = raid_sc_take(&sc, 5);
+	raid_sc_done(&sc, e, 0, true);
+	ck_assert_uint_eq(atomic_load(&sc.n), 0);
+	ck_assert_uint_eq(raid_vol_write_failures(&v), 2);
+	/* superseded by a full-stripe write that failed: dropped, counted */
+	acked(put(&sc, 6, 0, 512, 3), &v);
+	e = raid_sc_take(&sc, 6);
+	raid_sc_done(&sc, e, -EIO, false);
+	ck_assert_uint_eq(raid_vol_write_failures(&v), 3);
+	/* never acknowledged from the cache */
+	e = put(&sc, 7, 0, 512, 4);
+	e->vol = &v;
+	e = raid_sc_take(&sc, 7);
+	raid_sc_done(&sc, e, -EIO, true);
+	ck_assert_uint_eq(raid_vol_write_failures(&v), 3);
+	ck_assert_uint_eq(atomic_load(&sc.n_failed), 5);
+	ck_assert(raid_sc_check(&sc));
+	raid_sc_destroy(&sc);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -261,6 +323,7 @@ int main(void)
 		CK_CASE("02_wait_for_earlier", t02_wait_for_earlier),
 		CK_CASE("03_failed_kept", t03_failed_kept),
 		CK_CASE("04_threads", t04_threads, .timeout = 60),
+		CK_CASE("05_deferred_count", t05_deferred_count),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_scache", CK_CASES(cases) });
