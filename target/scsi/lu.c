@@ -31,6 +31,22 @@
  * Unit attention per (LU, nexus): created on the nexus's first command to
  * the LU holding POWER ON, RESET OCCURRED; events append (duplicates and
  * overflow dropped); a reporting command pops the oldest.
+ *
+ * Deferred errors (SPC-4 4.5.5 rule c: the write-back cache cannot tell
+ * whose write a failed write-out held, so every I_T nexus of the LU is
+ * told): the volume counts write-outs of acknowledged data that failed
+ * (raid_vol_write_failures(), raid.h); each (LU, nexus) record keeps the
+ * count it was last told of (wfail_seen), starting at the count when the
+ * record is made. States per record: CLEAR (wfail_seen == count) --a
+ * failure bumps the count--> PENDING --the nexus's next command that
+ * reports UAs (not INQUIRY, REPORT LUNS; after its pending UAs, before
+ * reservation conflicts) gets CHECK CONDITION with the deferred sense and
+ * is not executed, or REQUEST SENSE returns that sense with GOOD--> CLEAR
+ * (wfail_seen = count: several failures in between are one report, SPC's
+ * "only the last error"). A record dropped while PENDING (the session
+ * ended) leaves its wfail_seen on lu->dfr_gone under the initiator port
+ * and relative target port names, and the next record of that I_T nexus
+ * (the session coming back) starts from it instead of the current count.
  */
 #include <assert.h>
 #include <errno.h>
@@ -453,6 +469,106 @@ void scsi_lun_encode(uint64_t lun, uint8_t out[8])
 	}
 }
 
+/* ---- deferred errors ---- */
+
+static uint64_t lu_wfail(const struct scsi_lu *lu)
+{
+	return lu->vol ? raid_vol_write_failures(lu->vol) : 0;
+}
+
+static bool dfr_match(const struct scsi_dfr_gone *g, const struct scsi_nexus *n)
+{
+	return g->rel_port == n->rel_port && !strcmp(g->iport, n->iport);
+}
+
+/* Where a new record of @n starts: what its I_T nexus's previous session
+ * left pending (taken off the list), else the current count. lu->lock. */
+static uint64_t dfr_inherit(struct scsi_lu *lu, const struct scsi_nexus *n)
+{
+	struct scsi_dfr_gone **gp;
+
+	if (n && n->iport)
+		for (gp = &lu->dfr_gone; *gp; gp = &(*gp)->next)
+			if (dfr_match(*gp, n)) {
+				struct scsi_dfr_gone *g = *gp;
+				uint64_t seen = g->wfail_seen;
+
+				*gp = g->next;
+				lu->n_dfr_gone--;
+				free(g->iport);
+				free(g);
+				return seen;
+			}
+	return lu_wfail(lu);
+}
+
+/* @n's record goes away with a deferred error still pending (@seen behind
+ * the count): keep it for the I_T nexus's next session. lu->lock. */
+static void dfr_remember(struct scsi_lu *lu, const struct scsi_nexus *n, uint64_t seen)
+{
+	struct scsi_dfr_gone *g, **gp;
+
+	for (gp = &lu->dfr_gone; *gp; gp = &(*gp)->next)
+		if (dfr_match(*gp, n)) {
+			(*gp)->wfail_seen = seen;
+			return;
+		}
+	g = calloc(1, sizeof(*g));
+	if (g)
+		g->iport = strdup(n->iport);
+	if (!g || !g->iport) {
+		free(g);
+		LOG_WARN("scsi", "%s: %s: out of memory: a pending deferred error is dropped with the session",
+			 lu->name, n->iport);
+		return;
+	}
+	g->rel_port = n->rel_port;
+	g->wfail_seen = seen;
+	g->next = lu->dfr_gone;
+	lu->dfr_gone = g;
+	if (++lu->n_dfr_gone > SCSI_DFR_GONE_MAX) {
+		/* drop the oldest: the list's tail */
+		for (gp = &lu->dfr_gone; (*gp)->next; gp = &(*gp)->next)
+			;
+		free((*gp)->iport);
+		free(*gp);
+		*gp = NULL;
+		lu->n_dfr_gone--;
+	}
+}
+
+bool scsi_deferred_pending(struct scsi_lu *lu, struct scsi_ua *ua)
+{
+	uint64_t now = lu_wfail(lu);
+
+	if (ua->wfail_seen == now)
+		return false;
+	ua->wfail_seen = now;
+	return true;
+}
+
+bool scsi_deferred_take(struct scsi_lu *lu, struct scsi_nexus *n)
+{
+	struct scsi_ua *ua;
+	bool got = false;
+
+	pthread_mutex_lock(&lu->lock);
+	ua = scsi_ua_get(lu, n, true);
+	if (ua)
+		got = scsi_deferred_pending(lu, ua);
+	pthread_mutex_unlock(&lu->lock);
+	return got;
+}
+
+unsigned scsi_deferred_sense(uint8_t *out, bool desc)
+{
+	unsigned len = scsi_sense_build(out, desc, SK_MEDIUM_ERROR, ASC_WRITE_ERROR, false, 0,
+					false, NULL);
+
+	out[0] = desc ? 0x73 : 0x71;   /* deferred error, VALID (fixed) clear */
+	return len;
+}
+
 /* ---- unit attentions ---- */
 
 struct scsi_ua *scsi_ua_get(struct scsi_lu *lu, struct scsi_nexus *n, bool create)
@@ -469,6 +585,7 @@ struct scsi_ua *scsi_ua_get(struct scsi_lu *lu, struct scsi_nexus *n, bool creat
 		return NULL;
 	ua->nexus = n;
 	ua->q[ua->n++] = ASC_POWER_ON_RESET;
+	ua->wfail_seen = dfr_inherit(lu, n);
 	ua->next = lu->uas;
 	lu->uas = ua;
 	return ua;
@@ -607,6 +724,13 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 	for (ua = lu->uas; ua; ua = next) {
 		next = ua->next;
 		free(ua);
+	}
+	while (lu->dfr_gone) {
+		struct scsi_dfr_gone *g = lu->dfr_gone;
+
+		lu->dfr_gone = g->next;
+		free(g->iport);
+		free(g);
 	}
 	pr_free(lu);
 	pthread_mutex_destroy(&lu->lock);
@@ -896,6 +1020,8 @@ void scsi_nexus_destroy(struct scsi_nexus *n)
 				struct scsi_ua *dead = *up;
 
 				*up = dead->next;
+				if (dead->wfail_seen != lu_wfail(lu))
+					dfr_remember(lu, n, dead->wfail_seen);
 				free(dead);
 				break;
 			}
@@ -1136,6 +1262,18 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		ua_pop(ua, &code);
 		pthread_mutex_unlock(&lu->lock);
 		scsi_sense(cmd, SK_UNIT_ATTENTION, code);
+		goto early;
+	}
+	if (ua && !(op->flags & OPF_NO_UA) && scsi_deferred_pending(lu, ua)) {
+		/* a write-out of data acknowledged earlier failed: told once,
+		 * this command is not executed (SPC-4 4.5.5) */
+		bool desc = lu->mode.d_sense;
+
+		pthread_mutex_unlock(&lu->lock);
+		LOG_WARN("scsi", "%s: %s: deferred error (a write-out of acknowledged data failed) reported on %s",
+			 lu->name, cmd->nexus ? cmd->nexus->iport : "?", op->name);
+		cmd->status = SCSI_CHECK_CONDITION;
+		cmd->sense_len = (uint8_t)scsi_deferred_sense(cmd->sense, desc);
 		goto early;
 	}
 	if (pr_conflict(lu, cmd->nexus, op, cmd->cdb)) {
@@ -1385,6 +1523,8 @@ int scsi_target_remove_lu(struct scsi_target *t, uint64_t lun)
 				struct scsi_ua *dead = *up;
 
 				*up = dead->next;
+				if (dead->wfail_seen != lu_wfail(gone))
+					dfr_remember(gone, n, dead->wfail_seen);
 				free(dead);
 				break;
 			}

@@ -172,7 +172,23 @@ struct scsi_ua {
 	struct scsi_nexus *nexus;       /* borrowed; record dropped with it */
 	uint16_t q[SCSI_UA_MAX];        /* asc << 8 | ascq */
 	unsigned n;
+	/* deferred errors: the volume's raid_vol_write_failures() this
+	 * nexus was last told of (see "Deferred errors" at the top of lu.c) */
+	uint64_t wfail_seen;
 	struct scsi_ua *next;
+};
+
+/* The deferred-error state of an I_T nexus that went away (its session
+ * ended) while a deferred error was pending for it: the I_T nexus is the
+ * initiator port and the target port (SAM-5), so the session that comes
+ * back under the same names inherits it. At most SCSI_DFR_GONE_MAX per LU,
+ * the oldest dropped. */
+#define SCSI_DFR_GONE_MAX 64u
+struct scsi_dfr_gone {
+	char *iport;                    /* owned */
+	uint16_t rel_port;
+	uint64_t wfail_seen;
+	struct scsi_dfr_gone *next;     /* newest first */
 };
 
 /* One persistent-reservation registration, keyed by I_T nexus identity
@@ -229,6 +245,8 @@ struct scsi_lu {
 	 * constant. */
 	bool pr_bad;
 	struct scsi_ua *uas;            /* owned list */
+	struct scsi_dfr_gone *dfr_gone; /* owned list, newest first */
+	unsigned n_dfr_gone;
 	struct scsi_cmd *inflight;      /* commands inside scsi_cmd_exec */
 	unsigned n_inflight;
 	/* Holders of the LU that found it through a target's LUN map: a
@@ -351,6 +369,16 @@ void scsi_ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16
 /* REQUEST SENSE: pops the oldest pending UA of @n; false if none. Takes
  * lu->lock itself. */
 bool scsi_ua_take(struct scsi_lu *lu, struct scsi_nexus *n, uint16_t *code);
+/* Deferred errors (top of lu.c): true, once, when the volume's write-out
+ * failures moved since @ua's nexus was last told (and records it told).
+ * Caller holds lu->lock. */
+bool scsi_deferred_pending(struct scsi_lu *lu, struct scsi_ua *ua);
+/* The same for REQUEST SENSE; takes lu->lock itself. */
+bool scsi_deferred_take(struct scsi_lu *lu, struct scsi_nexus *n);
+/* The sense data of a deferred write error into @out (>= SCSI_SENSE_MAX):
+ * response code 71h (fixed) or 73h (descriptor, @desc), MEDIUM ERROR,
+ * WRITE ERROR (03/0c/00), no INFORMATION; returns its length. */
+unsigned scsi_deferred_sense(uint8_t *out, bool desc);
 /* Invariant check of the command/UA state machine in lu.c (takes the lock). */
 bool scsi_lu_check(struct scsi_lu *lu);
 

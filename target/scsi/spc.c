@@ -111,6 +111,8 @@ void spc_request_sense(struct scsi_cmd *cmd)
 				       0, false, NULL);
 	else if (scsi_ua_take(lu, cmd->nexus, &code))
 		len = scsi_sense_build(data, desc, SK_UNIT_ATTENTION, code, false, 0, false, NULL);
+	else if (scsi_deferred_take(lu, cmd->nexus))
+		len = scsi_deferred_sense(data, desc);   /* lu.c, "Deferred errors" */
 	else if ((ready = raid_vol_ready_progress(lu->vol, &frac)) != 0)
 		len = spc_not_ready_sense(data, desc, ready, frac);
 	else

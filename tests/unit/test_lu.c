@@ -1,7 +1,9 @@
 /* tests/unit/test_lu.c - target/scsi/lu.c: dispatcher checks, unit
- * attentions, LUN field coding, task management. */
+ * attentions, LUN field coding, task management, deferred errors after a
+ * failed write-out of the stripe cache. */
 #include <stdatomic.h>
 
+#include "raid/raid_int.h"
 #include "tests/unit/scsi_fixture.h"
 
 START_TEST(t01_power_on_ua_once_per_nexus)
@@ -288,6 +290,208 @@ START_TEST(t13_data_out_direction_and_length)
 }
 END_TEST
 
+/* ---- 14: deferred errors ---- */
+
+static struct scsi_cmd tur_on(struct scsi_nexus *n, uint64_t lun)
+{
+	uint8_t tur[6] = { 0 };
+
+	return fx_run(n, lun, tur, 6, 0, false);
+}
+
+static void clear_ua_on(struct scsi_nexus *n, uint64_t lun)
+{
+	for (int i = 0; i < 10; i++)
+		if (tur_on(n, lun).status == SCSI_GOOD)
+			return;
+	ck_abort_msg("unit attentions do not clear");
+}
+
+static void set_flag(void *arg)
+{
+	*(int *)arg = 1;
+}
+
+/*
+ * A raid5 LU (LUN 1, three members, 64 KiB chunks: the stripe cache) whose
+ * cached, acknowledged row then fails to be written out (every member's
+ * writes fail): each I_T nexus that had used the LU gets, on its next
+ * command to it, CHECK CONDITION with deferred sense (71h fixed, or 73h
+ * descriptor with D_SENSE), MEDIUM ERROR, WRITE ERROR, exactly once, and
+ * that command is not executed (a PERSISTENT RESERVE OUT REGISTER leaves
+ * no key); REQUEST SENSE returns it as its data instead; the raid1 LU 0 of
+ * the same nexuses is not concerned; a nexus made after the failure is not
+ * told; a session that ended with the error pending hands it on to the
+ * next session of the same I_T nexus; several failures in between are one
+ * report.
+ */
+START_TEST(t14_deferred_write_error)
+{
+	static const uint8_t want_fixed[18] = { 0x71, 0, 0x03, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x0c, 0 };
+	static const uint8_t want_desc[8] = { 0x73, 0x03, 0x0c, 0x00, 0, 0, 0, 0 };
+	struct conf_size sz = { .bytes = FX_VOL_BYTES };
+	struct scsi_lu_params lp = { .name = "test/r5" };
+	struct scsi_nexus *d, *e, *c2;
+	uint64_t chunk = 65536, stripe = 2 * chunk;
+	char *mem[3], paths[3][128];
+	struct conf_pool cp;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct scsi_lu *lu;
+	struct scsi_cmd c;
+	struct raid_lk lk;
+	unsigned tries, k;
+	int granted;
+
+	for (k = 0; k < 3; k++) {
+		snprintf(paths[k], sizeof(paths[k]), "%s/r5-%u.img", fx.dir, k);
+		mem[k] = paths[k];
+	}
+	memset(&cp, 0, sizeof(cp));
+	cp.name = "r5";
+	cp.level = CONF_RAID5;
+	cp.chunk = chunk;
+	cp.members = mem;
+	cp.member_paths = mem;
+	cp.n_members = 3;
+	cp.create_size = 32u << 20;
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v5", &sz, &v), 0);
+	lp.vol = v;
+	ck_assert_int_eq(scsi_lu_create(&lp, &lu), 0);
+	ck_assert_int_eq(scsi_target_add_lu(fx.t, 1, lu), 0);
+	ck_assert_int_eq(scsi_nexus_create(fx.t, "iqn.1994-05.com.d,i,0x400000000004", 1, &d), 0);
+	ck_assert_int_eq(scsi_nexus_create(fx.t, "iqn.1994-05.com.e,i,0x400000000005", 2, &e), 0);
+	clear_ua_on(fx.a, 0);
+	clear_ua_on(fx.a, 1);
+	clear_ua_on(fx.b, 1);
+	clear_ua_on(d, 1);
+	clear_ua_on(e, 1);
+
+	/* 1.5 stripes from nexus a: the second row's first chunk stays in the
+	 * cache, acknowledged. A shared lock of that row holds the
+	 * background write-out (100 ms) off until every member's writes
+	 * fail; when it was quicker (a busy machine), again two rows on. */
+	for (tries = 0; tries < 5; tries++) {
+		uint64_t row = 2 * tries + 1;
+		uint8_t wr[10] = { OP_WRITE_10, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+
+		put_be32(&wr[2], (uint32_t)((row - 1) * stripe / SCSI_BS));
+		put_be16(&wr[7], (uint16_t)(3 * chunk / SCSI_BS));
+		memset(fx.buf, 0x40 + (int)tries, 3 * chunk);
+		c = fx_run(fx.a, 1, wr, 10, (uint32_t)(3 * chunk), true);
+		ck_assert_int_eq(c.status, SCSI_GOOD);
+		memset(&lk, 0, sizeof(lk));
+		lk.a = v->start + row * stripe;
+		lk.b = lk.a + stripe;
+		lk.ctx = fx.ctx;
+		lk.fn = set_flag;
+		lk.arg = &granted;
+		granted = 0;
+		if (!raid_slock_acquire(&p->lock, &lk)) {
+			while (!granted)
+				ck_assert_int_ge(raid_ioctx_wait(fx.ctx, 100), 0);
+		} else if (atomic_load(&p->sc.n) == 1) {
+			break;
+		}
+		raid_slock_release(&p->lock, &lk);
+	}
+	ck_assert_uint_lt(tries, 5);
+	ck_assert_uint_eq(raid_vol_write_failures(v), 0);
+	for (k = 0; k < 3; k++)
+		atomic_store(&p->m[k]->fi_wr_err, true);
+	raid_slock_release(&p->lock, &lk);
+	for (k = 0; k < 250 && !raid_vol_write_failures(v); k++)
+		usleep(20 * 1000);
+	ck_assert_uint_eq(raid_vol_write_failures(v), 1);
+
+	/* a nexus made after the failure never had the data acknowledged */
+	ck_assert_int_eq(scsi_nexus_create(fx.t, "iqn.1994-05.com.c,i,0x400000000003", 1, &c2), 0);
+	c = tur_on(c2, 1);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_POWER_ON_RESET);
+	c = tur_on(c2, 1);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+
+	/* nexus a: once, fixed format, byte for byte; LU 0 unconcerned */
+	c = tur_on(fx.a, 0);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = tur_on(fx.a, 1);
+	ck_assert_int_eq(c.status, SCSI_CHECK_CONDITION);
+	ck_assert_uint_eq(c.sense_len, 18);
+	ck_assert(memcmp(c.sense, want_fixed, 18) == 0);
+	c = tur_on(fx.a, 1);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+
+	/* nexus b: the command that gets it is not executed */
+	{
+		uint8_t reg[10] = { OP_PR_OUT, 0, 0, 0, 0, 0, 0, 0, 24, 0 };
+		uint8_t rk[10] = { OP_PR_IN, 0, 0, 0, 0, 0, 0, 0, 64, 0 };
+
+		memset(fx.buf, 0, 24);
+		put_be64(&fx.buf[8], 0xb0b);
+		c = fx_run(fx.b, 1, reg, 10, 24, true);
+		ck_sense(c, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
+		ck_assert_int_eq(c.sense[0], 0x71);
+		c = fx_run(fx.b, 1, rk, 10, 64, false);
+		ck_assert_int_eq(c.status, SCSI_GOOD);
+		ck_assert_uint_eq(get_be32(&fx.buf[4]), 0);   /* no key registered */
+		memset(fx.buf, 0, 24);
+		put_be64(&fx.buf[8], 0xb0b);
+		c = fx_run(fx.b, 1, reg, 10, 24, true);
+		ck_assert_int_eq(c.status, SCSI_GOOD);
+		c = fx_run(fx.b, 1, rk, 10, 64, false);
+		ck_assert_uint_eq(get_be32(&fx.buf[4]), 8);
+	}
+
+	/* nexus e: REQUEST SENSE returns it as data, with GOOD, once */
+	{
+		uint8_t rs[6] = { OP_REQUEST_SENSE, 0, 0, 0, 64, 0 };
+
+		c = fx_run(e, 1, rs, 6, 64, false);
+		ck_assert_int_eq(c.status, SCSI_GOOD);
+		ck_assert(memcmp(fx.buf, want_fixed, 18) == 0);
+		c = fx_run(e, 1, rs, 6, 64, false);
+		ck_assert_int_eq(fx.buf[0], 0x70);
+		ck_assert_int_eq(fx.buf[2], SK_NO_SENSE);
+		c = tur_on(e, 1);
+		ck_assert_int_eq(c.status, SCSI_GOOD);
+	}
+
+	/* nexus d's session ends with it pending; the I_T nexus comes back
+	 * (same initiator port, same target port) and is told there, in
+	 * descriptor format now that D_SENSE is set */
+	scsi_nexus_destroy(d);
+	ck_assert_int_eq(scsi_nexus_create(fx.t, "iqn.1994-05.com.d,i,0x400000000004", 1, &d), 0);
+	pthread_mutex_lock(&lu->lock);
+	lu->mode.d_sense = true;
+	pthread_mutex_unlock(&lu->lock);
+	c = tur_on(d, 1);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_POWER_ON_RESET);
+	c = tur_on(d, 1);
+	ck_assert_int_eq(c.status, SCSI_CHECK_CONDITION);
+	ck_assert_uint_eq(c.sense_len, 8);
+	ck_assert(memcmp(c.sense, want_desc, 8) == 0);
+	c = tur_on(d, 1);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+
+	/* two more failures before nexus a's next command: one report */
+	atomic_fetch_add(&v->write_failures, 2);
+	c = tur_on(fx.a, 1);
+	ck_assert_int_eq(c.status, SCSI_CHECK_CONDITION);
+	ck_assert_int_eq(c.sense[0], 0x73);
+	c = tur_on(fx.a, 1);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert(scsi_lu_check(lu));
+
+	scsi_nexus_destroy(c2);
+	scsi_nexus_destroy(d);
+	scsi_nexus_destroy(e);
+	ck_assert_int_eq(scsi_target_remove_lu(fx.t, 1), 0);
+	scsi_lu_destroy(lu);
+	raid_pool_close(p);
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "lu": each test after the first joins it */
@@ -305,6 +509,7 @@ int main(void)
 		CK_CASE(NULL, t11_latency_histogram),
 		CK_CASE(NULL, t12_lu_stats_and_remove),
 		CK_CASE(NULL, t13_data_out_direction_and_length),
+		CK_CASE(NULL, t14_deferred_write_error),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_lu", CK_CASES(cases),
