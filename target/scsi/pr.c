@@ -323,6 +323,12 @@ static struct scsi_pr_reg *reg_add(struct scsi_lu *lu, const char *iport, uint16
  * with O_EXCL | O_NOFOLLOW (a symlink planted there is removed, never
  * followed), fsync, rename over the file, fsync of the directory. Read
  * with O_NOFOLLOW: a symlink in its place is refused.
+ * A PERSISTENT RESERVE OUT on such an LU is all or nothing (local_out):
+ * the service action runs on a scratch copy, the file is written from it
+ * when the old or the new state has APTPL set, and only then does the copy
+ * become the state and are its UAs and aborts done; a file that cannot be
+ * written leaves everything as it was and the command gets HARDWARE ERROR,
+ * INTERNAL TARGET FAILURE (04/44/00).
  */
 #define PR_FILE_FORMAT "rtgt-pr-aptpl"
 #define PR_FILE_VERSION 2
@@ -449,17 +455,23 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-static int pr_save(struct scsi_lu *lu)
+/* Writes @lu's state to lu->pr_path (removes the file when APTPL is 0).
+ * *@replaced: whether the file was replaced or removed, even when a later
+ * step (the directory fsync) failed. 0 or -errno. */
+static int pr_save(struct scsi_lu *lu, bool *replaced)
 {
 	char tmp[PATH_MAX], *text = NULL;
 	size_t len = 0;
 	int fd, rc;
 
+	*replaced = false;
 	if (!lu->pr_path)
 		return 0;
 	if (!lu->pr_aptpl) {
+		/* ENOTDIR: a path component is no directory, so no file */
 		if (unlink(lu->pr_path) < 0)
-			return errno == ENOENT ? 0 : -errno;
+			return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+		*replaced = true;
 		return fsync_dir_of(lu->pr_path);
 	}
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", lu->pr_path) >= (int)sizeof(tmp))
@@ -496,6 +508,7 @@ static int pr_save(struct scsi_lu *lu)
 		rc = -errno;
 		goto unlink_tmp;
 	}
+	*replaced = true;
 	free(text);
 	return fsync_dir_of(lu->pr_path);
 
@@ -1368,7 +1381,8 @@ struct prout {
 /* Return codes of the prout_* handlers: 0 done (GOOD, generation bumped
  * where they decided), or one of these. */
 enum { PRO_OK = 0, PRO_CONFLICT = 1, PRO_BAD_CDB = 2, PRO_BAD_PARAM = 3, PRO_NOMEM = 4,
-       PRO_BAD_RELEASE = 5 };
+       PRO_BAD_RELEASE = 5,
+       PRO_SAVE_FAILED = 6 /* local_out(): the APTPL file could not be written */ };
 
 /* Drops the sender's registration (sa_key 0), with what SPC-4 5.12.10.2
  * asks when it was the reservation holder. */
@@ -1616,6 +1630,9 @@ static int prout_dispatch(struct prout *o, uint8_t sa)
 static void prout_status(struct scsi_cmd *cmd, int rc)
 {
 	switch (rc) {
+	case PRO_SAVE_FAILED:
+		scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		break;
 	case PRO_CONFLICT:
 		cmd->status = SCSI_RESERVATION_CONFLICT;
 		break;
@@ -1629,6 +1646,96 @@ static void prout_status(struct scsi_cmd *cmd, int rc)
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_RELEASE_PR);
 		break;
 	}
+}
+
+/* ---- PERSISTENT RESERVE OUT on a local LU with an APTPL file ---- */
+
+/* @dst (a scratch LU without registrations) gets a copy of @src's state,
+ * registrations in the same order. 0 or -ENOMEM (@dst then empty). */
+static int state_copy(struct scsi_lu *dst, const struct scsi_lu *src)
+{
+	const struct scsi_pr_reg *r;
+
+	for (r = src->regs; r; r = r->next) {
+		struct scsi_pr_reg *c = reg_add(dst, r->iport, r->rel_port, r->all_tg_pt, r->key);
+
+		if (!c) {
+			regs_free(dst);
+			return -ENOMEM;
+		}
+		if (r == src->pr_holder)
+			dst->pr_holder = c;
+	}
+	dst->pr_type = src->pr_type;
+	dst->pr_gen = src->pr_gen;
+	dst->pr_aptpl = src->pr_aptpl;
+	return 0;
+}
+
+/*
+ * The service action of @o on an LU whose state may have to persist
+ * (lu->pr_path), lock held: all or nothing. It runs on a scratch copy of
+ * the state, the events it causes (UAs, aborts) recorded as on a shared
+ * LU; the file is written from the copy when the old or the new state has
+ * APTPL set (with APTPL 0 on both sides no file exists: nothing to do); only
+ * once that succeeded does the copy become the LU's state and are the
+ * events done. A save that fails leaves the LU's state, the other nexuses'
+ * UAs and their commands as they were, and the command gets HARDWARE
+ * ERROR, INTERNAL TARGET FAILURE (PRO_SAVE_FAILED): never GOOD for a
+ * change that a power loss would undo, and never an error for a change
+ * that took effect. When the failure came after the file was replaced
+ * (its directory's fsync), the old state is written back.
+ */
+static int local_out(struct scsi_lu *lu, struct prout *o, uint8_t sa)
+{
+	struct pr_rec rec = { .head = NULL, .tail = &rec.head, .err = 0 };
+	struct pr_st *st = calloc(1, sizeof(*st));
+	bool replaced;
+	int rc, src;
+
+	if (!st || state_copy(&st->lu, lu) < 0) {
+		free(st);
+		return PRO_NOMEM;
+	}
+	st->lu.name = lu->name;
+	st->lu.pr_path = lu->pr_path;
+	st->lu.pr_rec = &rec;
+	o->lu = &st->lu;
+	o->reg = reg_find(&st->lu, o->n);
+	rc = prout_dispatch(o, sa);
+	o->lu = lu;
+	o->reg = NULL;
+	st->lu.pr_rec = NULL;
+	if (rc == PRO_OK && rec.err)
+		rc = PRO_NOMEM;
+	if (rc == PRO_OK && (lu->pr_aptpl || st->lu.pr_aptpl)) {
+		/* rare and small: a synchronous write under the lock keeps
+		 * the file in step with the state */
+		src = pr_save(&st->lu, &replaced);
+		if (src < 0) {
+			LOG_ERR("scsi", "%s: cannot save reservations to %s: %s; PERSISTENT RESERVE OUT refused, state unchanged",
+				lu->name, lu->pr_path, strerror(-src));
+			if (replaced && (src = pr_save(lu, &replaced)) < 0)
+				LOG_ERR("scsi", "%s: cannot write the previous reservations back to %s either (%s): after a power loss it may hold the refused change",
+					lu->name, lu->pr_path, strerror(-src));
+			rc = PRO_SAVE_FAILED;
+		}
+	}
+	if (rc == PRO_OK) {
+		struct pr_ev *e;
+
+		/* st_install() does the recorded events to this LU's nexuses,
+		 * as for a change another node made */
+		st->seq = lu->pr_seq + 1;
+		for (e = rec.head; e; e = e->next)
+			e->seq = st->seq;
+		st->evs = rec.head;
+		rec.head = NULL;
+		st_install(lu, st, true);
+	}
+	ev_free(rec.head);
+	st_free(st);
+	return rc;
 }
 
 /* ---- PERSISTENT RESERVE OUT on a shared LU ---- */
@@ -1833,16 +1940,11 @@ void pr_out(struct scsi_cmd *cmd)
 	if (lu->pr_shared)
 		return shared_out(cmd, &o, sa);
 	pthread_mutex_lock(&lu->lock);
-	o.reg = reg_find(lu, o.n);
-	rc = prout_dispatch(&o, sa);
-	if (rc == PRO_OK && lu->pr_path) {
-		/* rare and small: a synchronous write under the lock keeps
-		 * the file in step with the state */
-		int src = pr_save(lu);
-
-		if (src < 0)
-			LOG_ERR("scsi", "%s: cannot save reservations to %s: %s", lu->name,
-				lu->pr_path, strerror(-src));
+	if (lu->pr_path) {
+		rc = local_out(lu, &o, sa);
+	} else {
+		o.reg = reg_find(lu, o.n);
+		rc = prout_dispatch(&o, sa);
 	}
 	pthread_mutex_unlock(&lu->lock);
 	prout_status(cmd, rc);

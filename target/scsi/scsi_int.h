@@ -268,7 +268,8 @@ struct scsi_lu {
 	 * shared, then constant. */
 	bool pr_shared;
 	struct raid_shared_watch *pr_watch; /* owned; NULL unless pr_shared */
-	uint64_t pr_seq;                /* version of the installed blob (lock) */
+	uint64_t pr_seq;                /* version of the installed blob (lock);
+	                                 * local LUs: changes installed (pr.c local_out) */
 	/* resets of this LU whose notify to the other nodes has not yet
 	 * been acknowledged or timed out (pr_lu_reset; lock) */
 	unsigned pr_resets_pending;

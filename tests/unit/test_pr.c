@@ -1,6 +1,7 @@
 /* tests/unit/test_pr.c - target/scsi/pr.c: RESERVE/RELEASE(6), persistent
  * reservations across two nexuses, APTPL persistence (the JSON file, damaged
- * files, symlinks), REGISTER AND MOVE TransportID checks. */
+ * files, symlinks, a file that cannot be written), REGISTER AND MOVE
+ * TransportID checks. */
 #include "tests/unit/scsi_fixture.h"
 
 static void setup(void)
@@ -508,6 +509,93 @@ START_TEST(t10_register_and_move)
 }
 END_TEST
 
+/* A regular file at @path (where the state directory should be). */
+static void plant_file(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+}
+
+/*
+ * The APTPL file cannot be written (a regular file where its directory
+ * should be, so ENOTDIR also as root): a PERSISTENT RESERVE OUT whose state
+ * must persist gets HARDWARE ERROR, INTERNAL TARGET FAILURE, never GOOD,
+ * and changes nothing (keys, generation, PTPL_A, reservation; no UA for
+ * the nexus it would have preempted). With APTPL 0 before and after there
+ * is nothing to save and it works. Once the directory is back the same
+ * commands work, raise their UAs and persist.
+ */
+START_TEST(t14_aptpl_save_failure)
+{
+	uint8_t tur[6] = { 0 };
+	char sd[96], away[112];
+	struct scsi_cmd c;
+	uint32_t gen;
+
+	snprintf(sd, sizeof(sd), "%s/sd", fx.dir);
+	snprintf(away, sizeof(away), "%s/sd.away", fx.dir);
+	fx_lu_down();
+	snprintf(fx.pr, sizeof(fx.pr), "%s/v0.pr", sd);
+	fx_lu_up();
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+	plant_file(sd);
+
+	ck_assert_int_eq(prout(fx.a, 0, 0, 0, 0xa, 0).status, SCSI_GOOD);
+	prin(fx.a, 0, 64);
+	gen = get_be32(&fx.buf[0]);
+	c = prout(fx.b, 0, 0, 0, 0xb, 0x01);    /* REGISTER, APTPL */
+	ck_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+	prin(fx.a, 0, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), gen);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 8);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	prin(fx.a, 2, 8);
+	ck_assert_int_eq(fx.buf[3] & 0x01, 0);  /* PTPL_A still 0 */
+
+	/* the directory can be made again: the same command works */
+	ck_assert_int_eq(unlink(sd), 0);
+	ck_assert_int_eq(prout(fx.b, 0, 0, 0, 0xb, 0x01).status, SCSI_GOOD);
+	ck_assert_int_eq(access(fx.pr, F_OK), 0);
+	ck_assert_int_eq(prout(fx.a, 1, PR_WE, 0xa, 0, 0).status, SCSI_GOOD);
+
+	/* gone again: b's PREEMPT of a is refused and does nothing */
+	ck_assert_int_eq(rename(sd, away), 0);
+	plant_file(sd);
+	prin(fx.a, 0, 64);
+	gen = get_be32(&fx.buf[0]);
+	c = prout(fx.b, 4, PR_WE, 0xb, 0xa, 0);
+	ck_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);  /* no REGISTRATIONS PREEMPTED */
+	prin(fx.a, 0, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[0]), gen);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	prin(fx.a, 1, 64);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_int_eq(fx.buf[21], PR_WE);
+	ck_assert_int_eq(rw(fx.b, true).status, SCSI_RESERVATION_CONFLICT);
+
+	/* back: it works, a is told, and the file holds the new state */
+	ck_assert_int_eq(unlink(sd), 0);
+	ck_assert_int_eq(rename(away, sd), 0);
+	ck_assert_int_eq(prout(fx.b, 4, PR_WE, 0xb, 0xa, 0).status, SCSI_GOOD);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_REGISTRATIONS_PREEMPTED);
+	fx_lu_down();
+	fx_lu_up();
+	fx_clear_ua(fx.a);
+	prin(fx.a, 0, 64);
+	ck_assert_uint_eq(get_be32(&fx.buf[4]), 8);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb);
+	prin(fx.a, 1, 64);
+	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb);
+	ck_assert(pr_check(fx.lu));
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "pr": each test after the first joins it */
@@ -525,6 +613,7 @@ int main(void)
 		CK_CASE(NULL, t11_symlinks_not_followed),
 		CK_CASE(NULL, t12_aptpl_names_round_trip),
 		CK_CASE(NULL, t13_move_transport_ids_checked),
+		CK_CASE(NULL, t14_aptpl_save_failure),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_pr", CK_CASES(cases),
