@@ -1186,7 +1186,10 @@ free_addrs:
 static const char *const target_keys[] = {
 	"iqn", "alias", "portals", "luns", "allow", "chap", "peer_portal_groups", NULL,
 };
-static const char *const lun_keys[] = { "lun", "pool", "volume", "size", NULL };
+static const char *const lun_keys[] = {
+	"lun", "pool", "volume", "size", "read_only", "groups", NULL,
+};
+static const char *const map_keys[] = { "group", "lun", "read_only", NULL };
 static const char *const chap_keys[] = {
 	"user", "secret", "mutual_user", "mutual_secret", NULL,
 };
@@ -1251,43 +1254,253 @@ static void parse_chap(struct vctx *v, const config_setting_t *g, const char *tw
 	}
 }
 
-static const char *const acl_keys[] = { "initiator", "chap", NULL };
+/* ---- initiator groups and discovery ---- */
 
-/* One group entry of "allow": { initiator = "IQN"; chap = { ... }; }. */
+static const char *const group_keys[] = { "name", "members", NULL };
+
+static int group_index(const struct conf *c, const char *name)
+{
+	for (unsigned i = 0; i < c->n_groups; i++)
+		if (c->groups[i].name && strcmp(c->groups[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The group (index < @upto) holding @name, or -1. */
+static int member_group(const struct conf *c, unsigned upto, const char *name, int *line)
+{
+	for (unsigned g = 0; g < upto; g++)
+		for (unsigned m = 0; m < c->groups[g].n_members; m++)
+			if (strcasecmp(c->groups[g].members[m], name) == 0) {
+				*line = c->groups[g].line;
+				return (int)g;
+			}
+	return -1;
+}
+
+/* Top level "initiator_groups": ( { name = "g1"; members = ( "IQN", ... ); } ).
+ * Parsed before the targets, whose LUN mappings refer to the names. */
+static void parse_groups(struct vctx *v, const config_setting_t *root)
+{
+	const config_setting_t *l = config_setting_get_member(root, "initiator_groups");
+	struct conf *c = v->c;
+	int n;
+
+	if (!l)
+		return;
+	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
+		err_at(v, l, "initiator_groups must be a list ( { name = ..; members = ( .. ); } ), "
+		       "not %s", type_name(l));
+		return;
+	}
+	n = config_setting_length(l);
+	c->groups = xcalloc(v, (size_t)n, sizeof(*c->groups));
+	if (!c->groups)
+		return;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(l, (unsigned)i), *ml;
+		struct conf_group *grp = &c->groups[c->n_groups];
+		const char *name = NULL, *why;
+		char where[96];
+		bool bad = false;
+		int nm;
+
+		snprintf(where, sizeof(where), "initiator_groups[%d]", i);
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+			err_at(v, g, "%s must be a group { name = ..; members = ( .. ); }, not %s",
+			       where, type_name(g));
+			continue;
+		}
+		check_keys(v, g, where, group_keys);
+		if (get_string(v, g, "name", where, true, &name) <= 0)
+			continue;
+		snprintf(where, sizeof(where), "initiator group '%.63s'", name);
+		if (conf_volume_name_check(name) < 0) {
+			err_at(v, config_setting_get_member(g, "name"),
+			       "%s: name must be 1..%d characters of A-Z a-z 0-9 . _ -", where,
+			       CONF_NAME_MAX);
+			continue;
+		}
+		if (group_index(c, name) >= 0) {
+			err_at(v, g, "%s: the name is already used at line %d", where,
+			       c->groups[group_index(c, name)].line);
+			continue;
+		}
+		ml = get_string_list(v, g, "members", where, &bad);
+		if (!ml && !bad)
+			err_at(v, g, "%s: missing required list 'members'", where);
+		grp->line = setting_line(g);
+		grp->name = xstrdup(v, name);
+		nm = ml ? config_setting_length(ml) : 0;
+		if (ml && nm == 0)
+			warn_at(v, ml, "%s: members is empty", where);
+		if (nm > 0)
+			grp->members = xcalloc(v, (size_t)nm, sizeof(char *));
+		for (int k = 0; grp->members && k < nm; k++) {
+			const config_setting_t *e = config_setting_get_elem(ml, (unsigned)k);
+			const char *iqn = config_setting_get_string(e);
+			int other, oline = 0;
+
+			if (!iqn || !*iqn)
+				continue;
+			if (conf_iqn_check(iqn, &why) < 0) {
+				err_at(v, e, "%s: member \"%s\": initiator name %s", where, iqn, why);
+				continue;
+			}
+			for (unsigned m = 0; m < grp->n_members; m++)
+				if (strcasecmp(grp->members[m], iqn) == 0) {
+					err_at(v, e, "%s: member \"%s\" is listed twice", where, iqn);
+					iqn = NULL;
+					break;
+				}
+			if (!iqn)
+				continue;
+			other = member_group(c, c->n_groups, iqn, &oline);
+			if (other >= 0) {
+				err_at(v, e, "%s: member \"%s\" is already in group '%s' (line %d): "
+				       "an initiator belongs to one group", where, iqn,
+				       c->groups[other].name, oline);
+				continue;
+			}
+			grp->members[grp->n_members++] = xstrdup(v, iqn);
+		}
+		c->n_groups++;
+	}
+}
+
+static const char *const discovery_keys[] = { "chap", NULL };
+
+/* Top level "discovery": { chap = { user; secret; [mutual_user; mutual_secret;] }; } */
+static void parse_discovery(struct vctx *v, const config_setting_t *root)
+{
+	const config_setting_t *g = config_setting_get_member(root, "discovery"), *cs;
+
+	if (!g)
+		return;
+	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+		err_at(v, g, "discovery must be a group { chap = { .. }; }, not %s", type_name(g));
+		return;
+	}
+	check_keys(v, g, "discovery", discovery_keys);
+	cs = config_setting_get_member(g, "chap");
+	if (cs)
+		parse_chap(v, cs, "discovery", &v->c->discovery_chap);
+}
+
+static const char *const acl_keys[] = { "initiator", "chap", "address", NULL };
+
+/* "address" of an allow entry: one network string or a list of them. */
+static void parse_addresses(struct vctx *v, const config_setting_t *s, const char *where,
+			    struct conf_addr_rule *r)
+{
+	bool single = config_setting_type(s) == CONFIG_TYPE_STRING;
+	int n = single ? 1 : config_setting_length(s);
+
+	if (!single && config_setting_type(s) != CONFIG_TYPE_LIST &&
+	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
+		err_at(v, s, "%s: address must be a string \"198.18.0.0/15\" or a list of them, "
+		       "not %s", where, type_name(s));
+		return;
+	}
+	if (n == 0) {
+		err_at(v, s, "%s: address is empty: the entry would match no login", where);
+		return;
+	}
+	r->nets = xcalloc(v, (size_t)n, sizeof(*r->nets));
+	if (!r->nets)
+		return;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = single ? s : config_setting_get_elem(s, (unsigned)i);
+		const char *str, *why;
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			err_at(v, e, "%s: address[%d] must be a string, not %s", where, i,
+			       type_name(e));
+			continue;
+		}
+		str = config_setting_get_string(e);
+		if (conf_net_parse(str, &r->nets[r->n_nets], &why) < 0) {
+			err_at(v, e, "%s: address \"%s\" %s", where, str, why);
+			continue;
+		}
+		r->n_nets++;
+	}
+}
+
+/*
+ * One group entry of "allow": { initiator = "IQN"; chap = { ... }; },
+ * { initiator = "IQN"; address = "NET"; [chap = { ... };] } or
+ * { address = "NET"; }. Fills t->acls (own credentials) and t->addr_rules
+ * (address rules). *@named is the entry's initiator when it names one
+ * and was valid (the caller lists it in t->allow), NULL otherwise.
+ */
 static void parse_acl(struct vctx *v, const config_setting_t *e, const char *twhere,
-		      int idx, struct conf_target *t)
+		      int idx, struct conf_target *t, const char **named)
 {
 	struct conf_acl *a = &t->acls[t->n_acls];
-	const config_setting_t *cs;
+	struct conf_addr_rule *r = &t->addr_rules[t->n_addr_rules];
+	const config_setting_t *cs, *as;
 	const char *name = NULL, *why;
 	char where[288];
+	int rn;
 
+	*named = NULL;
 	snprintf(where, sizeof(where), "%s: allow[%d]", twhere, idx);
 	check_keys(v, e, where, acl_keys);
-	if (get_string(v, e, "initiator", where, true, &name) <= 0)
+	cs = config_setting_get_member(e, "chap");
+	as = config_setting_get_member(e, "address");
+	rn = get_string(v, e, "initiator", where, !as, &name);
+	if (rn < 0)
 		return;
-	if (conf_iqn_check(name, &why) < 0) {
+	if (rn > 0 && conf_iqn_check(name, &why) < 0) {
 		err_at(v, config_setting_get_member(e, "initiator"),
 		       "%s: initiator \"%s\": initiator name %s", where, name, why);
 		return;
 	}
-	snprintf(where, sizeof(where), "%s: allow \"%s\"", twhere, name);
-	cs = config_setting_get_member(e, "chap");
-	if (!cs) {
+	if (rn > 0)
+		snprintf(where, sizeof(where), "%s: allow \"%s\"", twhere, name);
+	if (!cs && !as) {
 		err_at(v, e, "%s: missing required group 'chap' (an initiator without its "
 		       "own credentials is written as a plain string)", where);
 		return;
 	}
-	parse_chap(v, cs, where, &a->chap);
-	if (!a->chap.user) {
-		if (config_setting_type(cs) == CONFIG_TYPE_GROUP &&
-		    !config_setting_get_member(cs, "user"))
-			err_at(v, cs, "%s: chap: missing required user and secret", where);
+	if (cs && rn == 0) {
+		err_at(v, cs, "%s: chap needs an initiator: an entry with only an address "
+		       "uses the target's chap", where);
 		return;
 	}
-	a->initiator = xstrdup(v, name);
-	a->line = config_setting_source_line(e);
-	t->n_acls++;
+	if (as) {
+		unsigned before = v->n_err;
+
+		parse_addresses(v, as, where, r);
+		if (v->n_err != before) {
+			free(r->nets);
+			memset(r, 0, sizeof(*r));
+			return;
+		}
+	}
+	if (cs) {
+		parse_chap(v, cs, where, &a->chap);
+		if (!a->chap.user) {
+			if (config_setting_type(cs) == CONFIG_TYPE_GROUP &&
+			    !config_setting_get_member(cs, "user"))
+				err_at(v, cs, "%s: chap: missing required user and secret", where);
+			free(r->nets);
+			r->nets = NULL;
+			r->n_nets = 0;
+			return;
+		}
+		a->initiator = xstrdup(v, name);
+		a->line = config_setting_source_line(e);
+		t->n_acls++;
+	}
+	if (as) {
+		r->initiator = rn > 0 ? xstrdup(v, name) : NULL;
+		r->line = setting_line(e);
+		t->n_addr_rules++;
+	}
+	if (rn > 0)
+		*named = name;
 }
 
 /*
@@ -1348,8 +1561,9 @@ static void parse_allow(struct vctx *v, const config_setting_t *g, const char *w
 	}
 	t->allow = xcalloc(v, (size_t)n, sizeof(char *));
 	t->acls = xcalloc(v, (size_t)n, sizeof(*t->acls));
+	t->addr_rules = xcalloc(v, (size_t)n, sizeof(*t->addr_rules));
 	grp = xcalloc(v, (size_t)n, sizeof(*grp));
-	if (!t->allow || !t->acls || !grp) {
+	if (!t->allow || !t->acls || !t->addr_rules || !grp) {
 		free(grp);
 		return;
 	}
@@ -1358,13 +1572,12 @@ static void parse_allow(struct vctx *v, const config_setting_t *g, const char *w
 		const char *name;
 
 		if (config_setting_type(e) == CONFIG_TYPE_GROUP) {
-			unsigned before = t->n_acls;
+			const char *named;
 
-			parse_acl(v, e, where, i, t);
-			if (t->n_acls > before && !allow_dup(v, e, where, t, grp,
-							    t->acls[before].initiator, true)) {
+			parse_acl(v, e, where, i, t, &named);
+			if (named && !allow_dup(v, e, where, t, grp, named, true)) {
 				grp[t->n_allow] = true;
-				t->allow[t->n_allow++] = xstrdup(v, t->acls[before].initiator);
+				t->allow[t->n_allow++] = xstrdup(v, named);
 			}
 			continue;
 		}
@@ -1394,10 +1607,95 @@ static void parse_allow(struct vctx *v, const config_setting_t *g, const char *w
 	if (t->allow_all && n_plain > 0)
 		err_at(v, l, "%s: allow mixes \"ALL\" with initiator names; use one or "
 		       "the other", where);
+	for (unsigned i = 0; t->allow_all && i < t->n_addr_rules; i++)
+		if (!t->addr_rules[i].initiator) {
+			err_at(v, l, "%s: allow mixes \"ALL\" with an entry of addresses only "
+			       "(line %d), which \"ALL\" makes meaningless; use one or the other",
+			       where, t->addr_rules[i].line);
+			break;
+		}
 	if (t->allow_all) {
 		for (unsigned i = 0; i < t->n_allow; i++)
 			free(t->allow[i]);
 		t->n_allow = 0;
+	}
+}
+
+/*
+ * A LUN's "groups": ( "g1", { group = "g2"; lun = 3; read_only = true; } ).
+ * A string maps the group under the LUN's own number with the LUN's
+ * read_only. Only the listed groups see the LUN; an empty list hides it.
+ */
+static void parse_lun_groups(struct vctx *v, const config_setting_t *l, const char *where,
+			     struct conf_lun *lun)
+{
+	int n;
+
+	if (config_setting_type(l) != CONFIG_TYPE_LIST &&
+	    config_setting_type(l) != CONFIG_TYPE_ARRAY) {
+		err_at(v, l, "%s: groups must be a list ( \"g1\", { group = \"g2\"; lun = 3; } ), "
+		       "not %s", where, type_name(l));
+		return;
+	}
+	lun->masked = true;
+	n = config_setting_length(l);
+	if (n == 0) {
+		warn_at(v, l, "%s: groups is empty: no initiator sees this LUN", where);
+		return;
+	}
+	lun->maps = xcalloc(v, (size_t)n, sizeof(*lun->maps));
+	if (!lun->maps)
+		return;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+		struct conf_lun_map *m = &lun->maps[lun->n_maps];
+		const char *name = NULL;
+		char mwhere[352];
+		unsigned long long num;
+		bool ro = lun->read_only;
+		int gi, r;
+
+		snprintf(mwhere, sizeof(mwhere), "%s: groups[%d]", where, i);
+		m->lun = lun->lun;
+		if (config_setting_type(e) == CONFIG_TYPE_STRING) {
+			name = config_setting_get_string(e);
+		} else if (config_setting_type(e) == CONFIG_TYPE_GROUP) {
+			check_keys(v, e, mwhere, map_keys);
+			if (get_string(v, e, "group", mwhere, true, &name) <= 0)
+				continue;
+			r = get_uint(v, e, "lun", mwhere, 0, CONF_MAX_LUN, &num);
+			if (r < 0)
+				continue;
+			if (r > 0)
+				m->lun = (unsigned)num;
+			if (get_bool(v, e, "read_only", mwhere, &ro) > 0 && !ro && lun->read_only)
+				warn_at(v, config_setting_get_member(e, "read_only"),
+					"%s: read_only = false does not lift the LUN's own "
+					"read_only", mwhere);
+			ro = ro || lun->read_only;
+		} else {
+			err_at(v, e, "%s must be a group name or { group = ..; lun = ..; "
+			       "read_only = ..; }, not %s", mwhere, type_name(e));
+			continue;
+		}
+		if (!name || !*name) {
+			err_at(v, e, "%s: group name must not be empty", mwhere);
+			continue;
+		}
+		gi = group_index(v->c, name);
+		if (gi < 0) {
+			err_at(v, e, "%s: group '%s' is not defined in initiator_groups", mwhere,
+			       name);
+			continue;
+		}
+		for (unsigned j = 0; j < lun->n_maps; j++)
+			if (lun->maps[j].group == (unsigned)gi)
+				err_at(v, e, "%s: group '%s' is mapped twice to this LUN (line %d)",
+				       mwhere, name, lun->maps[j].line);
+		m->group = (unsigned)gi;
+		m->read_only = ro;
+		m->line = setting_line(e);
+		lun->n_maps++;
 	}
 }
 
@@ -1472,7 +1770,53 @@ static void parse_luns(struct vctx *v, const config_setting_t *g, const char *tw
 		if (r > 0 && lun->size.bytes && lun->size.bytes % CONF_SIZE_ALIGN)
 			err_at(v, config_setting_get_member(e, "size"),
 			       "%s: size must be a multiple of 4K", where);
+		get_bool(v, e, "read_only", where, &lun->read_only);
+		if (config_setting_get_member(e, "groups"))
+			parse_lun_groups(v, config_setting_get_member(e, "groups"), where, lun);
 		t->n_luns++;
+	}
+}
+
+/*
+ * What each initiator group sees of target @t must be a LUN map: every LUN
+ * visible to everyone (no "groups") under its own number plus the LUNs
+ * mapped to the group under the mapping's number, no number twice. The
+ * view of an initiator in no group is the first part alone, whose numbers
+ * are the unique "lun" keys.
+ */
+static void check_views(struct vctx *v, const struct conf_target *t, const char *where)
+{
+	for (unsigned g = 0; g < v->c->n_groups; g++) {
+		int seen[CONF_MAX_LUN + 1];
+
+		for (unsigned k = 0; k <= CONF_MAX_LUN; k++)
+			seen[k] = 0;
+		for (unsigned i = 0; i < t->n_luns; i++) {
+			const struct conf_lun *l = &t->luns[i];
+			unsigned num = UINT_MAX;
+			int line = l->line;
+
+			if (!l->masked) {
+				num = l->lun;
+			} else {
+				for (unsigned m = 0; m < l->n_maps; m++)
+					if (l->maps[m].group == g) {
+						num = l->maps[m].lun;
+						line = l->maps[m].line;
+					}
+			}
+			if (num > CONF_MAX_LUN)
+				continue;
+			if (seen[num]) {
+				fprintf(v->errs, "%s:%d: %s: group '%s' would see LUN %u twice "
+					"(also at line %d): give the mapping another lun\n",
+					v->path, line, where, v->c->groups[g].name, num,
+					seen[num]);
+				v->n_err++;
+				continue;
+			}
+			seen[num] = line;
+		}
 	}
 }
 
@@ -1595,6 +1939,7 @@ static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx
 	}
 
 	parse_luns(v, g, where, t);
+	check_views(v, t, where);
 
 	parse_allow(v, g, where, t);
 
@@ -1784,7 +2129,7 @@ static char *dir_of(const char *path)
 int conf_load(const char *path, struct conf **out, FILE *errs)
 {
 	static const char *const top_keys[] = {
-		"daemon", "pools", "portals", "targets", NULL,
+		"daemon", "pools", "portals", "targets", "initiator_groups", "discovery", NULL,
 	};
 	struct vctx v = { .path = path, .errs = errs ? errs : stderr };
 	const config_setting_t *root;
@@ -1839,6 +2184,8 @@ int conf_load(const char *path, struct conf **out, FILE *errs)
 	parse_daemon(&v, root);
 	parse_pools(&v, root);
 	parse_portals(&v, root);
+	parse_groups(&v, root);
+	parse_discovery(&v, root);
 	parse_targets(&v, root);
 	check_paths_unique(&v, root);
 	check_volumes(&v);
@@ -1907,7 +2254,13 @@ void conf_free(struct conf *c)
 		for (unsigned j = 0; j < t->n_luns; j++) {
 			free(t->luns[j].pool);
 			free(t->luns[j].volume);
+			free(t->luns[j].maps);
 		}
+		for (unsigned j = 0; j < t->n_addr_rules; j++) {
+			free(t->addr_rules[j].initiator);
+			free(t->addr_rules[j].nets);
+		}
+		free(t->addr_rules);
 		free(t->luns);
 		free_strv(t->allow, t->n_allow);
 		free(t->chap.user);
@@ -1924,6 +2277,15 @@ void conf_free(struct conf *c)
 		free(t->acls);
 	}
 	free(c->targets);
+	for (unsigned i = 0; i < c->n_groups; i++) {
+		free(c->groups[i].name);
+		free_strv(c->groups[i].members, c->groups[i].n_members);
+	}
+	free(c->groups);
+	free(c->discovery_chap.user);
+	free(c->discovery_chap.secret);
+	free(c->discovery_chap.mutual_user);
+	free(c->discovery_chap.mutual_secret);
 	free(c->daemon.control);
 	free(c->daemon.state_dir);
 	free(c->path);
@@ -1953,4 +2315,14 @@ const struct conf_target *conf_target_find(const struct conf *c, const char *iqn
 		if (c->targets[i].iqn && strcmp(c->targets[i].iqn, iqn) == 0)
 			return &c->targets[i];
 	return NULL;
+}
+
+const struct conf_group *conf_group_of(const struct conf *c, const char *initiator)
+{
+	int line, g;
+
+	if (!initiator)
+		return NULL;
+	g = member_group(c, c->n_groups, initiator, &line);
+	return g >= 0 ? &c->groups[g] : NULL;
 }

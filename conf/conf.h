@@ -108,11 +108,56 @@ struct conf_acl {
 	int line;
 };
 
+/* One entry of a LUN's "groups": the members of initiator group @group see
+ * the LUN under number @lun (LIO's mapped LUN). */
+struct conf_lun_map {
+	unsigned group;            /* index into conf.groups */
+	unsigned lun;              /* 0..255; default: the LUN's own number */
+	bool read_only;            /* this mapping's or the LUN's read_only */
+	int line;
+};
+
 struct conf_lun {
 	unsigned lun;              /* 0..255 */
 	char *pool;
 	char *volume;
 	struct conf_size size;
+	int line;
+	bool read_only;            /* key read_only: read-only for everyone */
+	/* key "groups" given: only the members of the mapped groups see the
+	 * LUN, each group under its own number (maps, NULL when n_maps is 0:
+	 * an empty list hides the LUN). Without it every initiator allowed
+	 * on the target sees it as @lun. */
+	bool masked;
+	struct conf_lun_map *maps;
+	unsigned n_maps;
+};
+
+/* Top-level "initiator_groups" entry. An initiator name is in at most one
+ * group (compared case-insensitively). */
+struct conf_group {
+	char *name;
+	char **members;            /* initiator names as written */
+	unsigned n_members;
+	int line;
+};
+
+/* An address rule's network: "198.18.0.0/15", "fd00::/8", or one address
+ * (a full-length prefix). Host bits are zero. */
+struct conf_net {
+	int family;                /* AF_INET or AF_INET6 */
+	uint8_t addr[16];          /* 4 bytes used for AF_INET */
+	unsigned prefix;           /* 0..32 or 0..128 */
+};
+
+/* An "allow" entry with "address": a login is accepted through this entry
+ * only from an address inside one of @nets. With @initiator, that
+ * initiator may log in from those addresses only; without, any initiator
+ * not named elsewhere may log in from them. */
+struct conf_addr_rule {
+	char *initiator;           /* NULL: any initiator not named elsewhere */
+	struct conf_net *nets;
+	unsigned n_nets;           /* >= 1 */
 	int line;
 };
 
@@ -131,6 +176,9 @@ struct conf_target {
 	unsigned n_acls;
 	struct conf_chap chap;     /* for every initiator without an acls
 	                            * entry; user NULL: none */
+	struct conf_addr_rule *addr_rules; /* "allow" entries with "address";
+	                            * named ones distinct case-insensitively */
+	unsigned n_addr_rules;
 	int line;
 	/* Key "peer_portal_groups": TPGTs under which other nodes export this
 	 * same target (same image, same iqn). REPORT TARGET PORT GROUPS lists
@@ -173,6 +221,11 @@ struct conf {
 	unsigned n_portals;
 	struct conf_target *targets;
 	unsigned n_targets;
+	struct conf_group *groups; /* key "initiator_groups" */
+	unsigned n_groups;
+	/* key "discovery": CHAP a discovery session must pass (user NULL:
+	 * none, as before the key) */
+	struct conf_chap discovery_chap;
 };
 
 /*
@@ -188,6 +241,17 @@ const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);
 const struct conf_portal *conf_portal_find(const struct conf *c, const char *name);
 const struct conf_target *conf_target_find(const struct conf *c, const char *iqn);
 const char *conf_level_name(enum conf_level level);
+
+/* The group @initiator belongs to (case-insensitive), or NULL. */
+const struct conf_group *conf_group_of(const struct conf *c, const char *initiator);
+
+/* "a.b.c.d[/len]" or "v6[/len]" into @out; -EINVAL with a reason for a bad
+ * address, a prefix out of range or host bits set. */
+int conf_net_parse(const char *s, struct conf_net *out, const char **why);
+struct sockaddr_storage;
+/* Whether @peer (AF_INET, AF_INET6; an IPv4-mapped IPv6 address counts as
+ * IPv4) lies inside @net. NULL or another family: false. */
+bool conf_net_match(const struct conf_net *net, const struct sockaddr_storage *peer);
 
 /* Parses "64K", "1G", "512" (bytes) or "80%" (when @allow_percent). */
 int conf_parse_size(const char *s, bool allow_percent, struct conf_size *out);
