@@ -67,6 +67,7 @@
 #include "conf/conf.h"
 #include "net/net.h"
 #include "raid/raid.h"
+#include "target/daemon/access.h"
 #include "target/daemon/ctl.h"
 #include "target/daemon/live.h"
 #include "target/daemon/notify.h"
@@ -360,18 +361,25 @@ static int tgt_sync(struct daemon *d, const struct conf *c, const struct conf_ta
 			return -ENOENT;
 		want[ct->luns[l].lun] = e->lu;
 	}
+	/* LUs leaving a LUN go first, then the new views (who sees which
+	 * LUN under which number, read-only or not), then the LUs arriving:
+	 * no initiator ever sees, even for an instant, a new LU through an
+	 * old mapping or an old LU through a new one */
 	for (unsigned lun = 0; lun < MAX_LUN; lun++) {
 		struct scsi_lu *have = scsi_target_lu(te->st, lun);
 
-		if (have == want[lun])
-			continue;
-		if (have)
+		if (have && have != want[lun])
 			scsi_target_remove_lu(te->st, lun);
-		if (want[lun]) {
-			rc = scsi_target_add_lu(te->st, lun, want[lun]);
-			if (rc)
-				return rc;
-		}
+	}
+	rc = access_apply(c, ct, te->st);
+	if (rc)
+		return rc;
+	for (unsigned lun = 0; lun < MAX_LUN; lun++) {
+		if (!want[lun] || scsi_target_lu(te->st, lun) == want[lun])
+			continue;
+		rc = scsi_target_add_lu(te->st, lun, want[lun]);
+		if (rc)
+			return rc;
 	}
 	/* Ports (relative port id = TPGT) and peer nodes' groups. Ports the
 	 * target no longer has go first and the peer list is replaced next,
@@ -543,8 +551,10 @@ static void target_diff(const struct conf *oc, const struct conf_target *o,
 	} while (0)
 	NOTE(luns, "luns");
 	NOTE(portals, "portals");
-	NOTE(o->allow_all != n->allow_all || !strv_eq(o->allow, o->n_allow, n->allow, n->n_allow),
+	NOTE(o->allow_all != n->allow_all || !strv_eq(o->allow, o->n_allow, n->allow, n->n_allow) ||
+	     access_addr_changed(o, n),
 	     "allow");
+	NOTE(access_changed(oc, o, nc, n), "access");
 	/* which CHAP field changed is not said: it may be a secret */
 	NOTE(!chap_eq(&o->chap, &n->chap) || !acls_eq(o, n), "chap");
 	NOTE((o->alias == NULL) != (n->alias == NULL) || (o->alias && strcmp(o->alias, n->alias)),

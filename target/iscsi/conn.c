@@ -1133,13 +1133,16 @@ bool iscsi_conn_reload_check(struct iscsi_conn *c, const struct iscsi_cfg *now)
 	if (np < 0) {
 		snprintf(msg, sizeof(msg), "reload: portal %s %s removed", p->name, p->listen);
 		why = msg;
+	} else if (c->sess && c->sess->type == ISCSI_SESSION_DISCOVERY) {
+		if (!iscsi_chap_same(&was->discovery_chap, &nc->discovery_chap))
+			why = "reload: discovery CHAP credentials changed";
 	} else if (c->sess && c->sess->target >= 0) {
 		const char *iqn = was->targets[c->sess->target].iqn;
 
 		t = conf_target_find(nc, iqn);
 		if (!t)
 			snprintf(msg, sizeof(msg), "reload: target %s removed", iqn);
-		else if (!iscsi_target_allows(t, c->sess->initiator))
+		else if (!iscsi_target_allows(t, c->sess->initiator, &c->peer))
 			snprintf(msg, sizeof(msg), "reload: initiator %s no longer allowed on %s",
 				 c->sess->initiator, iqn);
 		else if (!iscsi_chap_same(iscsi_chap_for(&was->targets[c->sess->target],

@@ -528,8 +528,13 @@ int iscsi_sendtargets(const struct conf *c, const char *initiator, const char *w
  * This is what a session's SendTargets uses, with the portal it came in on. */
 int iscsi_sendtargets_portal(const struct conf *c, const char *initiator, const char *what,
 			     int own, int portal, const struct sockaddr_storage *local,
-			     struct iscsi_textbuf *out);
-bool iscsi_target_allows(const struct conf_target *t, const char *initiator);
+			     const struct sockaddr_storage *peer, struct iscsi_textbuf *out);
+/* Whether @initiator may log in to @t from @peer (NULL: an unknown address,
+ * which no address rule matches): an "allow" entry naming it decides
+ * alone (its address rule, if any, must match @peer); otherwise "ALL", a
+ * plain name or an address-only entry containing @peer lets it in. */
+bool iscsi_target_allows(const struct conf_target *t, const char *initiator,
+			 const struct sockaddr_storage *peer);
 bool iscsi_target_on_portal(const struct conf_target *t, unsigned portal);
 /* Same CHAP credentials (both directions) in two configurations. */
 bool iscsi_chap_same(const struct conf_chap *a, const struct conf_chap *b);

@@ -204,6 +204,15 @@ const struct conf_chap *iscsi_chap_for(const struct conf_target *t, const char *
 	return &t->chap;
 }
 
+/* The credentials this login must prove in @cf: a discovery session the
+ * "discovery" ones, a normal session its initiator's on its target. */
+static const struct conf_chap *login_creds(const struct conf *cf, const struct iscsi_login *l)
+{
+	if (l->type == ISCSI_SESSION_DISCOVERY || l->target < 0)
+		return &cf->discovery_chap;
+	return iscsi_chap_for(&cf->targets[l->target], l->initiator);
+}
+
 uint16_t iscsi_login_revalidate(struct iscsi_conn *c, const char **why)
 {
 	struct iscsi_login *l = c->login;
@@ -223,6 +232,12 @@ uint16_t iscsi_login_revalidate(struct iscsi_conn *c, const char **why)
 		st = ISCSI_LOGIN_SERVICE_UNAVAILABLE;
 		goto out;
 	}
+	if (l && l->typed && l->type == ISCSI_SESSION_DISCOVERY &&
+	    !iscsi_chap_same(&was->discovery_chap, &nc->discovery_chap)) {
+		*why = "reload during login: discovery CHAP credentials changed";
+		st = ISCSI_LOGIN_AUTH_FAILED;
+		goto out;
+	}
 	if (l && l->target >= 0) {
 		const struct conf_target *ot = &was->targets[l->target], *t;
 
@@ -231,7 +246,7 @@ uint16_t iscsi_login_revalidate(struct iscsi_conn *c, const char **why)
 		if (!t || !iscsi_target_on_portal(t, (unsigned)np)) {
 			*why = "reload during login: target removed from this portal";
 			st = ISCSI_LOGIN_NOT_FOUND;
-		} else if (!iscsi_target_allows(t, l->initiator)) {
+		} else if (!iscsi_target_allows(t, l->initiator, &c->peer)) {
 			*why = "reload during login: initiator no longer in the allow list";
 			st = ISCSI_LOGIN_FORBIDDEN;
 		} else if (!iscsi_chap_same(iscsi_chap_for(ot, l->initiator),
@@ -475,8 +490,8 @@ static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *
 			return ISCSI_LOGIN_NOT_FOUND;
 		}
 		t = &cf->targets[l->target];
-		if (!iscsi_target_allows(t, l->initiator)) {
-			*why = "initiator not in the target's allow list";
+		if (!iscsi_target_allows(t, l->initiator, &c->peer)) {
+			*why = "initiator not in the target's allow list (name or address)";
 			return ISCSI_LOGIN_FORBIDDEN;
 		}
 		l->chap_required = iscsi_chap_for(t, l->initiator)->user != NULL;
@@ -486,6 +501,8 @@ static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *
 		if (t->alias)
 			iscsi_text_add(resp, "TargetAlias", t->alias);
 	}
+	if (l->type == ISCSI_SESSION_DISCOVERY)
+		l->chap_required = cf->discovery_chap.user != NULL;
 	lim = c->srv->lim;
 	iscsi_neg_init(&c->neg, &lim, true);
 	c->neg.type = l->type;
@@ -550,8 +567,7 @@ static uint16_t login_keys(struct iscsi_conn *c, int csg, const struct iscsi_kvl
 	if (!l->chap_required)
 		l->auth_done = true;
 	if (csg == ISCSI_STAGE_SECURITY && l->chap_required && has_chap) {
-		const struct conf_chap *ch =
-			iscsi_chap_for(&c->cfg->c->targets[l->target], l->initiator);
+		const struct conf_chap *ch = login_creds(c->cfg->c, l);
 		struct iscsi_chap_creds cr = {
 			.user = ch->user,
 			.secret = ch->secret,

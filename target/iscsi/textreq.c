@@ -52,13 +52,32 @@ void iscsi_textop_free(struct iscsi_textop *t)
 	free(t);
 }
 
-bool iscsi_target_allows(const struct conf_target *t, const char *initiator)
+bool iscsi_target_allows(const struct conf_target *t, const char *initiator,
+			 const struct sockaddr_storage *peer)
 {
+	const struct conf_addr_rule *r;
+
+	/* an entry naming the initiator binds it to that entry's address */
+	for (unsigned i = 0; i < t->n_addr_rules; i++) {
+		r = &t->addr_rules[i];
+		if (!r->initiator || strcasecmp(r->initiator, initiator) != 0)
+			continue;
+		for (unsigned k = 0; k < r->n_nets; k++)
+			if (conf_net_match(&r->nets[k], peer))
+				return true;
+		return false;
+	}
 	if (t->allow_all)
 		return true;
 	for (unsigned i = 0; i < t->n_allow; i++)
 		if (strcasecmp(t->allow[i], initiator) == 0)
 			return true;
+	for (unsigned i = 0; i < t->n_addr_rules; i++) {
+		r = &t->addr_rules[i];
+		for (unsigned k = 0; !r->initiator && k < r->n_nets; k++)
+			if (conf_net_match(&r->nets[k], peer))
+				return true;
+	}
 	return false;
 }
 
@@ -106,12 +125,12 @@ void iscsi_format_portal(const struct conf_portal *p, const struct sockaddr_stor
 int iscsi_sendtargets(const struct conf *c, const char *initiator, const char *what,
 		      int own, const struct sockaddr_storage *local, struct iscsi_textbuf *out)
 {
-	return iscsi_sendtargets_portal(c, initiator, what, own, -1, local, out);
+	return iscsi_sendtargets_portal(c, initiator, what, own, -1, local, NULL, out);
 }
 
 int iscsi_sendtargets_portal(const struct conf *c, const char *initiator, const char *what,
 			     int own, int portal, const struct sockaddr_storage *local,
-			     struct iscsi_textbuf *out)
+			     const struct sockaddr_storage *peer, struct iscsi_textbuf *out)
 {
 	for (unsigned i = 0; i < c->n_targets; i++) {
 		const struct conf_target *t = &c->targets[i];
@@ -128,7 +147,7 @@ int iscsi_sendtargets_portal(const struct conf *c, const char *initiator, const 
 			want = own >= 0 && (unsigned)own == i;
 		else
 			want = strcasecmp(t->iqn, what) == 0;
-		if (!want || !iscsi_target_allows(t, initiator))
+		if (!want || !iscsi_target_allows(t, initiator, peer))
 			continue;
 		iscsi_text_add(out, "TargetName", t->iqn);
 		for (unsigned j = 0; j < t->n_portals; j++) {
@@ -234,7 +253,7 @@ static int sendtargets_now(struct iscsi_conn *c, const char *what, struct iscsi_
 	}
 	/* a portal the reload removed serves nothing (its conns are closing) */
 	if (portal >= 0)
-		r = iscsi_sendtargets_portal(nc, sess->initiator, what, own, portal, &c->local,
+		r = iscsi_sendtargets_portal(nc, sess->initiator, what, own, portal, &c->local, &c->peer,
 					     resp);
 	iscsi_cfg_put(now);
 	return r;

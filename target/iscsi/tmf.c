@@ -123,16 +123,19 @@ static bool tmf_ready(struct iscsi_conn *c, struct iscsi_tmfop *op)
 	if (op->wait_scsi) {
 		struct scsi_target *st = c->sess->st;
 		uint64_t now = ev_now_ms(c->w->loop);
+		/* the LUN as the session numbers it is its view's: the
+		 * counters count per target LUN */
+		uint64_t lun = scsi_nexus_target_lun(c->sess->nexus, op->lun);
 
 		/* a reset of a shared LU also waits for the other nodes'
 		 * acknowledgement (at most 3 s), polled like the commands */
-		if (scsi_inflight(st, op->lun) + scsi_resets_pending(st, op->lun) > 0 &&
+		if (scsi_inflight(st, lun) + scsi_resets_pending(st, lun) > 0 &&
 		    now < op->deadline) {
 			if (!op->timer)
 				op->timer = ev_timer_add(c->w->loop, TMF_POLL_MS, tmf_timer, op);
 			return false;
 		}
-		if (scsi_inflight(st, op->lun) > 0)
+		if (scsi_inflight(st, lun) > 0)
 			LOG_WARN(MOD, "%s: TMF %u answered with commands of other sessions still running",
 				 c->peer_str, op->fn);
 	}

@@ -47,6 +47,14 @@
  * ended) leaves its wfail_seen on lu->dfr_gone under the initiator port
  * and relative target port names, and the next record of that I_T nexus
  * (the session coming back) starts from it instead of the current count.
+ *
+ * LUN views (per-initiator masking and mapping): every nexus holds its
+ * resolved view (nexus->vlu/vtl/vro), built from the target's LUN map and
+ * access table at nexus creation and rebuilt, under the target lock, by
+ * every change of either (view_refresh_all). Commands, task management and
+ * REPORT LUNS only ever look LUNs up through it. A rebuild that changes
+ * what a nexus sees queues REPORTED LUNS DATA HAS CHANGED on the LUs of
+ * its new view that hold UA state for it.
  */
 #include <assert.h>
 #include <errno.h>
@@ -55,6 +63,7 @@
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "conf/conf.h"
@@ -739,6 +748,214 @@ void scsi_lu_destroy(struct scsi_lu *lu)
 	free(lu);
 }
 
+/* ---- LUN views ---- */
+
+static void access_view_free(struct scsi_access_view *v)
+{
+	for (unsigned i = 0; i < v->n_ini; i++)
+		free(v->ini[i]);
+	free(v->ini);
+	free(v->map);
+}
+
+static void access_free(struct scsi_access *a)
+{
+	if (!a)
+		return;
+	for (unsigned i = 0; i < a->n_views; i++)
+		access_view_free(&a->views[i]);
+	free(a->views);
+	access_view_free(&a->dflt);
+	free(a);
+}
+
+/* Copies @src into @dst; -EINVAL for a bad or repeated number. */
+static int access_view_copy(struct scsi_access_view *dst, const struct scsi_view *src,
+			    bool names)
+{
+	bool seen[SCSI_MAX_LUNS] = { false };
+
+	memset(dst, 0, sizeof(*dst));
+	if (!src)
+		return 0;
+	if ((src->n_map && !src->map) || (names && src->n_initiators && !src->initiators))
+		return -EINVAL;
+	for (unsigned i = 0; i < src->n_map; i++) {
+		const struct scsi_lun_map *m = &src->map[i];
+
+		if (m->lun >= SCSI_MAX_LUNS || m->target_lun >= SCSI_MAX_LUNS || seen[m->lun])
+			return -EINVAL;
+		seen[m->lun] = true;
+	}
+	if (src->n_map) {
+		dst->map = calloc(src->n_map, sizeof(*dst->map));
+		if (!dst->map)
+			return -ENOMEM;
+		memcpy(dst->map, src->map, src->n_map * sizeof(*dst->map));
+		dst->n_map = src->n_map;
+	}
+	if (names && src->n_initiators) {
+		dst->ini = calloc(src->n_initiators, sizeof(*dst->ini));
+		if (!dst->ini)
+			return -ENOMEM;
+		for (unsigned i = 0; i < src->n_initiators; i++) {
+			if (!src->initiators[i])
+				return -EINVAL;
+			dst->ini[i] = strdup(src->initiators[i]);
+			if (!dst->ini[i])
+				return -ENOMEM;
+			dst->n_ini++;
+		}
+	}
+	return 0;
+}
+
+/* The view of @n's initiator in @a: the first listing its name (the part
+ * of the initiator port name before ",i,"), else the default one. */
+static const struct scsi_access_view *view_of(const struct scsi_access *a,
+					      const struct scsi_nexus *n)
+{
+	const char *end = strstr(n->iport, ",i,");
+	size_t len = end ? (size_t)(end - n->iport) : strlen(n->iport);
+
+	for (unsigned i = 0; i < a->n_views; i++)
+		for (unsigned k = 0; k < a->views[i].n_ini; k++)
+			if (strlen(a->views[i].ini[k]) == len &&
+			    strncasecmp(a->views[i].ini[k], n->iport, len) == 0)
+				return &a->views[i];
+	return &a->dflt;
+}
+
+/*
+ * Rebuilds @n's resolved view from t->luns and t->access; caller holds
+ * t->lock. With @announce, a change queues REPORTED LUNS DATA HAS CHANGED
+ * on each LU of the new view that already holds UA state for @n (a nexus
+ * that never addressed an LU gets POWER ON, RESET OCCURRED there first,
+ * which tells an initiator to rescan as well).
+ */
+static void view_refresh(struct scsi_target *t, struct scsi_nexus *n, bool announce)
+{
+	struct scsi_lu *lu[SCSI_MAX_LUNS] = { NULL };
+	uint16_t tl[SCSI_MAX_LUNS];
+	bool ro[SCSI_MAX_LUNS] = { false };
+	bool changed = false;
+	unsigned i;
+
+	for (i = 0; i < SCSI_MAX_LUNS; i++)
+		tl[i] = SCSI_MAX_LUNS;
+	if (!t->access) {
+		for (i = 0; i < SCSI_MAX_LUNS; i++)
+			if (t->luns[i]) {
+				lu[i] = t->luns[i];
+				tl[i] = (uint16_t)i;
+			}
+	} else {
+		const struct scsi_access_view *v = view_of(t->access, n);
+
+		for (i = 0; i < v->n_map; i++) {
+			const struct scsi_lun_map *m = &v->map[i];
+
+			if (!t->luns[m->target_lun])
+				continue;
+			lu[m->lun] = t->luns[m->target_lun];
+			tl[m->lun] = m->target_lun;
+			ro[m->lun] = m->read_only;
+		}
+	}
+	for (i = 0; i < SCSI_MAX_LUNS && !changed; i++)
+		changed = lu[i] != n->vlu[i] || ro[i] != n->vro[i];
+	memcpy(n->vlu, lu, sizeof(lu));
+	memcpy(n->vtl, tl, sizeof(tl));
+	memcpy(n->vro, ro, sizeof(ro));
+	if (!changed || !announce)
+		return;
+	for (i = 0; i < SCSI_MAX_LUNS; i++) {
+		struct scsi_ua *ua;
+
+		if (!lu[i])
+			continue;
+		pthread_mutex_lock(&lu[i]->lock);
+		ua = scsi_ua_get(lu[i], n, false);
+		if (ua)
+			scsi_ua_add(ua, ASC_LUNS_CHANGED);
+		pthread_mutex_unlock(&lu[i]->lock);
+	}
+}
+
+/* Every nexus of @t; caller holds t->lock. */
+static void view_refresh_all(struct scsi_target *t)
+{
+	for (struct scsi_nexus *n = t->nexuses; n; n = n->next)
+		view_refresh(t, n, true);
+}
+
+int scsi_target_set_access(struct scsi_target *t, const struct scsi_view *views,
+			   unsigned n_views, const struct scsi_view *dflt)
+{
+	struct scsi_access *a = NULL, *old;
+	int rc = 0;
+
+	if (!t || (n_views && !views))
+		return -EINVAL;
+	if (n_views || dflt) {
+		a = calloc(1, sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		if (n_views) {
+			a->views = calloc(n_views, sizeof(*a->views));
+			if (!a->views) {
+				rc = -ENOMEM;
+				goto fail;
+			}
+		}
+		for (unsigned i = 0; i < n_views && !rc; i++) {
+			rc = access_view_copy(&a->views[i], &views[i], true);
+			a->n_views = i + 1; /* freed on failure, partly filled or not */
+		}
+		if (!rc)
+			rc = access_view_copy(&a->dflt, dflt, false);
+		if (rc)
+			goto fail;
+	}
+	pthread_mutex_lock(&t->lock);
+	old = t->access;
+	t->access = a;
+	view_refresh_all(t);
+	pthread_mutex_unlock(&t->lock);
+	access_free(old);
+	return 0;
+
+fail:
+	access_free(a);
+	return rc;
+}
+
+uint64_t scsi_nexus_target_lun(struct scsi_nexus *n, uint64_t lun)
+{
+	uint64_t tl;
+
+	if (lun == UINT64_MAX || !n)
+		return lun;
+	if (lun >= SCSI_MAX_LUNS)
+		return SCSI_NO_LUN;
+	pthread_mutex_lock(&n->t->lock);
+	tl = n->vtl[lun] < SCSI_MAX_LUNS ? n->vtl[lun] : SCSI_NO_LUN;
+	pthread_mutex_unlock(&n->t->lock);
+	return tl;
+}
+
+unsigned scsi_view_luns(struct scsi_target *t, struct scsi_nexus *n, uint16_t *out)
+{
+	unsigned cnt = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < SCSI_MAX_LUNS; i++)
+		if (n ? n->vlu[i] != NULL : t->luns[i] != NULL)
+			out[cnt++] = (uint16_t)i;
+	pthread_mutex_unlock(&t->lock);
+	return cnt;
+}
+
 /* ---- targets ---- */
 
 int scsi_target_create(const char *iqn, struct scsi_target **out)
@@ -777,6 +994,7 @@ void scsi_target_destroy(struct scsi_target *t)
 		return;
 	/* nexuses belong to the transport; it must have destroyed them */
 	assert(t->nexuses == NULL);
+	access_free(t->access);
 	pthread_mutex_destroy(&t->lock);
 	free(t->iqn);
 	free(t);
@@ -784,9 +1002,6 @@ void scsi_target_destroy(struct scsi_target *t)
 
 int scsi_target_add_lu(struct scsi_target *t, uint64_t lun, struct scsi_lu *lu)
 {
-	struct scsi_nexus *n;
-	unsigned i;
-
 	if (!t || !lu || lun >= SCSI_MAX_LUNS)
 		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
@@ -795,22 +1010,9 @@ int scsi_target_add_lu(struct scsi_target *t, uint64_t lun, struct scsi_lu *lu)
 		return -EEXIST;
 	}
 	t->luns[lun] = lu;
-	/* sessions already logged in see REPORTED LUNS DATA HAS CHANGED on
-	 * their other LUs */
-	for (i = 0; i < SCSI_MAX_LUNS; i++) {
-		struct scsi_lu *o = t->luns[i];
-
-		if (!o || o == lu)
-			continue;
-		pthread_mutex_lock(&o->lock);
-		for (n = t->nexuses; n; n = n->next) {
-			struct scsi_ua *ua = scsi_ua_get(o, n, false);
-
-			if (ua)
-				scsi_ua_add(ua, ASC_LUNS_CHANGED);
-		}
-		pthread_mutex_unlock(&o->lock);
-	}
+	/* sessions already logged in whose view now holds it see REPORTED
+	 * LUNS DATA HAS CHANGED on their other LUs */
+	view_refresh_all(t);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -958,6 +1160,7 @@ int scsi_nexus_create(struct scsi_target *t, const char *initiator_port, uint16_
 	if (rc == 0) {
 		n->next = t->nexuses;
 		t->nexuses = n;
+		view_refresh(t, n, false);
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (rc)
@@ -1067,6 +1270,28 @@ static struct scsi_lu *lu_get(struct scsi_target *t, uint64_t lun)
 	return lu;
 }
 
+/* The same through @n's view (@lun as @n numbers it; the target's own
+ * numbering without a nexus); *@ro: reached through a read-only mapping. */
+static struct scsi_lu *lu_get_view(struct scsi_target *t, struct scsi_nexus *n, uint64_t lun,
+				   bool *ro)
+{
+	struct scsi_lu *lu;
+
+	*ro = false;
+	if (!n)
+		return lu_get(t, lun);
+	if (lun >= SCSI_MAX_LUNS)
+		return NULL;
+	pthread_mutex_lock(&t->lock);
+	lu = n->vlu[lun];
+	if (lu) {
+		atomic_fetch_add_explicit(&lu->refs, 1, memory_order_relaxed);
+		*ro = n->vro[lun];
+	}
+	pthread_mutex_unlock(&t->lock);
+	return lu;
+}
+
 static void lu_put(struct scsi_lu *lu)
 {
 	if (lu)
@@ -1085,6 +1310,15 @@ static void finish_early(struct scsi_cmd *cmd)
 {
 	cmd_release_lu(cmd);
 	cmd->done(cmd);
+}
+
+/* spriv_u[6]: 1 when the command reached its LU through a read-only
+ * mapping of its nexus's view. */
+#define SPRIV_VIEW_RO 6
+
+bool scsi_cmd_view_ro(const struct scsi_cmd *cmd)
+{
+	return cmd->spriv_u[SPRIV_VIEW_RO] != 0;
 }
 
 /* spriv_u[7]: CLOCK_MONOTONIC microseconds when the command entered the
@@ -1204,6 +1438,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 	struct scsi_ua *ua;
 	unsigned len;
 	uint16_t code;
+	bool ro;
 
 	cmd->status = SCSI_GOOD;
 	cmd->sense_len = 0;
@@ -1215,8 +1450,9 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 
 	/* held until done: counted below under the LU lock, but found here
 	 * under the target lock, and a reload may unmap it in between */
-	lu = lu_get(cmd->target, cmd->lun);
+	lu = lu_get_view(cmd->target, cmd->nexus, cmd->lun, &ro);
 	cmd->spriv[0] = lu;
+	cmd->spriv_u[SPRIV_VIEW_RO] = ro;
 	op = scsi_op_lookup(cmd->cdb[0]);
 	if (!lu && !(op && (op->flags & OPF_ANY_LUN))) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
@@ -1334,13 +1570,14 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 {
 	struct scsi_lu *lu;
 	unsigned i;
+	bool ro;
 
 	if (!t)
 		return -EINVAL;
 	switch (fn) {
 	case SCSI_TMF_ABORT_TASK_SET:
 	case SCSI_TMF_CLEAR_TASK_SET:
-		lu = lu_get(t, lun);
+		lu = lu_get_view(t, by, lun, &ro);
 		if (!lu)
 			return -ENOENT;
 		pthread_mutex_lock(&lu->lock);
@@ -1350,7 +1587,7 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 		lu_put(lu);
 		return 0;
 	case SCSI_TMF_LUN_RESET:
-		lu = lu_get(t, lun);
+		lu = lu_get_view(t, by, lun, &ro);
 		if (!lu)
 			return -ENOENT;
 		lu_reset(lu, ASC_BUS_DEVICE_RESET, false);
@@ -1358,8 +1595,10 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 		return 0;
 	case SCSI_TMF_TARGET_WARM_RESET:
 	case SCSI_TMF_TARGET_COLD_RESET:
+		/* the LUs the requester sees: a masked initiator must not
+		 * abort the commands of LUs hidden from it */
 		for (i = 0; i < SCSI_MAX_LUNS; i++) {
-			lu = lu_get(t, i);
+			lu = lu_get_view(t, by, i, &ro);
 			if (lu)
 				lu_reset(lu, ASC_POWER_ON_RESET, true);
 			lu_put(lu);
@@ -1530,21 +1769,8 @@ int scsi_target_remove_lu(struct scsi_target *t, uint64_t lun)
 			}
 	}
 	pthread_mutex_unlock(&gone->lock);
-	/* the LUs still mapped tell the change */
-	for (unsigned i = 0; i < SCSI_MAX_LUNS; i++) {
-		struct scsi_lu *o = t->luns[i];
-
-		if (!o)
-			continue;
-		pthread_mutex_lock(&o->lock);
-		for (struct scsi_nexus *n = t->nexuses; n; n = n->next) {
-			struct scsi_ua *ua = scsi_ua_get(o, n, true);
-
-			if (ua)
-				scsi_ua_add(ua, ASC_LUNS_CHANGED);
-		}
-		pthread_mutex_unlock(&o->lock);
-	}
+	/* the LUs still in each changed view tell the change */
+	view_refresh_all(t);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }

@@ -92,10 +92,15 @@ static bool out_of_range(struct scsi_lu *lu, uint64_t lba, uint64_t n)
 	return lba > lu->nblocks || n > lu->nblocks - lba;
 }
 
-static bool write_protected(struct scsi_lu *lu)
+/* Software write protect (control mode page SWP) or a read-only mapping
+ * of the nexus's view (read_only in the configuration). */
+static bool write_protected(struct scsi_cmd *cmd)
 {
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
 	bool wp;
 
+	if (scsi_cmd_view_ro(cmd))
+		return true;
 	pthread_mutex_lock(&lu->lock);
 	wp = lu->mode.swp;
 	pthread_mutex_unlock(&lu->lock);
@@ -400,7 +405,7 @@ void sbc_write(struct scsi_cmd *cmd)
 		return scsi_cmd_complete(cmd);
 	}
 	cmd->xfer_len = n * SCSI_BS;
-	if (write_protected(lu)) {
+	if (write_protected(cmd)) {
 		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 		return scsi_cmd_complete(cmd);
 	}
@@ -491,7 +496,7 @@ void sbc_write_same(struct scsi_cmd *cmd)
 		return scsi_cmd_complete(cmd);
 	}
 	cmd->xfer_len = ndob ? 0 : SCSI_BS;
-	if (write_protected(lu)) {
+	if (write_protected(cmd)) {
 		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 		return scsi_cmd_complete(cmd);
 	}
@@ -554,7 +559,7 @@ void sbc_compare_write(struct scsi_cmd *cmd)
 		return scsi_cmd_complete(cmd);
 	}
 	cmd->xfer_len = 2 * n * SCSI_BS;
-	if (write_protected(lu)) {
+	if (write_protected(cmd)) {
 		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 		return scsi_cmd_complete(cmd);
 	}

@@ -151,6 +151,43 @@ int scsi_target_remove_port(struct scsi_target *t, uint16_t rel_port);
 /* Copies up to @max local relative port ids; returns how many ports exist. */
 unsigned scsi_target_ports(struct scsi_target *t, uint16_t *rel_ports, unsigned max);
 
+/* ---- LUN masking and mapping (per-initiator views) ---- */
+
+/* One LUN of a view: what the initiator addresses as @lun reaches the LU
+ * the target maps at @target_lun (scsi_target_add_lu). */
+struct scsi_lun_map {
+	uint16_t lun;              /* < 256 */
+	uint16_t target_lun;       /* < 256 */
+	bool read_only;            /* medium writes: DATA PROTECT, WRITE PROTECTED */
+};
+
+struct scsi_view {
+	const char *const *initiators; /* initiator names (case-insensitive) */
+	unsigned n_initiators;
+	const struct scsi_lun_map *map;
+	unsigned n_map;
+};
+
+/*
+ * Replaces @t's access table (copied). An I_T nexus whose initiator name
+ * is listed in views[i] sees views[i].map (the first such view), any other
+ * nexus @dflt's map (NULL: nothing). n_views 0 and @dflt NULL restore the
+ * default: every nexus sees every LUN of the map under its own number,
+ * writable. A nexus whose view changes (here, or through
+ * scsi_target_add_lu / scsi_target_remove_lu) gets REPORTED LUNS DATA HAS
+ * CHANGED on the LUs of its new view that it has addressed before (the
+ * others give it POWER ON first anyway); a LUN that left its view answers
+ * LOGICAL UNIT NOT SUPPORTED from the next command on, commands already
+ * running finish. Returns 0, -EINVAL (a number >= 256, or twice in one
+ * map) or -ENOMEM; on error the table is unchanged.
+ */
+int scsi_target_set_access(struct scsi_target *t, const struct scsi_view *views,
+			   unsigned n_views, const struct scsi_view *dflt);
+/* The target LUN that @n reaches as @lun (for scsi_inflight() and
+ * scsi_resets_pending()), SCSI_NO_LUN when none; UINT64_MAX stays. */
+#define SCSI_NO_LUN ((uint64_t)0xfffffffffffffffeull)
+uint64_t scsi_nexus_target_lun(struct scsi_nexus *n, uint64_t lun);
+
 /* ---- I_T nexus ---- */
 
 /* @initiator_port: "<initiator iqn>,i,0x<isid as 12 hex digits>". */
@@ -177,7 +214,9 @@ enum scsi_tmf {
 
 /* Applies the reset side effects (reservations released, unit attentions
  * for the other nexuses, mode pages reset) and marks matching in-flight
- * commands aborted. Returns 0 or a negative errno (-ENOENT: no such LUN). */
+ * commands aborted. @lun is as @by addresses it (its view); a target
+ * reset resets the LUs of @by's view only (all with @by NULL). Returns 0
+ * or a negative errno (-ENOENT: no such LUN). */
 int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum scsi_tmf fn);
 
 /* Number of commands of @t (or of one LUN with @lun != UINT64_MAX) that have

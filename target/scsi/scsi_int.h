@@ -164,6 +164,27 @@ struct scsi_nexus {
 	uint16_t rel_port;
 	uint16_t tpgt;
 	struct scsi_nexus *next;        /* target's nexus list (t->lock) */
+	/* The nexus's view of the target's LUNs, resolved (t->lock): what
+	 * its LUN number N reaches. Rebuilt under t->lock by every change of
+	 * the LUN map or the access table, so vlu[] only ever holds LUs the
+	 * target maps (the reload frees an LU only when no target maps it). */
+	struct scsi_lu *vlu[SCSI_MAX_LUNS];
+	uint16_t vtl[SCSI_MAX_LUNS];    /* target LUN; SCSI_MAX_LUNS: none */
+	bool vro[SCSI_MAX_LUNS];        /* read-only through this view */
+};
+
+/* A copied scsi_view (scsi_target_set_access). */
+struct scsi_access_view {
+	char **ini;                     /* owned */
+	unsigned n_ini;
+	struct scsi_lun_map *map;       /* owned */
+	unsigned n_map;
+};
+
+struct scsi_access {
+	struct scsi_access_view *views; /* owned */
+	unsigned n_views;
+	struct scsi_access_view dflt;   /* ini unused */
 };
 
 /* Pending unit attentions of one I_T nexus on one LU, oldest first. Made at
@@ -296,6 +317,9 @@ struct scsi_target {
 	 * port's tpgt (scsi_target_set_peer_groups refuses it). Under lock. */
 	uint16_t peer_tpgs[SCSI_MAX_PORTS];
 	unsigned n_peer_tpgs;
+	/* LUN masking (scsi_target_set_access); NULL: every nexus sees the
+	 * whole map, writable. Under lock. */
+	struct scsi_access *access;
 };
 
 /* ---- opcode table ---- */
@@ -346,6 +370,11 @@ const struct scsi_op *scsi_op_lookup(uint8_t opcode);
 /* ---- helpers (lu.c) ---- */
 
 struct scsi_lu *scsi_cmd_lu(const struct scsi_cmd *cmd);
+/* The command reached its LU through a read-only mapping. */
+bool scsi_cmd_view_ro(const struct scsi_cmd *cmd);
+/* The LUN numbers @n sees (all of @t's with @n NULL), ascending, into
+ * @out (SCSI_MAX_LUNS entries); returns how many. */
+unsigned scsi_view_luns(struct scsi_target *t, struct scsi_nexus *n, uint16_t *out);
 /* Fills status/sense in the LU's current sense format; code = asc<<8|ascq. */
 void scsi_sense(struct scsi_cmd *cmd, uint8_t key, uint16_t code);
 /* Same with the INFORMATION field set. */

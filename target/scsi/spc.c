@@ -409,7 +409,7 @@ void spc_mode_sense(struct scsi_cmd *cmd)
 		p += n;
 	}
 	/* device-specific parameter: WP, DPOFUA */
-	d[ten ? 3 : 2] = (uint8_t)((lu->mode.swp ? 0x80 : 0) | 0x10);
+	d[ten ? 3 : 2] = (uint8_t)((lu->mode.swp || scsi_cmd_view_ro(cmd) ? 0x80 : 0) | 0x10);
 	pthread_mutex_unlock(&lu->lock);
 	if (ten) {
 		put_be16(&d[0], (uint16_t)(p - 2));
@@ -545,11 +545,16 @@ void spc_report_luns(struct scsi_cmd *cmd)
 	/* 0x01 lists well-known LUs only (we have none); 0x11 asks about
 	 * administrative LUs below LUN 0 (none either) */
 	if (sel == 0x00 || sel == 0x02 || (sel == 0x10 && cmd->lun == 0) || sel == 0x12) {
-		pthread_mutex_lock(&t->lock);
-		for (i = 0; i < SCSI_MAX_LUNS; i++)
-			if (t->luns[i])
-				scsi_lun_encode(i, &d[8 + 8 * n++]);
-		pthread_mutex_unlock(&t->lock);
+		uint16_t luns[SCSI_MAX_LUNS];
+		unsigned cnt = scsi_view_luns(t, cmd->nexus, luns);
+
+		for (i = 0; i < cnt; i++)
+			scsi_lun_encode(luns[i], &d[8 + 8 * n++]);
+		/* the nexus sees no LU at all (masked out of every LUN): LUN
+		 * 0 is still reported, as LIO does after SPC-3: it is where
+		 * INQUIRY (peripheral qualifier 011b) and REPORT LUNS answer */
+		if (cnt == 0 && sel != 0x10)
+			scsi_lun_encode(0, &d[8 + 8 * n++]);
 	}
 	put_be32(&d[0], 8 * n);
 	scsi_reply(cmd, d, 8 + 8 * n, alloc);

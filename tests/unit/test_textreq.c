@@ -71,10 +71,10 @@ END_TEST
 START_TEST(t02_acl)
 {
 	setup();
-	ck_assert(iscsi_target_allows(&targets[0], "iqn.1999-01.any:thing"));
-	ck_assert(iscsi_target_allows(&targets[1], "iqn.2000-01.com.example:good"));
-	ck_assert(iscsi_target_allows(&targets[1], "IQN.2000-01.COM.EXAMPLE:GOOD"));
-	ck_assert(!iscsi_target_allows(&targets[1], "iqn.2000-01.com.example:bad"));
+	ck_assert(iscsi_target_allows(&targets[0], "iqn.1999-01.any:thing", NULL));
+	ck_assert(iscsi_target_allows(&targets[1], "iqn.2000-01.com.example:good", NULL));
+	ck_assert(iscsi_target_allows(&targets[1], "IQN.2000-01.COM.EXAMPLE:GOOD", NULL));
+	ck_assert(!iscsi_target_allows(&targets[1], "iqn.2000-01.com.example:bad", NULL));
 	ck_assert(iscsi_target_on_portal(&targets[0], 1));
 	ck_assert(!iscsi_target_on_portal(&targets[0], 2));
 }
