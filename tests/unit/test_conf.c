@@ -4,6 +4,7 @@
  * temporary directory, checking both the result and the "FILE:LINE: message"
  * lines.
  */
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1323,6 +1324,260 @@ START_TEST(t28_per_initiator_chap)
 }
 END_TEST
 
+/* Groups for the mapping cases: 3 lines, then pools (4), portals (5),
+ * targets from line 6 on. */
+#define GROUPS_TXT                                                                 \
+	"initiator_groups = ( { name = \"ga\"; members = ( \"" ACL_A "\" ); },\n"  \
+	"  { name = \"gb\"; members = ( \"" ACL_B "\" ); },\n"                     \
+	"  { name = \"gc\"; members = ( ); } );\n"
+
+/* Targets from line 6: the LUN list from line 8 on is @luns. */
+static void map_targets(char *buf, size_t len, const char *luns)
+{
+	snprintf(buf, len,
+		 "targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
+		 "  luns = (\n%s ); } );\n", luns);
+}
+
+static void map_bad(const char *luns, int line, const char *needle)
+{
+	char targets[4096];
+
+	map_targets(targets, sizeof(targets), luns);
+	expect_bad(GROUPS_TXT, NULL, NULL, targets, needle);
+	ASSERT_ERR(line, needle);
+}
+
+#define LUN(n, vol) "{ lun = " #n "; pool = \"tank\"; volume = \"" vol "\"; size = \"1G\";"
+
+START_TEST(t29_initiator_groups_and_mapping)
+{
+	char targets[4096];
+	struct conf *c;
+	const struct conf_target *t;
+
+	map_targets(targets, sizeof(targets),
+		    LUN(0, "shared") " },\n"
+		    LUN(1, "va") " groups = ( { group = \"ga\"; lun = 1; } ); },\n"
+		    LUN(2, "vb") " groups = ( { group = \"gb\"; lun = 1; read_only = true; },\n"
+		    "   \"ga\" ); },\n"
+		    LUN(3, "ro") " read_only = true; groups = ( \"gb\" ); },\n"
+		    LUN(4, "hidden") " groups = ( ); }");
+	c = expect_good(GROUPS_TXT, NULL, NULL, targets);
+	ck_assert_uint_eq(c->n_groups, 3);
+	ck_assert_str_eq(c->groups[0].name, "ga");
+	ck_assert_uint_eq(c->groups[0].n_members, 1);
+	ck_assert_str_eq(c->groups[0].members[0], ACL_A);
+	ck_assert_int_eq(c->groups[1].line, 2);
+	ck_assert_uint_eq(c->groups[2].n_members, 0);
+	ck_assert_ptr_eq(conf_group_of(c, "IQN.1993-08.ORG.DEBIAN:01:BBB"), &c->groups[1]);
+	ck_assert_ptr_null(conf_group_of(c, "iqn.1993-08.org.debian:01:ccc"));
+	t = &c->targets[0];
+	ck_assert(!t->luns[0].masked);
+	ck_assert(!t->luns[0].read_only);
+	ck_assert(t->luns[1].masked);
+	ck_assert_uint_eq(t->luns[1].n_maps, 1);
+	ck_assert_uint_eq(t->luns[1].maps[0].group, 0);
+	ck_assert_uint_eq(t->luns[1].maps[0].lun, 1);
+	ck_assert(!t->luns[1].maps[0].read_only);
+	ck_assert_uint_eq(t->luns[2].n_maps, 2);
+	ck_assert_uint_eq(t->luns[2].maps[0].group, 1);
+	ck_assert_uint_eq(t->luns[2].maps[0].lun, 1);
+	ck_assert(t->luns[2].maps[0].read_only);
+	ck_assert_int_eq(t->luns[2].maps[0].line, 10);
+	ck_assert_uint_eq(t->luns[2].maps[1].group, 0);
+	ck_assert_uint_eq(t->luns[2].maps[1].lun, 2);   /* its own number */
+	ck_assert(t->luns[3].read_only);
+	ck_assert(t->luns[3].maps[0].read_only);        /* inherited */
+	ck_assert(t->luns[4].masked);
+	ck_assert_uint_eq(t->luns[4].n_maps, 0);
+	/* warnings only: an empty group, a LUN nobody sees */
+	ck_assert(has_err(3, "warning: initiator group 'gc': members is empty"));
+	ck_assert(has_err(13, "warning:"));
+	conf_free(c);
+
+	/* every bad form, at its line */
+	map_bad(LUN(0, "v") " groups = ( \"nope\" ); }", 8,
+		"group 'nope' is not defined in initiator_groups");
+	map_bad(LUN(0, "v") " groups = ( \"ga\",\n \"ga\" ); }", 9,
+		"group 'ga' is mapped twice to this LUN");
+	map_bad(LUN(0, "v") " },\n" LUN(1, "w") " groups = ( { group = \"ga\"; lun = 0; } ); }", 9,
+		"group 'ga' would see LUN 0 twice (also at line 8)");
+	map_bad(LUN(1, "v") " groups = ( { group = \"gb\"; lun = 5; } ); },\n"
+		LUN(2, "w") " groups = ( { group = \"gb\"; lun = 5; } ); }", 9,
+		"group 'gb' would see LUN 5 twice");
+	map_bad(LUN(0, "v") " groups = ( { group = \"ga\"; lun = 256; } ); }", 8,
+		"lun = 256 is out of range 0..255");
+	map_bad(LUN(0, "v") " groups = ( { group = \"ga\"; lnu = 1; } ); }", 8,
+		"unknown key 'lnu' (did you mean 'lun'?)");
+	map_bad(LUN(0, "v") " groups = \"ga\"; }", 8, "groups must be a list");
+	map_bad(LUN(0, "v") " groups = ( 3 ); }", 8, "must be a group name or");
+	map_bad(LUN(0, "v") " read_only = 1; }", 8, "read_only must be true or false");
+	/* a mapping that tries to lift the LUN's read_only: warned, stays read-only */
+	map_targets(targets, sizeof(targets),
+		    LUN(0, "v") " read_only = true;\n"
+		    "  groups = ( { group = \"ga\"; read_only = false; } ); }");
+	c = expect_good(GROUPS_TXT, NULL, NULL, targets);
+	ck_assert(c->targets[0].luns[0].maps[0].read_only);
+	ck_assert(has_err(9, "warning:"));
+	conf_free(c);
+
+	/* the groups themselves */
+	expect_bad("initiator_groups = ( { name = \"g\"; members = ( \"" ACL_A "\" ); },\n"
+		   "  { name = \"h\"; members = ( \"" ACL_A "\" ); } );\n", NULL, NULL, NULL,
+		   "is already in group 'g' (line 1)");
+	ASSERT_ERR(2, "member \"" ACL_A "\" is already in group 'g'");
+	expect_bad("initiator_groups = ( { name = \"g\"; members = ( \"" ACL_A "\",\n"
+		   "  \"" ACL_A "\" ); } );\n", NULL, NULL, NULL, "is listed twice");
+	ASSERT_ERR(2, "member \"" ACL_A "\" is listed twice");
+	expect_bad("initiator_groups = ( { name = \"g\"; members = ( ); },\n"
+		   "  { name = \"g\"; members = ( ); } );\n", NULL, NULL, NULL,
+		   "the name is already used at line 1");
+	expect_bad("initiator_groups = ( { name = \"bad name\"; members = ( ); } );\n", NULL,
+		   NULL, NULL, "name must be 1..63 characters");
+	expect_bad("initiator_groups = ( { name = \"g\"; } );\n", NULL, NULL, NULL,
+		   "missing required list 'members'");
+	expect_bad("initiator_groups = ( { name = \"g\"; members = ( \"Not An IQN\" ); } );\n",
+		   NULL, NULL, NULL, "member \"Not An IQN\": initiator name");
+	expect_bad("initiator_groups = ( { name = \"g\"; membres = ( ); } );\n", NULL, NULL,
+		   NULL, "unknown key 'membres' (did you mean 'members'?)");
+	expect_bad("initiator_groups = { name = \"g\"; };\n", NULL, NULL, NULL,
+		   "initiator_groups must be a list");
+}
+END_TEST
+
+START_TEST(t30_address_rules)
+{
+	char targets[2048];
+	struct conf_net n;
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	const char *why;
+	struct conf *c;
+	const struct conf_target *t;
+
+	/* the parser */
+	ck_assert_int_eq(conf_net_parse("198.18.0.0/15", &n, &why), 0);
+	ck_assert_int_eq(n.family, AF_INET);
+	ck_assert_uint_eq(n.prefix, 15);
+	ck_assert_int_eq(conf_net_parse("127.0.0.2", &n, &why), 0);
+	ck_assert_uint_eq(n.prefix, 32);
+	ck_assert_int_eq(conf_net_parse("0.0.0.0/0", &n, &why), 0);
+	ck_assert_int_eq(conf_net_parse("fd00::/8", &n, &why), 0);
+	ck_assert_int_eq(n.family, AF_INET6);
+	ck_assert_int_eq(conf_net_parse("::1", &n, &why), 0);
+	ck_assert_uint_eq(n.prefix, 128);
+	ck_assert_int_eq(conf_net_parse("198.18.0.1/15", &n, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "host bits"));
+	ck_assert_int_eq(conf_net_parse("10.0.0.0/33", &n, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "0..32"));
+	ck_assert_int_eq(conf_net_parse("fd00::/129", &n, &why), -EINVAL);
+	ck_assert_int_eq(conf_net_parse("10.0.0.0/", &n, &why), -EINVAL);
+	ck_assert_int_eq(conf_net_parse("10.0.0.0/8x", &n, &why), -EINVAL);
+	ck_assert_int_eq(conf_net_parse("10.0.0.0/-8", &n, &why), -EINVAL);
+	ck_assert_int_eq(conf_net_parse("host.example/8", &n, &why), -EINVAL);
+	ck_assert_int_eq(conf_net_parse("", &n, &why), -EINVAL);
+	ck_assert_int_eq(conf_net_parse("/8", &n, &why), -EINVAL);
+
+	/* the matcher: v4, v4-mapped v6, v6, other family, NULL */
+	ck_assert_int_eq(conf_net_parse("198.18.0.0/15", &n, &why), 0);
+	memset(&ss, 0, sizeof(ss));
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, "198.19.255.255", &sin->sin_addr);
+	ck_assert(conf_net_match(&n, &ss));
+	inet_pton(AF_INET, "198.20.0.0", &sin->sin_addr);
+	ck_assert(!conf_net_match(&n, &ss));
+	inet_pton(AF_INET, "198.17.255.255", &sin->sin_addr);
+	ck_assert(!conf_net_match(&n, &ss));
+	memset(&ss, 0, sizeof(ss));
+	sin6->sin6_family = AF_INET6;
+	inet_pton(AF_INET6, "::ffff:198.18.3.4", &sin6->sin6_addr);
+	ck_assert(conf_net_match(&n, &ss));
+	inet_pton(AF_INET6, "fd00::1", &sin6->sin6_addr);
+	ck_assert(!conf_net_match(&n, &ss));
+	ck_assert_int_eq(conf_net_parse("fd00::/8", &n, &why), 0);
+	ck_assert(conf_net_match(&n, &ss));
+	inet_pton(AF_INET6, "fe00::1", &sin6->sin6_addr);
+	ck_assert(!conf_net_match(&n, &ss));
+	ck_assert(!conf_net_match(&n, NULL));
+
+	/* entries: named with one address, named with a list and chap,
+	 * address-only */
+	acl_targets(targets, sizeof(targets),
+		    "{ initiator = \"" ACL_A "\"; address = \"127.0.0.1\"; },\n"
+		    "{ initiator = \"" ACL_B "\"; address = ( \"198.18.0.0/15\", \"::1\" );\n"
+		    "  chap = " ACL_CHAP_A "; },\n"
+		    "{ address = \"127.0.0.0/8\"; }");
+	c = expect_good(NULL, NULL, NULL, targets);
+	t = &c->targets[0];
+	ck_assert(!t->allow_all);
+	ck_assert_uint_eq(t->n_allow, 2);
+	ck_assert_uint_eq(t->n_acls, 1);
+	ck_assert_str_eq(t->acls[0].initiator, ACL_B);
+	ck_assert_uint_eq(t->n_addr_rules, 3);
+	ck_assert_str_eq(t->addr_rules[0].initiator, ACL_A);
+	ck_assert_uint_eq(t->addr_rules[0].n_nets, 1);
+	ck_assert_int_eq(t->addr_rules[0].line, 6);
+	ck_assert_uint_eq(t->addr_rules[1].n_nets, 2);
+	ck_assert_int_eq(t->addr_rules[1].nets[1].family, AF_INET6);
+	ck_assert_ptr_null(t->addr_rules[2].initiator);
+	ck_assert_uint_eq(t->addr_rules[2].nets[0].prefix, 8);
+	conf_free(c);
+
+	/* "ALL" with a named address rule is fine (anyone, that one only from there) */
+	acl_targets(targets, sizeof(targets),
+		    "\"ALL\",\n{ initiator = \"" ACL_A "\"; address = \"127.0.0.1\"; }");
+	c = expect_good(NULL, NULL, NULL, targets);
+	ck_assert(c->targets[0].allow_all);
+	ck_assert_uint_eq(c->targets[0].n_addr_rules, 1);
+	conf_free(c);
+
+	acl_bad("{ address = \"10.0.0.1/8\"; }", 6, "address \"10.0.0.1/8\" has host bits set");
+	acl_bad("{ address = \"10.0.0.0/40\"; }", 6, "prefix length out of range 0..32");
+	acl_bad("{ address = \"nas.local\"; }", 6, "is not a numeric IPv4 or IPv6 address");
+	acl_bad("{ address = ( ); }", 6, "address is empty");
+	acl_bad("{ address = 10; }", 6, "address must be a string");
+	acl_bad("{ address = ( \"10.0.0.0/8\", 3 ); }", 6, "address[1] must be a string");
+	acl_bad("{ address = \"10.0.0.0/8\"; chap = " ACL_CHAP_A "; }", 6, "chap needs an initiator");
+	acl_bad("{ adress = \"10.0.0.0/8\"; }", 6, "unknown key 'adress' (did you mean 'address'?)");
+	acl_bad("\"ALL\",\n{ address = \"10.0.0.0/8\"; }", 5,
+		"allow mixes \"ALL\" with an entry of addresses only (line 7)");
+	acl_bad("{ initiator = \"" ACL_A "\"; address = \"127.0.0.1\"; },\n\"" ACL_A "\"", 7,
+		"allow \"" ACL_A "\" is listed more than once");
+}
+END_TEST
+
+START_TEST(t31_discovery_chap)
+{
+	struct conf *c;
+
+	c = expect_good("discovery = { chap = { user = \"disc\"; secret = \"discovery-sec1\";\n"
+			"  mutual_user = \"tgt\"; mutual_secret = \"discovery-mut1\"; }; };\n",
+			NULL, NULL, NULL);
+	ck_assert_str_eq(c->discovery_chap.user, "disc");
+	ck_assert_str_eq(c->discovery_chap.secret, "discovery-sec1");
+	ck_assert_str_eq(c->discovery_chap.mutual_user, "tgt");
+	conf_free(c);
+	c = expect_good(NULL, NULL, NULL, NULL);
+	ck_assert_ptr_null(c->discovery_chap.user);
+	conf_free(c);
+	c = expect_good("discovery = { chap = { }; };\n", NULL, NULL, NULL);
+	ck_assert_ptr_null(c->discovery_chap.user);
+	conf_free(c);
+
+	expect_bad("discovery = { chap = { user = \"d\"; secret = \"short\"; }; };\n", NULL, NULL,
+		   NULL, "discovery: chap: secret must be 12..255 characters, has 5");
+	ASSERT_ERR(1, "discovery: chap: secret must be");
+	expect_bad("discovery = {\n  chap = { user = \"d\"; }; };\n", NULL, NULL, NULL,
+		   "discovery: chap: user and secret must be given together");
+	ASSERT_ERR(2, "user and secret must be given together");
+	expect_bad("discovery = { chop = { }; };\n", NULL, NULL, NULL,
+		   "discovery: unknown key 'chop' (did you mean 'chap'?)");
+	expect_bad("discovery = ( );\n", NULL, NULL, NULL, "discovery must be a group");
+}
+END_TEST
+
 
 int main(void)
 {
@@ -1355,6 +1610,9 @@ int main(void)
 		CK_CASE("26_peer_portal_groups", t26_peer_portal_groups),
 		CK_CASE("27_two_node_examples", t27_two_node_examples),
 		CK_CASE("28_per_initiator_chap", t28_per_initiator_chap),
+		CK_CASE("29_initiator_groups_and_mapping", t29_initiator_groups_and_mapping),
+		CK_CASE("30_address_rules", t30_address_rules),
+		CK_CASE("31_discovery_chap", t31_discovery_chap),
 	};
 
 	/* unchecked: runs in the parent, so the temp dir goes even when a test
