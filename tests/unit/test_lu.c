@@ -492,6 +492,131 @@ START_TEST(t14_deferred_write_error)
 }
 END_TEST
 
+/* ---- 15: LUN views ---- */
+
+/* Per-initiator views: masking, own numbering, UAs where a view changes,
+ * an empty view, task management through the view. */
+static uint32_t lu_report(struct scsi_nexus *n, uint64_t lun, uint16_t *luns)
+{
+	uint8_t rl[12] = { OP_REPORT_LUNS, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0 };
+	struct scsi_cmd c = fx_run(n, lun, rl, 12, 256, false);
+	uint32_t cnt;
+
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	cnt = get_be32(&fx.buf[0]) / 8;
+	for (uint32_t i = 0; i < cnt; i++)
+		luns[i] = (uint16_t)(fx.buf[8 + 8 * i + 1] | (fx.buf[8 + 8 * i] & 0x3f) << 8);
+	return cnt;
+}
+
+START_TEST(t15_views_mask_and_map)
+{
+	uint8_t tur[6] = { 0 };
+	uint8_t inq[6] = { OP_INQUIRY, 0, 0, 0, 36, 0 };
+	const char *const ini_a[] = { "IQN.1994-05.COM.A" };   /* case-insensitive */
+	const struct scsi_lun_map map_a[] = { { 0, 0, false }, { 5, 1, true } };
+	const struct scsi_lun_map map_b[] = { { 0, 1, false } };
+	const struct scsi_lun_map map_a2[] = { { 0, 0, false } };
+	const struct scsi_lun_map dup[] = { { 3, 0, false }, { 3, 1, false } };
+	const struct scsi_lun_map big[] = { { 256, 0, false } };
+	struct scsi_view va = { ini_a, 1, map_a, 2 }, vb = { NULL, 0, map_b, 1 };
+	struct scsi_lu_params p = { .vol = fx.vol, .name = "test/v0bis" };
+	struct scsi_lu *lu2;
+	struct scsi_cmd c;
+	uint16_t luns[SCSI_MAX_LUNS];
+
+	ck_assert_int_eq(scsi_lu_create(&p, &lu2), 0);
+	ck_assert_int_eq(scsi_target_add_lu(fx.t, 1, lu2), 0);
+	ck_assert_int_eq(scsi_target_set_access(fx.t, &va, 1, &vb), 0);
+
+	/* a: LUN 0 -> target LUN 0, LUN 5 -> target LUN 1; LUN 1 hidden */
+	ck_assert_uint_eq(lu_report(fx.a, 0, luns), 2);
+	ck_assert_uint_eq(luns[0], 0);
+	ck_assert_uint_eq(luns[1], 5);
+	ck_assert_uint_eq(scsi_nexus_target_lun(fx.a, 5), 1);
+	ck_assert_uint_eq(scsi_nexus_target_lun(fx.a, 1), SCSI_NO_LUN);
+	ck_assert_uint_eq(scsi_nexus_target_lun(fx.a, UINT64_MAX), UINT64_MAX);
+	c = fx_run(fx.a, 1, tur, 6, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+	c = fx_run(fx.a, 1, inq, 6, 36, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[0], 0x7f);     /* not connected, no device */
+	fx_clear_ua(fx.a);
+	c = fx_run(fx.a, 5, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_POWER_ON_RESET);
+	c = fx_run(fx.a, 5, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* b (default view): only target LUN 1, as its LUN 0 */
+	ck_assert_uint_eq(lu_report(fx.b, 0, luns), 1);
+	ck_assert_uint_eq(luns[0], 0);
+	ck_assert_uint_eq(scsi_nexus_target_lun(fx.b, 0), 1);
+	c = fx_run(fx.b, 5, tur, 6, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+	fx_clear_ua(fx.b);
+	/* b's LUN 0 is a's LUN 5: a LUN reset through b reaches a there,
+	 * not on a's LUN 0 */
+	ck_assert_int_eq(scsi_tmf(fx.t, fx.b, 0, SCSI_TMF_LUN_RESET), 0);
+	c = fx_run(fx.a, 5, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_BUS_DEVICE_RESET);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(scsi_tmf(fx.t, fx.b, 5, SCSI_TMF_LUN_RESET), -ENOENT);
+	/* a target reset through b resets b's LUs only */
+	fx_clear_ua(fx.b);
+	ck_assert_int_eq(scsi_tmf(fx.t, fx.b, 0, SCSI_TMF_TARGET_WARM_RESET), 0);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.a, 5, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_POWER_ON_RESET);
+	fx_clear_ua(fx.b);
+
+	/* a's view changes (LUN 5 goes): a hears of it, b (same view) does not */
+	va.map = map_a2;
+	va.n_map = 1;
+	ck_assert_int_eq(scsi_target_set_access(fx.t, &va, 1, &vb), 0);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_LUNS_CHANGED);
+	c = fx_run(fx.a, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	c = fx_run(fx.a, 5, tur, 6, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+	c = fx_run(fx.b, 0, tur, 6, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+
+	/* b sees nothing: REPORT LUNS still lists LUN 0, which answers
+	 * INQUIRY with "no device" and everything else LUN NOT SUPPORTED */
+	ck_assert_int_eq(scsi_target_set_access(fx.t, &va, 1, NULL), 0);
+	ck_assert_uint_eq(lu_report(fx.b, 0, luns), 1);
+	ck_assert_uint_eq(luns[0], 0);
+	c = fx_run(fx.b, 0, tur, 6, 0, false);
+	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
+	c = fx_run(fx.b, 0, inq, 6, 36, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[0], 0x7f);
+	ck_assert_int_eq(scsi_tmf(fx.t, fx.b, 0, SCSI_TMF_LUN_RESET), -ENOENT);
+
+	/* bad tables change nothing */
+	vb.map = dup;
+	vb.n_map = 2;
+	ck_assert_int_eq(scsi_target_set_access(fx.t, &va, 1, &vb), -EINVAL);
+	vb.map = big;
+	vb.n_map = 1;
+	ck_assert_int_eq(scsi_target_set_access(fx.t, &va, 1, &vb), -EINVAL);
+	ck_assert_int_eq(scsi_target_set_access(fx.t, NULL, 1, NULL), -EINVAL);
+	ck_assert_uint_eq(lu_report(fx.a, 0, luns), 1);
+
+	/* back to no table: everyone sees the map as it is */
+	ck_assert_int_eq(scsi_target_set_access(fx.t, NULL, 0, NULL), 0);
+	ck_assert_uint_eq(lu_report(fx.b, 0, luns), 2);
+	ck_assert_uint_eq(luns[1], 1);
+	ck_assert_uint_eq(lu_report(fx.a, 0, luns), 2);
+	ck_assert(scsi_lu_check(fx.lu));
+	ck_assert(scsi_lu_check(lu2));
+	ck_assert_int_eq(scsi_target_remove_lu(fx.t, 1), 0);
+	scsi_lu_destroy(lu2);
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "lu": each test after the first joins it */
@@ -510,6 +635,7 @@ int main(void)
 		CK_CASE(NULL, t12_lu_stats_and_remove),
 		CK_CASE(NULL, t13_data_out_direction_and_length),
 		CK_CASE(NULL, t14_deferred_write_error),
+		CK_CASE(NULL, t15_views_mask_and_map),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_lu", CK_CASES(cases),

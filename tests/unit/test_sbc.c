@@ -304,6 +304,80 @@ START_TEST(t08_abort_flag_gives_task_aborted)
 }
 END_TEST
 
+/* A read-only mapping: every medium write is refused with DATA PROTECT,
+ * WRITE PROTECTED and changes nothing; reads and SYNCHRONIZE CACHE work;
+ * the same LU stays writable through another nexus's mapping. */
+START_TEST(t09_read_only_mapping)
+{
+	const char *const ini_a[] = { "iqn.1994-05.com.a" };
+	const struct scsi_lun_map ro[] = { { 0, 0, true } }, rw[] = { { 0, 0, false } };
+	const struct scsi_view va = { ini_a, 1, ro, 1 }, dflt = { NULL, 0, rw, 1 };
+	uint8_t cdb[16];
+	struct scsi_cmd c;
+	unsigned i;
+
+	for (i = 0; i < 2 * SCSI_BS; i++)
+		fx.buf[i] = 0x5a;
+	cdb16(cdb, OP_WRITE_16, 40, 1);
+	c = fx_run(fx.b, 0, cdb, 16, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(scsi_target_set_access(fx.t, &va, 1, &dflt), 0);
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+
+	for (i = 0; i < 2 * SCSI_BS; i++)
+		fx.buf[i] = 0xa5;
+	cdb16(cdb, OP_WRITE_16, 40, 1);
+	c = fx_run(fx.a, 0, cdb, 16, SCSI_BS, true);
+	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	cdb10(cdb, OP_WRITE_10, 40, 1);
+	c = fx_run(fx.a, 0, cdb, 10, SCSI_BS, true);
+	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	cdb10(cdb, OP_WRITE_VERIFY_10, 40, 1);
+	c = fx_run(fx.a, 0, cdb, 10, SCSI_BS, true);
+	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	memset(cdb, 0, 6);
+	cdb[0] = OP_WRITE_6;
+	cdb[3] = 40;
+	cdb[4] = 1;
+	c = fx_run(fx.a, 0, cdb, 6, SCSI_BS, true);
+	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	cdb16(cdb, OP_WRITE_SAME_16, 40, 1);
+	c = fx_run(fx.a, 0, cdb, 16, SCSI_BS, true);
+	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	cdb10(cdb, OP_WRITE_SAME_10, 40, 1);
+	c = fx_run(fx.a, 0, cdb, 10, SCSI_BS, true);
+	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	memset(cdb, 0, 16);
+	cdb[0] = OP_COMPARE_AND_WRITE;
+	put_be64(&cdb[2], 40);
+	cdb[13] = 1;
+	memset(fx.buf, 0x5a, SCSI_BS);   /* compare data matches */
+	c = fx_run(fx.a, 0, cdb, 16, 2 * SCSI_BS, true);
+	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+	/* SYNCHRONIZE CACHE and reads are not medium writes */
+	cdb10(cdb, OP_SYNC_CACHE_10, 0, 0);
+	c = fx_run(fx.a, 0, cdb, 10, 0, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	memset(fx.buf, 0, SCSI_BS);
+	cdb16(cdb, OP_READ_16, 40, 1);
+	c = fx_run(fx.a, 0, cdb, 16, SCSI_BS, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	for (i = 0; i < SCSI_BS; i++)
+		ck_assert_int_eq(fx.buf[i], 0x5a);   /* nothing was written */
+	/* the other nexus still writes the same LU */
+	memset(fx.buf, 0x33, SCSI_BS);
+	cdb16(cdb, OP_WRITE_16, 40, 1);
+	c = fx_run(fx.b, 0, cdb, 16, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* read-write again after a table without the flag */
+	ck_assert_int_eq(scsi_target_set_access(fx.t, NULL, 0, NULL), 0);
+	fx_clear_ua(fx.a);
+	c = fx_run(fx.a, 0, cdb, 16, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "sbc": each test after the first joins it */
@@ -316,6 +390,7 @@ int main(void)
 		CK_CASE(NULL, t06_write_same_pieces_and_ndob),
 		CK_CASE(NULL, t07_capacity_and_sync),
 		CK_CASE(NULL, t08_abort_flag_gives_task_aborted),
+		CK_CASE(NULL, t09_read_only_mapping),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_sbc", CK_CASES(cases),

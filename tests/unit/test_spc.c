@@ -483,6 +483,34 @@ START_TEST(t12_request_sense_ready_volume)
 }
 END_TEST
 
+/* MODE SENSE through a read-only mapping reports WP in the device-specific
+ * parameter (6 and 10 byte headers); a writable mapping of the same LU does
+ * not. */
+START_TEST(t13_mode_sense_wp_read_only_mapping)
+{
+	const char *const ini_a[] = { "iqn.1994-05.com.a" };
+	const struct scsi_lun_map ro[] = { { 0, 0, true } }, rw[] = { { 0, 0, false } };
+	const struct scsi_view va = { ini_a, 1, ro, 1 }, dflt = { NULL, 0, rw, 1 };
+	uint8_t ms10[10] = { OP_MODE_SENSE_10, 0, 0x3f, 0, 0, 0, 0, 0, 255, 0 };
+	struct scsi_cmd c;
+
+	ck_assert_int_eq(scsi_target_set_access(fx.t, &va, 1, &dflt), 0);
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+	c = mode_sense6(fx.a, 0, 0x3f, 255);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[2] & 0x80, 0x80);
+	c = fx_run(fx.a, 0, ms10, 10, 255, false);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[3] & 0x80, 0x80);
+	c = mode_sense6(fx.b, 0, 0x3f, 255);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	ck_assert_int_eq(fx.buf[2] & 0x80, 0);
+	c = fx_run(fx.b, 0, ms10, 10, 255, false);
+	ck_assert_int_eq(fx.buf[3] & 0x80, 0);
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "spc": each test after the first joins it */
@@ -499,6 +527,7 @@ int main(void)
 		CK_CASE(NULL, t10_report_tpgs_peer_groups),
 		CK_CASE(NULL, t11_not_ready_sense),
 		CK_CASE(NULL, t12_request_sense_ready_volume),
+		CK_CASE(NULL, t13_mode_sense_wp_read_only_mapping),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_spc", CK_CASES(cases),

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conf/conf.h"
@@ -121,12 +122,71 @@ START_TEST(t03_sendtargets)
 }
 END_TEST
 
+static struct sockaddr_storage addr4(const char *ip)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+
+	memset(&ss, 0, sizeof(ss));
+	in4->sin_family = AF_INET;
+	inet_pton(AF_INET, ip, &in4->sin_addr);
+	return ss;
+}
+
+/* Address rules: a named rule binds its initiator to its networks; an
+ * address-only rule lets anyone else in from its networks; plain names
+ * stay allowed from anywhere; SendTargets follows the same decision. */
+START_TEST(t04_address_rules)
+{
+	static const char *const a = "iqn.2000-01.com.example:a", *const b =
+		"iqn.2000-01.com.example:b";
+	static char *allow[] = { "iqn.2000-01.com.example:a", "iqn.2000-01.com.example:good" };
+	struct conf_net net_a, net_any;
+	struct conf_addr_rule rules[2];
+	struct sockaddr_storage lo1 = addr4("127.0.0.1"), lo2 = addr4("127.0.0.2"),
+				far = addr4("198.18.0.1");
+	struct iscsi_textbuf buf = { 0 };
+	const char *why;
+
+	setup();
+	ck_assert_int_eq(conf_net_parse("127.0.0.1", &net_a, &why), 0);
+	ck_assert_int_eq(conf_net_parse("127.0.0.0/8", &net_any, &why), 0);
+	rules[0] = (struct conf_addr_rule){ .initiator = (char *)a, .nets = &net_a, .n_nets = 1 };
+	rules[1] = (struct conf_addr_rule){ .nets = &net_any, .n_nets = 1 };
+	targets[1].allow = allow;
+	targets[1].n_allow = 2;
+	targets[1].addr_rules = rules;
+	targets[1].n_addr_rules = 2;
+	ck_assert(iscsi_target_allows(&targets[1], a, &lo1));
+	ck_assert(iscsi_target_allows(&targets[1], "IQN.2000-01.COM.EXAMPLE:A", &lo1));
+	ck_assert(!iscsi_target_allows(&targets[1], a, &lo2));   /* its own rule decides */
+	ck_assert(!iscsi_target_allows(&targets[1], a, NULL));
+	ck_assert(iscsi_target_allows(&targets[1], b, &lo2));    /* address-only rule */
+	ck_assert(!iscsi_target_allows(&targets[1], b, &far));
+	ck_assert(iscsi_target_allows(&targets[1], "iqn.2000-01.com.example:good", &far));
+	/* with "ALL" the named rule still binds a */
+	targets[1].allow_all = true;
+	targets[1].n_addr_rules = 1;
+	ck_assert(!iscsi_target_allows(&targets[1], a, &lo2));
+	ck_assert(iscsi_target_allows(&targets[1], b, &far));
+	targets[1].allow_all = false;
+	targets[1].n_addr_rules = 2;
+	/* SendTargets through portal c hides target two from a at 127.0.0.2 */
+	ck_assert_int_eq(iscsi_sendtargets_portal(&cf, a, "All", -1, 2, &lo2, &lo2, &buf), 0);
+	ck_assert_uint_eq(buf.len, 0);
+	ck_assert_int_eq(iscsi_sendtargets_portal(&cf, a, "All", -1, 2, &lo1, &lo1, &buf), 0);
+	ck_assert_ptr_nonnull(memmem(buf.data, buf.len, "TargetName=iqn.2026-11.org.rtgt:two", 35));
+	free(buf.data);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
 		CK_CASE("01_format_portal", t01_format_portal),
 		CK_CASE("02_acl", t02_acl),
 		CK_CASE("03_sendtargets", t03_sendtargets),
+		CK_CASE("04_address_rules", t04_address_rules),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "textreq", CK_CASES(cases) });
