@@ -23,7 +23,11 @@
  *        before the session is created, and by the reload sweep):
  *        iscsi_login_revalidate moves the login to the new generation, or
  *        refuses it (portal gone 03/01, target gone 02/03, initiator no
- *        longer allowed 02/02, CHAP credentials changed 02/01)
+ *        longer allowed by name or address 02/02, CHAP credentials
+ *        changed 02/01, discovery CHAP credentials changed 02/01)
+ *
+ * Discovery sessions need the configuration's discovery CHAP when it has
+ * one (login_creds); normal sessions their initiator's on the target.
  *
  * CHAP failure rate limit: every wrong CHAP response counts against the
  * peer address and the initiator name (srv->authfail); the next response
