@@ -67,6 +67,7 @@ struct raid_io {
 	/* filled by raid before cb */
 	int result;            /* 0; -EIO: unrecoverable (member failures beyond
 	                        * redundancy); -EILSEQ: COMPARE_WRITE miscompare;
+	                        * -ENOLINK: this node is fenced (raid_vol_ready);
 	                        * other -errno for internal failures */
 	uint64_t miscompare_off; /* with -EILSEQ: byte offset in the range of the
 	                          * first differing byte */
@@ -93,10 +94,14 @@ uint32_t raid_vol_opt_len(const struct raid_vol *vol);
  * no write-same of its own (RAID pools: the caller writes the pattern). */
 uint64_t raid_vol_write_same_max(const struct raid_vol *vol);
 /* 0 when the volume serves I/O; -EINPROGRESS while it is being prepared in
- * the background (thick provisioning of an rbd image); otherwise the negative
- * errno that stopped the preparation (the volume stays unusable; a restart
- * resumes it). Until 0, raid_vol_submit() refuses everything but FLUSH with
- * -EBUSY. Any thread, cheap (atomics). Once 0 it stays 0. */
+ * the background (thick provisioning of an rbd image); -ENOLINK while this
+ * node is fenced from the volume's shared storage (rbd: its lease lapsed
+ * with a peer node serving the pool, or the cluster blocklisted it;
+ * raid/rbd_fence.c): then every request completes with -ENOLINK; otherwise
+ * the negative errno that stopped the preparation (the volume stays
+ * unusable; a restart resumes it). Until 0 (or -ENOLINK), raid_vol_submit()
+ * refuses everything but FLUSH with -EBUSY. Any thread, cheap (atomics).
+ * Once 0 it stays 0 but for -ENOLINK spells (RAID volumes: always 0). */
 int raid_vol_ready(const struct raid_vol *vol);
 /* raid_vol_ready(), and while it is -EINPROGRESS how far the preparation
  * got in *@frac: bytes done / size in 65536ths, 0..65535 (SPC-4's PROGRESS

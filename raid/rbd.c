@@ -117,6 +117,9 @@
 
 #define META_UUID  "rtgt.uuid"
 #define META_THICK "rtgt.thick"
+/* the client address of the node holding the write-out lease, blocklisted
+ * by a node that takes the lease over (prov_take) */
+#define META_HOLDER "rtgt.thick_holder"
 /* librbd's default object size (order 22): the unit of thick provisioning */
 #define RBD_ORDER  22
 #define PROV_QD    8u
@@ -157,6 +160,7 @@ struct rbd_pool {
 	char rbd_pool[128];
 	bool thick;
 	unsigned prov_mbps;       /* thick write-out cap, 10^6 bytes/s; 0: none */
+	struct rbd_fence *fence;  /* this node's lease on the pool (rbd_fence.c) */
 };
 
 enum { PHASE = 0, RET = 1 };               /* io->rpriv_u[] slots */
@@ -390,6 +394,13 @@ static void finish(struct raid_io *io, int64_t ret)
 		}
 	} else if (ret == -EILSEQ && io->op == RAID_OP_COMPARE_WRITE) {
 		io->result = -EILSEQ;   /* miscompare_off already set */
+	} else if (ret == -ENOLINK || ret == -ESHUTDOWN) {
+		/* fenced (rbd_fence.c logs it once), or the cluster refused our
+		 * blocklisted client (librados' EBLOCKLISTED): nothing of it
+		 * was written, and nothing more will be */
+		if (ret == -ESHUTDOWN)
+			rbd_fence_gone(rp_of(rv->v.pool)->fence);
+		io->result = -ENOLINK;
 	} else {
 		if (ret != -ENOMEM)
 			LOG_ERR(RAID_MOD, "rbd: %s/%s: %s of %" PRIu64 " bytes at %" PRIu64 ": %s",
@@ -451,6 +462,26 @@ static void step(void *arg)
 	finish(io, ret);
 }
 
+/* Owner thread: a write held while a peer was overdue goes on, or fails
+ * (the peer could not be fenced in time, or this node is fenced now). */
+static void held_resume(void *arg)
+{
+	struct raid_io *io = arg;
+	struct rbd_vol *rv = io->rpriv[VOL];
+	int64_t verdict = (int64_t)io->rpriv_u[RBD_IO_VERDICT];
+	int rc;
+
+	if (verdict == 0 && !rbd_fence_ok(rp_of(rv->v.pool)->fence))
+		verdict = -ENOLINK;
+	rc = (int)verdict;
+	if (rc == 0)
+		rc = io->op == RAID_OP_COMPARE_WRITE ? caw_start(io) : start_op(io);
+	if (rc < 0) {
+		io->rpriv_u[RET] = (uint64_t)(int64_t)rc;
+		step(io);
+	}
+}
+
 int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
 {
 	int rc;
@@ -476,6 +507,16 @@ int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct rai
 	io->rpriv[CAW] = NULL;
 	io->rpriv_u[PHASE] = PH_MAIN;
 	raid_ioctx_io_started(ctx);
+	/* fenced: a peer may take over (or has), nothing may reach the OSDs */
+	if (!rbd_fence_ok(rp_of(vol->pool)->fence)) {
+		fail_later(io, -ENOLINK);
+		return 0;
+	}
+	/* a peer's lease is overdue: what it may still write must not land
+	 * after this (rbd_fence.c, "Holding writes") */
+	if (io->op != RAID_OP_READ && io->op != RAID_OP_FLUSH &&
+	    rbd_fence_hold(rp_of(vol->pool)->fence, io, ctx, held_resume))
+		return 0;
 	rc = io->op == RAID_OP_COMPARE_WRITE ? caw_start(io) : start_op(io);
 	if (rc < 0)
 		fail_later(io, rc);
@@ -593,6 +634,8 @@ static void header_oid(const struct rbd_vol *rv, char *oid, size_t len)
 }
 
 /* Take or renew the provisioning lease: 0, -EBUSY while a peer holds it. */
+static void prov_unlock(struct rbd_pool *rp, struct rbd_vol *rv);
+
 static int prov_lock(struct rbd_pool *rp, struct rbd_vol *rv)
 {
 	struct timeval lease = { PROV_LEASE_S, 0 };
@@ -606,6 +649,48 @@ static int prov_lock(struct rbd_pool *rp, struct rbd_vol *rv)
 	if (rc == 0)
 		rv->lease_ms = t;
 	return rc == -EEXIST ? -EBUSY : rc;
+}
+
+/*
+ * Take the write-out lease (not a renewal): 0, -EBUSY while a peer holds it
+ * or its previous holder could not be fenced yet. A previous holder other
+ * than this node (META_HOLDER: it lost the lease, was stopped, died) may
+ * still have zero writes in its librbd: it is blocklisted before this node
+ * writes anything, then this node records itself as the holder.
+ */
+static int prov_take(struct rbd_pool *rp, struct rbd_vol *rv, bool *told)
+{
+	const char *self = rbd_fence_addr(rp->fence);
+	char prev[160];
+	int rc = prov_lock(rp, rv);
+
+	if (rc < 0)
+		return rc;
+	rc = meta_get(rv->img, META_HOLDER, prev, sizeof(prev));
+	if (rc == 0 && prev[0] && strcmp(prev, self) != 0) {
+		rc = rbd_fence_blocklist(rp->fence, prev);
+		if (rc < 0) {
+			if (!*told)
+				LOG_ERR(RAID_MOD, "rbd: %s/%s: cannot blocklist %s, the previous holder of the write-out lease: %s; not taking over",
+					rp->rbd_pool, rv->v.name, prev, strerror(-rc));
+			*told = true;
+			prov_unlock(rp, rv);
+			return -EBUSY;
+		}
+		LOG_WARN(RAID_MOD, "rbd: %s/%s: taking the write-out over from %s: blocklisted it first",
+			 rp->rbd_pool, rv->v.name, prev);
+	} else if (rc < 0 && rc != -ENOENT) {
+		goto err;
+	}
+	rc = rbd_metadata_set(rv->img, META_HOLDER, self);
+	if (rc < 0)
+		goto err;
+	return 0;
+err:
+	LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s: %s", rp->rbd_pool, rv->v.name, META_HOLDER,
+		strerror(-rc));
+	prov_unlock(rp, rv);
+	return rc;
 }
 
 /* Whether the lease taken or renewed last still has the margin left. */
@@ -1003,14 +1088,14 @@ static void *prov_main(void *arg)
 {
 	struct rbd_vol *rv = arg;
 	struct rbd_pool *rp = rp_of(rv->v.pool);
-	bool done = false, told = false;
+	bool done = false, told = false, told_bl = false;
 	uint64_t from = 0;
 	int rc;
 
 	for (;;) {
 		if (atomic_load(&rv->prov_stop))
 			return NULL;
-		rc = prov_lock(rp, rv);
+		rc = prov_take(rp, rv, &told_bl);
 		if (rc == 0) {
 			/* under the lease: the checkpoint is the truth */
 			rc = meta_thick(rv, &done, &from);
@@ -1019,6 +1104,12 @@ static void *prov_main(void *arg)
 					rv->v.name, META_THICK, strerror(-rc));
 			else if (!done)
 				rc = provision(rp, rv, from);
+			/* every zero write completed (done, or interrupted
+			 * cleanly) and the lease still held: nobody need fence
+			 * this node to take over. Otherwise (lease lost, writes
+			 * given up on) the next holder blocklists it. */
+			if ((rc == 0 || rc == -ECANCELED) && prov_lease_ok(rv))
+				rbd_metadata_remove(rv->img, META_HOLDER);
 			prov_unlock(rp, rv);
 			if (rc != -EBUSY)
 				break;
@@ -1048,6 +1139,8 @@ static void *prov_main(void *arg)
 	}
 	if (rc == -ECANCELED)
 		return NULL;
+	if (rc == -ESHUTDOWN)
+		rbd_fence_gone(rp->fence);   /* librados' EBLOCKLISTED */
 	if (rc < 0) {
 		prov_set(rv, PROV_FAILED, rc);
 		return NULL;
@@ -1326,11 +1419,16 @@ int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 			rc == -ENOENT ? "does not exist" : strerror(-rc));
 		goto err_shutdown;
 	}
+	rc = rbd_fence_start(rp->cluster, cp->name, cp->rbd_pool, &rp->fence);
+	if (rc < 0)
+		goto err_ioctx;
 	LOG_INFO(RAID_MOD, "pool %s: rbd pool \"%s\" as %s (%s)", cp->name, cp->rbd_pool, who,
 		 rp->thick ? "thick" : "thin");
 	*out = &rp->p;
 	return 0;
 
+err_ioctx:
+	rados_ioctx_destroy(rp->ioctx);
 err_shutdown:
 	rados_shutdown(rp->cluster);
 err_free:
@@ -1366,6 +1464,8 @@ void raid_rbd_pool_close(struct raid_pool *p)
 		free(rv);
 		p->vols[i] = NULL;
 	}
+	/* after the images are flushed and closed: removes our lease */
+	rbd_fence_stop(rp->fence);
 	rados_ioctx_destroy(rp->ioctx);
 	rados_shutdown(rp->cluster);
 	raid_slock_destroy(&p->lock);
@@ -1449,6 +1549,8 @@ int raid_vol_ready(const struct raid_vol *vol)
 
 	if (vol->pool->level != CONF_RBD)
 		return 0;
+	if (!rbd_fence_ok(rp_of(vol->pool)->fence))
+		return -ENOLINK;
 	switch (atomic_load(&rv->prov_state)) {
 	case PROV_READY:
 		return 0;

@@ -131,7 +131,11 @@ static bool write_through(struct scsi_lu *lu)
  * carries the PROGRESS INDICATION (SPC-4 4.5.2.4.4: how much of the volume
  * is written out, in 65536ths), the same REQUEST SENSE returns. INQUIRY,
  * REPORT LUNS, READ CAPACITY and the others that do not touch the medium
- * keep working.
+ * keep working. A node fenced from the volume's shared storage (rbd: its
+ * lease lapsed while a peer serves the image too, or the cluster
+ * blocklisted it; raid/rbd_fence.c) answers NOT READY, LOGICAL UNIT NOT
+ * ACCESSIBLE, TARGET PORT IN UNAVAILABLE STATE (02/04/0C): the initiator
+ * fails this path over to the peer node's.
  */
 bool sbc_medium_ready(struct scsi_cmd *cmd)
 {
@@ -142,7 +146,8 @@ bool sbc_medium_ready(struct scsi_cmd *cmd)
 		return true;
 	/* scsi_sense picks the LU's sense format (D_SENSE); the same sense
 	 * is then rebuilt in that format with the progress indication */
-	scsi_sense(cmd, SK_NOT_READY, rc == -EINPROGRESS ? ASC_BECOMING_READY : ASC_NOT_READY_MANUAL);
+	scsi_sense(cmd, SK_NOT_READY, rc == -EINPROGRESS ? ASC_BECOMING_READY :
+				      rc == -ENOLINK ? ASC_PORT_UNAVAILABLE : ASC_NOT_READY_MANUAL);
 	cmd->sense_len = (uint8_t)spc_not_ready_sense(cmd->sense, (cmd->sense[0] & 0x7f) == 0x72,
 						      rc, frac);
 	scsi_cmd_complete(cmd);
@@ -162,6 +167,13 @@ static void ctx_finish(struct sbc_ctx *c)
 
 static void io_error(struct scsi_cmd *cmd, enum sbc_kind kind, int result)
 {
+	if (result == -ENOLINK) {
+		/* this node is fenced from the shared storage (raid/rbd_fence.c
+		 * logs it once): the initiator's multipath retries through
+		 * the peer node's path */
+		scsi_sense(cmd, SK_NOT_READY, ASC_PORT_UNAVAILABLE);
+		return;
+	}
 	if (result == -EIO)
 		scsi_sense(cmd, SK_MEDIUM_ERROR,
 			   kind == K_READ || kind == K_VERIFY ? ASC_READ_ERROR : ASC_WRITE_ERROR);

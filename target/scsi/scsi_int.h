@@ -94,6 +94,8 @@ enum {
 	ASC_NONE = 0x0000,
 	ASC_BECOMING_READY = 0x0401,   /* NOT READY: in process of becoming ready */
 	ASC_NOT_READY_MANUAL = 0x0403, /* NOT READY: manual intervention required */
+	ASC_PORT_UNAVAILABLE = 0x040c, /* NOT READY: LU not accessible, target port
+	                                * in unavailable state (fenced node) */
 	ASC_WRITE_ERROR = 0x0c00,
 	ASC_INVALID_FIELD_IN_IU = 0x0e03,
 	ASC_READ_ERROR = 0x1100,
@@ -420,7 +422,9 @@ void spc_request_sense(struct scsi_cmd *cmd);
  * returns its length. NOT READY, IN PROCESS OF BECOMING READY (02/04/01)
  * with the sense-key specific PROGRESS INDICATION @frac (SKSV set) while it
  * is prepared, NOT READY, MANUAL INTERVENTION REQUIRED (02/04/03) after a
- * failure. */
+ * failure, NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN
+ * UNAVAILABLE STATE (02/04/0C) while this node is fenced from the volume's
+ * shared storage (@ready -ENOLINK). */
 unsigned spc_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac);
 void spc_inquiry(struct scsi_cmd *cmd);
 void spc_mode_sense(struct scsi_cmd *cmd);

@@ -82,6 +82,9 @@ unsigned spc_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac)
 {
 	uint8_t sks[3];
 
+	if (ready == -ENOLINK)
+		return scsi_sense_build(out, desc, SK_NOT_READY, ASC_PORT_UNAVAILABLE, false, 0,
+					false, NULL);
 	if (ready != -EINPROGRESS)
 		return scsi_sense_build(out, desc, SK_NOT_READY, ASC_NOT_READY_MANUAL, false, 0,
 					false, NULL);
