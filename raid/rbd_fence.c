@@ -136,7 +136,10 @@ enum { PEER_LIVE = 1, PEER_FENCED };
 struct peer {
 	char key[24];
 	uint64_t seq;
-	uint64_t changed_ms;        /* our clock: when seq was first seen */
+	uint64_t changed_ms;        /* our clock: the end of the read that first
+	                             * showed seq (after the peer sent it) */
+	uint64_t same_ms;           /* the start of the last read still showing
+	                             * seq (the peer had sent nothing newer) */
 	char addr[128], boot[40], pidns[40], host[64];
 	long pid;
 	int state;                  /* PEER_* */
@@ -164,14 +167,15 @@ struct rbd_fence {
 	char fenced[FENCE_MAX_FENCED][128];   /* addresses we blocklisted (ring) */
 	unsigned n_fenced;
 	struct raid_io *held, **held_tail;
-	/* thread only */
-	rados_completion_t renew_c, read_c;
-	rados_write_op_t renew_op;
+	pthread_t renew_thr;        /* renew_main: the lease, nothing else */
+	bool renew_live;
+	/* fence_main only */
+	rados_completion_t read_c;
 	rados_read_op_t read_op;
 	rados_omap_iter_t read_it;
 	int read_rval;
-	uint64_t renew_t, read_t;
-	bool told_fenced, told_renew_err;
+	uint64_t read_t;
+	bool told_fenced;
 };
 
 static uint64_t now_ms(void)
@@ -318,8 +322,9 @@ static void addr_fenced_add(struct rbd_fence *f, const char *addr)
 			f->peers[i].state = PEER_FENCED;
 }
 
-/* A read of "rtgt_nodes" completed: fold it into the table. */
-static void peers_update(struct rbd_fence *f)
+/* A read of "rtgt_nodes", started at @t_start, completed: fold it into the
+ * table. */
+static void peers_update(struct rbd_fence *f, uint64_t t_start)
 {
 	uint64_t now = now_ms();
 	bool live = false;
@@ -355,6 +360,7 @@ static void peers_update(struct rbd_fence *f)
 			*p = np;
 			snprintf(p->key, sizeof(p->key), "%s", key);
 			p->changed_ms = now;
+			p->same_ms = t_start;
 			p->state = addr_fenced(f, p->addr) ? PEER_FENCED : PEER_LIVE;
 			if (p->state == PEER_LIVE)
 				LOG_INFO(RAID_MOD, "rbd: %s: peer node client.%s at %s (%s, pid %ld)",
@@ -362,10 +368,13 @@ static void peers_update(struct rbd_fence *f)
 		} else if (np.seq != p->seq) {
 			p->seq = np.seq;
 			p->changed_ms = now;
+			p->same_ms = t_start;
 			if (p->told && p->state == PEER_LIVE)
 				LOG_INFO(RAID_MOD, "rbd: %s: peer node client.%s renewed its lease again",
 					 f->pool, key);
 			p->told = false;
+		} else {
+			p->same_ms = t_start;
 		}
 		p->seen = true;
 	}
@@ -430,58 +439,43 @@ static struct raid_io *held_take(struct rbd_fence *f, uint64_t max_ms)
 
 /* ---- the thread ---- */
 
-static void renew_poll(struct rbd_fence *f)
+/*
+ * The lease, on a thread of its own so that nothing else (a blocklisting
+ * waiting for the monitors, a read) delays a renewal: one omap_set of our
+ * entry per FENCE_RENEW_MS; a success moves last_ok to the time the
+ * renewal was sent, EBLOCKLISTED ends it for good.
+ */
+static void *renew_main(void *arg)
 {
-	int rc;
+	struct rbd_fence *f = arg;
+	bool told = false;
 
-	if (f->renew_c && rados_aio_is_complete(f->renew_c)) {
-		rc = rados_aio_get_return_value(f->renew_c);
-		rados_aio_release(f->renew_c);
-		rados_release_write_op(f->renew_op);
-		f->renew_c = NULL;
-		f->renew_op = NULL;
+	while (!atomic_load(&f->stop) && !atomic_load(&f->gone)) {
+		uint64_t t = now_ms(), el;
+		int rc = entry_set_sync(f);
+
 		if (rc == 0) {
-			atomic_store(&f->last_ok_ms, f->renew_t);
-			if (f->told_renew_err)
-				LOG_INFO(RAID_MOD, "rbd: %s: node lease renewed again", f->pool);
-			f->told_renew_err = false;
+			atomic_store(&f->last_ok_ms, t);
+			if (told)
+				LOG_INFO(RAID_MOD, "rbd: %s: node lease renewed again after %.1f s",
+					 f->pool, (double)(now_ms() - t) / 1e3);
+			told = false;
 		} else if (rc == -EBLOCKLISTED) {
 			rbd_fence_gone(f);
-		} else if (!f->told_renew_err) {
+		} else if (!told) {
 			LOG_WARN(RAID_MOD, "rbd: %s: node lease renewal (%s): %s", f->pool, FENCE_OBJ,
 				 strerror(-rc));
-			f->told_renew_err = true;
+			told = true;
 		}
-	}
-	if (!f->renew_c && !atomic_load(&f->gone) && now_ms() - f->renew_t >= FENCE_RENEW_MS) {
-		const char *keys[1] = { f->key };
-		char val[512];
-		const char *vals[1] = { val };
-		size_t kl[1], vl[1];
+		el = now_ms() - t;
+		for (uint64_t left = el < FENCE_RENEW_MS ? FENCE_RENEW_MS - el : 0;
+		     left && !atomic_load(&f->stop); left -= left < 100 ? left : 100) {
+			struct timespec ts = { 0, (long)(left < 100 ? left : 100) * 1000000L };
 
-		f->renew_op = rados_create_write_op();
-		if (!f->renew_op)
-			return;
-		if (rados_aio_create_completion2(NULL, NULL, &f->renew_c) < 0) {
-			rados_release_write_op(f->renew_op);
-			f->renew_op = NULL;
-			f->renew_c = NULL;
-			return;
-		}
-		f->seq++;
-		entry_fmt(f, val, sizeof(val));
-		kl[0] = strlen(f->key);
-		vl[0] = strlen(val);
-		rados_write_op_omap_set2(f->renew_op, keys, vals, kl, vl, 1);
-		f->renew_t = now_ms();   /* before the op: the lease counts from here */
-		rc = rados_aio_write_op_operate(f->renew_op, f->io, f->renew_c, FENCE_OBJ, NULL, 0);
-		if (rc < 0) {
-			rados_aio_release(f->renew_c);
-			rados_release_write_op(f->renew_op);
-			f->renew_c = NULL;
-			f->renew_op = NULL;
+			nanosleep(&ts, NULL);
 		}
 	}
+	return NULL;
 }
 
 static void read_poll(struct rbd_fence *f)
@@ -492,7 +486,7 @@ static void read_poll(struct rbd_fence *f)
 		rc = rados_aio_get_return_value(f->read_c);
 		if (rc == 0 && f->read_rval == 0) {
 			pthread_mutex_lock(&f->mu);
-			peers_update(f);
+			peers_update(f, f->read_t);
 			pthread_mutex_unlock(&f->mu);
 		} else if (rc == -EBLOCKLISTED) {
 			rbd_fence_gone(f);
@@ -534,20 +528,30 @@ static void read_poll(struct rbd_fence *f)
  * around the monitor command). */
 static void judge_expired(struct rbd_fence *f)
 {
+	/* a node whose own lease is stale has most likely been stopped or cut
+	 * off itself: its view of the others is old, and they are the ones
+	 * about to fence it */
+	bool self_ok = rbd_fence_ok(f);
+
 	for (unsigned i = 0; i < f->n_peers; i++) {
 		struct peer p = f->peers[i];
 		uint64_t now = now_ms(), quiet = now - p.changed_ms;
+		/* expired: reads that began 10 s after the one that showed
+		 * the current counter had ended still show it. Not "now":
+		 * time this node itself stood still (stopped, starved) is
+		 * not time the peer failed to renew in. */
+		uint64_t proven = p.same_ms > p.changed_ms ? p.same_ms - p.changed_ms : 0;
 		bool here = peer_dead_here(f, &p);
 		int rc;
 
-		if (p.state != PEER_LIVE)
+		if (p.state != PEER_LIVE || !self_ok)
 			continue;
 		if (quiet >= FENCE_OVERDUE_MS && !p.told && !here) {
 			LOG_WARN(RAID_MOD, "rbd: %s: peer node client.%s (%s, pid %ld) has not renewed its lease for %.1f s: holding writes until it does or is fenced",
 				 f->pool, p.key, p.host, p.pid, (double)quiet / 1e3);
 			f->peers[i].told = true;
 		}
-		if (quiet < FENCE_LEASE_MS && !here)
+		if (proven < FENCE_LEASE_MS && !here)
 			continue;
 		pthread_mutex_unlock(&f->mu);
 		rc = rbd_fence_blocklist(f, p.addr);
@@ -556,6 +560,9 @@ static void judge_expired(struct rbd_fence *f)
 				 f->pool, p.key, p.addr, p.host, p.pid,
 				 here ? "is gone (its process exited)" : "let its lease expire",
 				 FENCE_BLOCKLIST_S);
+			if (!here)
+				LOG_INFO(RAID_MOD, "rbd: %s: (its lease counter stood still for %.1f s)",
+					 f->pool, (double)proven / 1e3);
 			/* an op with the new map epoch: the OSD has the entry now */
 			rc = entry_rm_sync(f, p.key);
 			if (rc < 0 && rc != -ENOENT)
@@ -609,7 +616,6 @@ static void *fence_main(void *arg)
 	while (!atomic_load(&f->stop)) {
 		bool ok;
 
-		renew_poll(f);
 		read_poll(f);
 		judge(f);
 		ok = rbd_fence_ok(f);
@@ -727,14 +733,17 @@ int rbd_fence_start(void *cluster, const char *pool_name, const char *rbd_pool,
 		LOG_ERR(RAID_MOD, "pool %s: Ceph pool \"%s\": %s", pool_name, rbd_pool, strerror(-rc));
 		goto err;
 	}
-	f->renew_t = now_ms();
-	rc = entry_set_sync(f);
+	{
+		uint64_t t = now_ms();
+
+		rc = entry_set_sync(f);
+		atomic_store(&f->last_ok_ms, t);
+	}
 	if (rc < 0) {
 		LOG_ERR(RAID_MOD, "pool %s: cannot write the node lease (object %s in \"%s\"): %s",
 			pool_name, FENCE_OBJ, rbd_pool, strerror(-rc));
 		goto err_io;
 	}
-	atomic_store(&f->last_ok_ms, f->renew_t);
 	/* the peers before the first I/O: their leases count from now */
 	{
 		rados_read_op_t op = rados_create_read_op();
@@ -743,19 +752,27 @@ int rbd_fence_start(void *cluster, const char *pool_name, const char *rbd_pool,
 			f->read_rval = 0;
 			rados_read_op_omap_get_vals2(op, "", "", FENCE_MAX_PEERS * 2, &f->read_it, NULL,
 						     &f->read_rval);
+			f->read_t = now_ms();
 			rc = rados_read_op_operate(op, f->io, FENCE_OBJ, 0);
 			if (rc == 0 && f->read_rval == 0)
-				peers_update(f);
+				peers_update(f, f->read_t);
 			if (f->read_it)
 				rados_omap_get_end(f->read_it);
 			f->read_it = NULL;
 			rados_release_read_op(op);
 		}
-		f->read_t = now_ms();
 	}
+	rc = pthread_create(&f->renew_thr, NULL, renew_main, f);
+	if (rc) {
+		rc = -rc;
+		goto err_rm;
+	}
+	f->renew_live = true;
 	rc = pthread_create(&f->thr, NULL, fence_main, f);
 	if (rc) {
 		rc = -rc;
+		atomic_store(&f->stop, true);
+		pthread_join(f->renew_thr, NULL);
 		goto err_rm;
 	}
 	f->thr_live = true;
@@ -783,15 +800,11 @@ void rbd_fence_stop(struct rbd_fence *f)
 
 	if (!f)
 		return;
-	if (f->thr_live) {
-		atomic_store(&f->stop, true);
+	atomic_store(&f->stop, true);
+	if (f->thr_live)
 		pthread_join(f->thr, NULL);
-	}
-	if (f->renew_c) {
-		rados_aio_wait_for_complete(f->renew_c);
-		rados_aio_release(f->renew_c);
-		rados_release_write_op(f->renew_op);
-	}
+	if (f->renew_live)
+		pthread_join(f->renew_thr, NULL);
 	if (f->read_c) {
 		rados_aio_wait_for_complete(f->read_c);
 		if (f->read_it)
