@@ -145,6 +145,7 @@ struct peer {
 	int state;                  /* PEER_* */
 	bool seen;                  /* in the last read */
 	bool told;                  /* "overdue" logged */
+	uint64_t dead_ms;           /* when its process was first found gone */
 	uint64_t bl_tried_ms;       /* last failed blocklisting (log pacing) */
 };
 
@@ -389,10 +390,20 @@ static void peers_update(struct rbd_fence *f, uint64_t t_start)
 	atomic_store(&f->has_peers, live);
 }
 
-static bool peer_dead_here(const struct rbd_fence *f, const struct peer *p)
+/* Whether @p ran on this host (same boot, same pid namespace) and its
+ * process is gone, and a read that began after we found that out still
+ * showed its entry (a peer stopping cleanly removes it just before it
+ * exits: such a peer is not fenced). mu held. */
+static bool peer_dead_here(const struct rbd_fence *f, struct peer *p)
 {
-	return !strcmp(p->boot, f->boot) && !strcmp(p->pidns, f->pidns) && p->pid > 0 &&
-	       kill((pid_t)p->pid, 0) < 0 && errno == ESRCH;
+	if (strcmp(p->boot, f->boot) || strcmp(p->pidns, f->pidns) || p->pid <= 0)
+		return false;
+	if (!p->dead_ms) {
+		if (kill((pid_t)p->pid, 0) == 0 || errno != ESRCH)
+			return false;
+		p->dead_ms = now_ms();
+	}
+	return p->same_ms > p->dead_ms;
 }
 
 /* ---- held writes ---- */
@@ -534,6 +545,7 @@ static void judge_expired(struct rbd_fence *f)
 	bool self_ok = rbd_fence_ok(f);
 
 	for (unsigned i = 0; i < f->n_peers; i++) {
+		bool here = peer_dead_here(f, &f->peers[i]);
 		struct peer p = f->peers[i];
 		uint64_t now = now_ms(), quiet = now - p.changed_ms;
 		/* expired: reads that began 10 s after the one that showed
@@ -541,7 +553,6 @@ static void judge_expired(struct rbd_fence *f)
 		 * time this node itself stood still (stopped, starved) is
 		 * not time the peer failed to renew in. */
 		uint64_t proven = p.same_ms > p.changed_ms ? p.same_ms - p.changed_ms : 0;
-		bool here = peer_dead_here(f, &p);
 		int rc;
 
 		if (p.state != PEER_LIVE || !self_ok)
