@@ -83,8 +83,18 @@
  * re-reads rtgt.thick before writing again. No zero write starts, and no
  * checkpoint or "done" is stored, without a lease renewed within those 6 s.
  * Writes already in flight when a lease is lost (a node cut off from the
- * cluster whose librbd resends them later) are not stopped by the lease:
- * only blocklisting the previous holder before a take-over would.
+ * cluster whose librbd resends them later) are not stopped by the lease
+ * but by blocklisting: the holder records its client address in
+ * rtgt.thick_holder when it takes the lease (prov_take), and a node taking
+ * the lease over blocklists a recorded holder other than itself before it
+ * writes (rbd_fence.c); a holder that finished or stopped cleanly with
+ * every write completed removes the record under its lease.
+ *
+ * Fencing of the data path (rbd_fence.c): raid_rbd_vol_submit fails every
+ * request with -ENOLINK while this node is fenced, and holds writes while a
+ * peer's lease is overdue (held_resume starts or fails them later); a
+ * librbd result of EBLOCKLISTED (-ESHUTDOWN) marks the node fenced for good
+ * and completes the request with -ENOLINK.
  * Invariant (prov_check, on every state change): prov_done <= the volume
  * size, and < the size while RUNNING: the write-out is not done until
  * rtgt.thick says "done", so the last bytes are published only after the

@@ -70,16 +70,21 @@
  * "rtgt.thick_holder"; a node taking the lease blocklists a recorded
  * holder other than itself (rbd_fence_blocklist) before it writes a zero.
  *
- * Thread state machine (fence_main, per pool, one pass per 100 ms):
- *   RENEW: no renewal in flight and FENCE_RENEW_MS since the last start:
- *          start one (aio omap_set of the own entry); when it completes,
- *          0 moves last_ok to its start time, EBLOCKLISTED sets gone;
+ * Threads: renew_main renews, one synchronous omap_set of the own entry
+ * every FENCE_RENEW_MS and nothing else (a blocklisting waiting for the
+ * monitors must not delay it); 0 moves last_ok to the time it was sent,
+ * EBLOCKLISTED sets gone and ends the thread.
+ * State machine of fence_main (per pool, one pass per 100 ms):
  *   READ:  no read in flight and FENCE_POLL_MS since the last: start one
  *          (aio omap_get_vals); its result updates the peer table:
  *          new key -> LIVE (changed = now); counter moved -> changed = now;
- *          key gone -> dropped (the peer stopped cleanly, or another node
- *          blocklisted and removed it);
- *   JUDGE: LIVE peer expired -> blocklist, FENCED, entry removed;
+ *          same counter -> same = the read's start; key gone -> dropped
+ *          (the peer stopped cleanly, or another node blocklisted and
+ *          removed it);
+ *   JUDGE: LIVE peer expired (same - changed >= FENCE_LEASE_MS: time this
+ *          node stood still itself is not counted; or its process on this
+ *          host is gone and a later read still shows it), and this node's
+ *          own lease valid -> blocklist, FENCED, entry removed;
  *          paused = some LIVE peer overdue; when not paused (or fenced
  *          ourselves, or held too long) the held writes are handed back to
  *          their threads (raid_defer) with verdict 0 or -ENOLINK.
@@ -93,10 +98,10 @@
  * reached librbd on a node whose lease was still fresh (less than 3 s
  * since the peer saw it renew) is not held by the peer, so an initiator
  * that fails over to the peer within those 3 s, while that write is stuck
- * and the peer recovers before the lease expires, can still see it land
- * late; a node that is fenced for good must be restarted; the pool-wide
- * entry holds writes to every image of the pool, not only the images the
- * stalled peer serves.
+ * and the stalled node renews before its lease expires, can still see it
+ * land late; a node that is fenced for good must be restarted; the
+ * pool-wide entry holds writes to every image of the pool, not only the
+ * images the stalled peer serves.
  */
 #include <errno.h>
 #include <inttypes.h>

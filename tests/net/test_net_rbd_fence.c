@@ -374,10 +374,11 @@ static void read_expect(struct iscsi_context *c, uint64_t off, const uint8_t *wa
 }
 
 /* After A was stopped with a write outstanding (@pa): B's write of the
- * same block waits for A's fencing, then A resumed answers 04/0C. */
-static void peer_takes_over(uint64_t off, uint8_t *mine, struct pending *pa, const char *a_addr,
-			    double min_held)
+ * same block waits for A's fencing, then A resumed answers 04/0C. The data
+ * and A's answers are checked first: what fails without fencing. */
+static void peer_takes_over(uint64_t off, uint8_t *mine, struct pending *pa, double min_held)
 {
+	char a_addr[160];
 	uint64_t t0;
 	double held;
 
@@ -386,21 +387,24 @@ static void peer_takes_over(uint64_t off, uint8_t *mine, struct pending *pa, con
 	write_good(CB, off, mine, 4096, "WRITE through B after A stalled");
 	held = (double)(harness_now_ms() - t0) / 1e3;
 	fprintf(stderr, "B's write held %.2f s\n", held);
-	check_dump(blocklisted(a_addr), "A (%s) is not blocklisted after B wrote", a_addr);
-	check_dump(log_has(&DB, "let its lease expire: blocklisted"), "B did not log fencing A");
-	check_dump(held >= min_held, "B's write was not held for A's lease (%.2f s)", held);
 	read_expect(CB, off, mine, 4096, "B after its write");
 
 	/* A resumes: its outstanding write must not land nor answer GOOD */
 	ck_assert_int_eq(kill(DA.pid, SIGCONT), 0);
 	check_dump(pending_wait(CA, pa, 30000), "A did not answer its WRITE after SIGCONT");
-	check_dump(pa->status == SCSI_STATUS_CHECK_CONDITION && pa->key == SCSI_SENSE_NOT_READY &&
-		      pa->ascq == 0x040c, "A answered its stale WRITE with status %d sense %x/%04x, "
-		      "expected NOT READY 02/04/0C", pa->status, pa->key, pa->ascq);
 	msleep(2000);   /* anything A still had would have landed by now */
 	read_expect(CB, off, mine, 4096, "B after A resumed");
+	check_dump(pa->status == SCSI_STATUS_CHECK_CONDITION && pa->key == SCSI_SENSE_NOT_READY &&
+		   pa->ascq == 0x040c, "A answered its stale WRITE with status %d sense %x/%04x, "
+		   "expected NOT READY 02/04/0C", pa->status, pa->key, pa->ascq);
 	expect_unavailable(iscsi_read16_sync(CA, 0, off / BS, 4096, BS, 0, 0, 0, 0, 0), CA, "READ");
 	expect_unavailable(iscsi_testunitready_sync(CA, 0), CA, "TEST UNIT READY");
+
+	/* how: B waited for A's lease and blocklisted it first */
+	node_addr(&DA, a_addr, sizeof(a_addr));
+	check_dump(blocklisted(a_addr), "A (%s) is not blocklisted after B wrote", a_addr);
+	check_dump(log_has(&DB, "let its lease expire: blocklisted"), "B did not log fencing A");
+	check_dump(held >= min_held, "B's write was not held for A's lease (%.2f s)", held);
 }
 
 START_TEST(t01_stopped_with_write_in_socket)
@@ -408,20 +412,18 @@ START_TEST(t01_stopped_with_write_in_socket)
 	static uint8_t p1[4096], p2[4096], p3[4096];
 	const uint64_t off = 1u << 20;
 	struct pending pa;
-	char a_addr[160];
 
 	harness_fill_random(p1, sizeof(p1), 101);
 	harness_fill_random(p2, sizeof(p2), 102);
 	harness_fill_random(p3, sizeof(p3), 103);
 	two_nodes();
-	node_addr(&DA, a_addr, sizeof(a_addr));
 	write_good(CA, off, p1, sizeof(p1), "WRITE through A");
 
 	ck_assert_int_eq(kill(DA.pid, SIGSTOP), 0);
 	ck_assert(write_async(CA, off, p2, sizeof(p2), &pa));   /* waits in A's socket */
 	/* A's last renewal came at most 1 s before the stop, B's write 4 s
 	 * after it: held until 10 s after that renewal */
-	peer_takes_over(off, p3, &pa, a_addr, 4.0);
+	peer_takes_over(off, p3, &pa, 4.0);
 	ck_assert_msg(log_has(&DA, "fenced"), "A did not log its fencing");
 }
 END_TEST
@@ -431,13 +433,11 @@ START_TEST(t02_stopped_with_write_in_librbd)
 	static uint8_t p1[4096], p2[4096], p3[4096];
 	const uint64_t off = 3u << 20;
 	struct pending pa;
-	char a_addr[160];
 
 	harness_fill_random(p1, sizeof(p1), 201);
 	harness_fill_random(p2, sizeof(p2), 202);
 	harness_fill_random(p3, sizeof(p3), 203);
 	two_nodes();
-	node_addr(&DA, a_addr, sizeof(a_addr));
 	write_good(CA, off, p1, sizeof(p1), "WRITE through A");
 
 	/* the write reaches A's librbd, which holds it for the paused
@@ -462,7 +462,7 @@ START_TEST(t02_stopped_with_write_in_librbd)
 	}
 	/* A's lease stopped with the pause, 2.5 s before the stop: B's write
 	 * may find A expired already */
-	peer_takes_over(off, p3, &pa, a_addr, 0);
+	peer_takes_over(off, p3, &pa, 0);
 	ck_assert_msg(log_has(&DA, "was blocklisted"), "A did not notice it was blocklisted");
 }
 END_TEST
@@ -478,7 +478,6 @@ START_TEST(t03_thick_takeover)
 	next_vol();
 	write_conf(&DA, "512M", true, 20, 1, 2);
 	start(&DA);
-	node_addr(&DA, a_addr, sizeof(a_addr));
 	while ((ck = meta_thick()) < (16ll << 20)) {
 		ck_assert_msg(ck != -2, "finished before the stop");
 		ck_assert_msg(time(NULL) - t0 < 60, "no checkpoint past 16 MiB");
@@ -500,8 +499,6 @@ START_TEST(t03_thick_takeover)
 		ck_assert_msg(time(NULL) - t0 < 150, "B did not finish the write-out");
 		msleep(200);
 	}
-	ck_assert_msg(log_has(&DB, "blocklisted it first"), "B took over without fencing A");
-	ck_assert_msg(blocklisted(a_addr), "A (%s) is not blocklisted", a_addr);
 	CB = login(&DB, true);
 	for (uint64_t o = 0; o < span; o += sizeof(pat)) {
 		harness_fill_random(pat, sizeof(pat), 300 + o / sizeof(pat));
@@ -516,6 +513,10 @@ START_TEST(t03_thick_takeover)
 		lio_expect(CB, 0, (uint64_t)ck + o, pat, sizeof(pat));
 	}
 	ck_assert_msg(meta_thick() == -2, "rtgt.thick is no longer \"done\"");
+	/* how: B blocklisted A before its first zero write */
+	node_addr(&DA, a_addr, sizeof(a_addr));
+	check_dump(log_has(&DB, "blocklisted it first"), "B took over without fencing A");
+	check_dump(blocklisted(a_addr), "A (%s) is not blocklisted", a_addr);
 	fprintf(stderr, "03: A stopped at checkpoint %lld with its writes held; B fenced it, "
 		"finished; data kept\n", ck);
 }
