@@ -476,6 +476,7 @@ static void *rewatch_thread(void *arg)
 	struct raid_shared_watch *w = arg;
 	uint8_t *blob;
 	size_t len;
+	unsigned tries = 0;
 	int rc;
 
 	for (;;) {
@@ -494,8 +495,11 @@ static void *rewatch_thread(void *arg)
 		rc = watch_register(w);
 		if (rc == 0)
 			break;
-		LOG_WARN(RAID_MOD, "rbd: cannot watch %s again: %s (retrying)", w->oid,
-			 strerror(-rc));
+		/* a node fenced for good (blocklisted) retries until it is
+		 * restarted: once a minute in the log is enough */
+		if (tries++ % 60 == 0)
+			LOG_WARN(RAID_MOD, "rbd: cannot watch %s again: %s (retrying every second)",
+				 w->oid, strerror(-rc));
 		sleep(1);
 	}
 	rc = raid_vol_shared_read(w->vol, w->tag, &blob, &len);

@@ -50,7 +50,9 @@
  * 12 REGISTER AND MOVE through A to B's registration on B's relative port
  *    (the peer's TPGT, from READ FULL STATUS through A): B holds the
  *    reservation and writes, A's writes conflict.
- * 13 a dead peer (SIGKILL of B): a LUN reset through A is answered after
+ * 13 a hung peer (SIGSTOP of B: its watch and its node lease stay until
+ *    they time out; a peer whose process is gone is fenced at once,
+ *    test_net_rbd_fence 04): a LUN reset through A is answered after
  *    the 3 s reset notify timeout while two other sessions on A get their
  *    READs answered meanwhile (no reactor waits for B);
  *    it holds A's PROUTs at most the 5 s notify
@@ -1023,10 +1025,7 @@ START_TEST(t13_dead_peer)
 	two_sessions(&ca, &cb);
 	ck_assert_int_eq(prout(cb, SCSI_PERSISTENT_RESERVE_REGISTER, 0, 0, K2), SCSI_STATUS_GOOD);
 	harness_iscsi_logout(cb);
-	kill(D2.pid, SIGKILL);
-	for (int i = 0; i < 50 && harness_alive(&D2); i++)
-		usleep(100000);
-	ck_assert(!harness_alive(&D2));
+	ck_assert_int_eq(kill(D2.pid, SIGSTOP), 0);
 
 	/* a LUN reset through A waits for B's acknowledgement (B's watch
 	 * outlives B on the OSD) up to the 3 s reset notify timeout before
@@ -1093,7 +1092,12 @@ START_TEST(t13_dead_peer)
 	ck_assert(log_has("not every node acknowledged"));
 
 	/* B comes back: it has everything, A's changes made while it was dead
-	 * included */
+	 * included (A has fenced the stopped one meanwhile) */
+	kill(D2.pid, SIGKILL);
+	kill(D2.pid, SIGCONT);
+	for (int i = 0; i < 50 && harness_alive(&D2); i++)
+		usleep(100000);
+	ck_assert(!harness_alive(&D2));
 	nf_start(&D2);
 	cb = login_isid(&D2, 0xb2);
 	drain_ua(cb);

@@ -23,7 +23,9 @@
  * 04 the cluster refuses rtgtd's client during provisioning (OSD
  *    blocklist): the volume shows "failed" with the error in status (JSON
  *    and text), the failure is logged, rtgtd keeps running and the LUN
- *    answers NOT READY, MANUAL INTERVENTION REQUIRED (02/04/03).
+ *    answers NOT READY (a blocklisted node is fenced: LOGICAL UNIT NOT
+ *    ACCESSIBLE, TARGET PORT IN UNAVAILABLE STATE, 02/04/0C, rather than
+ *    the MANUAL INTERVENTION REQUIRED, 02/04/03, of other failures).
  * 05 provision_mbps = 50 on a 512 MiB image: the write-out rate seen in
  *    `rtgtctl status` (bytes done over time, at least what two reads prove)
  *    stays at or under 55 MB/s over every window of 5 s or more, and the
@@ -695,6 +697,7 @@ START_TEST(t04_failure)
 	ck_assert_str_eq(vs.state, "failed");
 	ck_assert_msg(vs.done < vs.total, "failed at %lld of %lld", vs.done, vs.total);
 	ck_assert_msg(log_has("thick provisioning stopped at"), "failure not logged");
+	ck_assert_msg(log_has("was blocklisted"), "the fencing not logged");
 	if (!harness_alive(&D))
 		harness_dump_log(&D, stderr, 30);
 	ck_assert_msg(harness_alive(&D), "rtgtd died with the provisioning (status %d)", D.last_status);
@@ -708,13 +711,13 @@ START_TEST(t04_failure)
 	if (!strstr(line, "FAILED"))
 		harness_dump_log(&D, stderr, 30);
 	ck_assert_msg(strstr(line, "FAILED"), "text status does not show the failure: %s", line);
-	/* the LUN stays not ready, asking for an operator */
+	/* the LUN stays not ready; the blocklisted node is fenced */
 	login();
 	clear_ua();
 	t = iscsi_read16_sync(C, 0, 0, 4096, 512, 0, 0, 0, 0, 0);
 	ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
-		      t->sense.key == SCSI_SENSE_NOT_READY && t->sense.ascq == 0x0403,
-		      "READ after a failed provisioning: status %d sense %x/%04x, expected 02/04/03",
+		      t->sense.key == SCSI_SENSE_NOT_READY && t->sense.ascq == 0x040c,
+		      "READ after a failed provisioning: status %d sense %x/%04x, expected 02/04/0C",
 		      t ? t->status : -1, t ? t->sense.key : 0, t ? t->sense.ascq : 0);
 	scsi_free_scsi_task(t);
 	expect_good(iscsi_inquiry_sync(C, 0, 0, 0, 255), "INQUIRY after a failed provisioning");
