@@ -31,8 +31,8 @@
  *    OSD refuses them: the data reads back, rtgt.thick stays "done".
  * 04 peers that go away are not waited for: B stopped with SIGTERM removes
  *    its lease (A's writes right after take < 1 s, nothing blocklisted);
- *    B SIGKILLed: A sees its process is gone, blocklists it within 3 s and
- *    writes on without waiting out the 10 s lease.
+ *    B SIGKILLed: A sees its process is gone, blocklists it within 8 s
+ *    (waiting out the lease would take 9 s or more) and writes on.
  *
  * Each of 01-03 fails without raid/rbd_fence.c (the stale write answers GOOD
  * or lands over B's data).
@@ -543,10 +543,12 @@ START_TEST(t04_peer_goes_away)
 			worst = (double)(harness_now_ms() - t0) / 1e3;
 		msleep(250);
 	}
-	ck_assert_msg(worst < 1.0, "writes held %.2f s after a clean stop of the peer", worst);
+	/* a write held for B would wait until B's lease expired (7 s and more) */
+	ck_assert_msg(worst < 2.5, "writes held %.2f s after a clean stop of the peer", worst);
 	check_dump(!blocklisted(b_addr), "a cleanly stopped peer (%s) was blocklisted", b_addr);
 
-	/* SIGKILL: its process is gone, A need not wait out the lease */
+	/* SIGKILL: its process is gone, A need not wait out the lease (10 s
+	 * from B's last renewal, at most 1 s before the kill: 9 s or more) */
 	harness_fini(&DB);
 	ck_assert_int_eq(harness_init(&DB), 0);
 	write_conf(&DB, "64M", false, 0, 2, 1);
@@ -556,7 +558,7 @@ START_TEST(t04_peer_goes_away)
 	harness_fini(&DB);   /* SIGKILL, reaped (a zombie still has its pid) */
 	t0 = harness_now_ms();
 	while (!blocklisted(b_addr)) {
-		ck_assert_msg(harness_now_ms() - t0 < 3000, "a killed peer not blocklisted in 3 s");
+		ck_assert_msg(harness_now_ms() - t0 < 8000, "a killed peer not blocklisted in 8 s");
 		msleep(100);
 	}
 	fprintf(stderr, "04: killed peer blocklisted after %.2f s\n",
