@@ -1492,7 +1492,8 @@ int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", p->name);
 	out->level = "rbd";
-	out->state = "optimal";
+	/* this node may not serve the pool now (rbd_fence.c) */
+	out->state = rbd_fence_ok(rp->fence) ? "optimal" : "fenced";
 	out->rebuild_eta_s = -1;
 	out->chunk = p->g.chunk;
 	out->scrub_state = "idle";
@@ -1521,7 +1522,7 @@ int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		if (pst == PROV_RUNNING && t0 && done > base && now > t0)
 			vo->prov_eta_s = (double)(rv->v.size - done) * (double)(now - t0) /
 					 1000.0 / (double)(done - base);
-		if (pst == PROV_RUNNING) {
+		if (pst == PROV_RUNNING && strcmp(out->state, "fenced")) {
 			out->state = "provisioning";
 			all_done += done;
 			all_total += rv->v.size;

@@ -344,6 +344,17 @@ static long long meta_thick(void)
 	return line[0] >= '0' && line[0] <= '9' ? atoll(line) : -1;
 }
 
+/* Whether `rtgtctl status --json` of @d shows the pool in @state. */
+static bool pool_state_is(const struct harness_daemon *d, const char *state)
+{
+	char line[256];
+	const char *ctl = getenv("RTGTCTL") ? getenv("RTGTCTL") : "bin/rtgtctl";
+
+	return cl_run_line(line, sizeof(line), "%s -s %s/rtgtd.sock status --json | tr -d ' \\n' | "
+			   "grep -c '\"level\":\"rbd\",\"state\":\"%s\"'", ctl, d->dir, state) == 0 &&
+	       atoi(line) > 0;
+}
+
 /* Two nodes on a fresh thin image, a session on each. */
 static void two_nodes(void)
 {
@@ -399,6 +410,7 @@ static void peer_takes_over(uint64_t off, uint8_t *mine, struct pending *pa, dou
 		   "expected NOT READY 02/04/0C", pa->status, pa->key, pa->ascq);
 	expect_unavailable(iscsi_read16_sync(CA, 0, off / BS, 4096, BS, 0, 0, 0, 0, 0), CA, "READ");
 	expect_unavailable(iscsi_testunitready_sync(CA, 0), CA, "TEST UNIT READY");
+	check_dump(pool_state_is(&DA, "fenced"), "A's status does not show the pool fenced");
 
 	/* how: B waited for A's lease and blocklisted it first */
 	node_addr(&DA, a_addr, sizeof(a_addr));
