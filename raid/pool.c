@@ -478,6 +478,9 @@ int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean)
 				LOG_ERR(RAID_MOD, "pool %s: member %s: superblock write failed: %s; member marked faulty",
 					p->name, m->path, strerror(-rc));
 				atomic_store(&m->state, RAID_M_FAULTY);
+				raid_event_emit(p, &(struct raid_event){
+					.kind = RAID_EV_MEMBER_FAULTY, .member = m->path, .slot = (int)i,
+					.err = rc, .detail = "superblock write failed" });
 				again = true;   /* the others must record that */
 			}
 		}
@@ -513,11 +516,15 @@ void raid_member_fail(struct raid_member *m, int err, const char *why)
 	LOG_ERR(RAID_MOD, "pool %s: member %s (slot %u) faulty: %s%s%s", p->name, m->path, m->slot,
 		why, err ? ": " : "", err ? strerror(-err) : "");
 	raid_pool_write_sbs_locked(p, false);
+	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_MEMBER_FAULTY, .member = m->path,
+						 .slot = (int)m->slot, .err = err, .detail = why });
 	if (atomic_load(&p->failed)) {
 		char reason[640];
 
 		why_beyond(p, reason, sizeof(reason));
 		LOG_ERR(RAID_MOD, "pool %s: %s: pool failed", p->name, reason);
+		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_POOL_FAILED, .slot = -1,
+							 .detail = reason });
 	} else if (m->slot < p->g.n)
 		LOG_WARN(RAID_MOD, "pool %s: degraded", p->name);
 	pthread_mutex_unlock(&p->meta_mu);
@@ -1148,9 +1155,14 @@ static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		rc = -EIO;
 		goto err_members;
 	}
-	if (raid_pool_unusable(p))
+	if (raid_pool_unusable(p)) {
 		LOG_WARN(RAID_MOD, "pool %s: started degraded (%u of %u members unusable)", p->name,
 			 raid_pool_unusable(p), p->g.n);
+		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_POOL_DEGRADED, .slot = -1,
+							 .count = raid_pool_unusable(p),
+							 .detail = "started degraded",
+							 .pool_state = "degraded" });
+	}
 	pthread_mutex_lock(&p->meta_mu);
 	rc = raid_pool_write_sbs_locked(p, false);
 	pthread_mutex_unlock(&p->meta_mu);
@@ -1299,6 +1311,48 @@ static const char *pool_state(struct raid_pool *p)
 	return raid_pool_unusable(p) ? "degraded" : "optimal";
 }
 
+/* ---- events ---- */
+
+static _Atomic(raid_event_fn) ev_fn;
+static void *_Atomic ev_arg;
+
+void raid_set_event_fn(raid_event_fn fn, void *arg)
+{
+	atomic_store(&ev_fn, NULL);
+	atomic_store(&ev_arg, arg);
+	atomic_store(&ev_fn, fn);
+}
+
+const char *raid_event_kind_name(enum raid_event_kind kind)
+{
+	switch (kind) {
+	case RAID_EV_MEMBER_FAULTY: return "member_faulty";
+	case RAID_EV_POOL_FAILED: return "pool_failed";
+	case RAID_EV_POOL_DEGRADED: return "pool_degraded";
+	case RAID_EV_REBUILD_STARTED: return "rebuild_started";
+	case RAID_EV_REBUILD_DONE: return "rebuild_done";
+	case RAID_EV_REBUILD_STOPPED: return "rebuild_stopped";
+	case RAID_EV_SCRUB_DONE: return "scrub_done";
+	case RAID_EV_SPARE_ADDED: return "spare_added";
+	case RAID_EV_MEMBER_REMOVED: return "member_removed";
+	}
+	return "unknown";
+}
+
+void raid_event_emit(struct raid_pool *p, struct raid_event *ev)
+{
+	raid_event_fn fn = atomic_load(&ev_fn);
+
+	if (!fn)
+		return;
+	if (p) {
+		ev->pool = p->name;
+		if (!ev->pool_state)
+			ev->pool_state = pool_state(p);
+	}
+	fn(atomic_load(&ev_arg), ev);
+}
+
 int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 {
 	if (p->level == CONF_RBD)
@@ -1330,6 +1384,8 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		mi->read_lat_p99_us = raid_lat_pct_us(m->lat_hist[0], 99);
 		mi->write_lat_p50_us = raid_lat_pct_us(m->lat_hist[1], 50);
 		mi->write_lat_p99_us = raid_lat_pct_us(m->lat_hist[1], 99);
+		mi->read_lat_max_us = atomic_load(&m->lat_max_ns[0]) / 1000;
+		mi->write_lat_max_us = atomic_load(&m->lat_max_ns[1]) / 1000;
 		for (unsigned d = 0; d < 2; d++)
 			for (unsigned b = 0; b < RAID_MEMBER_LAT_BUCKETS; b++)
 				mi->lat_hist[d][b] = atomic_load_explicit(&m->lat_hist[d][b],
@@ -1394,6 +1450,11 @@ void raid_member_lat(struct raid_member *m, bool write, uint64_t ns)
 		b++;
 	}
 	atomic_fetch_add_explicit(&m->lat_hist[write][b], 1, memory_order_relaxed);
+	for (uint64_t cur = atomic_load_explicit(&m->lat_max_ns[write], memory_order_relaxed);
+	     ns > cur && !atomic_compare_exchange_weak_explicit(&m->lat_max_ns[write], &cur, ns,
+								 memory_order_relaxed,
+								 memory_order_relaxed);)
+		;
 }
 
 uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct)
@@ -1518,6 +1579,8 @@ int raid_pool_add_spare(struct raid_pool *p, const char *path)
 	if (idx == p->n_slots)
 		p->n_slots++;   /* after the entry: readers walk up to n_slots */
 	rc = raid_pool_write_sbs_locked(p, false);
+	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_SPARE_ADDED, .member = path,
+						 .slot = (int)idx });
 	pthread_mutex_unlock(&p->meta_mu);
 	LOG_INFO(RAID_MOD, "pool %s: added spare %s", p->name, path);
 	raid_bg_kick(p);
@@ -1610,6 +1673,8 @@ int raid_pool_remove(struct raid_pool *p, const char *member)
 	p->retired = m;
 	snprintf(path, sizeof(path), "%s", m->path);
 	rc = raid_pool_write_sbs_locked(p, false);
+	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_MEMBER_REMOVED, .member = path,
+						 .slot = (int)slot, .detail = raid_mstate_name(st) });
 	pthread_mutex_unlock(&p->meta_mu);
 	LOG_INFO(RAID_MOD, "pool %s: removed %s %s (slot %u)%s", p->name, raid_mstate_name(st), path,
 		 slot, slot < p->g.n ? ": the slot waits for a spare" : "");

@@ -149,6 +149,8 @@ struct raid_member_info {
 	 * microseconds: upper bound of the log2 bucket holding the percentile
 	 * (0 when no I/O of that kind completed yet) */
 	uint64_t read_lat_p50_us, read_lat_p99_us, write_lat_p50_us, write_lat_p99_us;
+	/* the slowest I/O of each kind so far, exact, in microseconds */
+	uint64_t read_lat_max_us, write_lat_max_us;
 	/* the histograms themselves, for quantiles over an interval
 	 * (rtgtctl stats --watch): [0] reads, [1] writes; bucket b counts
 	 * I/Os of [2^(b-1), 2^b) us (b = 0: under 1 us) */
@@ -191,6 +193,43 @@ struct raid_pool_info {
 };
 
 int raid_pool_info(struct raid_pool *pool, struct raid_pool_info *out);
+/* ---- events (rtgtctl events, alert hooks, metrics) ----
+ * raid reports what an operator must hear about through one process-wide
+ * callback. It runs on whichever thread saw the event (a reactor completing
+ * member I/O, the pool's background thread, the control thread), possibly
+ * with pool locks held: it must not block, must not call into raid, and
+ * must copy what it keeps (the strings live only during the call). The
+ * daemon's handler queues the event and returns. */
+enum raid_event_kind {
+	RAID_EV_MEMBER_FAULTY,    /* member, slot, err, detail: why; pool_state after it */
+	RAID_EV_POOL_FAILED,      /* beyond redundancy; detail: which members are lost */
+	RAID_EV_POOL_DEGRADED,    /* started without some members; count: how many */
+	RAID_EV_REBUILD_STARTED,  /* member: the spare, slot; detail: the member it replaces */
+	RAID_EV_REBUILD_DONE,     /* member: the rebuilt member, slot */
+	RAID_EV_REBUILD_STOPPED,  /* member, slot; detail: why (not at shutdown) */
+	RAID_EV_SCRUB_DONE,       /* count: mismatches; repaired; complete (false: stopped) */
+	RAID_EV_SPARE_ADDED,      /* member */
+	RAID_EV_MEMBER_REMOVED,   /* member, slot */
+};
+
+struct raid_event {
+	enum raid_event_kind kind;
+	const char *pool;         /* never NULL */
+	const char *member;       /* path as configured, or NULL */
+	int slot;                 /* -1 when none */
+	int err;                  /* 0 or the negative errno behind it */
+	uint64_t count;
+	bool repaired, complete;
+	const char *detail;       /* NULL or a short text */
+	const char *pool_state;   /* the pool's state after the event (raid_pool_info's) */
+};
+
+typedef void (*raid_event_fn)(void *arg, const struct raid_event *ev);
+/* Registers @fn (NULL: none). Call before pools are opened and unset only
+ * once they are closed; not meant to change while events may fire. */
+void raid_set_event_fn(raid_event_fn fn, void *arg);
+const char *raid_event_kind_name(enum raid_event_kind kind);
+
 const char *raid_pool_name(const struct raid_pool *pool);
 /* @member: index in the members list or path. */
 int raid_pool_fail(struct raid_pool *pool, const char *member);

@@ -471,6 +471,7 @@ struct raid_member {
 	 * bucket b counts I/Os of [2^(b-1), 2^b) microseconds. Atomic: several
 	 * reactor threads complete I/O on one member. */
 	_Atomic uint64_t lat_hist[2][RAID_LAT_BUCKETS];
+	_Atomic uint64_t lat_max_ns[2];   /* slowest read, write */
 	/* busy time (ioctx.c, raid_mio_submit / raid_mio_finish): I/Os from
 	 * submission to their callback, the start of the current period with
 	 * at least one of them, and the nanoseconds of the periods that ended
@@ -560,6 +561,10 @@ struct raid_pool {
 
 /* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */
 void raid_member_fail(struct raid_member *m, int err, const char *why);
+/* Hands @ev to the registered event callback (raid_set_event_fn), filling
+ * pool_state from @p when @p is given and the field is NULL. @p's meta_mu
+ * may be held (pool_state is then read without taking it). */
+void raid_event_emit(struct raid_pool *p, struct raid_event *ev);
 /* A read error on @m: true when the data should be rebuilt from redundancy
  * and rewritten (the member stays in), false when the member was failed
  * (too many errors, or no redundancy to repair from). */

@@ -266,6 +266,8 @@ static struct raid_member *start_rebuild(struct raid_pool *p)
 	raid_pool_write_sbs_locked(p, false);
 	LOG_INFO(RAID_MOD, "pool %s: rebuilding slot %u onto spare %s (replacing %s)", p->name, s,
 		 sp->path, old->path);
+	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REBUILD_STARTED, .member = sp->path,
+						 .slot = (int)s, .detail = old->path });
 	return sp;
 }
 
@@ -338,7 +340,7 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 	unsigned n = g->n, s = t->slot, i;
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
 	double t0 = now_s(), last_cp = t0, last_clear = t0;
-	bool ok = false, par = raid_geom_is_parity_level(g);
+	bool ok = false, par = raid_geom_is_parity_level(g), stopping;
 
 	atomic_store(&p->rebuild_slot, (int)s);
 	for (i = 0; i < n; i++) {
@@ -494,16 +496,28 @@ out_free:
 		raid_member_fail(t, -errno, "fdatasync of rebuilt data failed");
 		ok = false;
 	}
+	stopping = stop_requested(p);   /* bg_mu: not under meta_mu */
 	pthread_mutex_lock(&p->meta_mu);
 	if (atomic_load(&t->state) == RAID_M_REBUILDING)
 		atomic_store(&t->rebuild_cp, atomic_load(&t->rebuild_pos));
 	if (ok && atomic_load(&t->state) == RAID_M_REBUILDING) {
 		atomic_store(&t->state, RAID_M_ACTIVE);
 		LOG_INFO(RAID_MOD, "pool %s: rebuild of slot %u onto %s complete", p->name, s, t->path);
-	}
+	} else
+		ok = false;
 	raid_pool_write_sbs_locked(p, false);
-	pthread_mutex_unlock(&p->meta_mu);
+	if (ok)
+		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REBUILD_DONE,
+							 .member = t->path, .slot = (int)s });
+	else if (!stopping)
+		raid_event_emit(p, &(struct raid_event){
+			.kind = RAID_EV_REBUILD_STOPPED, .member = t->path, .slot = (int)s,
+			.detail = atomic_load(&t->state) == RAID_M_REBUILDING ?
+				  "stopped part way" : "the new member failed" });
+	/* with the state, so that nobody sees the pool optimal while a scrub
+	 * would still be refused as "rebuilding" */
 	atomic_store(&p->rebuild_slot, -1);
+	pthread_mutex_unlock(&p->meta_mu);
 }
 
 /* Members synced, then the initial sync's checkpoint in the superblocks. */
@@ -736,6 +750,13 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 		sync_checkpoint(p, row >= g->rows && !atomic_load(&p->bm.n_unsynced));
 	LOG_INFO(RAID_MOD, "pool %s: %s done: %llu mismatches%s", p->name, what,
 		 (unsigned long long)nmis, repair ? " (repaired)" : "");
+	if (!resync) {
+		pthread_mutex_lock(&p->meta_mu);
+		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_SCRUB_DONE, .slot = -1,
+							 .count = nmis, .repaired = repair,
+							 .complete = row >= g->rows });
+		pthread_mutex_unlock(&p->meta_mu);
+	}
 out:
 	for (i = 0; i < n; i++)
 		free(bufs[i]);

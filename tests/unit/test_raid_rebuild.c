@@ -7,7 +7,7 @@
  * must not reconstruct (bad ranges) and writes that make them good again
  * (raid5 full row, mirror chunk), read errors during scrub, resync and
  * rebuild, the durable rebuild checkpoint, and I/O on two threads while
- * spares are swapped into slots over and over.
+ * spares are swapped into slots over and over; the event callback.
  */
 #include <check.h>
 #include <errno.h>
@@ -988,6 +988,113 @@ START_TEST(t10_io_during_slot_swaps)
 }
 END_TEST
 
+/* ---- 13: the event callback (raid_set_event_fn) ---- */
+
+#define REC_MAX 32
+static struct {
+	pthread_mutex_t mu;
+	unsigned n;
+	struct { enum raid_event_kind kind; char pool[32], member[160], state[16], detail[160];
+		 int slot; uint64_t count; bool repaired, complete; } ev[REC_MAX];
+} rec = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void rec_fn(void *arg, const struct raid_event *ev)
+{
+	ck_assert_ptr_eq(arg, &rec);
+	pthread_mutex_lock(&rec.mu);
+	if (rec.n < REC_MAX) {
+		typeof(rec.ev[0]) *r = &rec.ev[rec.n++];
+
+		r->kind = ev->kind;
+		snprintf(r->pool, sizeof(r->pool), "%s", ev->pool);
+		snprintf(r->member, sizeof(r->member), "%s", ev->member ? ev->member : "");
+		snprintf(r->state, sizeof(r->state), "%s", ev->pool_state ? ev->pool_state : "");
+		snprintf(r->detail, sizeof(r->detail), "%s", ev->detail ? ev->detail : "");
+		r->slot = ev->slot;
+		r->count = ev->count;
+		r->repaired = ev->repaired;
+		r->complete = ev->complete;
+	}
+	pthread_mutex_unlock(&rec.mu);
+}
+
+static unsigned rec_count(enum raid_event_kind kind)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&rec.mu);
+	for (unsigned i = 0; i < rec.n; i++)
+		n += rec.ev[i].kind == kind;
+	pthread_mutex_unlock(&rec.mu);
+	return n;
+}
+
+/* Fail (with a spare: rebuild started and done), scrub over an injected
+ * mismatch, add and remove a spare: each is one event, in that order, with
+ * the member, slot, count and pool state it concerns. Member latency max is
+ * at least the p99 bucket's lower bound. */
+START_TEST(t13_events)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint64_t mism;
+	uint8_t *shadow;
+
+	srandom(13);
+	rec.n = 0;
+	mkpool(CONF_RAID5, 4, 1, 65536);
+	raid_set_event_fn(rec_fn, &rec);
+	shadow = open_written(&ctx, &p, &v);
+	ck_assert_uint_eq(rec.n, 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		ck_assert_uint_gt(info.members[i].write_lat_max_us, 0);
+		ck_assert_uint_ge(2 * info.members[i].write_lat_max_us,
+				  info.members[i].write_lat_p99_us);
+	}
+	ck_assert_int_eq(raid_pool_fail(p, "2"), 0);
+	wait_state(p, "optimal", 30);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(rec.n, 3);
+	ck_assert_int_eq(rec.ev[0].kind, RAID_EV_MEMBER_FAULTY);
+	ck_assert_str_eq(rec.ev[0].pool, "rb");
+	ck_assert_str_eq(rec.ev[0].member, paths[2]);
+	ck_assert_int_eq(rec.ev[0].slot, 2);
+	ck_assert_str_eq(rec.ev[0].detail, "failed by operator");
+	ck_assert_str_eq(rec.ev[0].state, "degraded");
+	ck_assert_int_eq(rec.ev[1].kind, RAID_EV_REBUILD_STARTED);
+	ck_assert_str_eq(rec.ev[1].member, spaths[0]);
+	ck_assert_str_eq(rec.ev[1].detail, paths[2]);
+	ck_assert_str_eq(rec.ev[1].state, "rebuilding");
+	ck_assert_int_eq(rec.ev[2].kind, RAID_EV_REBUILD_DONE);
+	ck_assert_str_eq(rec.ev[2].member, spaths[0]);
+	ck_assert_int_eq(rec.ev[2].slot, 2);
+	ck_assert_str_eq(rec.ev[2].state, "optimal");
+	corrupt(paths[1], 3 * 65536, 512);
+	scrub_wait(p, false, &mism);
+	ck_assert_uint_eq(mism, 1);
+	ck_assert_uint_eq(rec.n, 4);
+	ck_assert_int_eq(rec.ev[3].kind, RAID_EV_SCRUB_DONE);
+	ck_assert_uint_eq(rec.ev[3].count, 1);
+	ck_assert(!rec.ev[3].repaired && rec.ev[3].complete);
+	ck_assert_int_eq(raid_pool_remove(p, paths[2]), 0);
+	ck_assert_uint_eq(rec_count(RAID_EV_MEMBER_REMOVED), 1);
+	ck_assert_str_eq(rec.ev[4].member, paths[2]);
+	/* losing two more members of a raid5: faulty, then pool failed */
+	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
+	ck_assert_uint_eq(rec_count(RAID_EV_MEMBER_FAULTY), 3);
+	ck_assert_uint_eq(rec_count(RAID_EV_POOL_FAILED), 1);
+	ck_assert_str_eq(rec.ev[rec.n - 1].state, "failed");
+	raid_pool_close(p);
+	raid_set_event_fn(NULL, NULL);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1003,6 +1110,7 @@ int main(void)
 		CK_CASE("10_io_during_slot_swaps", t10_io_during_slot_swaps),
 		CK_CASE("11_full_row_write_clears_bad", t11_full_row_write_clears_bad),
 		CK_CASE("12_mirror_write_clears_bad", t12_mirror_write_clears_bad),
+		CK_CASE("13_events", t13_events),
 	};
 
 	return ck_main(&(struct ck_suite_def){
