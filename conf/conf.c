@@ -630,7 +630,8 @@ free_both:
 static const char *const daemon_keys[] = {
 	"workers", "control", "log_level", "max_sessions", "max_connections",
 	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", "state_dir",
-	"max_discovery_sessions", "discovery_idle_timeout", NULL,
+	"max_discovery_sessions", "discovery_idle_timeout", "event_exec", "event_exec_timeout",
+	"metrics", "smartctl", "health_interval", "health_fail", NULL,
 };
 
 static void parse_daemon(struct vctx *v, const config_setting_t *root)
@@ -639,6 +640,7 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 	struct conf_daemon *d = &v->c->daemon;
 	const char *where = "daemon";
 	const char *control = CONF_DEFAULT_CONTROL, *state = CONF_DEFAULT_STATE_DIR, *lvl;
+	const char *exec = NULL, *metrics = NULL, *smartctl = CONF_DEFAULT_SMARTCTL, *hf;
 	const config_setting_t *ms, *mc;
 	unsigned long long u;
 
@@ -652,6 +654,8 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 	d->queue_depth = 128;
 	d->max_discovery_sessions = 16;
 	d->discovery_idle_timeout_s = 30;
+	d->event_exec_timeout_s = 10;
+	d->health_interval_s = 1800;
 
 	if (g && config_setting_type(g) != CONFIG_TYPE_GROUP) {
 		err_at(v, g, "daemon must be a group { ... }, not %s", type_name(g));
@@ -686,6 +690,33 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 			d->max_discovery_sessions = (unsigned)u;
 		if (get_uint(v, g, "discovery_idle_timeout", where, 1, 3600, &u) > 0)
 			d->discovery_idle_timeout_s = (unsigned)u;
+		if (get_string(v, g, "event_exec", where, false, &exec) <= 0)
+			exec = NULL;   /* get_string reported an empty or mistyped one */
+		if (get_uint(v, g, "event_exec_timeout", where, 1, 3600, &u) > 0)
+			d->event_exec_timeout_s = (unsigned)u;
+		if (get_string(v, g, "metrics", where, false, &metrics) > 0) {
+			char host[64];
+			uint16_t port;
+			int fam;
+			const char *why;
+
+			if (conf_listen_parse(metrics, host, &port, &fam, &why)) {
+				err_at(v, config_setting_get_member(g, "metrics"),
+				       "daemon: metrics \"%s\" %s", metrics, why);
+				metrics = NULL;
+			}
+		}
+		if (get_string(v, g, "smartctl", where, false, &smartctl) <= 0)
+			smartctl = CONF_DEFAULT_SMARTCTL;
+		if (get_uint(v, g, "health_interval", where, 0, 7 * 86400, &u) > 0)
+			d->health_interval_s = (unsigned)u;
+		if (get_string(v, g, "health_fail", where, false, &hf) > 0) {
+			if (!strcmp(hf, "spare"))
+				d->health_fail_spare = true;
+			else if (strcmp(hf, "report"))
+				err_at(v, config_setting_get_member(g, "health_fail"),
+				       "daemon: health_fail \"%s\" is not one of report, spare", hf);
+		}
 		ms = config_setting_get_member(g, "max_sessions");
 		mc = config_setting_get_member(g, "max_connections");
 		/* every session needs one connection: a smaller connection cap
@@ -702,7 +733,11 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 	}
 	d->control = conf_path_resolve(v->c->dir, control);
 	d->state_dir = conf_path_resolve(v->c->dir, state);
-	if (!d->control || !d->state_dir) {
+	d->smartctl = conf_path_resolve(v->c->dir, smartctl);
+	d->event_exec = exec ? conf_path_resolve(v->c->dir, exec) : NULL;
+	d->metrics = metrics ? strdup(metrics) : NULL;
+	if (!d->control || !d->state_dir || !d->smartctl || (exec && !d->event_exec) ||
+	    (metrics && !d->metrics)) {
 		v->nomem = true;
 		return;
 	}
@@ -2288,6 +2323,9 @@ void conf_free(struct conf *c)
 	free(c->discovery_chap.mutual_secret);
 	free(c->daemon.control);
 	free(c->daemon.state_dir);
+	free(c->daemon.event_exec);
+	free(c->daemon.metrics);
+	free(c->daemon.smartctl);
 	free(c->path);
 	free(c->dir);
 	free(c);

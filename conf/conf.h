@@ -209,6 +209,13 @@ struct conf_daemon {
 	 * discovery_idle_timeout_s without a Text request, default 30. */
 	unsigned max_discovery_sessions;
 	unsigned discovery_idle_timeout_s;
+	/* alerts and monitoring (target/daemon/events.c, health.c, metrics.c) */
+	char *event_exec;          /* resolved hook path, NULL: none */
+	unsigned event_exec_timeout_s; /* default 10 */
+	char *metrics;             /* Prometheus listen "ip:port", NULL: off */
+	char *smartctl;            /* resolved; default /usr/sbin/smartctl */
+	unsigned health_interval_s; /* default 1800; 0: no health checks */
+	bool health_fail_spare;    /* health_fail = "spare" (default "report") */
 };
 
 struct conf {

@@ -26,6 +26,7 @@
 /* Where APTPL reservations live: persistent storage, never the control
  * socket's directory (a runtime directory that systemd wipes at every stop). */
 #define CONF_DEFAULT_STATE_DIR "/var/lib/rtgt"
+#define CONF_DEFAULT_SMARTCTL "/usr/sbin/smartctl"
 
 /* "error" | "warn" | "info" | "debug" -> level; -EINVAL otherwise. */
 int conf_log_level_parse(const char *name, enum conf_log_level *out);

@@ -1579,6 +1579,44 @@ START_TEST(t31_discovery_chap)
 END_TEST
 
 
+/* daemon.event_exec, event_exec_timeout, metrics, smartctl, health_interval,
+ * health_fail: defaults, relative paths resolved, bad values reported. */
+START_TEST(t32_alert_keys)
+{
+	struct conf *c;
+	char want[256];
+
+	c = expect_good(NULL, NULL, NULL, NULL);
+	ck_assert_ptr_null(c->daemon.event_exec);
+	ck_assert_uint_eq(c->daemon.event_exec_timeout_s, 10);
+	ck_assert_ptr_null(c->daemon.metrics);
+	ck_assert_str_eq(c->daemon.smartctl, "/usr/sbin/smartctl");
+	ck_assert_uint_eq(c->daemon.health_interval_s, 1800);
+	ck_assert(!c->daemon.health_fail_spare);
+	conf_free(c);
+	c = expect_good("daemon = { event_exec = \"hooks/mail.sh\"; event_exec_timeout = 3;\n"
+			"  metrics = \"127.0.0.1:9427\"; smartctl = \"/opt/smartctl\";\n"
+			"  health_interval = 0; health_fail = \"spare\"; };\n", NULL, NULL, NULL);
+	snprintf(want, sizeof(want), "%s/hooks/mail.sh", tmpdir);
+	ck_assert_str_eq(c->daemon.event_exec, want);
+	ck_assert_uint_eq(c->daemon.event_exec_timeout_s, 3);
+	ck_assert_str_eq(c->daemon.metrics, "127.0.0.1:9427");
+	ck_assert_str_eq(c->daemon.smartctl, "/opt/smartctl");
+	ck_assert_uint_eq(c->daemon.health_interval_s, 0);
+	ck_assert(c->daemon.health_fail_spare);
+	conf_free(c);
+	expect_bad("daemon = { metrics = \"9427\"; };\n", NULL, NULL, NULL,
+		   "daemon: metrics \"9427\" must be");
+	expect_bad("daemon = { health_fail = \"eject\"; };\n", NULL, NULL, NULL,
+		   "health_fail \"eject\" is not one of report, spare");
+	expect_bad("daemon = { event_exec_timeout = 0; };\n", NULL, NULL, NULL, "event_exec_timeout");
+	expect_bad("daemon = { event_exec = \"\"; };\n", NULL, NULL, NULL,
+		   "event_exec must not be empty");
+	expect_bad("daemon = { smartctl = 1; };\n", NULL, NULL, NULL, "smartctl");
+	expect_bad("daemon = { event_exe = \"x\"; };\n", NULL, NULL, NULL, "event_exec");
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1613,6 +1651,7 @@ int main(void)
 		CK_CASE("29_initiator_groups_and_mapping", t29_initiator_groups_and_mapping),
 		CK_CASE("30_address_rules", t30_address_rules),
 		CK_CASE("31_discovery_chap", t31_discovery_chap),
+		CK_CASE("32_alert_keys", t32_alert_keys),
 	};
 
 	/* unchecked: runs in the parent, so the temp dir goes even when a test
