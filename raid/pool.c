@@ -1386,6 +1386,8 @@ int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		mi->write_lat_p99_us = raid_lat_pct_us(m->lat_hist[1], 99);
 		mi->read_lat_max_us = atomic_load(&m->lat_max_ns[0]) / 1000;
 		mi->write_lat_max_us = atomic_load(&m->lat_max_ns[1]) / 1000;
+		mi->lat_sum_us[0] = atomic_load(&m->lat_sum_ns[0]) / 1000;
+		mi->lat_sum_us[1] = atomic_load(&m->lat_sum_ns[1]) / 1000;
 		for (unsigned d = 0; d < 2; d++)
 			for (unsigned b = 0; b < RAID_MEMBER_LAT_BUCKETS; b++)
 				mi->lat_hist[d][b] = atomic_load_explicit(&m->lat_hist[d][b],
@@ -1450,6 +1452,7 @@ void raid_member_lat(struct raid_member *m, bool write, uint64_t ns)
 		b++;
 	}
 	atomic_fetch_add_explicit(&m->lat_hist[write][b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->lat_sum_ns[write], ns, memory_order_relaxed);
 	for (uint64_t cur = atomic_load_explicit(&m->lat_max_ns[write], memory_order_relaxed);
 	     ns > cur && !atomic_compare_exchange_weak_explicit(&m->lat_max_ns[write], &cur, ns,
 								 memory_order_relaxed,

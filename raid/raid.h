@@ -151,6 +151,8 @@ struct raid_member_info {
 	uint64_t read_lat_p50_us, read_lat_p99_us, write_lat_p50_us, write_lat_p99_us;
 	/* the slowest I/O of each kind so far, exact, in microseconds */
 	uint64_t read_lat_max_us, write_lat_max_us;
+	/* sum of the latencies counted in lat_hist ([0] reads, [1] writes), us */
+	uint64_t lat_sum_us[2];
 	/* the histograms themselves, for quantiles over an interval
 	 * (rtgtctl stats --watch): [0] reads, [1] writes; bucket b counts
 	 * I/Os of [2^(b-1), 2^b) us (b = 0: under 1 us) */

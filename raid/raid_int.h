@@ -472,6 +472,7 @@ struct raid_member {
 	 * reactor threads complete I/O on one member. */
 	_Atomic uint64_t lat_hist[2][RAID_LAT_BUCKETS];
 	_Atomic uint64_t lat_max_ns[2];   /* slowest read, write */
+	_Atomic uint64_t lat_sum_ns[2];   /* of every latency in lat_hist */
 	/* busy time (ioctx.c, raid_mio_submit / raid_mio_finish): I/Os from
 	 * submission to their callback, the start of the current period with
 	 * at least one of them, and the nanoseconds of the periods that ended

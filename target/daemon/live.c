@@ -61,8 +61,10 @@ static struct json_object *pool_json(const struct raid_pool_info *pi)
 		json_object_object_add(p, "rebuild_eta_s", json_object_new_double(pi->rebuild_eta_s));
 	if (pi->syncing)
 		json_object_object_add(p, "sync_progress", json_object_new_double(pi->sync_progress));
-	if (pi->scrub_state)
+	if (pi->scrub_state) {
 		json_object_object_add(p, "scrub_state", json_object_new_string(pi->scrub_state));
+		add_u64(p, "scrub_mismatches", pi->scrub_mismatches);
+	}
 	for (unsigned m = 0; m < pi->n_members && m < 64; m++) {
 		const struct raid_member_info *mi = &pi->members[m];
 		struct json_object *mo = json_object_new_object();
@@ -76,6 +78,10 @@ static struct json_object *pool_json(const struct raid_pool_info *pi)
 		add_u64(mo, "busy_ns", mi->busy_ns);
 		json_object_object_add(mo, "read_hist", member_hist_json(mi->lat_hist[0]));
 		json_object_object_add(mo, "write_hist", member_hist_json(mi->lat_hist[1]));
+		add_u64(mo, "read_lat_sum_us", mi->lat_sum_us[0]);
+		add_u64(mo, "write_lat_sum_us", mi->lat_sum_us[1]);
+		add_u64(mo, "read_lat_max_us", mi->read_lat_max_us);
+		add_u64(mo, "write_lat_max_us", mi->write_lat_max_us);
 		json_object_array_add(members, mo);
 	}
 	json_object_object_add(p, "members", members);

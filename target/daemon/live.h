@@ -22,8 +22,10 @@ struct live_lu {
  * "luns" [{pool, volume, exported_as, read/write/other ops and bytes,
  * latency_count, latency_sum_us, latency_hist}] and "pools" [{name, level,
  * state, rebuild_progress, rebuild_eta_s?, sync_progress?, scrub_state?,
- * members:[{path, state, read/write bytes and ops, busy_ns, read_hist,
- * write_hist}]}] (member histograms: [[upper bound us, count], ...]).
+ * scrub_mismatches?, members:[{path, state, read/write bytes and ops,
+ * busy_ns, read_hist, write_hist, read/write_lat_sum_us,
+ * read/write_lat_max_us}]}] (member histograms: [[upper bound us, count],
+ * ...]).
  * Returns 0 or -ENOMEM. On the control loop's thread.
  */
 int daemon_live_json(const struct conf *c, struct iscsi_server *srv,

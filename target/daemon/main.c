@@ -69,7 +69,10 @@
 #include "raid/raid.h"
 #include "target/daemon/access.h"
 #include "target/daemon/ctl.h"
+#include "target/daemon/events.h"
+#include "target/daemon/health.h"
 #include "target/daemon/live.h"
+#include "target/daemon/metrics.h"
 #include "target/daemon/notify.h"
 #include "target/iscsi/iscsi.h"
 #include "target/scsi/scsi.h"
@@ -120,7 +123,19 @@ struct daemon {
 	struct iscsi_ctl *ctl;           /* owned, NULL when not started */
 	int sigfd;
 	int stopping;
+	/* alerts and monitoring */
+	struct events *events;           /* owned; raid's event callback posts here */
+	struct health *health;           /* owned, NULL when not created */
+	struct metrics *metrics;         /* owned, NULL when daemon.metrics is not set */
+	struct slow_pool *slow;          /* owned, one per pool seen by the slow check */
+	unsigned n_slow;
+	struct ev_timer *slow_timer;     /* on workers[0] */
+	pthread_mutex_t snap_mu;         /* metrics snapshots waiting for workers[0] */
+	pthread_cond_t snap_cv;
+	bool snap_abort;                 /* stopping: snapshots give up */
 };
+
+static void health_sync(struct daemon *d);
 
 #define DEGRADED_MAX 64u          /* --start-degraded options in one command line */
 
@@ -603,6 +618,14 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 	if (strcmp(oc->daemon.state_dir, nc->daemon.state_dir))
 		jadd_str(restart, "daemon.state_dir (%s -> %s)", oc->daemon.state_dir,
 			 nc->daemon.state_dir);
+	if (strcmp(oc->daemon.metrics ? oc->daemon.metrics : "",
+		   nc->daemon.metrics ? nc->daemon.metrics : ""))
+		jadd_str(restart, "daemon.metrics (%s -> %s)",
+			 oc->daemon.metrics ? oc->daemon.metrics : "off",
+			 nc->daemon.metrics ? nc->daemon.metrics : "off");
+	if (strcmp(oc->daemon.smartctl, nc->daemon.smartctl) ||
+	    oc->daemon.health_interval_s != nc->daemon.health_interval_s)
+		jadd_str(restart, "daemon.smartctl/health_interval");
 	for (unsigned i = 0; i < nc->n_pools; i++) {
 		const struct conf_pool *n = &nc->pools[i], *o = conf_pool_find(oc, n->name);
 
@@ -844,7 +867,11 @@ static int reload(struct daemon *d, struct json_object *reply, char *err, size_t
 	cur = NULL;
 	nc = NULL;
 	conf_log_set_level(d->conf->daemon.log_level);
+	if (events_set_exec(d->events, d->conf->daemon.event_exec,
+			    d->conf->daemon.event_exec_timeout_s * 1000u))
+		jadd_str(warnings, "daemon.event_exec: out of memory, the old hook stays");
 	pools_retire(d, pool_del_j, warnings);
+	health_sync(d);
 	iscsi_notify_ready();
 	if (!daemon_check(d))
 		LOG_ERR(MOD, "reload: daemon invariant violated");
@@ -970,6 +997,286 @@ static void targets_add_tpgts(const struct conf *c, struct json_object *targets)
 	}
 }
 
+/* ---- alerts and monitoring: events, member health, slow members, metrics ---- */
+
+static struct raid_pool *pool_by_name(struct daemon *d, const char *name);
+
+static struct slow_member *slow_find(struct daemon *d, const char *pool, const char *path)
+{
+	for (unsigned i = 0; i < d->n_slow; i++) {
+		if (strcmp(d->slow[i].name, pool))
+			continue;
+		for (unsigned k = 0; k < d->slow[i].n; k++)
+			if (!strcmp(d->slow[i].m[k].path, path))
+				return &d->slow[i].m[k];
+	}
+	return NULL;
+}
+
+/* "health" (block devices that were checked) and "slow" of one member. */
+static void member_alerts_json(struct daemon *d, const char *pool, const char *path,
+			       struct json_object *mo)
+{
+	struct slow_member *sm = slow_find(d, pool, path);
+
+	health_member_json(d->health, path, mo);
+	json_object_object_add(mo, "slow", json_object_new_boolean(sm && sm->slow));
+}
+
+/* The members of every RAID pool to the health thread (start, reload,
+ * add-spare, remove). */
+static void health_sync(struct daemon *d)
+{
+	struct raid_pool_info *pi = malloc(sizeof(*pi));
+	struct health_member *hm = NULL;
+	unsigned n = 0, cap = 0;
+
+	if (!d->health || !pi)
+		goto out;
+	for (unsigned i = 0; i < d->n_pools; i++) {
+		if (raid_pool_info(d->pools[i]->pool, pi))
+			continue;
+		for (unsigned m = 0; m < pi->n_members && m < 64; m++) {
+			if (n == cap) {
+				struct health_member *nh = realloc(hm, (cap + 64) * sizeof(*hm));
+
+				if (!nh)
+					goto out;
+				hm = nh;
+				cap += 64;
+			}
+			snprintf(hm[n].pool, sizeof(hm[n].pool), "%s", pi->name);
+			snprintf(hm[n].path, sizeof(hm[n].path), "%s", pi->members[m].path);
+			n++;
+		}
+	}
+	health_set_members(d->health, hm, n);
+out:
+	free(hm);
+	free(pi);
+}
+
+struct failing_req {
+	struct daemon *d;
+	char pool[64], path[256];
+};
+
+/* workers[0]: health_fail = "spare" and a spare is there: fail the member,
+ * the spare rebuilds (the pool is degraded meanwhile). */
+static void on_failing_call(void *arg)
+{
+	struct failing_req *r = arg;
+	struct daemon *d = r->d;
+	struct raid_pool *p = pool_by_name(d, r->pool);
+	struct raid_pool_info *pi = malloc(sizeof(*pi));
+	bool spare = false;
+
+	if (!d->stopping && p && pi && d->conf->daemon.health_fail_spare && !raid_pool_info(p, pi)) {
+		for (unsigned m = 0; m < pi->n_members && m < 64; m++)
+			spare |= !strcmp(pi->members[m].state, "spare");
+		if (!spare || strcmp(pi->state, "optimal")) {
+			events_post(d->events, "health_no_replace", "warning", NULL,
+				    "pool %s: member %s fails its health check but is not replaced: %s",
+				    r->pool, r->path, spare ? "the pool is not optimal" : "no spare");
+		} else {
+			LOG_WARN(MOD, "pool %s: member %s fails its health check: replacing it with a spare",
+				 r->pool, r->path);
+			events_post(d->events, "health_replace", "warning", NULL,
+				    "pool %s: member %s fails its health check: failed out, a spare rebuilds",
+				    r->pool, r->path);
+			raid_pool_fail(p, r->path);
+		}
+	}
+	free(pi);
+	free(r);
+}
+
+/* health thread */
+static void on_health_failing(void *arg, const char *pool, const char *path)
+{
+	struct daemon *d = arg;
+	struct failing_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return;
+	r->d = d;
+	snprintf(r->pool, sizeof(r->pool), "%s", pool);
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	if (ev_call(d->workers[0].loop, on_failing_call, r))
+		free(r);
+}
+
+/* workers[0], every SLOW_WINDOW_S: one window of the slow check per pool */
+static void on_slow_timer(struct ev_loop *loop, struct ev_timer *t, void *arg)
+{
+	struct daemon *d = arg;
+	struct raid_pool_info *pi = malloc(sizeof(*pi));
+
+	d->slow_timer = NULL;
+	for (unsigned i = 0; pi && i < d->n_pools; i++) {
+		struct slow_pool *sp = NULL;
+
+		if (raid_pool_info(d->pools[i]->pool, pi) || !pi->n_members)
+			continue;
+		for (unsigned k = 0; k < d->n_slow && !sp; k++)
+			if (!strcmp(d->slow[k].name, pi->name))
+				sp = &d->slow[k];
+		if (!sp) {
+			struct slow_pool *ns = realloc(d->slow, (d->n_slow + 1) * sizeof(*ns));
+
+			if (!ns)
+				continue;
+			d->slow = ns;
+			sp = &d->slow[d->n_slow++];
+			memset(sp, 0, sizeof(*sp));
+		}
+		slow_update(sp, pi, d->events);
+	}
+	free(pi);
+	if (!d->stopping)
+		d->slow_timer = ev_timer_add(loop, SLOW_WINDOW_S * 1000u, on_slow_timer, d);
+}
+
+/* The live snapshot plus each member's health and slow flag and the event
+ * counters (metrics); workers[0]. */
+static int live_cmd(struct daemon *d, struct json_object *reply);
+
+static int snapshot_here(struct daemon *d, struct json_object *snap)
+{
+	struct json_object *pools, *ev = json_object_new_object();
+	int rc = live_cmd(d, snap);
+
+	if (!rc && json_object_object_get_ex(snap, "pools", &pools))
+		for (size_t i = 0; i < json_object_array_length(pools); i++) {
+			struct json_object *p = json_object_array_get_idx(pools, i), *ms, *name;
+
+			if (!json_object_object_get_ex(p, "members", &ms) ||
+			    !json_object_object_get_ex(p, "name", &name))
+				continue;
+			for (size_t k = 0; k < json_object_array_length(ms); k++) {
+				struct json_object *m = json_object_array_get_idx(ms, k), *path;
+
+				if (json_object_object_get_ex(m, "path", &path))
+					member_alerts_json(d, json_object_get_string(name),
+							   json_object_get_string(path), m);
+			}
+		}
+	if (ev && !events_json(d->events, UINT64_MAX - 1, 0, ev)) {
+		json_object_object_del(ev, "events");
+		json_object_object_add(snap, "events", ev);
+	} else {
+		json_object_put(ev);
+	}
+	return rc;
+}
+
+struct snap_req {
+	struct daemon *d;
+	struct json_object *snap;    /* owned by the request */
+	int rc;
+	bool done;
+	unsigned refs;               /* the waiting thread and the call; under snap_mu */
+};
+
+static void snap_req_put(struct daemon *d, struct snap_req *r)
+{
+	bool last;
+
+	pthread_mutex_lock(&d->snap_mu);
+	last = --r->refs == 0;
+	pthread_mutex_unlock(&d->snap_mu);
+	if (last) {
+		json_object_put(r->snap);
+		free(r);
+	}
+}
+
+static void snap_call(void *arg)
+{
+	struct snap_req *r = arg;
+	struct daemon *d = r->d;
+	bool abandoned;
+
+	pthread_mutex_lock(&d->snap_mu);
+	abandoned = r->refs == 1;
+	pthread_mutex_unlock(&d->snap_mu);
+	if (!abandoned)
+		r->rc = snapshot_here(d, r->snap);
+	pthread_mutex_lock(&d->snap_mu);
+	r->done = true;
+	pthread_cond_broadcast(&d->snap_cv);
+	pthread_mutex_unlock(&d->snap_mu);
+	snap_req_put(d, r);
+}
+
+/* metrics thread: the snapshot is taken on workers[0] (where the pools,
+ * LUs and conf may change), at most 5 s waited for */
+static int metrics_snapshot(void *arg, struct json_object *snap)
+{
+	struct daemon *d = arg;
+	struct snap_req *r = calloc(1, sizeof(*r));
+	struct timespec ts;
+	int rc;
+
+	if (!r || !(r->snap = json_object_new_object())) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->d = d;
+	r->refs = 2;
+	if (ev_call(d->workers[0].loop, snap_call, r)) {
+		json_object_put(r->snap);
+		free(r);
+		return -ENOMEM;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 5;
+	pthread_mutex_lock(&d->snap_mu);
+	while (!r->done && !d->snap_abort)
+		if (pthread_cond_timedwait(&d->snap_cv, &d->snap_mu, &ts) == ETIMEDOUT)
+			break;
+	rc = r->done ? r->rc : -ETIMEDOUT;
+	if (r->done) {
+		/* move the result over */
+		json_object_object_foreach(r->snap, key, val)
+			json_object_object_add(snap, key, json_object_get(val));
+	}
+	pthread_mutex_unlock(&d->snap_mu);
+	snap_req_put(d, r);
+	return rc;
+}
+
+/* Stop the metrics server (on workers[0] while stopping, or at teardown). */
+static void metrics_end(struct daemon *d)
+{
+	if (!d->metrics)
+		return;
+	pthread_mutex_lock(&d->snap_mu);
+	d->snap_abort = true;
+	pthread_cond_broadcast(&d->snap_cv);
+	pthread_mutex_unlock(&d->snap_mu);
+	metrics_stop(d->metrics);
+	d->metrics = NULL;
+}
+
+/* "events [SINCE]": the kept events after seq SINCE (default 0: all) */
+static int events_cmd(struct daemon *d, const char *since, struct json_object *reply, char *err,
+		      size_t errlen)
+{
+	unsigned long long s = 0;
+	char *end = NULL;
+
+	if (since) {
+		errno = 0;
+		s = strtoull(since, &end, 10);
+		if (errno || !*since || *end || since[0] == '-') {
+			snprintf(err, errlen, "events: '%s' is not a sequence number", since);
+			return -EINVAL;
+		}
+	}
+	return events_json(d->events, s, EVENTS_KEEP, reply);
+}
+
 static int status_json(struct daemon *d, struct json_object *reply, bool stats)
 {
 	struct json_object *pools = json_object_new_array();
@@ -1022,6 +1329,9 @@ static int status_json(struct daemon *d, struct json_object *reply, bool stats)
 			json_object_object_add(mo, "read_lat_p99_us", json_object_new_int64((int64_t)mi->read_lat_p99_us));
 			json_object_object_add(mo, "write_lat_p50_us", json_object_new_int64((int64_t)mi->write_lat_p50_us));
 			json_object_object_add(mo, "write_lat_p99_us", json_object_new_int64((int64_t)mi->write_lat_p99_us));
+			json_object_object_add(mo, "read_lat_max_us", json_object_new_int64((int64_t)mi->read_lat_max_us));
+			json_object_object_add(mo, "write_lat_max_us", json_object_new_int64((int64_t)mi->write_lat_max_us));
+			member_alerts_json(d, pi->name, mi->path, mo);
 			json_object_array_add(members, mo);
 		}
 		json_object_object_add(p, "members", members);
@@ -1118,6 +1428,8 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		return status_json(d, reply, true);
 	if (!strcmp(cmd, "live"))
 		return live_cmd(d, reply);
+	if (!strcmp(cmd, "events"))
+		return events_cmd(d, a0, reply, err, errlen);
 	if (!strcmp(cmd, "reload"))
 		return reload(d, reply, err, errlen);
 	if (!strcmp(cmd, "fail") || !strcmp(cmd, "add-spare") || !strcmp(cmd, "scrub") ||
@@ -1144,6 +1456,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 				snprintf(err, errlen, "remove %s: not for rbd pools (Ceph manages its own devices)", a0);
 			else if (rc)
 				snprintf(err, errlen, "remove %s %s: %s", a0, a1, strerror(-rc));
+			health_sync(d);
 			return rc;
 		}
 		if (!strcmp(cmd, "fail")) {
@@ -1160,6 +1473,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 			}
 			LOG_INFO(MOD, "ctl: adding spare %s to pool %s", a1, a0);
 			rc = raid_pool_add_spare(p, a1);
+			health_sync(d);
 		} else {
 			LOG_INFO(MOD, "ctl: scrub of pool %s%s", a0,
 				 a1 && !strcmp(a1, "--repair") ? " with repair" : "");
@@ -1217,11 +1531,19 @@ static void on_signal(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 		iscsi_ctl_stop(d->ctl);
 		d->ctl = NULL;
 	}
+	metrics_end(d);
+	if (d->slow_timer) {
+		ev_timer_cancel(loop, d->slow_timer);
+		d->slow_timer = NULL;
+	}
 	iscsi_server_shutdown(d->server, stop_all, d);
 }
 
 static void teardown(struct daemon *d)
 {
+	metrics_end(d);
+	health_destroy(d->health);
+	d->health = NULL;
 	if (d->ctl)
 		iscsi_ctl_stop(d->ctl);
 	if (d->server)
@@ -1252,6 +1574,12 @@ static void teardown(struct daemon *d)
 	free(d->cur);
 	if (d->sigfd >= 0)
 		close(d->sigfd);
+	/* pools are closed: no raid event can come any more */
+	raid_set_event_fn(NULL, NULL);
+	events_destroy(d->events);
+	free(d->slow);
+	pthread_cond_destroy(&d->snap_cv);
+	pthread_mutex_destroy(&d->snap_mu);
 	conf_free(d->conf);
 }
 
@@ -1265,7 +1593,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	const char *path = "/etc/rtgt/rtgt.conf";
-	struct daemon d = { .sigfd = -1 };
+	struct daemon d = { .sigfd = -1, .snap_mu = PTHREAD_MUTEX_INITIALIZER,
+			    .snap_cv = PTHREAD_COND_INITIALIZER };
 	struct iscsi_worker *iw = NULL;
 	struct iscsi_ctl_ops ops = { .arg = &d, .handle = ctl_handle };
 	int check = 0, opt, rc, status = 1;
@@ -1339,6 +1668,14 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 
+	/* before the pools: assembly's own events (started degraded) count */
+	rc = events_create(d.conf->daemon.event_exec, d.conf->daemon.event_exec_timeout_s * 1000u,
+			   &d.events);
+	if (rc) {
+		LOG_ERR(MOD, "cannot start the event thread: %s", strerror(-rc));
+		goto out;
+	}
+	raid_set_event_fn(events_raid_fn, d.events);
 	if (assemble(&d))
 		goto out;
 	rc = create_workers(&d);
@@ -1372,6 +1709,22 @@ int main(int argc, char **argv)
 		LOG_ERR(MOD, "control socket %s: %s", d.conf->daemon.control, strerror(-rc));
 		goto out;
 	}
+	if (d.conf->daemon.metrics) {
+		rc = metrics_start(d.conf->daemon.metrics, metrics_snapshot, &d, &d.metrics);
+		if (rc) {
+			LOG_ERR(MOD, "metrics %s: %s", d.conf->daemon.metrics,
+				rc == -EADDRINUSE ? "address in use" : strerror(-rc));
+			goto out;
+		}
+	}
+	rc = health_create(d.conf->daemon.smartctl, d.conf->daemon.health_interval_s, d.events,
+			   on_health_failing, &d, &d.health);
+	if (rc) {
+		LOG_ERR(MOD, "cannot start the health thread: %s", strerror(-rc));
+		goto out;
+	}
+	health_sync(&d);
+	d.slow_timer = ev_timer_add(d.workers[0].loop, SLOW_WINDOW_S * 1000u, on_slow_timer, &d);
 	d.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (d.sigfd < 0 || ev_io_add(d.workers[0].loop, d.sigfd, EV_READ, on_signal, &d)) {
 		LOG_ERR(MOD, "cannot watch signals: %s", strerror(errno));
