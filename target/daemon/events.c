@@ -46,6 +46,7 @@
 #include "conf/conf.h"
 #include "raid/raid.h"
 #include "target/daemon/events.h"
+#include "target/iscsi/iscsi.h"
 
 #define MOD "events"
 
@@ -63,6 +64,9 @@ struct events {
 	bool started;
 	pthread_t thread;
 	struct events_stats st;
+	uint64_t login_window_ms;     /* start of the login_failed window */
+	unsigned login_in_window;
+	uint64_t login_suppressed;    /* left out since the last one posted */
 };
 
 static uint64_t mono_ms(void)
@@ -448,6 +452,41 @@ void events_raid_fn(void *arg, const struct raid_event *ev)
 		snprintf(msg, sizeof(msg), "pool %s: %s", ev->pool, kind);
 	}
 	events_post(e, kind, sev, f, "%s", msg);
+}
+
+void events_login_fn(void *arg, const struct iscsi_login_event *ev)
+{
+	struct events *e = arg;
+	struct json_object *f;
+	uint64_t now = mono_ms(), suppressed;
+
+	pthread_mutex_lock(&e->mu);
+	if (now - e->login_window_ms >= EVENTS_LOGIN_WINDOW_S * 1000u) {
+		e->login_window_ms = now;
+		e->login_in_window = 0;
+	}
+	if (e->login_in_window >= EVENTS_LOGIN_BURST) {
+		e->login_suppressed++;
+		pthread_mutex_unlock(&e->mu);
+		return;
+	}
+	e->login_in_window++;
+	suppressed = e->login_suppressed;
+	e->login_suppressed = 0;
+	pthread_mutex_unlock(&e->mu);
+	f = json_object_new_object();
+	if (!f)
+		return;
+	json_object_object_add(f, "initiator", json_object_new_string(ev->initiator));
+	json_object_object_add(f, "target", json_object_new_string(ev->target));
+	json_object_object_add(f, "portal", json_object_new_string(ev->portal));
+	json_object_object_add(f, "peer", json_object_new_string(ev->peer));
+	json_object_object_add(f, "reason", json_object_new_string(ev->reason));
+	json_object_object_add(f, "status", json_object_new_int(ev->status));
+	if (suppressed)
+		json_object_object_add(f, "suppressed", json_object_new_int64((int64_t)suppressed));
+	events_post(e, "login_failed", "warning", f, "login refused: initiator %s target %s from %s: %s",
+		    ev->initiator, ev->target, ev->peer, ev->reason);
 }
 
 /* ---- reading ---- */

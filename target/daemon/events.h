@@ -56,6 +56,14 @@ void events_post(struct events *e, const char *kind, const char *severity,
 	__attribute__((format(printf, 5, 6)));
 /* raid_set_event_fn's callback: @arg is the struct events. */
 void events_raid_fn(void *arg, const struct raid_event *ev);
+/* iscsi_set_login_event_fn's: "login_failed" events, at most
+ * EVENTS_LOGIN_BURST per EVENTS_LOGIN_WINDOW_S (a peer hammering logins
+ * cannot flood the ring or the hook); the next one after a pause says how
+ * many were left out ("suppressed"). */
+#define EVENTS_LOGIN_BURST 20u
+#define EVENTS_LOGIN_WINDOW_S 10u
+struct iscsi_login_event;
+void events_login_fn(void *arg, const struct iscsi_login_event *ev);
 
 /* Adds "events" (the kept events with seq > @since, oldest first, at most
  * @max), "next" (the seq to ask for next time) and the counters. */

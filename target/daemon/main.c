@@ -1576,6 +1576,7 @@ static void teardown(struct daemon *d)
 		close(d->sigfd);
 	/* pools are closed: no raid event can come any more */
 	raid_set_event_fn(NULL, NULL);
+	iscsi_set_login_event_fn(NULL, NULL);
 	events_destroy(d->events);
 	free(d->slow);
 	pthread_cond_destroy(&d->snap_cv);
@@ -1676,6 +1677,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	raid_set_event_fn(events_raid_fn, d.events);
+	iscsi_set_login_event_fn(events_login_fn, d.events);
 	if (assemble(&d))
 		goto out;
 	rc = create_workers(&d);

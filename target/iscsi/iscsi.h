@@ -102,4 +102,18 @@ void iscsi_server_set_release(struct iscsi_server *s,
 int iscsi_server_reload(struct iscsi_server *s, const struct conf *c,
 			struct scsi_target **targets, char *err, size_t errlen);
 
+/* ---- events (rtgtctl events, alert hooks) ----
+ * A refused login, reported through one process-wide callback on the
+ * connection's reactor (it must not block; the strings live during the
+ * call only). @reason is one of the login code's fixed texts (never a
+ * CHAP value); @initiator and @target may be "?" when the peer had not
+ * sent them yet. */
+struct iscsi_login_event {
+	const char *initiator, *target, *portal, *peer, *reason;
+	uint16_t status;       /* Status-Class << 8 | Status-Detail */
+};
+typedef void (*iscsi_login_event_fn)(void *arg, const struct iscsi_login_event *ev);
+/* Before the reactors run; NULL: none. */
+void iscsi_set_login_event_fn(iscsi_login_event_fn fn, void *arg);
+
 #endif

@@ -44,6 +44,7 @@
  * never exceeds LOGIN_TEXT_MAX; held iff conn->auth_timer is armed.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,16 @@ static void login_header(struct iscsi_conn *c, const uint8_t *req, uint8_t *hdr,
 	iscsi_put32(hdr + ISCSI_OFF_MAXCMDSN, (l ? l->cmdsn : 0) + depth - 1);
 }
 
+static _Atomic(iscsi_login_event_fn) login_ev_fn;
+static void *_Atomic login_ev_arg;
+
+void iscsi_set_login_event_fn(iscsi_login_event_fn fn, void *arg)
+{
+	atomic_store(&login_ev_fn, NULL);
+	atomic_store(&login_ev_arg, arg);
+	atomic_store(&login_ev_fn, fn);
+}
+
 static void login_fail(struct iscsi_conn *c, const uint8_t *req, uint16_t status, const char *why)
 {
 	struct iscsi_tx *tx = iscsi_tx_new();
@@ -166,6 +177,18 @@ static void login_fail(struct iscsi_conn *c, const uint8_t *req, uint16_t status
 		 c->cfg->c->portals[c->portal].name, c->peer_str, why, status);
 	if (l && l->target >= 0)
 		atomic_fetch_add(&iscsi_cfg_stats(c->cfg, l->target)->login_failed, 1);
+	{
+		iscsi_login_event_fn fn = atomic_load(&login_ev_fn);
+
+		if (fn)
+			fn(atomic_load(&login_ev_arg), &(struct iscsi_login_event){
+				.initiator = l && l->initiator ? l->initiator : "?",
+				.target = l && l->target >= 0 ? c->cfg->c->targets[l->target].iqn
+					  : (l && l->typed && l->type == ISCSI_SESSION_DISCOVERY
+					     ? "(discovery)" : "?"),
+				.portal = c->cfg->c->portals[c->portal].name,
+				.peer = c->peer_str, .reason = why, .status = status });
+	}
 	if (!tx) {
 		iscsi_conn_close(c, "out of memory");
 		return;

@@ -48,6 +48,8 @@ static void usage(FILE *f)
 		"  remove POOL MEMBER       detach a faulty or spare member\n"
 		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
 		"  reload                   re-read the daemon's configuration file and apply it live\n"
+		"  events [--follow]        what happened: members faulty, slow or failing their\n"
+		"                           health check, rebuilds, scrubs, pool state, logins refused\n"
 		"  stats --watch SECONDS [--count N]\n"
 		"                           MB/s, IOPS, p50/p99, queue depth per portal, session,\n"
 		"                           LUN and member every SECONDS (--json: one object a line)\n"
@@ -248,6 +250,32 @@ static size_t arr_len(struct json_object *a)
 	return a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 }
 
+/* "passed, 34 C, 0 realloc, 0 pending", "unavailable (why)", "-" for files;
+ * "SLOW" when the slow check flags it. */
+static void print_health(struct json_object *mo)
+{
+	struct json_object *h = get(mo, "health"), *slow = get(mo, "slow");
+
+	printf("  ");
+	if (!h) {
+		printf("-");
+	} else {
+		printf("%s", get_str(h, "state", "?"));
+		if (get(h, "temperature_c"))
+			printf(", %lld C", (long long)get_i64(h, "temperature_c"));
+		if (get(h, "reallocated_sectors"))
+			printf(", %lld realloc", (long long)get_i64(h, "reallocated_sectors"));
+		if (get(h, "pending_sectors"))
+			printf(", %lld pending", (long long)get_i64(h, "pending_sectors"));
+		if (get(h, "media_errors"))
+			printf(", %lld media errors", (long long)get_i64(h, "media_errors"));
+		if (get(h, "reason"))
+			printf(" (%s)", get_str(h, "reason", ""));
+	}
+	if (slow && json_object_get_boolean(slow))
+		printf(", SLOW");
+}
+
 static void print_pools(struct json_object *reply, bool counters)
 {
 	struct json_object *pools = get(reply, "pools");
@@ -294,8 +322,8 @@ static void print_pools(struct json_object *reply, bool counters)
 			       "STATE", "READ", "WRITTEN", "READ OPS", "WRITE OPS", "RD p50", "RD p99",
 			       "WR p50", "WR p99");
 		else
-			printf("  %3s %-36s %-10s %10s %10s\n", "#", "MEMBER", "STATE", "READ",
-			       "WRITTEN");
+			printf("  %3s %-36s %-10s %10s %10s  %s\n", "#", "MEMBER", "STATE", "READ",
+			       "WRITTEN", "HEALTH");
 		for (size_t m = 0; m < arr_len(members); m++) {
 			struct json_object *mo = json_object_array_get_idx(members, m);
 
@@ -311,6 +339,8 @@ static void print_pools(struct json_object *reply, bool counters)
 				       (long long)get_i64(mo, "read_lat_p99_us"),
 				       (long long)get_i64(mo, "write_lat_p50_us"),
 				       (long long)get_i64(mo, "write_lat_p99_us"));
+			else
+				print_health(mo);
 			printf("\n");
 		}
 		if (arr_len(vols)) {
@@ -622,6 +652,16 @@ static const struct command commands[] = {
 	{ "scrub", 1, 1, "scrub POOL [--repair]",
 	  "Starts a background check of parity / mirror copies; progress and the\n"
 	  "mismatch count show in status. --repair rewrites what does not match.\n" },
+	{ "events", 0, 0, "events [--follow] [--json]",
+	  "The daemon's newest events (it keeps 1024), oldest first: time, severity\n"
+	  "(info, warning, error, critical), kind and what happened. Kinds:\n"
+	  "member_faulty, member_removed, spare_added, member_slow, member_not_slow,\n"
+	  "member_health, health_replace, health_no_replace, rebuild_started,\n"
+	  "rebuild_done, rebuild_stopped, scrub_done (with its mismatches),\n"
+	  "pool_degraded, pool_failed, login_failed. --json: one object a line\n"
+	  "(seq, time, kind, severity, message and the kind's fields), the same\n"
+	  "object daemon.event_exec gets on stdin. --follow: keep printing new\n"
+	  "events as they come (Ctrl-C ends).\n" },
 	{ "reload", 0, 0, "reload",
 	  "Makes the daemon re-read its configuration file (same as SIGHUP). An\n"
 	  "invalid file changes nothing: its FILE:LINE errors are printed, exit 1.\n"
@@ -676,6 +716,7 @@ int main(int argc, char **argv)
 		   *count_opt = NULL;
 	struct live_opts lo = { .interval_s = 0, .count = 0 };
 	bool json = false, repair = false, dashdash = false, missing = false, help = false;
+	bool follow = false;
 	const struct command *cmd = NULL;
 	struct json_object *req, *jargs, *reply, *ok;
 	char *sock = NULL, *line, *spare = NULL;
@@ -700,6 +741,8 @@ int main(int argc, char **argv)
 			json = true;
 		} else if (strcmp(a, "--repair") == 0) {
 			repair = true;
+		} else if (strcmp(a, "--follow") == 0 || strcmp(a, "-f") == 0) {
+			follow = true;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			help = true;
 		} else if ((val = opt_value(argc, argv, &i, 'w', "watch", &missing))) {
@@ -748,6 +791,10 @@ int main(int argc, char **argv)
 		args[i - 1] = pos[i];
 	if (repair && strcmp(cmd->name, "scrub") != 0) {
 		fprintf(stderr, "rtgtctl: --repair only goes with scrub\n");
+		return EXIT_USAGE;
+	}
+	if (follow && strcmp(cmd->name, "events") != 0) {
+		fprintf(stderr, "rtgtctl: --follow only goes with events\n");
 		return EXIT_USAGE;
 	}
 	if (watch_opt && strcmp(cmd->name, "stats") != 0) {
@@ -807,6 +854,11 @@ int main(int argc, char **argv)
 		if (lo.interval_s == 0)
 			lo.interval_s = !strcmp(cmd->name, "paths") ? 2.0 : 1.0;
 		rc = rtgtctl_live(sock, cmd->name, &lo);
+		free(sock);
+		return rc;
+	}
+	if (!strcmp(cmd->name, "events")) {
+		rc = rtgtctl_events(sock, follow, json);
 		free(sock);
 		return rc;
 	}

@@ -27,4 +27,7 @@ struct live_opts {
  * daemon at @sock. Returns the exit status. */
 int rtgtctl_live(const char *sock, const char *cmd, const struct live_opts *o);
 
+/* rtgtctl_events.c: "events [--follow]". Returns the exit status. */
+int rtgtctl_events(const char *sock, bool follow, bool json);
+
 #endif

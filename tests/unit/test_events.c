@@ -4,7 +4,8 @@
  * earlier daemon), the hook (the event's JSON on stdin and its kind as
  * argv[1], exactly once per event, in order; a failing or missing hook
  * counted; a hanging hook and what it started killed at the timeout while
- * posting stays fast), a reload's new hook, and raid's events as JSON.
+ * posting stays fast), a reload's new hook, raid's events as JSON, and
+ * refused logins (bounded per window).
  */
 #include <check.h>
 #include <errno.h>
@@ -19,6 +20,7 @@
 
 #include "raid/raid.h"
 #include "target/daemon/events.h"
+#include "target/iscsi/iscsi.h"
 #include "tests/lib/ckmain.h"
 
 static char dir[64];
@@ -358,6 +360,33 @@ START_TEST(t06_raid_events)
 }
 END_TEST
 
+/* Refused logins become login_failed events, at most EVENTS_LOGIN_BURST a
+ * window; the next one after the window says how many were left out. */
+START_TEST(t07_login_failed_bounded)
+{
+	struct events *e;
+	struct json_object *r, *arr, *ev;
+	const struct iscsi_login_event le = { .initiator = "iqn.2026-11.org.x:init", .target = "?",
+					      .portal = "nic1", .peer = "127.0.0.1:5000",
+					      .reason = "target not found", .status = 0x0203 };
+
+	ck_assert_int_eq(events_create(NULL, 1000, &e), 0);
+	for (unsigned i = 0; i < EVENTS_LOGIN_BURST + 30; i++)
+		events_login_fn(e, &le);
+	r = read_events(e, 0, 1000);
+	ck_assert(json_object_object_get_ex(r, "events", &arr));
+	ck_assert_uint_eq(json_object_array_length(arr), EVENTS_LOGIN_BURST);
+	ev = json_object_array_get_idx(arr, 0);
+	ck_assert_str_eq(gets(ev, "kind"), "login_failed");
+	ck_assert_str_eq(gets(ev, "reason"), "target not found");
+	ck_assert_str_eq(gets(ev, "initiator"), "iqn.2026-11.org.x:init");
+	ck_assert_str_eq(gets(ev, "peer"), "127.0.0.1:5000");
+	ck_assert_int_eq(geti(ev, "status"), 0x0203);
+	json_object_put(r);
+	events_destroy(e);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -367,6 +396,7 @@ int main(void)
 		CK_CASE("04_hook_failures", t04_hook_failures),
 		CK_CASE("05_hook_timeout", t05_hook_timeout),
 		CK_CASE("06_raid_events", t06_raid_events),
+		CK_CASE("07_login_failed_bounded", t07_login_failed_bounded),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
