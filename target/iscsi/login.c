@@ -82,6 +82,8 @@ struct iscsi_login {
 	bool chap_slot;
 	uint8_t held_bhs[ISCSI_BHS_LEN];
 	char why_buf[200];             /* a why built at run time */
+	char asked[224];               /* a TargetName not served here (validated:
+	                                * an RFC 7143 name, at most 223 bytes) */
 };
 
 static bool login_check(const struct iscsi_login *l)
@@ -173,7 +175,8 @@ static void login_fail(struct iscsi_conn *c, const uint8_t *req, uint16_t status
 		 l && l->initiator ? l->initiator : "?", l ? l->isid[0] : 0, l ? l->isid[1] : 0,
 		 l ? l->isid[2] : 0, l ? l->isid[3] : 0, l ? l->isid[4] : 0, l ? l->isid[5] : 0,
 		 l && l->target >= 0 ? c->cfg->c->targets[l->target].iqn
-				     : (l && l->typed && l->type == ISCSI_SESSION_DISCOVERY ? "(discovery)" : "?"),
+				     : (l && l->typed && l->type == ISCSI_SESSION_DISCOVERY ? "(discovery)"
+				        : l && l->asked[0] ? l->asked : "?"),
 		 c->cfg->c->portals[c->portal].name, c->peer_str, why, status);
 	if (l && l->target >= 0)
 		atomic_fetch_add(&iscsi_cfg_stats(c->cfg, l->target)->login_failed, 1);
@@ -185,7 +188,7 @@ static void login_fail(struct iscsi_conn *c, const uint8_t *req, uint16_t status
 				.initiator = l && l->initiator ? l->initiator : "?",
 				.target = l && l->target >= 0 ? c->cfg->c->targets[l->target].iqn
 					  : (l && l->typed && l->type == ISCSI_SESSION_DISCOVERY
-					     ? "(discovery)" : "?"),
+					     ? "(discovery)" : l && l->asked[0] ? l->asked : "?"),
 				.portal = c->cfg->c->portals[c->portal].name,
 				.peer = c->peer_str, .reason = why, .status = status });
 	}
@@ -513,6 +516,7 @@ static uint16_t login_identity(struct iscsi_conn *c, const struct iscsi_kvlist *
 		l->target = find_target(cf, v);
 		if (l->target < 0 || !iscsi_target_on_portal(&cf->targets[l->target], c->portal)) {
 			l->target = -1;
+			snprintf(l->asked, sizeof(l->asked), "%s", v);
 			*why = "no such target on this portal";
 			return ISCSI_LOGIN_NOT_FOUND;
 		}

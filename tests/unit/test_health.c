@@ -27,6 +27,9 @@
 
 static char dir[64];
 static char loopdev[128];   /* attached by 05, detached in teardown */
+/* a failed check _exit()s the case without teardown: main() detaches
+ * what is listed here */
+static char loop_list[64];
 
 static void setup(void)
 {
@@ -259,6 +262,13 @@ static void loop_attach(char *dev, size_t len, char *why, size_t wlen)
 	}
 	dev[strcspn(dev, "\n")] = '\0';
 	snprintf(loopdev, sizeof(loopdev), "%s", dev);
+	if (dev[0]) {
+		FILE *f = fopen(loop_list, "a");
+
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "%s\n", dev);
+		fclose(f);
+	}
 }
 
 /* The real smartctl on a loop device: no SMART, "unavailable", not an
@@ -458,6 +468,29 @@ int main(void)
 		CK_CASE("06_slow_member", t06_slow_member),
 	};
 
-	return ck_main(&(struct ck_suite_def){ "health", CK_CASES(cases), .setup = setup,
-					       .teardown = teardown, .timeout = 60 });
+	int rc, fd;
+	char dev[160], cmd[200];
+	FILE *f;
+
+	snprintf(loop_list, sizeof(loop_list), "/tmp/rtgt-health-loops.XXXXXX");
+	fd = mkstemp(loop_list);
+	if (fd < 0) {
+		perror("mkstemp");
+		return 1;
+	}
+	close(fd);
+	rc = ck_main(&(struct ck_suite_def){ "health", CK_CASES(cases), .setup = setup,
+					     .teardown = teardown, .timeout = 60 });
+	f = fopen(loop_list, "r");
+	while (f && fgets(dev, sizeof(dev), f)) {
+		dev[strcspn(dev, "\n")] = '\0';
+		snprintf(cmd, sizeof(cmd), "losetup -d %s 2>/dev/null", dev);
+		if (system(cmd) != 0) {
+			/* detached already by the case's teardown */
+		}
+	}
+	if (f)
+		fclose(f);
+	unlink(loop_list);
+	return rc;
 }
