@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential pkg-config libconfig-dev liburing-dev libisal-dev libssl-dev
       libjson-c-dev check libiscsi-dev libiscsi-bin tgt iproute2 gnuplot-nox python3
       tmux fio             # rtgtctl top's check under tmux; scripts/initiator/run-fio.sh
+      smartmontools curl   # member health (daemon.smartctl); test_net_events scrapes metrics
       clang libclang-rt-dev    # clang + libFuzzer runtime: make fuzz
       librbd-dev librados-dev ceph-mon ceph-mgr ceph-osd ceph-common)   # rbd pools + scripts/ceph-cluster.sh
 missing=()

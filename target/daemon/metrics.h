@@ -26,8 +26,8 @@ struct metrics;
  * counters). Returns 0 or a negative errno (the scrape gets 503). */
 typedef int (*metrics_snapshot_fn)(void *arg, struct json_object *snap);
 
-/* Listens on @listen ("ip:port"; port 0 picks one, see metrics_port).
- * Returns 0 or a negative errno (-EADDRINUSE, ...). */
+/* Listens on @listen ("ip:port" or "[ipv6]:port"). Returns 0 or a
+ * negative errno (-EADDRINUSE, -EINVAL for a bad address, ...). */
 int metrics_start(const char *listen, metrics_snapshot_fn snapshot, void *arg,
 		  struct metrics **out);
 void metrics_stop(struct metrics *m);
