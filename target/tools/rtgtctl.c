@@ -318,9 +318,9 @@ static void print_pools(struct json_object *reply, bool counters)
 			printf("  %s recorded bad (unreadable)\n",
 			       human_bytes(get_i64(p, "bad_bytes"), b1, sizeof(b1)));
 		if (counters)
-			printf("  %3s %-36s %-10s %10s %10s %10s %10s %8s %8s %8s %8s\n", "#", "MEMBER",
-			       "STATE", "READ", "WRITTEN", "READ OPS", "WRITE OPS", "RD p50", "RD p99",
-			       "WR p50", "WR p99");
+			printf("  %3s %-36s %-10s %10s %10s %10s %10s %8s %8s %8s %8s %8s %8s\n", "#",
+			       "MEMBER", "STATE", "READ", "WRITTEN", "READ OPS", "WRITE OPS", "RD p50",
+			       "RD p99", "RD max", "WR p50", "WR p99", "WR max");
 		else
 			printf("  %3s %-36s %-10s %10s %10s  %s\n", "#", "MEMBER", "STATE", "READ",
 			       "WRITTEN", "HEALTH");
@@ -332,13 +332,17 @@ static void print_pools(struct json_object *reply, bool counters)
 			       human_bytes(get_i64(mo, "read_bytes"), b1, sizeof(b1)),
 			       human_bytes(get_i64(mo, "write_bytes"), b2, sizeof(b2)));
 			if (counters)
-				printf(" %10lld %10lld %8lld %8lld %8lld %8lld",
+				printf(" %10lld %10lld %8lld %8lld %8lld %8lld %8lld %8lld%s",
 				       (long long)get_i64(mo, "read_ops"),
 				       (long long)get_i64(mo, "write_ops"),
 				       (long long)get_i64(mo, "read_lat_p50_us"),
 				       (long long)get_i64(mo, "read_lat_p99_us"),
+				       (long long)get_i64(mo, "read_lat_max_us"),
 				       (long long)get_i64(mo, "write_lat_p50_us"),
-				       (long long)get_i64(mo, "write_lat_p99_us"));
+				       (long long)get_i64(mo, "write_lat_p99_us"),
+				       (long long)get_i64(mo, "write_lat_max_us"),
+				       get(mo, "slow") && json_object_get_boolean(get(mo, "slow"))
+				       ? "  SLOW" : "");
 			else
 				print_health(mo);
 			printf("\n");
@@ -578,7 +582,7 @@ static void print_human(const char *cmd, char **args, struct json_object *reply)
 	} else if (strcmp(cmd, "stats") == 0) {
 		print_pools(reply, true);
 		printf("    (member latency in us, submission to completion of member I/O;\n"
-		       "     upper bound of a power-of-two bucket, 0: no I/O yet)\n\n");
+		       "     p50/p99: upper bound of a power-of-two bucket, max: exact; 0: no I/O yet)\n\n");
 		print_targets(reply, false, true, false);
 		print_luns(reply);
 	} else if (strcmp(cmd, "sessions") == 0) {
@@ -627,7 +631,8 @@ static const struct command commands[] = {
 	  "a MaxBurstLength below 1 MiB. Exit 0 (warnings are advice).\n" },
 	{ "stats", 0, 0, "stats [--watch SECONDS [--count N]]",
 	  "Counters since start: per member bytes, ops and I/O latency p50/p99 in\n"
-	  "microseconds (power-of-two buckets); per target and per session ops, bytes,\n"
+	  "microseconds (power-of-two buckets) and the slowest I/O, SLOW when its p99\n"
+	  "stays far above its siblings'; per target and per session ops, bytes,\n"
 	  "logins and command latency p50/p99 in microseconds (time inside the SCSI\n"
 	  "layer, log-linear histogram, <= 12.5% error); per LUN (volume) the same.\n"
 	  "--watch SECONDS: every SECONDS the rates over the interval instead (as in\n"
