@@ -393,6 +393,16 @@ static void finish(struct raid_io *io, int64_t ret)
 	}
 	caw_free(io);
 
+	/* librbd answers a read inside the image with every byte (zeros
+	 * where nothing was written); a short count would leave bytes of the
+	 * caller's buffer unread, which the target does not zero for a READ:
+	 * never report it as data */
+	if (ret >= 0 && io->op == RAID_OP_READ && (uint64_t)ret != io->len) {
+		LOG_ERR(RAID_MOD, "rbd: %s/%s: read of %" PRIu64 " bytes at %" PRIu64
+			" returned %" PRId64 " bytes", rp_of(rv->v.pool)->rbd_pool, rv->v.name,
+			io->len, io->off, ret);
+		ret = -EIO;
+	}
 	if (ret >= 0) {
 		io->result = 0;
 		if (io->op == RAID_OP_READ) {
@@ -437,6 +447,8 @@ static void step(void *arg)
 	if (!io_check(io))
 		LOG_ERR(RAID_MOD, "rbd: request in an impossible state (phase %" PRIu64 ")",
 			io->rpriv_u[PHASE]);
+	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ && (uint64_t)ret != io->len)
+		ret = -EIO;   /* a short read: the rest of tmp was never read */
 	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ) {
 		struct caw *cw = io->rpriv[CAW];
 		struct rbd_vol *rv = io->rpriv[VOL];
