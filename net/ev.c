@@ -12,6 +12,10 @@
  *   FIRING   --callback returns-->                     freed
  *   FIRING   --ev_timer_cancel() from the callback-->  CANCELLED_FIRING --> freed
  *
+ * One iteration: the prepare hooks (ev_prepare_add) until none reports work
+ * or EV_PREPARE_ROUNDS passed (then epoll_wait does not sleep), epoll_wait,
+ * dispatch every event fetched. After a stop the hooks run once more.
+ *
  * Invariants (ev_loop_check):
  *   - the timer list is sorted by deadline and every member is PENDING;
  *   - loop->armed is the head's deadline, or 0 with an empty list, outside
@@ -381,16 +385,59 @@ static void calls_run(struct ev_loop *l)
 	}
 }
 
+/* ---- prepare hooks ---- */
+
+int ev_prepare_add(struct ev_loop *l, ev_prepare_fn fn, void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	if (l->n_prep >= EV_PREPARE_MAX)
+		return -ENOSPC;
+	l->prep[l->n_prep].fn = fn;
+	l->prep[l->n_prep].arg = arg;
+	l->n_prep++;
+	return 0;
+}
+
+int ev_prepare_del(struct ev_loop *l, ev_prepare_fn fn, void *arg)
+{
+	for (unsigned i = 0; i < l->n_prep; i++) {
+		if (l->prep[i].fn != fn || l->prep[i].arg != arg)
+			continue;
+		memmove(&l->prep[i], &l->prep[i + 1], (l->n_prep - i - 1) * sizeof(l->prep[0]));
+		l->n_prep--;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Runs the hooks; true when they still had work after the last round. */
+static bool prepare_run(struct ev_loop *l)
+{
+	for (unsigned round = 0; round < EV_PREPARE_ROUNDS; round++) {
+		bool any = false;
+
+		/* a hook may delete itself or another: index, not pointer */
+		for (unsigned i = 0; i < l->n_prep; i++)
+			any |= l->prep[i].fn(l, l->prep[i].arg);
+		if (!any)
+			return false;
+	}
+	return true;
+}
+
 /* ---- the loop ---- */
 
 int ev_run(struct ev_loop *l)
 {
 	struct epoll_event evs[EV_MAX_EVENTS];
+	bool busy;
 	int n, i;
 
 	ev_tls_loop = l;
 	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
-		n = epoll_wait(l->epfd, evs, EV_MAX_EVENTS, -1);
+		busy = l->n_prep && prepare_run(l);
+		n = epoll_wait(l->epfd, evs, EV_MAX_EVENTS, busy ? 0 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -421,6 +468,9 @@ int ev_run(struct ev_loop *l)
 			e->fn(l, fd, evs[i].events, e->arg);
 		}
 	}
+	/* what the last batch gathered still goes out */
+	if (l->n_prep)
+		prepare_run(l);
 	ev_tls_loop = NULL;
 	return 0;
 }

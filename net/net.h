@@ -24,6 +24,8 @@ struct ev_timer;
 typedef void (*ev_io_fn)(struct ev_loop *loop, int fd, uint32_t events, void *arg);
 typedef void (*ev_timer_fn)(struct ev_loop *loop, struct ev_timer *t, void *arg);
 typedef void (*ev_call_fn)(void *arg);
+/* Returns true when it did work (see ev_prepare_add). */
+typedef bool (*ev_prepare_fn)(struct ev_loop *loop, void *arg);
 
 int ev_loop_create(unsigned id, struct ev_loop **out);
 /* Only after ev_run() returned. Registered fds are not closed. */
@@ -47,6 +49,19 @@ int ev_io_del(struct ev_loop *loop, int fd);
  * cancelled. */
 struct ev_timer *ev_timer_add(struct ev_loop *loop, uint64_t ms, ev_timer_fn fn, void *arg);
 void ev_timer_cancel(struct ev_loop *loop, struct ev_timer *t);
+
+/* Prepare hooks: fn(loop, arg) runs on the loop's thread after every batch
+ * of events, before the loop waits again, so that work gathered while the
+ * batch ran (responses to write, I/O to submit) leaves in one system call.
+ * Hooks run in the order added; while any reports work, they run again (at
+ * most EV_PREPARE_ROUNDS times, then the loop polls without sleeping).
+ * At most EV_PREPARE_MAX per loop; loop thread only (or before ev_run).
+ * Returns 0, -ENOSPC or -EINVAL. */
+#define EV_PREPARE_MAX 8
+#define EV_PREPARE_ROUNDS 8
+int ev_prepare_add(struct ev_loop *loop, ev_prepare_fn fn, void *arg);
+/* Removes the hook added with the same fn and arg; -ENOENT if none. */
+int ev_prepare_del(struct ev_loop *loop, ev_prepare_fn fn, void *arg);
 
 /* Thread-safe: run fn(arg) on @loop's thread soon. Returns 0 or -ENOMEM. */
 int ev_call(struct ev_loop *loop, ev_call_fn fn, void *arg);

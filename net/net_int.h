@@ -39,6 +39,11 @@ struct ev_call_node {
 	struct ev_call_node *next;
 };
 
+struct ev_prepare {
+	ev_prepare_fn fn;
+	void *arg;
+};
+
 struct ev_loop {
 	unsigned id;
 	int epfd;
@@ -54,6 +59,8 @@ struct ev_loop {
 	int in_timers;              /* inside timers_run(): armed may lag */
 	pthread_mutex_t call_lock;  /* protects calls_head/tail */
 	struct ev_call_node *calls_head, *calls_tail;
+	struct ev_prepare prep[EV_PREPARE_MAX]; /* hooks, the first n_prep used */
+	unsigned n_prep;
 };
 
 /* Debug check of the loop's invariants (timer list sorted, internal fds

@@ -29,6 +29,24 @@
  * the callback then runs when the modelled disk is done as well, and a mio
  * may additionally have a timeout in the ring (raid_ioctx_hdd_arm, user data
  * tagged with HDD_TIMER_TAG) that drives its member's model.
+ * Memory-backed members (tmpfs/ramfs, member->mem): io_uring makes no
+ * non-blocking attempt on such files and hands every request to one of its
+ * worker threads (two context switches and a wake-up per 4 KiB). When the
+ * plug is flushed, a run of at most INLINE_MAX bytes on such a member (no
+ * HDD model) is read or written at once with one preadv/pwritev on the
+ * owner's thread; the mios then wait on ctx->inl (state INLINE_DONE, not
+ * counted in ctx->kernel) for raid_ioctx_run()/raid_ioctx_poll(), so
+ * callbacks still never run inside a submit. A short or failed run is
+ * redone mio by mio (inline again), so an error lands on its own mio; a
+ * mio still short after that continues through the ring (complete_mio).
+ * Larger runs keep going through the ring (writes on its workers: the copy
+ * then runs on another core).
+ *
+ * Polled mode (raid_ioctx_set_polled): the owner calls raid_ioctx_poll()
+ * before every sleep, so raid_ioctx_kick() only notes that a kick is due
+ * (kick_due) and inline completions do not write the eventfd; the poll
+ * submits everything gathered since the last wake-up in one io_uring_submit.
+ *
  * Invariant (ioctx_check): kernel <= CQ_ENTRIES, nplug <= kernel, and the
  * backlog is empty whenever kernel < CQ_ENTRIES after a kick.
  */
@@ -52,6 +70,8 @@
 #define CQ_ENTRIES 1024u
 /* member writes at least this long are handed to io_uring's workers */
 #define RAID_ASYNC_MIN (64u << 10)
+/* a run of mios on a memory-backed member up to this size is done inline */
+#define INLINE_MAX (64u << 10)
 /* a merged group: at most this many mios and bytes */
 #define MERGE_MAX_MIOS 64u
 #define MERGE_MAX_BYTES (4u << 20)
@@ -72,6 +92,10 @@ struct raid_ioctx {
 	struct raid_mio **plug;     /* CQ_ENTRIES slots, owned; mios waiting for kick */
 	unsigned nplug;
 	unsigned long merged;       /* mios sent inside a group, ever */
+	struct raid_mio *inl_head, *inl_tail; /* done inline, callback not yet run */
+	bool polled;                /* raid_ioctx_set_polled */
+	bool kick_due;              /* polled: a kick was asked for since the last poll */
+	unsigned long inlined;      /* mios done inline, ever */
 	pthread_mutex_t mu;         /* protects dq_* (any thread may defer) */
 	struct defer_item *dq_head, *dq_tail;
 };
@@ -133,7 +157,7 @@ void raid_ioctx_destroy(struct raid_ioctx *ctx)
 	if (!ctx)
 		return;
 	/* Let the kernel finish what it has: buffers belong to callers. */
-	while (ctx->kernel || ctx->bl_head)
+	while (ctx->kernel || ctx->bl_head || ctx->inl_head || ctx->nplug)
 		raid_ioctx_wait(ctx, 100);
 	free(ctx->plug);
 	for (d = ctx->dq_head; d; d = n) {
@@ -159,6 +183,11 @@ unsigned raid_ioctx_inflight(const struct raid_ioctx *ctx)
 unsigned long raid_ioctx_merged(const struct raid_ioctx *ctx)
 {
 	return ctx->merged;
+}
+
+unsigned long raid_ioctx_inlined(const struct raid_ioctx *ctx)
+{
+	return ctx->inlined;
 }
 
 void raid_ioctx_io_started(struct raid_ioctx *ctx)
@@ -356,6 +385,67 @@ static bool prep_group(struct raid_ioctx *ctx, struct raid_mio **mios, unsigned 
 	return true;
 }
 
+static void inl_push(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
+{
+	mio->inl_res = res;
+	mio->next = NULL;
+	if (ctx->inl_tail)
+		ctx->inl_tail->next = mio;
+	else
+		ctx->inl_head = mio;
+	ctx->inl_tail = mio;
+	ctx->inlined++;
+}
+
+static bool inline_ok(const struct raid_mio *mio, uint64_t bytes)
+{
+	const struct raid_member *m = mio->m;
+
+	return m->mem && mio->op != RAID_MIO_FSYNC && !mio->done && !mio->bounce &&
+	       !mio->hdd_on && bytes <= INLINE_MAX &&
+	       !(m->pool && (m->pool->hdd.enabled || m->pool->direct_io));
+}
+
+static ssize_t inline_io(int fd, int op, const struct iovec *iov, int n, off_t off)
+{
+	ssize_t r;
+
+	do {
+		r = op == RAID_MIO_READ ? preadv(fd, iov, n, off) : pwritev(fd, iov, n, off);
+	} while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
+}
+
+/* @n mios that follow each other on one memory-backed member (n <=
+ * MERGE_MAX_MIOS), done now on this thread; see the top of the file. */
+static void inline_run(struct raid_ioctx *ctx, struct raid_mio **mios, unsigned n,
+		       uint64_t bytes)
+{
+	struct iovec iov[MERGE_MAX_MIOS] = { { 0 } };
+	ssize_t r;
+
+	for (unsigned i = 0; i < n; i++) {
+		iov[i].iov_base = mio_data(mios[i]);
+		iov[i].iov_len = mios[i]->len;
+	}
+	ctx->kernel -= n;    /* counted by start_mio, never given to the ring */
+	r = inline_io(mios[0]->fd, mios[0]->op, iov, (int)n, (off_t)(RAID_DATA_OFF + mios[0]->off));
+	if (r == (ssize_t)bytes) {
+		for (unsigned i = 0; i < n; i++)
+			inl_push(ctx, mios[i], (int)mios[i]->len);
+		return;
+	}
+	/* each on its own: an error or a short count is then its own */
+	for (unsigned i = 0; i < n; i++) {
+		if (n == 1)
+			inl_push(ctx, mios[i], (int)r);
+		else
+			inl_push(ctx, mios[i],
+				 (int)inline_io(mios[i]->fd, mios[i]->op, &iov[i], 1,
+						(off_t)(RAID_DATA_OFF + mios[i]->off)));
+	}
+}
+
 /* Turn the plug into sqes: runs of mergeable mios become one group each. */
 static void flush_plug(struct raid_ioctx *ctx)
 {
@@ -372,7 +462,9 @@ static void flush_plug(struct raid_ioctx *ctx)
 		while (j < n && j - i < MERGE_MAX_MIOS && bytes + ctx->plug[j]->len <= MERGE_MAX_BYTES &&
 		       mergeable(ctx->plug[j - 1], ctx->plug[j]))
 			bytes += ctx->plug[j++]->len;
-		if (j - i > 1 && prep_group(ctx, &ctx->plug[i], j - i)) {
+		if (inline_ok(ctx->plug[i], bytes)) {
+			inline_run(ctx, &ctx->plug[i], j - i, bytes);
+		} else if (j - i > 1 && prep_group(ctx, &ctx->plug[i], j - i)) {
 			ctx->kernel -= j - i - 1;    /* one sqe for all of them */
 			ctx->merged += j - i;
 		} else {
@@ -542,17 +634,35 @@ uint64_t raid_member_busy_ns(struct raid_member *m)
 	return busy;
 }
 
-void raid_ioctx_run(struct raid_ioctx *ctx)
+/* Callbacks of the mios done inline so far (complete_mio may prep a short
+ * one again, through the ring). */
+static bool run_inline(struct raid_ioctx *ctx)
 {
-	uint64_t v;
+	struct raid_mio *mio = ctx->inl_head;
+
+	if (!mio)
+		return false;
+	ctx->inl_head = ctx->inl_tail = NULL;
+	while (mio) {
+		struct raid_mio *next = mio->next;
+
+		complete_mio(ctx, mio, mio->inl_res);
+		mio = next;
+	}
+	return true;
+}
+
+/* Returns true when it ran anything; false when it stopped after 64 rounds
+ * with more ready (*more set) or found nothing. */
+static bool run_ready(struct raid_ioctx *ctx, bool *more)
+{
+	bool did = false;
 	int rounds;
 
-	if (read(ctx->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		LOG_ERR(RAID_MOD, "eventfd read: %s", strerror(errno));
 	for (rounds = 0; rounds < 64; rounds++) {
 		struct io_uring_cqe *cqe;
 		struct defer_item *d;
-		bool any = false;
+		bool any = run_inline(ctx);
 
 		while (io_uring_peek_cqe(&ctx->ring, &cqe) == 0) {
 			uint64_t ud = io_uring_cqe_get_data64(cqe);
@@ -584,18 +694,55 @@ void raid_ioctx_run(struct raid_ioctx *ctx)
 			d = n;
 			any = true;
 		}
+		ctx->kick_due = false;
 		kick(ctx);    /* the plug, then the backlog while there is room */
-		if (!any)
+		if (!any && !ctx->inl_head)
 			break;
+		did = true;
 	}
-	if (rounds == 64)
-		signal_efd(ctx);   /* more work is ready: come back soon */
+	*more = rounds == 64;
 	assert(ioctx_check(ctx));
+	return did;
+}
+
+void raid_ioctx_run(struct raid_ioctx *ctx)
+{
+	uint64_t v;
+	bool more;
+
+	if (read(ctx->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		LOG_ERR(RAID_MOD, "eventfd read: %s", strerror(errno));
+	run_ready(ctx, &more);
+	if (more)
+		signal_efd(ctx);   /* more work is ready: come back soon */
+}
+
+bool raid_ioctx_poll(struct raid_ioctx *ctx)
+{
+	bool more, did;
+
+	/* deferred calls need no look: raid_defer() signals the fd */
+	if (!ctx->kick_due && !ctx->inl_head && !ctx->nplug && !io_uring_cq_ready(&ctx->ring))
+		return false;
+	did = run_ready(ctx, &more);
+	return did || more;
+}
+
+void raid_ioctx_set_polled(struct raid_ioctx *ctx, bool polled)
+{
+	ctx->polled = polled;
 }
 
 void raid_ioctx_kick(struct raid_ioctx *ctx)
 {
+	if (ctx->polled) {
+		ctx->kick_due = true;    /* raid_ioctx_poll() does it */
+		return;
+	}
 	kick(ctx);
+	/* inline completions have no CQE to wake the owner */
+	if (ctx->inl_head)
+		signal_efd(ctx);
 }
 
 int raid_ioctx_wait(struct raid_ioctx *ctx, int timeout_ms)
@@ -604,7 +751,8 @@ int raid_ioctx_wait(struct raid_ioctx *ctx, int timeout_ms)
 	int rc;
 
 	kick(ctx);
-	rc = poll(&pfd, 1, timeout_ms);
+	/* completions done inline are ready without the fd */
+	rc = poll(&pfd, 1, ctx->inl_head ? 0 : timeout_ms);
 	if (rc < 0)
 		return errno == EINTR ? 0 : -errno;
 	raid_ioctx_run(ctx);

@@ -59,6 +59,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -579,6 +581,16 @@ static const char *cand_where(const struct cand *c, char *buf, size_t len)
 	return buf;
 }
 
+/* tmpfs or ramfs: the file's pages are its storage. */
+static bool member_on_memory(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC;
+}
+
 /* Open c->m->rpath and read its superblock. Failures are recorded in @c
  * (open_err, sbrc), not logged: assembly decides what they mean. */
 static void cand_open_fd(const struct conf_pool *cp, struct cand *c)
@@ -604,6 +616,7 @@ static void cand_open_fd(const struct conf_pool *cp, struct cand *c)
 		}
 	}
 	c->open_err = 0;
+	m->mem = member_on_memory(m->fd);
 	if (fstat(m->fd, &st) == 0 && S_ISBLK(st.st_mode)) {
 		uint64_t b = 0;
 

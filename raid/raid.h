@@ -33,6 +33,16 @@ int raid_ioctx_fd(const struct raid_ioctx *ctx);
 void raid_ioctx_run(struct raid_ioctx *ctx);
 /* Number of raid_io submitted through @ctx whose callback has not run yet. */
 unsigned raid_ioctx_inflight(const struct raid_ioctx *ctx);
+/* Polled mode, for an owner that calls raid_ioctx_poll() every time before
+ * it sleeps (a reactor's prepare hook): submissions are then gathered until
+ * that call (one io_uring_submit per reactor wake-up instead of one per
+ * request), and I/O completed without the kernel's ring (small I/O on
+ * memory-backed members) does not signal the fd. Owner thread only. */
+void raid_ioctx_set_polled(struct raid_ioctx *ctx, bool polled);
+/* Submits what was gathered and runs every callback that is ready, like
+ * raid_ioctx_run() but without draining the fd. Returns true when it did
+ * anything (the caller polls again before sleeping). Never blocks. */
+bool raid_ioctx_poll(struct raid_ioctx *ctx);
 
 /* ---- volume I/O ---- */
 

@@ -201,6 +201,7 @@ struct raid_mio {
 	uint64_t t_sub_ns;        /* CLOCK_MONOTONIC at submission (latency) */
 	bool alone;               /* ioctx: a merged group it was in failed or
 	                           * came back short: goes again on its own */
+	int inl_res;              /* ioctx: result of a synchronous (inline) I/O */
 };
 
 enum { RAID_HDD_REAL = 1u, RAID_HDD_MODEL = 2u, RAID_HDD_HOLD = 4u };
@@ -263,6 +264,8 @@ int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
 /* How many mios so far went to the kernel as part of a merged group (plug
  * merging in ioctx.c; for tests and statistics). */
 unsigned long raid_ioctx_merged(const struct raid_ioctx *ctx);
+/* Member I/Os done inline on a memory-backed member (ioctx.c), ever. */
+unsigned long raid_ioctx_inlined(const struct raid_ioctx *ctx);
 /* Thread-safe: run fn(arg) inside the next raid_ioctx_run() of @ctx. */
 int raid_defer(struct raid_ioctx *ctx, raid_defer_fn fn, void *arg);
 void raid_ioctx_io_started(struct raid_ioctx *ctx);
@@ -446,6 +449,10 @@ struct raid_member {
 	_Atomic int state;        /* enum raid_mstate */
 	uint8_t uuid[16];
 	uint64_t file_bytes;
+	/* on tmpfs/ramfs: I/O never waits for a device, and io_uring would
+	 * hand every request to a worker thread (no non-blocking attempt on
+	 * such files); small I/O is then done inline (ioctx.c) */
+	bool mem;
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
 	_Atomic uint64_t rebuild_pos; /* REBUILDING: data bytes below are valid */
 	_Atomic uint64_t rebuild_cp;  /* the part of rebuild_pos made durable

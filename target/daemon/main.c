@@ -471,6 +471,13 @@ static void on_ioctx(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 	raid_ioctx_run(arg);
 }
 
+/* Before the reactor sleeps: submit the member I/O its batch of events
+ * gathered, run what completed inline (raid_ioctx_set_polled). */
+static bool on_ioctx_prepare(struct ev_loop *loop, void *arg)
+{
+	return raid_ioctx_poll(arg);
+}
+
 static int create_workers(struct daemon *d)
 {
 	int rc;
@@ -492,6 +499,10 @@ static int create_workers(struct daemon *d)
 		rc = ev_io_add(w->loop, raid_ioctx_fd(w->ioctx), EV_READ, on_ioctx, w->ioctx);
 		if (rc)
 			return rc;
+		rc = ev_prepare_add(w->loop, on_ioctx_prepare, w->ioctx);
+		if (rc)
+			return rc;
+		raid_ioctx_set_polled(w->ioctx, true);
 	}
 	return 0;
 }

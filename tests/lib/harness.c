@@ -136,7 +136,11 @@ int harness_init(struct harness_daemon *d)
 	memset(d, 0, sizeof(*d));
 	d->last_status = -1;
 	d->janitor_fd = -1;
-	snprintf(d->dir, sizeof(d->dir), "/tmp/rtgt-net.XXXXXX");
+	/* RTGT_TEST_TMP=/dev/shm puts the daemon's files (members) on tmpfs,
+	 * where the RAID engine does small I/O inline (raid/ioctx.c) */
+	const char *base = getenv("RTGT_TEST_TMP");
+
+	snprintf(d->dir, sizeof(d->dir), "%s/rtgt-net.XXXXXX", base && *base ? base : "/tmp");
 	if (!mkdtemp(d->dir)) {
 		rc = -errno;
 		d->dir[0] = '\0';

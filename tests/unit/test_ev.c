@@ -1,5 +1,5 @@
 /* tests/unit/test_ev.c - net/ev.c: timers, fds deleted from callbacks,
- * cross-thread calls. */
+ * cross-thread calls, prepare hooks. */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
@@ -145,15 +145,93 @@ START_TEST(t04_calls_from_other_threads_run_on_loop)
 }
 END_TEST
 
+/* t05: a hook runs after the batch that gathered work (the pipe's reader
+ * sets "pending"), again while it reports work (bounded: a hook that always
+ * has work does not keep the loop from its fds), and not after removal. */
+struct prep_state {
+	int fd[2];
+	int reads;          /* bytes read by the fd callback */
+	int pending;        /* work the fd callback left for the hook */
+	int hook_runs, hook_work, greedy_runs;
+	int seen_pending;   /* the hook saw the fd callback's work */
+};
+
+static bool hook_flush(struct ev_loop *l, void *arg)
+{
+	struct prep_state *s = arg;
+
+	s->hook_runs++;
+	if (s->pending == 0)
+		return false;
+	s->seen_pending++;
+	s->pending--;              /* one unit per round: runs again */
+	s->hook_work++;
+	if (s->reads == 3 && s->pending == 0)
+		ev_loop_stop(l);
+	return true;
+}
+
+static bool hook_greedy(struct ev_loop *l, void *arg)
+{
+	struct prep_state *s = arg;
+
+	s->greedy_runs++;
+	return true;               /* always "busy": the loop must still poll */
+}
+
+static void on_prep_fd(struct ev_loop *l, int fd, uint32_t events, void *arg)
+{
+	struct prep_state *s = arg;
+	char c;
+
+	ck_assert_int_eq(read(fd, &c, 1), 1);
+	s->reads++;
+	s->pending += 2;
+	if (s->reads < 3)
+		ck_assert_int_eq(write(s->fd[1], "x", 1), 1);
+}
+
+START_TEST(t05_prepare_hooks_run_after_each_batch)
+{
+	struct ev_loop *l;
+	struct prep_state s = { 0 };
+
+	ck_assert_int_eq(ev_loop_create(0, &l), 0);
+	ck_assert_int_eq(pipe(s.fd), 0);
+	ck_assert_int_eq(ev_prepare_add(l, NULL, &s), -EINVAL);
+	ck_assert_int_eq(ev_prepare_add(l, hook_flush, &s), 0);
+	ck_assert_int_eq(ev_prepare_add(l, hook_greedy, &s), 0);
+	ck_assert_int_eq(ev_io_add(l, s.fd[0], EV_READ, on_prep_fd, &s), 0);
+	ck_assert_int_eq(write(s.fd[1], "x", 1), 1);
+	ck_assert_int_eq(ev_run(l), 0);
+	/* every read left 2 units; the hook took all 6, one per round */
+	ck_assert_int_eq(s.reads, 3);
+	ck_assert_int_eq(s.hook_work, 6);
+	ck_assert_int_eq(s.pending, 0);
+	/* the greedy hook was bounded per iteration yet the fd was served */
+	ck_assert_int_ge(s.greedy_runs, EV_PREPARE_ROUNDS);
+	ck_assert_int_eq(ev_prepare_del(l, hook_greedy, &s), 0);
+	ck_assert_int_eq(ev_prepare_del(l, hook_greedy, &s), -ENOENT);
+	ck_assert_int_eq(ev_prepare_del(l, hook_flush, NULL), -ENOENT);
+	for (int i = 0; i < EV_PREPARE_MAX - 1; i++)
+		ck_assert_int_eq(ev_prepare_add(l, hook_greedy, &s), 0);
+	ck_assert_int_eq(ev_prepare_add(l, hook_greedy, &s), -ENOSPC);
+	ev_io_del(l, s.fd[0]);
+	close(s.fd[0]);
+	close(s.fd[1]);
+	ev_loop_destroy(l);
+}
+END_TEST
 
 int main(void)
 {
-	/* one tcase "ev" holding all four tests */
+	/* one tcase "ev" holding all five tests */
 	const struct ck_case cases[] = {
 		CK_CASE("ev", t01_timers_fire_in_deadline_order),
 		CK_CASE(NULL, t02_timer_cancel_from_own_callback),
 		CK_CASE(NULL, t03_callback_closes_other_and_own_fd),
 		CK_CASE(NULL, t04_calls_from_other_threads_run_on_loop),
+		CK_CASE(NULL, t05_prepare_hooks_run_after_each_batch),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "ev", CK_CASES(cases) });

@@ -4,7 +4,9 @@
  * timing model makes random I/O pay seeks and rotation while sequential I/O
  * streams at the configured rate, and member I/Os that follow each other go
  * to the kernel as one readv/writev whose result is shared out right, also
- * when there are more of them than the ring may hold.
+ * when there are more of them than the ring may hold; small I/O on a
+ * memory-backed member is done inline, its callbacks still run only from
+ * the context's run or poll, and polled mode gathers kicks.
  */
 #include <check.h>
 #include <errno.h>
@@ -286,6 +288,101 @@ START_TEST(t04_backlog)
 }
 END_TEST
 
+/* ---- 05: a member on tmpfs: small I/O inline ---- */
+
+START_TEST(t05_inline_on_memory)
+{
+	struct conf_pool cp;
+	struct raid_pool *p;
+	struct raid_ioctx *ctx;
+	struct raid_member *m;
+	struct mwait w;
+	struct pollfd pfd;
+	uint8_t *wb = malloc(8 * 4096), *rb = malloc(8 * 4096);
+	uint64_t end = (16u << 20) - RAID_DATA_OFF;
+	unsigned long inl, merged;
+	char dir[64] = "/dev/shm/rtgt-inl-XXXXXX";
+
+	if (!mkdtemp(dir)) {
+		printf("t05: no /dev/shm here (%s): SKIPPED\n", strerror(errno));
+		free(wb);
+		free(rb);
+		return;
+	}
+	rf_paths_make(paths, 1, dir, "i");
+	rf_conf_pool(&cp, "inl", CONF_RAID0, 65536, paths, 1, 16u << 20);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	m = p->m[0];
+	ck_assert(m->mem);
+	for (unsigned i = 0; i < 8 * 4096; i++)
+		wb[i] = (uint8_t)(i / 4096 * 17 + i % 241);
+
+	/* eight writes that follow each other: one pwritev, no ring */
+	inl = raid_ioctx_inlined(ctx);
+	merged = raid_ioctx_merged(ctx);
+	mios_run(ctx, m, RAID_MIO_WRITE, wb, 1u << 20, 4096, 8, &w);
+	ck_assert_uint_eq(raid_ioctx_inlined(ctx) - inl, 8);
+	ck_assert_uint_eq(raid_ioctx_merged(ctx) - merged, 0);
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_int_eq(w.res[i], 0);
+	ck_assert_int_eq(pread(m->fd, rb, 8 * 4096, RAID_DATA_OFF + (1u << 20)), 8 * 4096);
+	ck_assert_mem_eq(rb, wb, 8 * 4096);
+
+	/* read back; a read that runs off the end: the two it covered
+	 * complete, the two beyond fail on their own */
+	memset(rb, 0, 8 * 4096);
+	mios_run(ctx, m, RAID_MIO_READ, rb, 1u << 20, 4096, 8, &w);
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_int_eq(w.res[i], 0);
+	ck_assert_mem_eq(rb, wb, 8 * 4096);
+	mios_run(ctx, m, RAID_MIO_READ, rb, end - 2 * 4096, 4096, 4, &w);
+	ck_assert_int_eq(w.res[0], 0);
+	ck_assert_int_eq(w.res[1], 0);
+	ck_assert_int_eq(w.res[2], -EIO);
+	ck_assert_int_eq(w.res[3], -EIO);
+
+	/* unpolled: done inside the kick, the callback waits for the run,
+	 * and the fd says so */
+	memset(&w, 0, sizeof(w));
+	w.left = 1;
+	w.mio[0] = (struct raid_mio){ .m = m, .op = RAID_MIO_READ, .buf = rb, .off = 0,
+				      .len = 4096, .cb = mio_cb, .arg = &w };
+	ck_assert_int_eq(raid_mio_submit(ctx, &w.mio[0]), 0);
+	raid_ioctx_kick(ctx);
+	ck_assert_uint_eq(w.left, 1);
+	pfd = (struct pollfd){ .fd = raid_ioctx_fd(ctx), .events = POLLIN };
+	ck_assert_int_eq(poll(&pfd, 1, 1000), 1);
+	raid_ioctx_run(ctx);
+	ck_assert_uint_eq(w.left, 0);
+
+	/* polled: the kick only notes it; raid_ioctx_poll does the I/O and
+	 * runs the callback; nothing is left for the fd */
+	raid_ioctx_set_polled(ctx, true);
+	ck_assert(!raid_ioctx_poll(ctx));
+	w.left = 1;
+	inl = raid_ioctx_inlined(ctx);
+	ck_assert_int_eq(raid_mio_submit(ctx, &w.mio[0]), 0);
+	raid_ioctx_kick(ctx);
+	ck_assert_uint_eq(raid_ioctx_inlined(ctx) - inl, 0);
+	ck_assert_uint_eq(w.left, 1);
+	ck_assert(raid_ioctx_poll(ctx));
+	ck_assert_uint_eq(w.left, 0);
+	ck_assert_int_eq(w.res[0], 0);
+	ck_assert_uint_eq(raid_ioctx_inlined(ctx) - inl, 1);
+	ck_assert(!raid_ioctx_poll(ctx));
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	raid_ioctx_set_polled(ctx, false);
+
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	rf_paths_drop(paths, 1);
+	rmdir(dir);
+	free(wb);
+	free(rb);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -293,6 +390,7 @@ int main(void)
 		CK_CASE("02_hdd_model", t02_hdd_model, .timeout = 30),
 		CK_CASE("03_plug_merge", t03_plug_merge, .timeout = 30),
 		CK_CASE("04_backlog", t04_backlog, .timeout = 30),
+		CK_CASE("05_inline_on_memory", t05_inline_on_memory, .timeout = 30),
 	};
 
 	return ck_main(&(struct ck_suite_def){
