@@ -35,7 +35,28 @@
  *   any --framing lost / fatal protocol error--> RX_ERROR (sticky; the conn
  *          is closed in the same step)
  *
+ * Receive path: one read() takes up to ISCSI_RX_BUF bytes of what the
+ * socket holds into the conn's read-ahead (rb); the state machine above
+ * takes its pieces from there: headers are copied out of rb, payload bytes
+ * that came with them are copied to their destination (at most
+ * ISCSI_RX_BUF per read, so a 4 KiB write costs one memcpy and no system
+ * call of its own). A payload still missing when rb runs dry is read
+ * straight into its destination with readv(destination, rb), which also
+ * takes the next headers. A read that returns less than it asked for means
+ * the socket is empty: back to epoll without an extra read for EAGAIN. At
+ * most RX_READS reads per wake-up; what is in rb is always parsed, except
+ * while reading is paused, when rx_more makes iscsi_worker_prepare()
+ * parse it once the pause ends (epoll would not report those bytes again).
+ *
+ * Transmit path: iscsi_conn_send() queues and puts the conn on its
+ * worker's pend list; iscsi_worker_prepare(), the reactor's prepare hook,
+ * writes each listed queue with one writev once the wake-up's events are
+ * handled, so the responses of every command completed in one wake-up
+ * leave together (status rides in the last Data-In, cmd.c). A queue the
+ * socket did not take waits for EPOLLOUT (want_write) instead.
+ *
  * Invariants (iscsi_conn_check): rx_got is below the current piece's size;
+ * rb_off <= rb_end <= ISCSI_RX_BUF;
  * RX_ERROR iff state == CONN_CLEANUP or the socket is gone; txq_len counts
  * the tx list; n_scsi <= n_tasks; a conn in CONN_FFP has a session and no
  * login; a conn in CONN_LOGIN has a login.
@@ -66,7 +87,8 @@
 
 #define MOD "iscsi"
 #define TX_IOV_MAX 64
-#define RX_BUDGET 64
+/* read system calls per connection and wake-up (fairness between conns) */
+#define RX_READS 16
 /* How long a last PDU (login failure, Logout Response, Reject before a
  * close) may wait for the peer to read it. */
 #define CLOSING_TIMEOUT_MS 5000
@@ -103,6 +125,8 @@ bool iscsi_conn_check(const struct iscsi_conn *c)
 	if (c->state == CONN_LOGIN && !c->login)
 		return false;
 	if (c->state == CONN_CLEANUP && c->fd >= 0)
+		return false;
+	if (c->rb_off > c->rb_end || c->rb_end > ISCSI_RX_BUF || (!c->rb && c->rb_end))
 		return false;
 	switch (c->rx) {
 	case RX_BHS:
@@ -147,6 +171,35 @@ void iscsi_conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance)
 		iscsi_put32(bhs + ISCSI_OFF_EXPCMDSN, c->sess->exp_cmdsn);
 		iscsi_put32(bhs + ISCSI_OFF_MAXCMDSN, c->sess->max_cmdsn);
 	}
+}
+
+/* Puts @c on its worker's pend list (iscsi_worker_prepare). */
+static void conn_pend(struct iscsi_conn *c)
+{
+	struct iscsi_wstate *w = c->w;
+
+	if (c->pend_listed)
+		return;
+	c->pprev = NULL;
+	c->pnext = w->pend;
+	if (w->pend)
+		w->pend->pprev = c;
+	w->pend = c;
+	c->pend_listed = true;
+}
+
+static void conn_unpend(struct iscsi_conn *c)
+{
+	if (!c->pend_listed)
+		return;
+	if (c->pprev)
+		c->pprev->pnext = c->pnext;
+	else
+		c->w->pend = c->pnext;
+	if (c->pnext)
+		c->pnext->pprev = c->pprev;
+	c->pprev = c->pnext = NULL;
+	c->pend_listed = false;
 }
 
 void iscsi_conn_queue(struct iscsi_conn *c, struct iscsi_tx *tx)
@@ -201,6 +254,11 @@ static void conn_rx_gate(struct iscsi_conn *c)
 	if (pause)
 		LOG_DBG(MOD, "%s: peer does not read: %zu bytes queued, reading paused",
 			c->peer_str, c->txq_own);
+	if (!pause && c->rb_end > c->rb_off) {
+		/* read-ahead epoll will not report again */
+		c->rx_more = true;
+		conn_pend(c);
+	}
 	conn_update_events(c);
 }
 
@@ -317,12 +375,12 @@ void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx)
 	c->txq_tail = tx;
 	c->txq_len++;
 	c->txq_own += tx_own_size(tx);
-	/* Write at once when nothing was waiting: most responses leave in the
-	 * call that produced them, without a trip through epoll. */
+	/* Written by iscsi_worker_prepare() once this wake-up's events are
+	 * handled, with whatever else they queued; a queue the socket did
+	 * not take waits for EPOLLOUT. */
 	if (!c->want_write)
-		tx_flush(c);
-	else
-		conn_rx_gate(c);
+		conn_pend(c);
+	conn_rx_gate(c);
 }
 
 static void conn_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason,
@@ -402,10 +460,12 @@ static void conn_free_cb(void *arg)
 	if (c->next)
 		c->next->prev = c->prev;
 	iscsi_tmf_free_all(c);
+	conn_unpend(c);
 	if (c->sess)
 		iscsi_session_free(c->sess);
 	if (c->login)
 		iscsi_login_free(c->login);
+	free(c->rb);
 	pthread_mutex_lock(&s->lock);
 	iscsi_conn_login_unlist_locked(c);
 	evicted = c->evicted;
@@ -447,6 +507,9 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 		LOG_DBG(MOD, "%s: connection closed", c->peer_str);
 	c->state = CONN_CLEANUP;
 	c->rx = RX_ERROR;
+	conn_unpend(c);
+	c->rb_off = c->rb_end = 0;
+	c->rx_more = false;
 	iscsi_conn_login_unlist(c);
 	if (c->fd >= 0) {
 		if (c->sess) {
@@ -782,47 +845,89 @@ static void rx_advance(struct iscsi_conn *c)
 	}
 }
 
+/* Where the current piece goes and how much of it is missing; *dst NULL:
+ * payload to discard. False in RX_ERROR. */
+static bool rx_piece(struct iscsi_conn *c, uint8_t **dst, uint32_t *want)
+{
+	switch (c->rx) {
+	case RX_BHS:
+		*dst = c->rx_hdr + c->rx_got;
+		*want = ISCSI_BHS_LEN - c->rx_got;
+		return true;
+	case RX_AHS:
+		*dst = c->rx_hdr + ISCSI_BHS_LEN + c->rx_got;
+		*want = c->rx_ahs - c->rx_got;
+		return true;
+	case RX_HDIGEST:
+	case RX_DDIGEST:
+		*dst = c->rx_dig + c->rx_got;
+		*want = ISCSI_DIGEST_LEN - c->rx_got;
+		return true;
+	case RX_DATA:
+		*dst = c->rx_data ? c->rx_data + c->rx_got : NULL;
+		*want = c->rx_dsl - c->rx_got;
+		return true;
+	case RX_PAD:
+		*dst = c->rx_pad + c->rx_got;
+		*want = iscsi_pad4(c->rx_dsl) - c->rx_got;
+		return true;
+	case RX_ERROR:
+		break;
+	}
+	return false;
+}
+
+/* @n bytes of the current piece (@want missing) arrived at @p: digest,
+ * advance when the piece is complete. */
+static void rx_took(struct iscsi_conn *c, const uint8_t *p, uint32_t n, uint32_t want)
+{
+	if (c->ddigest && (c->rx == RX_DATA || c->rx == RX_PAD))
+		c->rx_crc = iscsi_crc_update(c->rx_crc, p, n);
+	c->rx_got += n;
+	if (n == want)
+		rx_advance(c);
+}
+
 static void conn_rx(struct iscsi_conn *c)
 {
-	static __thread uint8_t scratch[16384];
+	int reads = RX_READS;
+	bool sock_empty = false;
 
-	for (int budget = RX_BUDGET; budget > 0 && c->rx != RX_ERROR && !c->rx_paused;) {
+	c->rx_more = false;
+	while (c->rx != RX_ERROR && !c->rx_paused && !c->draining) {
 		uint8_t *dst;
-		uint32_t want;
+		uint32_t want, avail = c->rb_end - c->rb_off;
+		struct iovec iov[2];
+		int niov = 0;
+		size_t asked = 0;
 		ssize_t n;
 
-		switch (c->rx) {
-		case RX_BHS:
-			dst = c->rx_hdr + c->rx_got;
-			want = ISCSI_BHS_LEN - c->rx_got;
-			break;
-		case RX_AHS:
-			dst = c->rx_hdr + ISCSI_BHS_LEN + c->rx_got;
-			want = c->rx_ahs - c->rx_got;
-			break;
-		case RX_HDIGEST:
-		case RX_DDIGEST:
-			dst = c->rx_dig + c->rx_got;
-			want = ISCSI_DIGEST_LEN - c->rx_got;
-			break;
-		case RX_DATA:
-			want = c->rx_dsl - c->rx_got;
-			if (c->rx_data) {
-				dst = c->rx_data + c->rx_got;
-			} else {
-				dst = scratch;
-				if (want > sizeof(scratch))
-					want = sizeof(scratch);
-			}
-			break;
-		case RX_PAD:
-			dst = c->rx_pad + c->rx_got;
-			want = iscsi_pad4(c->rx_dsl) - c->rx_got;
-			break;
-		default:
+		if (!rx_piece(c, &dst, &want))
 			return;
+		if (avail) {
+			/* from the read-ahead */
+			const uint8_t *src = c->rb + c->rb_off;
+			uint32_t take = avail < want ? avail : want;
+
+			if (dst)
+				memcpy(dst, src, take);
+			c->rb_off += take;
+			if (c->rb_off == c->rb_end)
+				c->rb_off = c->rb_end = 0;
+			rx_took(c, dst ? dst : src, take, want);
+			continue;
 		}
-		n = read(c->fd, dst, want);
+		if (sock_empty || reads == 0)
+			return;    /* level-triggered epoll reports the rest */
+		reads--;
+		if (c->rx == RX_DATA && dst) {
+			/* the payload straight to its buffer, what follows to rb */
+			iov[niov++] = (struct iovec){ dst, want };
+			asked += want;
+		}
+		iov[niov++] = (struct iovec){ c->rb, ISCSI_RX_BUF };
+		asked += ISCSI_RX_BUF;
+		n = niov == 1 ? read(c->fd, c->rb, ISCSI_RX_BUF) : readv(c->fd, iov, niov);
 		if (n == 0) {
 			iscsi_conn_close(c, c->state == CONN_FFP && c->rx == RX_BHS && c->rx_got == 0
 						    ? NULL
@@ -837,37 +942,15 @@ static void conn_rx(struct iscsi_conn *c)
 			return;
 		}
 		c->rx_bytes += (uint64_t)n;
-		if (c->ddigest && (c->rx == RX_DATA || c->rx == RX_PAD))
-			c->rx_crc = iscsi_crc_update(c->rx_crc, dst, (size_t)n);
-		c->rx_got += (uint32_t)n;
-		switch (c->rx) {
-		case RX_BHS:
-			if (c->rx_got < ISCSI_BHS_LEN)
-				continue;
-			break;
-		case RX_AHS:
-			if (c->rx_got < c->rx_ahs)
-				continue;
-			break;
-		case RX_HDIGEST:
-		case RX_DDIGEST:
-			if (c->rx_got < ISCSI_DIGEST_LEN)
-				continue;
-			break;
-		case RX_DATA:
-			if (c->rx_got < c->rx_dsl)
-				continue;
-			break;
-		case RX_PAD:
-			if (c->rx_got < iscsi_pad4(c->rx_dsl))
-				continue;
-			break;
-		default:
-			return;
+		sock_empty = (size_t)n < asked;
+		if (niov == 2) {
+			uint32_t direct = (size_t)n < want ? (uint32_t)n : want;
+
+			c->rb_end = (uint32_t)((size_t)n - direct);
+			rx_took(c, dst, direct, want);
+		} else {
+			c->rb_end = (uint32_t)n;
 		}
-		if (c->rx == RX_BHS)
-			budget--;
-		rx_advance(c);
 	}
 }
 
@@ -887,6 +970,32 @@ static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 		tx_flush(c);
 		iscsi_conn_drain_check(c);
 	}
+}
+
+/* ---------------- once per wake-up ---------------- */
+
+bool iscsi_worker_prepare(struct ev_loop *loop, void *arg)
+{
+	struct iscsi_wstate *w = arg;
+	bool did = false;
+	struct iscsi_conn *c;
+
+	/* a conn is taken off before its turn: what its turn queues puts it
+	 * back and is written in the same pass; conns are freed only from
+	 * ev_call callbacks, never inside this loop */
+	while ((c = w->pend)) {
+		conn_unpend(c);
+		did = true;
+		if (c->state == CONN_CLEANUP)
+			continue;
+		if (c->rx_more)
+			conn_rx(c);
+		if (c->state != CONN_CLEANUP && c->txq && !c->want_write)
+			tx_flush(c);
+		if (c->state != CONN_CLEANUP)
+			iscsi_conn_drain_check(c);
+	}
+	return did;
 }
 
 /* ---------------- keepalive ---------------- */
@@ -1014,7 +1123,8 @@ void iscsi_conn_accepted(struct iscsi_server *s, int fd, unsigned portal,
 	if (sock_local_addr(fd, &c->local, &len) < 0)
 		memset(&c->local, 0, sizeof(c->local));
 	rx_reset(c);
-	if (iscsi_login_init(c) < 0)
+	c->rb = malloc(ISCSI_RX_BUF);
+	if (!c->rb || iscsi_login_init(c) < 0)
 		goto err_free;
 	c->w = &s->w[s->rr++ % s->n_workers];
 	pthread_mutex_lock(&s->lock);
@@ -1037,6 +1147,7 @@ err_unlist:
 	if (c->evicted) {
 		/* chosen for eviction in the meantime: its count goes too */
 		iscsi_cfg_put(c->cfg);
+		free(c->rb);
 		free(c);
 		close(fd);
 		iscsi_server_conn_gone(s, true);
@@ -1045,6 +1156,7 @@ err_unlist:
 	goto err_free;
 err_free:
 	iscsi_cfg_put(c->cfg);
+	free(c->rb);
 	free(c);
 err_close:
 	LOG_ERR(MOD, "cannot take a new connection: out of memory");

@@ -52,6 +52,9 @@ struct iscsi_tmfop;
  * worst max_connections x SCSI_MAX_XFER beyond it. */
 #define ISCSI_SRV_BUF_BUDGET (1ull << 30)
 #define ISCSI_TXQ_OWN_MAX (1u << 20)
+/* Receive read-ahead of a connection: one read takes this much of what the
+ * socket holds (several PDUs of a busy initiator at once). */
+#define ISCSI_RX_BUF (16u << 10)
 /* Payloads of NOP-Out and Text requests (up to ISCSI_TGT_MAX_RECV_DSL
  * each) held while received or parked out of CmdSN order: per connection
  * and over the whole server. A PDU that would go over is read and thrown
@@ -95,6 +98,10 @@ struct iscsi_wstate {
 	struct ev_loop *loop;          /* borrowed from the daemon */
 	struct raid_ioctx *ioctx;      /* borrowed */
 	struct iscsi_conn *conns;      /* list of live conns on this loop; loop thread only */
+	/* conns with PDUs queued but not yet written, or received bytes
+	 * buffered but not yet parsed: iscsi_worker_prepare() handles them
+	 * once per reactor wake-up (conn.c, "Transmit") */
+	struct iscsi_conn *pend;
 };
 
 struct iscsi_listener {
@@ -302,6 +309,11 @@ struct iscsi_conn {
 
 	/* receive */
 	enum iscsi_rx_state rx;
+	/* socket bytes read ahead and not yet parsed: rb[rb_off, rb_end)
+	 * (ISCSI_RX_BUF bytes, owned) */
+	uint8_t *rb;
+	uint32_t rb_off, rb_end;
+	bool rx_more;                  /* rb holds bytes that wait for a resume */
 	uint8_t rx_hdr[ISCSI_BHS_LEN + ISCSI_AHS_MAX];
 	uint8_t rx_dig[ISCSI_DIGEST_LEN];
 	uint8_t rx_pad[4];
@@ -325,6 +337,9 @@ struct iscsi_conn {
 	size_t txq_own;
 	bool rx_paused;
 	bool want_write;
+	/* on w->pend (pprev/pnext): a flush or an rx resume is due */
+	bool pend_listed;
+	struct iscsi_conn *pprev, *pnext;
 	uint32_t stat_sn;              /* next StatSN to assign */
 
 	/* login phase, owned, NULL once in full feature phase */
@@ -439,6 +454,10 @@ void iscsi_conn_task_released(struct iscsi_conn *c);
  * is closed here. Call only where @c may be closed under the caller. */
 void iscsi_conn_drain_check(struct iscsi_conn *c);
 bool iscsi_conn_check(const struct iscsi_conn *c);
+/* The worker's prepare hook (ev_prepare_add, server.c): writes every
+ * queue filled during this reactor wake-up, one writev per connection,
+ * and parses read-ahead left by a resumed connection. True when it did. */
+bool iscsi_worker_prepare(struct ev_loop *loop, void *arg);
 
 /* ---------------- login.c ---------------- */
 int iscsi_login_init(struct iscsi_conn *c);

@@ -225,6 +225,13 @@ int iscsi_server_create(const struct conf *c, struct scsi_target **targets,
 	s->lim.first_burst = ISCSI_TGT_FIRST_BURST;
 	s->lim.max_outstanding_r2t = ISCSI_TGT_MAX_R2T;
 	s->lim.allow_digests = true;
+	/* responses gathered during a wake-up leave in one writev per conn */
+	for (unsigned i = 0; i < n_workers; i++)
+		if (ev_prepare_add(s->w[i].loop, iscsi_worker_prepare, &s->w[i]) < 0) {
+			while (i-- > 0)
+				ev_prepare_del(s->w[i].loop, iscsi_worker_prepare, &s->w[i]);
+			goto err_free;
+		}
 	*out = s;
 	return 0;
 
@@ -464,6 +471,8 @@ void iscsi_server_destroy(struct iscsi_server *s)
 		free(st->iqn);
 		free(st);
 	}
+	for (unsigned i = 0; i < s->n_workers; i++)
+		ev_prepare_del(s->w[i].loop, iscsi_worker_prepare, &s->w[i]);
 	pthread_mutex_destroy(&s->lock);
 	free(s->w);
 	free(s->ls);
