@@ -722,7 +722,8 @@ bool raid_ioctx_poll(struct raid_ioctx *ctx)
 	bool more, did;
 
 	/* deferred calls need no look: raid_defer() signals the fd */
-	if (!ctx->kick_due && !ctx->inl_head && !ctx->nplug && !io_uring_cq_ready(&ctx->ring))
+	if (!ctx->kick_due && !ctx->inl_head && !ctx->nplug && !ctx->unsubmitted &&
+	    !io_uring_cq_ready(&ctx->ring))
 		return false;
 	did = run_ready(ctx, &more);
 	return did || more;

@@ -115,6 +115,71 @@ struct iscsi_task *iscsi_task_find(struct iscsi_conn *c, uint32_t itt)
 	return NULL;
 }
 
+/* ---------------- command buffers ---------------- */
+
+/* Buffers up to 64 KiB come from a per-worker cache of power-of-two
+ * blocks (malloc of 4 KiB and more leaves glibc's thread cache: a
+ * measurable share of a small command's CPU). A reused block holds an
+ * earlier command's bytes: cmd_buf_get() zeroes the @len bytes a command
+ * may see unless the initiator writes every one of them (@zero false:
+ * a write's buffer, filled to EDTL before it runs, see task_exec). */
+static int bufc_class(uint32_t len)
+{
+	for (int i = 0; i < ISCSI_BUFC_CLASSES; i++)
+		if (len <= (4096u << i))
+			return i;
+	return -1;
+}
+
+static uint8_t *cmd_buf_get(struct iscsi_wstate *w, uint32_t len, bool zero)
+{
+	int k = bufc_class(len);
+	uint8_t *b;
+
+	if (k < 0)
+		return zero ? calloc(1, len) : malloc(len);
+	b = w->bufc[k];
+	if (b) {
+		memcpy(&w->bufc[k], b, sizeof(void *));
+		w->bufc_n[k]--;
+	} else {
+		b = malloc(4096u << k);
+		if (!b)
+			return NULL;
+	}
+	if (zero)
+		memset(b, 0, len);
+	return b;
+}
+
+static void cmd_buf_put(struct iscsi_wstate *w, uint8_t *b, uint32_t len)
+{
+	int k = bufc_class(len);
+
+	if (!b)
+		return;
+	if (k < 0 || w->bufc_n[k] >= ISCSI_BUFC_MAX) {
+		free(b);
+		return;
+	}
+	memcpy(b, &w->bufc[k], sizeof(void *));
+	w->bufc[k] = b;
+	w->bufc_n[k]++;
+}
+
+void iscsi_bufc_drop(struct iscsi_wstate *w)
+{
+	for (int k = 0; k < ISCSI_BUFC_CLASSES; k++) {
+		while (w->bufc[k]) {
+			void *b = w->bufc[k];
+
+			memcpy(&w->bufc[k], b, sizeof(void *));
+			free(b);
+		}
+		w->bufc_n[k] = 0;
+	}
+}
+
 static void task_free(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
@@ -123,7 +188,7 @@ static void task_free(struct iscsi_task *t)
 		c->n_imm--;
 	c->buf_bytes -= t->cmd.buf_len;
 	atomic_fetch_sub(&c->srv->buf_bytes, t->cmd.buf_len);
-	free(t->cmd.buf);
+	cmd_buf_put(c->w, t->cmd.buf, t->cmd.buf_len);
 	free(t);
 	iscsi_conn_task_released(c);
 }
@@ -329,7 +394,7 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 		 * refuses a data-out CDB that came without W. Every other
 		 * buffer is zeroed: whatever scsi leaves unwritten below
 		 * data_in_len is a zero, never an earlier command's data. */
-		t->cmd.buf = t->cmd.dir_write ? malloc(edtl) : calloc(1, edtl);
+		t->cmd.buf = cmd_buf_get(c->w, edtl, !t->cmd.dir_write);
 		if (!t->cmd.buf)
 			return -ENOMEM;
 		t->cmd.buf_len = edtl;

@@ -92,6 +92,9 @@ struct iscsi_cfg {
 	struct iscsi_tgt_stats **stats; /* owned array of pointers into srv->all_stats */
 };
 
+#define ISCSI_BUFC_CLASSES 5      /* 4, 8, 16, 32, 64 KiB */
+#define ISCSI_BUFC_MAX 32
+
 struct iscsi_wstate {
 	struct iscsi_server *srv;
 	unsigned idx;
@@ -102,6 +105,11 @@ struct iscsi_wstate {
 	 * buffered but not yet parsed: iscsi_worker_prepare() handles them
 	 * once per reactor wake-up (conn.c, "Transmit") */
 	struct iscsi_conn *pend;
+	/* freed command buffers kept for reuse (cmd.c, cmd_buf_get): class i
+	 * holds blocks of 4 KiB << i, at most ISCSI_BUFC_MAX each, linked
+	 * through their first bytes; loop thread only */
+	void *bufc[ISCSI_BUFC_CLASSES];
+	unsigned bufc_n[ISCSI_BUFC_CLASSES];
 };
 
 struct iscsi_listener {
@@ -509,6 +517,8 @@ bool iscsi_session_check(const struct iscsi_session *sess);
 /* Header of a SCSI Command received: create its task and say where the
  * immediate data goes. Returns 0, or a Reject reason (> 0). */
 int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req);
+/* Frees @w's cache of command buffers (server destroy, tests). */
+void iscsi_bufc_drop(struct iscsi_wstate *w);
 void iscsi_cmd_dispatch(struct iscsi_conn *c, struct iscsi_req *req);
 /* Header of a Data-Out received: returns 0 (c->rx_data set, maybe NULL to
  * discard) or -EPROTO when the connection must be dropped (*why set). */

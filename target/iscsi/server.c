@@ -471,8 +471,10 @@ void iscsi_server_destroy(struct iscsi_server *s)
 		free(st->iqn);
 		free(st);
 	}
-	for (unsigned i = 0; i < s->n_workers; i++)
+	for (unsigned i = 0; i < s->n_workers; i++) {
 		ev_prepare_del(s->w[i].loop, iscsi_worker_prepare, &s->w[i]);
+		iscsi_bufc_drop(&s->w[i]);
+	}
 	pthread_mutex_destroy(&s->lock);
 	free(s->w);
 	free(s->ls);

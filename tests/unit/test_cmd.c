@@ -135,6 +135,19 @@ START_TEST(t04_buffer_budget)
 	iscsi_req_free(reqs[0]);
 	iscsi_req_free(reqs[1]);
 	ck_assert_uint_eq(f.c.buf_bytes, 0);
+	/* the two buffers went to the worker's cache: a 4 KiB read reuses
+	 * one zeroed, whatever it held */
+	ck_assert_uint_eq(f.w.bufc_n[0], 1);
+	/* (its first bytes link the cache: left as they are) */
+	memset((uint8_t *)f.w.bufc[0] + sizeof(void *), 0xa5, 4096 - sizeof(void *));
+	reqs[0] = read_req(3, 4096);
+	ck_assert_int_eq(iscsi_cmd_prepare(&f.c, reqs[0]), 0);
+	ck_assert_uint_eq(f.w.bufc_n[0], 0);
+	for (unsigned i = 0; i < 4096; i++)
+		ck_assert_uint_eq(reqs[0]->task->cmd.buf[i], 0);
+	iscsi_req_free(reqs[0]);
+	iscsi_bufc_drop(&f.w);
+	ck_assert_ptr_null(f.w.bufc[0]);
 }
 END_TEST
 
