@@ -7,7 +7,9 @@
 # alternating between the two targets in every round; before each round the
 # single-stream loopback TCP limit (iperf3, 1 MiB writes). For each run it
 # records the target process's CPU time (utime + stime of every thread, from
-# /proc/PID/stat, io_uring and tgt worker threads included). It prints the
+# /proc/PID/stat, io_uring and tgt worker threads included) and per thread
+# name (rtgtd's worker 0 is its main thread "rtgtd", the others
+# "rtgtd-wN"). It prints the
 # medians over the rounds of IOPS, MB/s, CPU-seconds, IOPS per CPU-second and
 # p99 of both, the median of the rounds' rtgt/tgt ratios, and the load
 # average. Everything it creates is removed on exit (also on Ctrl-C).
@@ -159,6 +161,14 @@ cpu_ticks() {   # pid: utime + stime of all its threads, in clock ticks
 	awk '{ print $12 + $13 }' <<<"$s"
 }
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
+thread_ticks() {   # pid: "name ticks" per thread (a thread id in a name dropped)
+	local t s
+	for t in /proc/"$1"/task/*; do
+		s=$(cat "$t/stat" 2>/dev/null) || continue
+		printf '%s %s\n' "$(sed -E 's/-[0-9]{3,}$//; s/ /_/g' "$t/comm")" \
+			"$(awk '{ print $12 + $13 }' <<<"${s##*) }")"
+	done
+}
 
 run() {   # name round pid test-args...
 	local name=$1 round=$2 pid=$3 out c0 c1 cpu urls u
@@ -171,6 +181,7 @@ run() {   # name round pid test-args...
 	local uargs=()
 	for u in $urls; do uargs+=(--url "$u"); done
 	c0=$(cpu_ticks "$pid")
+	thread_ticks "$pid" > "$work/th0"
 	if ! out=$("$BENCH" "${uargs[@]}" --span "$SPAN" --time "$TIME" --json --quiet "$@" \
 		2> "$work/bench.err"); then
 		echo "bench-vs-tgt: $name $TEST failed:" >&2
@@ -179,9 +190,15 @@ run() {   # name round pid test-args...
 		out=
 	fi
 	c1=$(cpu_ticks "$pid")
+	thread_ticks "$pid" > "$work/th1"
 	cpu=$(awk -v a="$c0" -v b="$c1" -v t="$clk_tck" 'BEGIN { printf "%.2f", (b - a) / t }')
-	printf '{"target":"%s","test":"%s","round":%d,"cpu_s":%s,"load":%s,"result":%s}\n' \
-		"$name" "$TEST" "$round" "$cpu" "$(loadavg)" "${out:-null}" >> "$runs"
+	# CPU seconds per thread name over the run (threads that ended during
+	# it, like idle io_uring workers, count in cpu_s only)
+	threads=$(awk -v t="$clk_tck" 'NR == FNR { a[$1] += $2; next } { b[$1] += $2 }
+		END { s = ""; for (k in b) { s = s (s ? "," : "") sprintf("\"%s\":%.2f", k, (b[k] - a[k]) / t) }
+		      print "{" s "}" }' "$work/th0" "$work/th1")
+	printf '{"target":"%s","test":"%s","round":%d,"cpu_s":%s,"threads":%s,"load":%s,"result":%s}\n' \
+		"$name" "$TEST" "$round" "$cpu" "$threads" "$(loadavg)" "${out:-null}" >> "$runs"
 	python3 -c 'import json,sys
 r=json.loads(sys.argv[1]); t=(r["result"] or {}).get("total") or {}
 i=t.get("iops",0); c=r["cpu_s"]
@@ -298,9 +315,13 @@ if tcp:
 else:
     print("single-stream loopback TCP: iperf3 not installed (scripts/deps.sh), not measured")
 if "randread-4K-qd32-4s" in tests:
-    print("randread-4K-qd32-4s: rtgt %.0f IOPS per worker (%d workers), tgt %.0f IOPS in all" % (
-        cell("randread-4K-qd32-4s", "rtgt", "iops") / workers, workers,
-        cell("randread-4K-qd32-4s", "tgt", "iops")))
+    t4 = [r for r in runs if r["test"] == "randread-4K-qd32-4s" and r["target"] == "rtgt"]
+    names = sorted({k for r in t4 for k in r.get("threads", {})})
+    split = ", ".join("%s %.2f" % (k, med([r.get("threads", {}).get(k, 0.0) for r in t4]))
+                      for k in names)
+    print("randread-4K-qd32-4s: rtgt %.0f IOPS per worker (%d workers; CPU-s per thread: %s), "
+          "tgt %.0f IOPS in all" % (cell("randread-4K-qd32-4s", "rtgt", "iops") / workers, workers,
+                                    split, cell("randread-4K-qd32-4s", "tgt", "iops")))
 loads = [r["load"] for r in runs]
 print("load average during the runs: %.2f to %.2f (median %.2f)" % (min(loads), max(loads), med(loads)))
 PY

@@ -510,7 +510,16 @@ static int create_workers(struct daemon *d)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	int rc = ev_run(w->loop);
+	char name[16];
+	int rc;
+
+	/* "rtgtd-w1"...: per-thread CPU in top -H, perf and the benchmarks;
+	 * worker 0 runs on the main thread, which keeps the program's name */
+	if (w->id > 0) {
+		snprintf(name, sizeof(name), "rtgtd-w%u", w->id % 100000u);
+		pthread_setname_np(pthread_self(), name);
+	}
+	rc = ev_run(w->loop);
 
 	if (rc)
 		LOG_ERR(MOD, "worker %u: reactor failed: %s", w->id, strerror(-rc));
