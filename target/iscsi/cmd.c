@@ -37,7 +37,8 @@
  * overlap (offsets are checked against the sequence they belong to), so
  * every byte of its buffer then came from the initiator. Data-In is sent
  * only for GOOD / CONDITION MET and only the data_in_len bytes scsi wrote;
- * other buffers are zeroed at allocation.
+ * other buffers than a write's and a READ's (scsi_cdb_fills_data_in) are
+ * zeroed at allocation.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -391,10 +392,14 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 	if (edtl) {
 		/* A write's buffer is filled by the initiator before the command
 		 * runs (task_exec insists on every byte), and the dispatcher
-		 * refuses a data-out CDB that came without W. Every other
-		 * buffer is zeroed: whatever scsi leaves unwritten below
-		 * data_in_len is a zero, never an earlier command's data. */
-		t->cmd.buf = cmd_buf_get(c->w, edtl, !t->cmd.dir_write);
+		 * refuses a data-out CDB that came without W; a READ's data-in
+		 * is reported only once the medium's blocks filled all of it
+		 * (scsi_cdb_fills_data_in; memset was 9% of a 1 MiB read's
+		 * CPU). Every other buffer is zeroed: whatever scsi leaves
+		 * unwritten below data_in_len is a zero, never an earlier
+		 * command's data. */
+		t->cmd.buf = cmd_buf_get(c->w, edtl,
+					 !t->cmd.dir_write && !scsi_cdb_fills_data_in(t->cmd.cdb));
 		if (!t->cmd.buf)
 			return -ENOMEM;
 		t->cmd.buf_len = edtl;

@@ -368,6 +368,21 @@ static bool rw_checks(struct scsi_cmd *cmd, uint64_t lba, uint32_t n, bool has_p
 
 /* ---- READ ---- */
 
+bool scsi_cdb_fills_data_in(const uint8_t *cdb)
+{
+	/* sbc_read: data_in_len is set in io_done, after the read of the
+	 * whole range into cmd->buf (or the bounce copy) succeeded */
+	switch (cdb[0]) {
+	case OP_READ_6:
+	case OP_READ_10:
+	case OP_READ_12:
+	case OP_READ_16:
+		return true;
+	default:
+		return false;
+	}
+}
+
 void sbc_read(struct scsi_cmd *cmd)
 {
 	uint64_t lba;

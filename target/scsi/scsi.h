@@ -109,6 +109,11 @@ static inline bool scsi_cmd_aborted(const struct scsi_cmd *cmd)
 #define SCSI_TASK_ABORTED 0x40
 
 void scsi_cmd_exec(struct scsi_cmd *cmd);
+/* True for the CDBs (READ 6/10/12/16) whose data-in is the medium's blocks
+ * read straight into cmd->buf: such a command reports data_in_len only once
+ * its volume read has written every one of those bytes, so the transport
+ * need not zero the buffer first (any other data-in buffer must be). */
+bool scsi_cdb_fills_data_in(const uint8_t *cdb);
 
 /* ---- logical units ---- */
 

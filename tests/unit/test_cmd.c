@@ -135,12 +135,15 @@ START_TEST(t04_buffer_budget)
 	iscsi_req_free(reqs[0]);
 	iscsi_req_free(reqs[1]);
 	ck_assert_uint_eq(f.c.buf_bytes, 0);
-	/* the two buffers went to the worker's cache: a 4 KiB read reuses
-	 * one zeroed, whatever it held */
+	/* the two buffers went to the worker's cache: a 4 KiB data-in
+	 * command that is no READ (INQUIRY) reuses one zeroed, whatever it
+	 * held */
 	ck_assert_uint_eq(f.w.bufc_n[0], 1);
 	/* (its first bytes link the cache: left as they are) */
 	memset((uint8_t *)f.w.bufc[0] + sizeof(void *), 0xa5, 4096 - sizeof(void *));
 	reqs[0] = read_req(3, 4096);
+	reqs[0]->bhs[ISCSI_OFF_CDB] = 0x12;
+	ck_assert(!scsi_cdb_fills_data_in(reqs[0]->bhs + ISCSI_OFF_CDB));
 	ck_assert_int_eq(iscsi_cmd_prepare(&f.c, reqs[0]), 0);
 	ck_assert_uint_eq(f.w.bufc_n[0], 0);
 	for (unsigned i = 0; i < 4096; i++)

@@ -378,6 +378,28 @@ START_TEST(t09_read_only_mapping)
 }
 END_TEST
 
+/* t10: which CDBs fill their data-in themselves (the transport then does
+ * not zero the buffer): the four READs, nothing else */
+START_TEST(t10_cdb_fills_data_in)
+{
+	const uint8_t reads[] = { OP_READ_6, OP_READ_10, OP_READ_12, OP_READ_16 };
+	const uint8_t others[] = { 0x12 /* INQUIRY */, 0x1a /* MODE SENSE 6 */,
+				   OP_READ_CAPACITY_10, 0x9e /* READ CAPACITY 16 */,
+				   0xa0 /* REPORT LUNS */, 0x03 /* REQUEST SENSE */,
+				   0x2f /* VERIFY 10 */, 0x89 /* COMPARE AND WRITE */ };
+	uint8_t cdb[16] = { 0 };
+
+	for (unsigned i = 0; i < sizeof(reads); i++) {
+		cdb[0] = reads[i];
+		ck_assert_msg(scsi_cdb_fills_data_in(cdb), "0x%02x", reads[i]);
+	}
+	for (unsigned i = 0; i < sizeof(others); i++) {
+		cdb[0] = others[i];
+		ck_assert_msg(!scsi_cdb_fills_data_in(cdb), "0x%02x", others[i]);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "sbc": each test after the first joins it */
@@ -391,6 +413,7 @@ int main(void)
 		CK_CASE(NULL, t07_capacity_and_sync),
 		CK_CASE(NULL, t08_abort_flag_gives_task_aborted),
 		CK_CASE(NULL, t09_read_only_mapping),
+		CK_CASE(NULL, t10_cdb_fills_data_in),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_sbc", CK_CASES(cases),
