@@ -323,19 +323,23 @@ static enum conf_log_level severity_level(const char *sev)
 	return CONF_LOG_INFO;
 }
 
-void events_post(struct events *e, const char *kind, const char *severity,
-		 struct json_object *fields, const char *fmt, ...)
+/* @echo: also write the event's JSON line to the log; false where the
+ * source logs the occurrence itself (a refused login has its own line in
+ * login.c, with the reason: a second line would repeat it, and tests and
+ * operators count those lines). */
+static void post_v(struct events *e, bool echo, const char *kind, const char *severity,
+		   struct json_object *fields, const char *fmt, va_list ap)
+	__attribute__((format(printf, 6, 0)));
+static void post_v(struct events *e, bool echo, const char *kind, const char *severity,
+		   struct json_object *fields, const char *fmt, va_list ap)
 {
 	struct json_object *o = json_object_new_object(), *tmp;
 	char msg[1024], ts[64];
 	const char *text;
 	char *copy = NULL;
 	uint64_t seq;
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (!o) {
 		json_object_put(fields);
 		return;
@@ -369,12 +373,36 @@ void events_post(struct events *e, const char *kind, const char *severity,
 		pthread_cond_signal(&e->cv);
 	}
 	pthread_mutex_unlock(&e->mu);
-	if (copy)
+	if (copy && echo)
 		conf_log(severity_level(severity), MOD, "%s", copy);
-	else
+	else if (!copy)
 		LOG_ERR(MOD, "event %s (%s) lost: no memory or too long", kind, msg);
 	json_object_put(o);
 	json_object_put(fields);
+}
+
+void events_post(struct events *e, const char *kind, const char *severity,
+		 struct json_object *fields, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	post_v(e, true, kind, severity, fields, fmt, ap);
+	va_end(ap);
+}
+
+/* events_post without the log line: for events whose source logged them. */
+static void post_quiet(struct events *e, const char *kind, const char *severity,
+		       struct json_object *fields, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void post_quiet(struct events *e, const char *kind, const char *severity,
+		       struct json_object *fields, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	post_v(e, false, kind, severity, fields, fmt, ap);
+	va_end(ap);
 }
 
 void events_raid_fn(void *arg, const struct raid_event *ev)
@@ -485,7 +513,7 @@ void events_login_fn(void *arg, const struct iscsi_login_event *ev)
 	json_object_object_add(f, "status", json_object_new_int(ev->status));
 	if (suppressed)
 		json_object_object_add(f, "suppressed", json_object_new_int64((int64_t)suppressed));
-	events_post(e, "login_failed", "warning", f, "login refused: initiator %s target %s from %s: %s",
+	post_quiet(e, "login_failed", "warning", f, "login refused: initiator %s target %s from %s: %s",
 		    ev->initiator, ev->target, ev->peer, ev->reason);
 }
 
