@@ -1712,14 +1712,11 @@ int main(int argc, char **argv)
 		iw[i].loop = d.workers[i].loop;
 		iw[i].ioctx = d.workers[i].ioctx;
 	}
-	rc = iscsi_server_create(d.conf, d.cur, iw, d.n_workers, &d.server);
-	if (rc) {
-		LOG_ERR(MOD, "cannot create the iSCSI server: %s", strerror(-rc));
-		goto out;
-	}
-	iscsi_server_set_release(d.server, conf_release, NULL);
-	if (iscsi_server_start(d.server))
-		goto out;
+	/* the control socket before the portals listen: whoever waits for
+	 * the iSCSI port (a boot script, the tests) then finds rtgtctl
+	 * answering too, and never a stale socket file of a killed daemon
+	 * (connection refused). Requests are served only once worker 0's
+	 * loop runs, after the server below exists. */
 	rc = conf_mkdir_parents(d.conf->daemon.control, 0755);
 	if (rc) {
 		LOG_ERR(MOD, "control socket %s: cannot create its directory: %s",
@@ -1731,6 +1728,14 @@ int main(int argc, char **argv)
 		LOG_ERR(MOD, "control socket %s: %s", d.conf->daemon.control, strerror(-rc));
 		goto out;
 	}
+	rc = iscsi_server_create(d.conf, d.cur, iw, d.n_workers, &d.server);
+	if (rc) {
+		LOG_ERR(MOD, "cannot create the iSCSI server: %s", strerror(-rc));
+		goto out;
+	}
+	iscsi_server_set_release(d.server, conf_release, NULL);
+	if (iscsi_server_start(d.server))
+		goto out;
 	if (d.conf->daemon.metrics) {
 		rc = metrics_start(d.conf->daemon.metrics, metrics_snapshot, &d, &d.metrics);
 		if (rc) {
