@@ -482,11 +482,12 @@ void events_raid_fn(void *arg, const struct raid_event *ev)
 	events_post(e, kind, sev, f, "%s", msg);
 }
 
-void events_login_fn(void *arg, const struct iscsi_login_event *ev)
+/* Events a peer can cause at will (refused logins, sessions dropped)
+ * share one budget of EVENTS_LOGIN_BURST per window. Returns false when
+ * this one is left out; *suppressed: how many were left out before it. */
+static bool peer_event_admit(struct events *e, uint64_t *suppressed)
 {
-	struct events *e = arg;
-	struct json_object *f;
-	uint64_t now = mono_ms(), suppressed;
+	uint64_t now = mono_ms();
 
 	pthread_mutex_lock(&e->mu);
 	if (now - e->login_window_ms >= EVENTS_LOGIN_WINDOW_S * 1000u) {
@@ -496,24 +497,63 @@ void events_login_fn(void *arg, const struct iscsi_login_event *ev)
 	if (e->login_in_window >= EVENTS_LOGIN_BURST) {
 		e->login_suppressed++;
 		pthread_mutex_unlock(&e->mu);
-		return;
+		return false;
 	}
 	e->login_in_window++;
-	suppressed = e->login_suppressed;
+	*suppressed = e->login_suppressed;
 	e->login_suppressed = 0;
 	pthread_mutex_unlock(&e->mu);
-	f = json_object_new_object();
+	return true;
+}
+
+static struct json_object *peer_fields(const char *initiator, const char *target,
+				       const char *portal, const char *peer, const char *reason,
+				       uint64_t suppressed)
+{
+	struct json_object *f = json_object_new_object();
+
 	if (!f)
-		return;
-	json_object_object_add(f, "initiator", json_object_new_string(ev->initiator));
-	json_object_object_add(f, "target", json_object_new_string(ev->target));
-	json_object_object_add(f, "portal", json_object_new_string(ev->portal));
-	json_object_object_add(f, "peer", json_object_new_string(ev->peer));
-	json_object_object_add(f, "reason", json_object_new_string(ev->reason));
-	json_object_object_add(f, "status", json_object_new_int(ev->status));
+		return NULL;
+	json_object_object_add(f, "initiator", json_object_new_string(initiator));
+	json_object_object_add(f, "target", json_object_new_string(target));
+	json_object_object_add(f, "portal", json_object_new_string(portal));
+	json_object_object_add(f, "peer", json_object_new_string(peer));
+	json_object_object_add(f, "reason", json_object_new_string(reason));
 	if (suppressed)
 		json_object_object_add(f, "suppressed", json_object_new_int64((int64_t)suppressed));
+	return f;
+}
+
+void events_login_fn(void *arg, const struct iscsi_login_event *ev)
+{
+	struct events *e = arg;
+	struct json_object *f;
+	uint64_t suppressed;
+
+	if (!peer_event_admit(e, &suppressed))
+		return;
+	f = peer_fields(ev->initiator, ev->target, ev->portal, ev->peer, ev->reason, suppressed);
+	if (!f)
+		return;
+	json_object_object_add(f, "status", json_object_new_int(ev->status));
 	post_quiet(e, "login_failed", "warning", f, "login refused: initiator %s target %s from %s: %s",
+		    ev->initiator, ev->target, ev->peer, ev->reason);
+}
+
+void events_session_fn(void *arg, const struct iscsi_session_event *ev)
+{
+	struct events *e = arg;
+	struct json_object *f;
+	uint64_t suppressed;
+
+	if (!peer_event_admit(e, &suppressed))
+		return;
+	f = peer_fields(ev->initiator, ev->target, ev->portal, ev->peer, ev->reason, suppressed);
+	if (!f)
+		return;
+	json_object_object_add(f, "tsih", json_object_new_int(ev->tsih));
+	/* the connection code logged the close already: ring and hook only */
+	post_quiet(e, ev->kind, "warning", f, "%s: initiator %s target %s from %s: %s", ev->kind,
 		    ev->initiator, ev->target, ev->peer, ev->reason);
 }
 

@@ -64,6 +64,10 @@ void events_raid_fn(void *arg, const struct raid_event *ev);
 #define EVENTS_LOGIN_WINDOW_S 10u
 struct iscsi_login_event;
 void events_login_fn(void *arg, const struct iscsi_login_event *ev);
+/* iscsi_set_session_event_fn's: "session_lost" and "logout_failed" events,
+ * within the same budget as "login_failed". */
+struct iscsi_session_event;
+void events_session_fn(void *arg, const struct iscsi_session_event *ev);
 
 /* Adds "events" (the kept events with seq > @since, oldest first, at most
  * @max), "next" (the seq to ask for next time) and the counters. */

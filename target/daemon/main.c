@@ -1597,6 +1597,7 @@ static void teardown(struct daemon *d)
 	/* pools are closed: no raid event can come any more */
 	raid_set_event_fn(NULL, NULL);
 	iscsi_set_login_event_fn(NULL, NULL);
+	iscsi_set_session_event_fn(NULL, NULL);
 	events_destroy(d->events);
 	free(d->slow);
 	pthread_cond_destroy(&d->snap_cv);
@@ -1698,6 +1699,7 @@ int main(int argc, char **argv)
 	}
 	raid_set_event_fn(events_raid_fn, d.events);
 	iscsi_set_login_event_fn(events_login_fn, d.events);
+	iscsi_set_session_event_fn(events_session_fn, d.events);
 	if (assemble(&d))
 		goto out;
 	rc = create_workers(&d);

@@ -505,6 +505,8 @@ void iscsi_conn_close(struct iscsi_conn *c, const char *why)
 		LOG_INFO(MOD, "%s: closing connection: %s", c->peer_str, why);
 	else
 		LOG_DBG(MOD, "%s: connection closed", c->peer_str);
+	if (why && (c->state == CONN_FFP || c->state == CONN_CLOSING))
+		iscsi_session_event(c, "session_lost", why);
 	c->state = CONN_CLEANUP;
 	c->rx = RX_ERROR;
 	conn_unpend(c);
@@ -929,9 +931,15 @@ static void conn_rx(struct iscsi_conn *c)
 		asked += ISCSI_RX_BUF;
 		n = niov == 1 ? read(c->fd, c->rb, ISCSI_RX_BUF) : readv(c->fd, iov, niov);
 		if (n == 0) {
-			iscsi_conn_close(c, c->state == CONN_FFP && c->rx == RX_BHS && c->rx_got == 0
-						    ? NULL
-						    : "peer closed the connection");
+			bool boundary = c->state == CONN_FFP && c->rx == RX_BHS && c->rx_got == 0;
+
+			/* at a PDU boundary a close is no protocol error and
+			 * is not logged, but a session that ends without a
+			 * Logout is still worth an event */
+			if (boundary)
+				iscsi_session_event(c, "session_lost",
+						    "initiator closed the connection without a Logout");
+			iscsi_conn_close(c, boundary ? NULL : "peer closed the connection");
 			return;
 		}
 		if (n < 0) {

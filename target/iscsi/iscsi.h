@@ -116,4 +116,19 @@ typedef void (*iscsi_login_event_fn)(void *arg, const struct iscsi_login_event *
 /* Before the reactors run; NULL: none. */
 void iscsi_set_login_event_fn(iscsi_login_event_fn fn, void *arg);
 
+/* A normal session that ended otherwise than by an accepted Logout
+ * (@kind "session_lost": the connection dropped, a protocol error, a NOP-In
+ * left unanswered, a reinstatement by a new login), or a Logout request the
+ * target refused (@kind "logout_failed"). Not reported while the server
+ * shuts down, nor for discovery sessions. Same rules as the login event:
+ * the connection's reactor, must not block, strings live during the call;
+ * @reason is one of the target's fixed texts. */
+struct iscsi_session_event {
+	const char *kind, *initiator, *target, *portal, *peer, *reason;
+	uint16_t tsih;
+};
+typedef void (*iscsi_session_event_fn)(void *arg, const struct iscsi_session_event *ev);
+/* Before the reactors run; NULL: none. */
+void iscsi_set_session_event_fn(iscsi_session_event_fn fn, void *arg);
+
 #endif

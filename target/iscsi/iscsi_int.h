@@ -500,6 +500,10 @@ int iscsi_session_register(struct iscsi_server *s, struct iscsi_session *sess,
 			   uint16_t *old_tsih, struct ev_loop **old_loop);
 void iscsi_session_kill(struct iscsi_server *s, struct ev_loop *loop, uint16_t tsih);
 void iscsi_session_free(struct iscsi_session *sess);
+/* Reports @c's normal session through the session event callback (see
+ * iscsi.h), unless the server is stopping or the session logged out. On
+ * the conn's reactor. */
+void iscsi_session_event(struct iscsi_conn *c, const char *kind, const char *why);
 /* Hands a received request to the CmdSN machinery: runs it now, queues it
  * or drops it; takes ownership of @req. */
 void iscsi_session_submit(struct iscsi_conn *c, struct iscsi_req *req);

@@ -220,6 +220,39 @@ void iscsi_session_kill(struct iscsi_server *s, struct ev_loop *loop, uint16_t t
 	}
 }
 
+static _Atomic(iscsi_session_event_fn) sess_ev_fn;
+static void *_Atomic sess_ev_arg;
+
+void iscsi_set_session_event_fn(iscsi_session_event_fn fn, void *arg)
+{
+	atomic_store(&sess_ev_fn, NULL);
+	atomic_store(&sess_ev_arg, arg);
+	atomic_store(&sess_ev_fn, fn);
+}
+
+void iscsi_session_event(struct iscsi_conn *c, const char *kind, const char *why)
+{
+	iscsi_session_event_fn fn = atomic_load(&sess_ev_fn);
+	struct iscsi_session *sess = c->sess;
+	bool quiet;
+
+	if (!fn || !sess || !sess->tsih || sess->type != ISCSI_SESSION_NORMAL || c->draining)
+		return;
+	/* a shutdown, or the tail of an accepted logout, ends sessions on
+	 * purpose: nothing for the operator to act on */
+	pthread_mutex_lock(&c->srv->lock);
+	quiet = c->srv->stopping || sess->ended;
+	pthread_mutex_unlock(&c->srv->lock);
+	if (quiet)
+		return;
+	fn(atomic_load(&sess_ev_arg), &(struct iscsi_session_event){
+		.kind = kind,
+		.initiator = sess->initiator ? sess->initiator : "?",
+		.target = sess->target >= 0 && sess->cfg ? sess->cfg->c->targets[sess->target].iqn : "?",
+		.portal = sess->cfg ? sess->cfg->c->portals[sess->portal].name : "?",
+		.peer = c->peer_str, .reason = why, .tsih = sess->tsih });
+}
+
 void iscsi_session_free(struct iscsi_session *sess)
 {
 	struct iscsi_server *s = sess->srv;
@@ -426,8 +459,11 @@ static void logout(struct iscsi_conn *c, struct iscsi_req *req)
 		break;
 	case ISCSI_LOGOUT_RECOVERY:
 		rsp = ISCSI_LOGOUT_RSP_NO_RECOVERY;
+		iscsi_session_event(c, "logout_failed",
+				    "connection recovery is not supported (ErrorRecoveryLevel 0)");
 		break;
 	default:
+		iscsi_session_event(c, "logout_failed", "Logout with an unknown reason code");
 		free(tx);
 		iscsi_conn_send_reject(c, req->bhs, ISCSI_REJECT_INVALID_FIELD);
 		iscsi_req_free(req);

@@ -48,6 +48,7 @@
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
 #include "tests/lib/net_fixture.h"
+#include "tests/lib/raw_login.h"
 #include "tests/lib/rtgtctl_json.h"
 
 #define DATA_OFF (1u << 20)   /* raid/README.md: member data starts at 1 MiB */
@@ -862,6 +863,107 @@ START_TEST(t05_loop_devices)
 }
 END_TEST
 
+
+/* ---- 06 ---- */
+
+/* The events of @kind in the ring, in order, into @out (at most @max,
+ * each a new reference); returns how many there are. */
+static unsigned ring_events(const char *kind, struct json_object **out, unsigned max)
+{
+	static char buf[65536];
+	struct json_object *r, *arr;
+	unsigned n = 0;
+
+	ck_assert_int_eq(rj_query(&D, "events", buf, sizeof(buf)), 0);
+	r = json_tokener_parse(buf);
+	ck_assert_ptr_nonnull(r);
+	ck_assert(json_object_object_get_ex(r, "events", &arr));
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *e = json_object_array_get_idx(arr, i);
+
+		if (strcmp(rj_str(e, "kind"), kind))
+			continue;
+		if (n < max)
+			out[n] = json_object_get(e);
+		n++;
+	}
+	json_object_put(r);
+	return n;
+}
+
+/* Waits up to 5 s until the ring holds @want events of @kind. */
+static unsigned wait_ring_events(const char *kind, unsigned want, struct json_object **out,
+				 unsigned max)
+{
+	uint64_t end = harness_now_ms() + 5000;
+	unsigned n;
+
+	for (;;) {
+		n = ring_events(kind, out, max);
+		if (n >= want || harness_now_ms() >= end)
+			return n;
+		for (unsigned i = 0; i < n && i < max; i++)
+			json_object_put(out[i]);
+		usleep(50000);
+	}
+}
+
+/* A session that ends without a Logout, and a Logout the target refuses,
+ * are events with their reason; an accepted Logout is none. */
+START_TEST(t06_session_events)
+{
+	struct json_object *ev[4];
+	struct iscsi_context *c;
+	struct rl_conn r;
+	char err[256];
+	unsigned n;
+	int fd;
+
+	write_conf(NULL, 0);
+	nf_start(&D);
+	/* a clean logout: nothing */
+	c = harness_iscsi_login(D.port, &(struct harness_login){ 0 }, err, sizeof(err));
+	ck_assert_msg(c != NULL, "%s", err);
+	harness_iscsi_logout(c);
+	/* the initiator just goes away */
+	c = harness_iscsi_login(D.port, &(struct harness_login){ 0 }, err, sizeof(err));
+	ck_assert_msg(c != NULL, "%s", err);
+	iscsi_destroy_context(c);
+	n = wait_ring_events("session_lost", 1, ev, 4);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(rj_str(ev[0], "initiator"), HARNESS_INITIATOR);
+	ck_assert_str_eq(rj_str(ev[0], "target"), HARNESS_TARGET);
+	ck_assert_str_eq(rj_str(ev[0], "portal"), "lo");
+	ck_assert_str_eq(rj_str(ev[0], "severity"), "warning");
+	ck_assert_str_eq(rj_str(ev[0], "reason"), "initiator closed the connection without a Logout");
+	ck_assert_int_gt(rj_int(ev[0], "tsih"), 0);
+	json_object_put(ev[0]);
+	/* Logout for connection recovery: refused (ErrorRecoveryLevel 0),
+	 * the session goes on; then a close-session Logout ends it quietly */
+	fd = harness_tcp_connect(D.port);
+	ck_assert_int_ge(fd, 0);
+	rl_open(&r, fd, 0x61);
+	ck_assert_int_eq(rl_login(&r, HARNESS_INITIATOR, HARNESS_TARGET), RL_OK);
+	ck_assert_int_eq(rl_logout(&r, 2), 2);
+	n = wait_ring_events("logout_failed", 1, ev, 4);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(rj_str(ev[0], "reason"),
+			 "connection recovery is not supported (ErrorRecoveryLevel 0)");
+	json_object_put(ev[0]);
+	r.cmdsn++;
+	ck_assert_int_eq(rl_logout(&r, 0), 0);
+	ck_assert_int_eq(harness_tcp_wait_closed(fd, 5000), 1);
+	close(fd);
+	/* the accepted logouts left nothing: still the one lost session */
+	usleep(300000);
+	n = ring_events("session_lost", ev, 4);
+	for (unsigned i = 0; i < n && i < 4; i++)
+		json_object_put(ev[i]);
+	ck_assert_uint_eq(n, 1);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -870,6 +972,7 @@ int main(void)
 		CK_CASE("03_events_follow", t03_events_follow),
 		CK_CASE("04_metrics_scrape", t04_metrics_scrape),
 		CK_CASE("05_loop_devices", t05_loop_devices),
+		CK_CASE("06_session_events", t06_session_events),
 	};
 
 	int rc, fd;

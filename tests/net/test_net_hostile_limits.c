@@ -26,6 +26,7 @@
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
 #include "tests/lib/net_fixture.h"
+#include "tests/lib/raw_login.h"
 #include "tests/lib/rtgtctl_json.h"
 
 #define T2 "iqn.2026-11.org.rtgt:second"
@@ -108,133 +109,17 @@ static void normal_login_works(uint32_t isid, const char *after)
 	harness_iscsi_logout(c);
 }
 
-/* ---- hand-made login ---- */
-
-struct raw {
-	int fd;
-	uint8_t isid[6];
-	uint32_t itt;
-	uint32_t expstatsn;
-	uint32_t cmdsn;            /* next CmdSN to use in full feature phase */
-	uint8_t bhs[HARNESS_BHS_LEN];
-};
-
-#define RAW_CLOSED (-EPIPE)
-#define RAW_OK 0
-
-/* One login PDU and its answer: RAW_OK (status 0), RAW_CLOSED, or the
- * positive status (class << 8 | detail). */
-static int raw_step(struct raw *r, bool transit, unsigned csg, unsigned nsg, const char *kv,
-		    size_t kvlen)
-{
-	struct harness_login_hdr h = { .transit = transit, .csg = csg, .nsg = nsg, .cmdsn = 1 };
-	uint8_t pdu[HARNESS_BHS_LEN + 1024], data[8192];
-	size_t n;
-	ssize_t got;
-	int rc;
-
-	memcpy(h.isid, r->isid, 6);
-	h.itt = r->itt;
-	h.expstatsn = r->expstatsn;
-	n = harness_build_login(pdu, sizeof(pdu), &h, kv, kvlen);
-	ck_assert(n > 0);
-	rc = harness_tcp_send(r->fd, pdu, n);
-	if (rc == -EPIPE || rc == -ECONNRESET)
-		return RAW_CLOSED;
-	ck_assert_msg(rc == 0, "send: %s", strerror(-rc));
-	got = harness_recv_pdu(r->fd, r->bhs, data, sizeof(data), WAIT_MS);
-	if (got == -EPIPE)
-		return RAW_CLOSED;
-	ck_assert_msg(got >= 0, "no login response: %s", strerror((int)-got));
-	ck_assert_msg((r->bhs[0] & 0x3f) == HARNESS_OP_LOGIN_RSP, "opcode 0x%02x", r->bhs[0]);
-	r->expstatsn = harness_get_be32(r->bhs + 24) + 1;
-	if (r->bhs[36] || r->bhs[37])
-		return r->bhs[36] << 8 | r->bhs[37];
-	return RAW_OK;
-}
-
-static void raw_open(struct raw *r, int fd, uint8_t isid_low)
-{
-	memset(r, 0, sizeof(*r));
-	r->fd = fd;
-	r->isid[0] = 0x80;
-	r->isid[5] = isid_low;
-	r->itt = 1;
-	r->cmdsn = 1;
-}
-
-/* Security stage with AuthMethod=None (T=1, NSG=1). @target NULL:
- * discovery. */
-static int raw_security(struct raw *r, const char *initiator, const char *target)
-{
-	char kv[512];
-	size_t n;
-
-	n = harness_kv_add(kv, sizeof(kv), 0, "InitiatorName", initiator);
-	n = harness_kv_add(kv, sizeof(kv), n, "SessionType", target ? "Normal" : "Discovery");
-	if (target)
-		n = harness_kv_add(kv, sizeof(kv), n, "TargetName", target);
-	n = harness_kv_add(kv, sizeof(kv), n, "AuthMethod", "None");
-	ck_assert(n > 0);
-	return raw_step(r, true, 0, 1, kv, n);
-}
-
-/* Operational stage to full feature phase; RAW_OK only when the target
- * answered T=1 NSG=3. */
-static int raw_operational(struct raw *r)
-{
-	char kv[256];
-	size_t n;
-	int rc;
-
-	n = harness_kv_add(kv, sizeof(kv), 0, "HeaderDigest", "None");
-	n = harness_kv_add(kv, sizeof(kv), n, "DataDigest", "None");
-	ck_assert(n > 0);
-	rc = raw_step(r, true, 1, 3, kv, n);
-	if (rc == RAW_OK && !((r->bhs[1] & 0x80) && (r->bhs[1] & 3) == 3))
-		return -EAGAIN;
-	return rc;
-}
-
-static int raw_login(struct raw *r, const char *initiator, const char *target)
-{
-	int rc = raw_security(r, initiator, target);
-
-	return rc == RAW_OK ? raw_operational(r) : rc;
-}
-
-/* A PDU of full feature phase: opcode, F, ITT, TTT 0xffffffff, CmdSN,
- * ExpStatSN, @dlen bytes of @data (padded). */
-static void raw_send_ffp(struct raw *r, uint8_t op, uint32_t itt, uint32_t cmdsn,
-			 const void *data, uint32_t dlen)
-{
-	uint8_t bhs[HARNESS_BHS_LEN] = { 0 }, pad[4] = { 0 };
-	int rc;
-
-	bhs[0] = op;
-	bhs[1] = 0x80;
-	harness_put_be24(bhs + 5, dlen);
-	harness_put_be32(bhs + 16, itt);
-	harness_put_be32(bhs + 20, 0xffffffff);
-	harness_put_be32(bhs + 24, cmdsn);
-	harness_put_be32(bhs + 28, r->expstatsn);
-	rc = harness_tcp_send(r->fd, bhs, sizeof(bhs));
-	if (!rc && dlen)
-		rc = harness_tcp_send(r->fd, data, dlen);
-	if (!rc && (dlen & 3))
-		rc = harness_tcp_send(r->fd, pad, 4 - (dlen & 3));
-	ck_assert_msg(rc == 0, "send opcode 0x%02x: %s", op, strerror(-rc));
-}
+/* ---- hand-made login: tests/lib/raw_login.h ---- */
 
 /* SendTargets=All on a logged-in discovery connection: the answer's text
  * (NUL separated pairs) into @out, its length returned. */
-static size_t raw_sendtargets(struct raw *r, char *out, size_t cap)
+static size_t raw_sendtargets(struct rl_conn *r, char *out, size_t cap)
 {
 	static const char q[] = "SendTargets=All";
 	uint8_t bhs[HARNESS_BHS_LEN];
 	ssize_t n;
 
-	raw_send_ffp(r, OP_TEXT_REQ, 0x100 + r->cmdsn, r->cmdsn, q, sizeof(q));
+	rl_send_ffp(r, OP_TEXT_REQ, 0x100 + r->cmdsn, r->cmdsn, q, sizeof(q));
 	r->cmdsn++;
 	n = harness_recv_pdu(r->fd, bhs, (uint8_t *)out, cap - 1, WAIT_MS);
 	ck_assert_msg(n >= 0, "no Text Response: %s", strerror((int)-n));
@@ -270,7 +155,7 @@ static void text_print(const char *text, size_t len, char *buf, size_t cap)
 START_TEST(t01_discovery_cannot_lock_out)
 {
 	enum { N = 16 };               /* the default max_discovery_sessions */
-	struct raw d[N + 1];
+	struct rl_conn d[N + 1];
 	int rc;
 
 	/* only keys older than the discovery cap: the same file shows the
@@ -280,15 +165,15 @@ START_TEST(t01_discovery_cannot_lock_out)
 	/* eight times max_sessions (and max_connections) idle discovery
 	 * sessions */
 	for (int i = 0; i < N; i++) {
-		raw_open(&d[i], harness_tcp_connect(D.port), (uint8_t)(i + 1));
+		rl_open(&d[i], harness_tcp_connect(D.port), (uint8_t)(i + 1));
 		ck_assert(d[i].fd >= 0);
-		rc = raw_login(&d[i], INI_A, NULL);
-		ck_assert_msg(rc == RAW_OK, "discovery login %d: %d", i, rc);
+		rc = rl_login(&d[i], INI_A, NULL);
+		ck_assert_msg(rc == RL_OK, "discovery login %d: %d", i, rc);
 	}
 	/* one more than max_discovery_sessions: refused, out of resources */
-	raw_open(&d[N], harness_tcp_connect(D.port), N + 1);
+	rl_open(&d[N], harness_tcp_connect(D.port), N + 1);
 	ck_assert(d[N].fd >= 0);
-	rc = raw_login(&d[N], INI_A, NULL);
+	rc = rl_login(&d[N], INI_A, NULL);
 	ck_assert_msg(rc == 0x0302, "discovery login over max_discovery_sessions: %d (want 0x0302)",
 		      rc);
 	close(d[N].fd);
@@ -309,19 +194,19 @@ END_TEST
 
 START_TEST(t02_idle_discovery_closed)
 {
-	struct raw idle, nopper, busy;
+	struct rl_conn idle, nopper, busy;
 	char text[4096];
 	uint64_t t0;
 	int rc;
 
 	write_conf("discovery_idle_timeout = 2;", NULL, HARNESS_TARGET_DEFAULT);
 	nf_start(&D);
-	raw_open(&idle, harness_tcp_connect(D.port), 1);
-	raw_open(&nopper, harness_tcp_connect(D.port), 2);
-	raw_open(&busy, harness_tcp_connect(D.port), 3);
-	ck_assert_int_eq(raw_login(&idle, INI_A, NULL), RAW_OK);
-	ck_assert_int_eq(raw_login(&nopper, INI_A, NULL), RAW_OK);
-	ck_assert_int_eq(raw_login(&busy, INI_A, NULL), RAW_OK);
+	rl_open(&idle, harness_tcp_connect(D.port), 1);
+	rl_open(&nopper, harness_tcp_connect(D.port), 2);
+	rl_open(&busy, harness_tcp_connect(D.port), 3);
+	ck_assert_int_eq(rl_login(&idle, INI_A, NULL), RL_OK);
+	ck_assert_int_eq(rl_login(&nopper, INI_A, NULL), RL_OK);
+	ck_assert_int_eq(rl_login(&busy, INI_A, NULL), RL_OK);
 	t0 = harness_now_ms();
 	/* nopper pings (immediate NOP-Out, no answer asked) every 500 ms:
 	 * that is not use; busy asks SendTargets every 500 ms */
@@ -362,26 +247,26 @@ END_TEST
 
 static void revoked_midlogin(const char *after_targets, const char *what)
 {
-	struct raw r, fresh;
+	struct rl_conn r, fresh;
 	int rc;
 
 	write_conf(NULL, NULL, TGT(HARNESS_TARGET, "\"" INI_A "\"", ""));
 	nf_start(&D);
 	/* one connection through the security stage, one only connected */
-	raw_open(&r, harness_tcp_connect(D.port), 1);
-	raw_open(&fresh, harness_tcp_connect(D.port), 2);
+	rl_open(&r, harness_tcp_connect(D.port), 1);
+	rl_open(&fresh, harness_tcp_connect(D.port), 2);
 	ck_assert(r.fd >= 0 && fresh.fd >= 0);
-	rc = raw_security(&r, INI_A, HARNESS_TARGET);
-	ck_assert_msg(rc == RAW_OK, "%s: security stage before the reload: %d", what, rc);
+	rc = rl_security(&r, INI_A, HARNESS_TARGET);
+	ck_assert_msg(rc == RL_OK, "%s: security stage before the reload: %d", what, rc);
 	write_conf(NULL, NULL, after_targets);
 	reload();
-	rc = raw_operational(&r);
-	ck_assert_msg(rc != RAW_OK && rc != -EAGAIN,
+	rc = rl_operational(&r);
+	ck_assert_msg(rc != RL_OK && rc != -EAGAIN,
 		      "%s: a login begun before the reload completed after it", what);
-	ck_assert_msg(rc == RAW_CLOSED || (rc >> 8) == 2, "%s: status 0x%04x", what, rc);
-	rc = raw_login(&fresh, INI_A, HARNESS_TARGET);
-	ck_assert_msg(rc != RAW_OK, "%s: a connection opened before the reload logged in", what);
-	ck_assert_msg(rc == RAW_CLOSED || (rc >> 8) == 2, "%s: status 0x%04x", what, rc);
+	ck_assert_msg(rc == RL_CLOSED || (rc >> 8) == 2, "%s: status 0x%04x", what, rc);
+	rc = rl_login(&fresh, INI_A, HARNESS_TARGET);
+	ck_assert_msg(rc != RL_OK, "%s: a connection opened before the reload logged in", what);
+	ck_assert_msg(rc == RL_CLOSED || (rc >> 8) == 2, "%s: status 0x%04x", what, rc);
 	close(r.fd);
 	close(fresh.fd);
 	nf_stop_expect_0(&D, what);
@@ -409,13 +294,13 @@ END_TEST
 /* A session on a target a reload removes ends. */
 START_TEST(t04_session_of_removed_target_ends)
 {
-	struct raw r;
+	struct rl_conn r;
 	int rc;
 
 	write_conf(NULL, NULL, TGT(HARNESS_TARGET, "\"ALL\"", "") ", " TGT(T2, "\"ALL\"", ""));
 	nf_start(&D);
-	raw_open(&r, harness_tcp_connect(D.port), 1);
-	ck_assert_int_eq(raw_login(&r, INI_A, HARNESS_TARGET), RAW_OK);
+	rl_open(&r, harness_tcp_connect(D.port), 1);
+	ck_assert_int_eq(rl_login(&r, INI_A, HARNESS_TARGET), RL_OK);
 	write_conf(NULL, NULL, TGT(T2, "\"ALL\"", ""));
 	reload();
 	rc = harness_tcp_wait_closed(r.fd, WAIT_MS);
@@ -431,7 +316,7 @@ START_TEST(t05_sendtargets_per_portal)
 {
 	uint16_t p2;
 	char portals[160], targets[1024], text[4096], shown[4096], a1[64], a2[64];
-	struct raw a, b;
+	struct rl_conn a, b;
 	size_t n;
 
 	ck_assert_int_eq(harness_free_port(&p2), 0);
@@ -449,8 +334,8 @@ START_TEST(t05_sendtargets_per_portal)
 	snprintf(a1, sizeof(a1), "TargetAddress=127.0.0.1:%u,1", D.port);
 	snprintf(a2, sizeof(a2), "TargetAddress=127.0.0.2:%u,2", p2);
 
-	raw_open(&a, harness_tcp_connect(D.port), 1);
-	ck_assert_int_eq(raw_login(&a, INI_A, NULL), RAW_OK);
+	rl_open(&a, harness_tcp_connect(D.port), 1);
+	ck_assert_int_eq(rl_login(&a, INI_A, NULL), RL_OK);
 	n = raw_sendtargets(&a, text, sizeof(text));
 	text_print(text, n, shown, sizeof(shown));
 	ck_assert_msg(!strstr(shown, T2), "portal lo lists %s, only on lo2: %s", T2, shown);
@@ -460,8 +345,8 @@ START_TEST(t05_sendtargets_per_portal)
 	ck_assert_msg(text_has(text, n, "TargetName=" T3), "portal lo: %s missing: %s", T3, shown);
 	close(a.fd);
 
-	raw_open(&b, tcp_connect_to("127.0.0.2", p2), 2);
-	ck_assert_int_eq(raw_login(&b, INI_A, NULL), RAW_OK);
+	rl_open(&b, tcp_connect_to("127.0.0.2", p2), 2);
+	ck_assert_int_eq(rl_login(&b, INI_A, NULL), RL_OK);
 	n = raw_sendtargets(&b, text, sizeof(text));
 	text_print(text, n, shown, sizeof(shown));
 	ck_assert_msg(!strstr(shown, T3), "portal lo2 lists %s, only on lo: %s", T3, shown);
@@ -477,13 +362,13 @@ END_TEST
 START_TEST(t06_sendtargets_after_reload)
 {
 	char text[4096], shown[4096];
-	struct raw a;
+	struct rl_conn a;
 	size_t n;
 
 	write_conf(NULL, NULL, TGT(HARNESS_TARGET, "\"ALL\"", ""));
 	nf_start(&D);
-	raw_open(&a, harness_tcp_connect(D.port), 1);
-	ck_assert_int_eq(raw_login(&a, INI_A, NULL), RAW_OK);
+	rl_open(&a, harness_tcp_connect(D.port), 1);
+	ck_assert_int_eq(rl_login(&a, INI_A, NULL), RL_OK);
 	n = raw_sendtargets(&a, text, sizeof(text));
 	ck_assert_msg(text_has(text, n, "TargetName=" HARNESS_TARGET), "before the reload");
 	/* the target goes, T2 comes, T3 comes but not for this initiator */
@@ -509,20 +394,20 @@ START_TEST(t07_queued_nops_bounded)
 	uint8_t *payload = malloc(LEN), bhs[HARNESS_BHS_LEN], data[512];
 	unsigned nopin = 0, rejects = 0;
 	long before, after;
-	struct raw r;
+	struct rl_conn r;
 
 	ck_assert_ptr_nonnull(payload);
 	write_conf(NULL, NULL, HARNESS_TARGET_DEFAULT);
 	nf_start(&D);
 	normal_login_works(1, "start");
-	raw_open(&r, harness_tcp_connect(D.port), 1);
-	ck_assert_int_eq(raw_login(&r, INI_A, NULL), RAW_OK);
+	rl_open(&r, harness_tcp_connect(D.port), 1);
+	ck_assert_int_eq(rl_login(&r, INI_A, NULL), RL_OK);
 	before = harness_rss_kb(D.pid);
 	ck_assert(before > 0);
 	memset(payload, 0x5a, LEN);
 	/* CmdSN 2..128: all inside the window, all waiting for CmdSN 1 */
 	for (uint32_t i = 0; i < N; i++)
-		raw_send_ffp(&r, OP_NOP_OUT, 0x1000 + i, 2 + i, payload, LEN);
+		rl_send_ffp(&r, OP_NOP_OUT, 0x1000 + i, 2 + i, payload, LEN);
 	usleep(300 * 1000);
 	after = harness_rss_kb(D.pid);
 	ck_assert_msg(after > 0, "rtgtd gone");
@@ -531,7 +416,7 @@ START_TEST(t07_queued_nops_bounded)
 		      "(limit %ld)", N, LEN / 1024, after - before, limit_kb);
 	/* the gap filled: each waiting one is answered (NOP-In) or refused
 	 * (Reject), none silently lost */
-	raw_send_ffp(&r, OP_NOP_OUT, 0x999, 1, NULL, 0);
+	rl_send_ffp(&r, OP_NOP_OUT, 0x999, 1, NULL, 0);
 	while (nopin + rejects < N + 1) {
 		ssize_t n = harness_recv_pdu(r.fd, bhs, data, sizeof(data), WAIT_MS);
 
@@ -564,29 +449,29 @@ END_TEST
  * 02/01. */
 static uint64_t chap_guess(const char *initiator, uint8_t isid_low)
 {
-	struct raw r;
+	struct rl_conn r;
 	char kv[512];
 	size_t n;
 	uint64_t t0;
 	int rc;
 
-	raw_open(&r, harness_tcp_connect(D.port), isid_low);
+	rl_open(&r, harness_tcp_connect(D.port), isid_low);
 	ck_assert(r.fd >= 0);
 	n = harness_kv_add(kv, sizeof(kv), 0, "InitiatorName", initiator);
 	n = harness_kv_add(kv, sizeof(kv), n, "SessionType", "Normal");
 	n = harness_kv_add(kv, sizeof(kv), n, "TargetName", HARNESS_TARGET);
 	n = harness_kv_add(kv, sizeof(kv), n, "AuthMethod", "CHAP,None");
 	ck_assert(n > 0);
-	rc = raw_step(&r, true, 0, 1, kv, n);
-	ck_assert_msg(rc == RAW_OK, "AuthMethod step: %d", rc);
+	rc = rl_step(&r, true, 0, 1, kv, n);
+	ck_assert_msg(rc == RL_OK, "AuthMethod step: %d", rc);
 	n = harness_kv_add(kv, sizeof(kv), 0, "CHAP_A", "5");
-	rc = raw_step(&r, true, 0, 1, kv, n);
-	ck_assert_msg(rc == RAW_OK, "CHAP_A step: %d", rc);
+	rc = rl_step(&r, true, 0, 1, kv, n);
+	ck_assert_msg(rc == RL_OK, "CHAP_A step: %d", rc);
 	n = harness_kv_add(kv, sizeof(kv), 0, "CHAP_N", CHAP_USER);
 	n = harness_kv_add(kv, sizeof(kv), n, "CHAP_R", "0x00112233445566778899aabbccddeeff");
 	ck_assert(n > 0);
 	t0 = harness_now_ms();
-	rc = raw_step(&r, true, 0, 1, kv, n);
+	rc = rl_step(&r, true, 0, 1, kv, n);
 	t0 = harness_now_ms() - t0;
 	ck_assert_msg(rc == 0x0201, "a wrong CHAP response got %d, not 02/01", rc);
 	close(r.fd);
@@ -649,7 +534,7 @@ END_TEST
 /* ---- 09: command buffers bounded over the whole daemon ---- */
 
 /* A WRITE(10) of @blocks at LBA 0, W set, EDTL @edtl, no data sent. */
-static void raw_write10(struct raw *r, uint32_t itt, uint32_t edtl, uint16_t blocks)
+static void raw_write10(struct rl_conn *r, uint32_t itt, uint32_t edtl, uint16_t blocks)
 {
 	uint8_t bhs[HARNESS_BHS_LEN] = { 0 };
 
@@ -667,7 +552,7 @@ static void raw_write10(struct raw *r, uint32_t itt, uint32_t edtl, uint16_t blo
 
 /* The answer to one command: 0x31 (R2T) or the SCSI status of a SCSI
  * Response (its opcode 0x21), -1 when nothing came. */
-static int raw_cmd_answer(struct raw *r)
+static int raw_cmd_answer(struct rl_conn *r)
 {
 	uint8_t bhs[HARNESS_BHS_LEN], data[512];
 	ssize_t n = harness_recv_pdu(r->fd, bhs, data, sizeof(data), WAIT_MS);
@@ -691,14 +576,14 @@ static int raw_cmd_answer(struct raw *r)
 START_TEST(t09_command_buffers_bounded)
 {
 	enum { CONNS = 16, PER = 4, EDTL = 16u << 20 };
-	struct raw r[CONNS + 1];
+	struct rl_conn r[CONNS + 1];
 	int a;
 
 	write_conf(NULL, NULL, HARNESS_TARGET_DEFAULT);
 	nf_start(&D);
 	for (unsigned i = 0; i <= CONNS; i++) {
-		raw_open(&r[i], harness_tcp_connect(D.port), (uint8_t)(0x40 + i));
-		ck_assert_int_eq(raw_login(&r[i], INI_A, HARNESS_TARGET), RAW_OK);
+		rl_open(&r[i], harness_tcp_connect(D.port), (uint8_t)(0x40 + i));
+		ck_assert_int_eq(rl_login(&r[i], INI_A, HARNESS_TARGET), RL_OK);
 	}
 	for (unsigned i = 0; i < CONNS; i++)
 		for (unsigned k = 0; k < PER; k++) {
