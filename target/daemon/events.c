@@ -506,13 +506,16 @@ static bool peer_event_admit(struct events *e, uint64_t *suppressed)
 	return true;
 }
 
-static struct json_object *peer_fields(const char *initiator, const char *target,
-				       const char *portal, const char *peer, const char *reason,
-				       uint64_t suppressed)
+/* The fields every peer event has, or NULL when the budget leaves this
+ * one out (or out of memory). */
+static struct json_object *peer_fields(struct events *e, const char *initiator,
+				       const char *target, const char *portal, const char *peer,
+				       const char *reason)
 {
-	struct json_object *f = json_object_new_object();
+	struct json_object *f;
+	uint64_t suppressed;
 
-	if (!f)
+	if (!peer_event_admit(e, &suppressed) || !(f = json_object_new_object()))
 		return NULL;
 	json_object_object_add(f, "initiator", json_object_new_string(initiator));
 	json_object_object_add(f, "target", json_object_new_string(target));
@@ -527,12 +530,9 @@ static struct json_object *peer_fields(const char *initiator, const char *target
 void events_login_fn(void *arg, const struct iscsi_login_event *ev)
 {
 	struct events *e = arg;
-	struct json_object *f;
-	uint64_t suppressed;
+	struct json_object *f = peer_fields(e, ev->initiator, ev->target, ev->portal, ev->peer,
+					    ev->reason);
 
-	if (!peer_event_admit(e, &suppressed))
-		return;
-	f = peer_fields(ev->initiator, ev->target, ev->portal, ev->peer, ev->reason, suppressed);
 	if (!f)
 		return;
 	json_object_object_add(f, "status", json_object_new_int(ev->status));
@@ -543,12 +543,9 @@ void events_login_fn(void *arg, const struct iscsi_login_event *ev)
 void events_session_fn(void *arg, const struct iscsi_session_event *ev)
 {
 	struct events *e = arg;
-	struct json_object *f;
-	uint64_t suppressed;
+	struct json_object *f = peer_fields(e, ev->initiator, ev->target, ev->portal, ev->peer,
+					    ev->reason);
 
-	if (!peer_event_admit(e, &suppressed))
-		return;
-	f = peer_fields(ev->initiator, ev->target, ev->portal, ev->peer, ev->reason, suppressed);
 	if (!f)
 		return;
 	json_object_object_add(f, "tsih", json_object_new_int(ev->tsih));

@@ -26,6 +26,7 @@
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
 #include "tests/lib/net_fixture.h"
+#include "tests/lib/raw_login.h"
 #include "tests/lib/rtgtctl_json.h"
 
 #define INI_A "iqn.2026-11.org.example:host-a"
@@ -325,31 +326,13 @@ static int tcp_from(const char *src, uint16_t port)
  * the connection closed without one. @target NULL: discovery. */
 static int raw_login_status(const char *src, const char *initiator, const char *target)
 {
-	struct harness_login_hdr h = { .transit = true, .csg = 0, .nsg = 1, .itt = 1,
-				       .cmdsn = 1, .isid = { 0x80, 0, 0, 0, 0, 7 } };
-	uint8_t pdu[HARNESS_BHS_LEN + 1024], bhs[HARNESS_BHS_LEN], data[4096];
-	char kv[512];
-	size_t n, len;
-	ssize_t got;
+	struct rl_conn r;
 	int fd = tcp_from(src, D.port), rc;
 
-	n = harness_kv_add(kv, sizeof(kv), 0, "InitiatorName", initiator);
-	n = harness_kv_add(kv, sizeof(kv), n, "SessionType", target ? "Normal" : "Discovery");
-	if (target)
-		n = harness_kv_add(kv, sizeof(kv), n, "TargetName", target);
-	n = harness_kv_add(kv, sizeof(kv), n, "AuthMethod", "None");
-	ck_assert(n > 0);
-	len = harness_build_login(pdu, sizeof(pdu), &h, kv, n);
-	ck_assert(len > 0);
-	rc = harness_tcp_send(fd, pdu, len);
-	ck_assert_msg(rc == 0, "send: %s", strerror(-rc));
-	got = harness_recv_pdu(fd, bhs, data, sizeof(data), WAIT_MS);
+	rl_open(&r, fd, 7);
+	rc = rl_security(&r, initiator, target);
 	close(fd);
-	if (got == -EPIPE)
-		return -EPIPE;
-	ck_assert_msg(got >= 0, "no login response: %s", strerror((int)-got));
-	ck_assert_int_eq(bhs[0] & 0x3f, HARNESS_OP_LOGIN_RSP);
-	return bhs[36] << 8 | bhs[37];
+	return rc;
 }
 
 /* Whether a libiscsi discovery session as @initiator lists HARNESS_TARGET. */
