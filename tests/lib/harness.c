@@ -704,7 +704,7 @@ struct iscsi_context *harness_iscsi_login(uint16_t port, const struct harness_lo
 	}
 	snprintf(portal, sizeof(portal), "127.0.0.1:%u", port);
 	iscsi_set_noautoreconnect(c, 1);
-	iscsi_set_timeout(c, 30);
+	iscsi_set_timeout(c, o->timeout_s ? o->timeout_s : 30);
 	if (o->isid_rnd)
 		iscsi_set_isid_random(c, o->isid_rnd, 0);
 	iscsi_set_header_digest(c, o->crc32c ? ISCSI_HEADER_DIGEST_CRC32C : ISCSI_HEADER_DIGEST_NONE);
@@ -722,7 +722,13 @@ struct iscsi_context *harness_iscsi_login(uint16_t port, const struct harness_lo
 		if (iscsi_set_targetname(c, o->target ? o->target : HARNESS_TARGET) ||
 		    iscsi_set_session_type(c, ISCSI_SESSION_NORMAL))
 			goto fail;
-		rc = iscsi_full_connect_sync(c, portal, o->lun);
+		if (o->login_only) {
+			rc = iscsi_connect_sync(c, portal);
+			if (!rc)
+				rc = iscsi_login_sync(c);
+		} else {
+			rc = iscsi_full_connect_sync(c, portal, o->lun);
+		}
 	}
 	if (rc)
 		goto fail;

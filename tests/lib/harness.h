@@ -140,13 +140,17 @@ struct harness_login {
 	bool crc32c;                /* require header digest CRC32C (else None) */
 	uint32_t isid_rnd;          /* != 0: ISID random-format qualifier */
 	int lun;                    /* LUN for iscsi_full_connect_sync */
+	bool login_only;            /* normal session: connect + login, without the
+	                             * full connect's TEST UNIT READY (which fails
+	                             * while a LU is becoming ready) */
+	int timeout_s;              /* command timeout; 0: 30 */
 };
 
 /* "iscsi://127.0.0.1:PORT/IQN/LUN" into @buf. Returns 0 or -ENOSPC. */
 int harness_url(char *buf, size_t len, uint16_t port, const char *iqn, int lun);
 /*
  * Logs in to 127.0.0.1:@port. Returns the logged-in context (no automatic
- * reconnect, 30 s command timeout) or NULL with libiscsi's message in @err.
+ * reconnect, @o->timeout_s command timeout) or NULL with libiscsi's message in @err.
  */
 struct iscsi_context *harness_iscsi_login(uint16_t port, const struct harness_login *o,
 					  char *err, size_t errlen);

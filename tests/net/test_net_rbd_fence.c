@@ -57,6 +57,7 @@
 
 #include "tests/lib/ceph.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
 #include "tests/lib/lun_io.h"
 
 #define BS 512u
@@ -185,24 +186,10 @@ static bool log_has(const struct harness_daemon *d, const char *needle)
  * LU becoming ready); the unit attentions of a new nexus are taken. */
 static struct iscsi_context *login(struct harness_daemon *d, bool wait_ready)
 {
-	struct iscsi_context *c = iscsi_create_context(HARNESS_INITIATOR);
-	char portal[64];
+	struct iscsi_context *c = nf_login(d, 0, &(struct harness_login){ .login_only = true,
+									 .timeout_s = 60 });
 	uint64_t t0 = harness_now_ms();
-	int rc;
 
-	ck_assert(c != NULL);
-	snprintf(portal, sizeof(portal), "127.0.0.1:%u", d->port);
-	iscsi_set_noautoreconnect(c, 1);
-	iscsi_set_timeout(c, 60);
-	ck_assert_int_eq(iscsi_set_targetname(c, HARNESS_TARGET), 0);
-	ck_assert_int_eq(iscsi_set_session_type(c, ISCSI_SESSION_NORMAL), 0);
-	iscsi_set_header_digest(c, ISCSI_HEADER_DIGEST_NONE);
-	rc = iscsi_connect_sync(c, portal);
-	if (!rc)
-		rc = iscsi_login_sync(c);
-	if (rc)
-		harness_dump_log(d, stderr, 30);
-	ck_assert_msg(rc == 0, "login failed: %s", iscsi_get_error(c));
 	for (;;) {
 		struct scsi_task *t = iscsi_testunitready_sync(c, 0);
 		bool good = t && t->status == SCSI_STATUS_GOOD;

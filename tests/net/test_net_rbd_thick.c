@@ -66,6 +66,7 @@
 
 #include "tests/lib/ceph.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/net_fixture.h"
 #include "tests/lib/rtgtctl_json.h"
 #include "tests/lib/lun_io.h"
 
@@ -177,23 +178,7 @@ static void start(void)
  * fails the login while the LU is becoming ready. */
 static void login_d(struct harness_daemon *d)
 {
-	char portal[64];
-	int rc;
-
-	C = iscsi_create_context(HARNESS_INITIATOR);
-	ck_assert(C != NULL);
-	snprintf(portal, sizeof(portal), "127.0.0.1:%u", d->port);
-	iscsi_set_noautoreconnect(C, 1);
-	iscsi_set_timeout(C, 30);
-	ck_assert_int_eq(iscsi_set_targetname(C, HARNESS_TARGET), 0);
-	ck_assert_int_eq(iscsi_set_session_type(C, ISCSI_SESSION_NORMAL), 0);
-	iscsi_set_header_digest(C, ISCSI_HEADER_DIGEST_NONE);
-	rc = iscsi_connect_sync(C, portal);
-	if (!rc)
-		rc = iscsi_login_sync(C);
-	if (rc)
-		harness_dump_log(d, stderr, 30);
-	ck_assert_msg(rc == 0, "login failed: %s", iscsi_get_error(C));
+	C = nf_login(d, 0, &(struct harness_login){ .login_only = true });
 }
 
 static void login(void)
