@@ -67,8 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "raid/raid_int.h"
-#include "raid/rbd_int.h"
+#include "raid/backend.h"
 
 #define MAX_TRIES 4
 
@@ -1629,15 +1628,13 @@ static void lock_granted(void *arg)
 	raid_ioctx_kick(ctx);
 }
 
-int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
+int raid_md_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
 {
 	struct raid_pool *p = vol->pool;
 	const struct raid_geom *g = &p->g;
 	struct req *rq;
 	bool lock;
 
-	if (p->level == CONF_RBD)
-		return raid_rbd_vol_submit(vol, ctx, io);   /* raid/rbd.c */
 	if (!io || !io->cb || (unsigned)io->op > RAID_OP_COMPARE_WRITE)
 		return -EINVAL;
 	if (io->op != RAID_OP_FLUSH) {

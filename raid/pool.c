@@ -60,7 +60,6 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,10 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raid/raid_int.h"
-#include "raid/rbd_int.h"
-
-static int pool_open(const struct conf_pool *cp, struct raid_pool **out);
+#include "raid/backend.h"
 
 static const char *level_name(enum conf_level l)
 {
@@ -84,7 +80,7 @@ static const char *level_name(enum conf_level l)
 	case CONF_RAID5: return "raid5";
 	case CONF_RAID6: return "raid6";
 	case CONF_RAID10: return "raid10";
-	default: return "rbd";
+	default: return "?";   /* not a RAID level: never a pool of this backend */
 	}
 }
 
@@ -1076,36 +1072,13 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 	return 0;
 }
 
-/*
- * The data path allocates and frees 4 KiB..1 MiB stripe buffers at a high
- * rate. With glibc's defaults the larger ones are mmap()ed or the heap top is
- * trimmed after each burst, and every reuse page-faults the buffer in again
- * (measured: a third of the CPU time of 1 MiB raid6 writes). Keep them in the
- * heap instead.
- */
-static void malloc_tuning(void)
-{
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 256 << 20);
-}
-
-int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, malloc_tuning);
-	return pool_open(cp, out);
-}
-
-static int pool_open(const struct conf_pool *cp, struct raid_pool **out)
+int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 {
 	struct raid_pool *p;
 	struct cand *cs;
 	unsigned i, nc = cp->n_members + cp->n_spares, valid = 0;
 	int rc;
 
-	if (cp->level == CONF_RBD)
-		return raid_rbd_pool_open(cp, out);   /* raid/rbd.c */
 	if (nc > RAID_MAX_SLOTS || cp->n_members == 0) {
 		LOG_ERR(RAID_MOD, "pool %s: %u members and spares (1..%u allowed)", cp->name, nc,
 			RAID_MAX_SLOTS);
@@ -1252,16 +1225,12 @@ err_free:
 	return rc;
 }
 
-void raid_pool_close(struct raid_pool *p)
+void raid_md_pool_close(struct raid_pool *p)
 {
 	unsigned i;
 
 	if (!p)
 		return;
-	if (p->level == CONF_RBD) {
-		raid_rbd_pool_close(p);
-		return;
-	}
 	raid_bg_stop(p);
 	if (atomic_load(&p->sc.n)) {
 		struct raid_ioctx *ctx;
@@ -1366,10 +1335,8 @@ void raid_event_emit(struct raid_pool *p, struct raid_event *ev)
 	fn(atomic_load(&ev_arg), ev);
 }
 
-int raid_pool_info(struct raid_pool *p, struct raid_pool_info *out)
+int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 {
-	if (p->level == CONF_RBD)
-		return raid_rbd_pool_info(p, out);
 	unsigned i;
 
 	memset(out, 0, sizeof(*out));
@@ -1515,7 +1482,7 @@ static struct raid_member *find_member(struct raid_pool *p, const char *member)
 	return NULL;
 }
 
-int raid_pool_fail(struct raid_pool *p, const char *member)
+int raid_md_pool_fail(struct raid_pool *p, const char *member)
 {
 	struct raid_member *m = find_member(p, member);
 	int st;
@@ -1529,10 +1496,8 @@ int raid_pool_fail(struct raid_pool *p, const char *member)
 	return 0;
 }
 
-int raid_pool_add_spare(struct raid_pool *p, const char *path)
+int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
 {
-	if (p->level == CONF_RBD)
-		return -ENOTSUP;   /* Ceph handles its own redundancy */
 	struct conf_pool cp;
 	struct cand c;
 	unsigned i, idx;
@@ -1632,15 +1597,13 @@ static struct raid_member *placeholder_new(struct raid_pool *p, const struct rai
  * (readable/writable say no) and a spare gets none at all; the superblock
  * writes that do reach them run under meta_mu, which we hold.
  */
-int raid_pool_remove(struct raid_pool *p, const char *member)
+int raid_md_pool_remove(struct raid_pool *p, const char *member)
 {
 	struct raid_member *m, *ph;
 	unsigned slot;
 	int st, rc;
 	char path[256];
 
-	if (p->level == CONF_RBD)
-		return -EOPNOTSUPP;   /* Ceph manages its own devices */
 	ph = NULL;
 	pthread_mutex_lock(&p->meta_mu);
 	m = find_member(p, member);

@@ -1,10 +1,12 @@
 /*
  * raid/raid.h - the storage engine seen from the target layer.
  *
- * A pool (RAID0/1/5/6/10 over member files or block devices) holds thick
- * volumes. The target layer only sees volumes: it submits struct raid_io
- * requests and gets completions back on the thread that submitted them,
- * through that thread's struct raid_ioctx.
+ * A pool holds volumes. What stores them is the pool's backend, chosen by
+ * the pool's level and invisible here (raid/backend.h): RAID0/1/5/6/10 over
+ * member files or block devices, or images of a shared network block store.
+ * The target layer only sees volumes: it submits struct raid_io requests and
+ * gets completions back on the thread that submitted them, through that
+ * thread's struct raid_ioctx.
  *
  * Threading: pools and volumes may be used from any number of reactor
  * threads at once; each thread owns exactly one raid_ioctx and passes it on
@@ -103,20 +105,23 @@ uint32_t raid_vol_opt_len(const struct raid_vol *vol);
 /* Largest RAID_OP_WRITE_SAME request in bytes the volume takes; 0 when it has
  * no write-same of its own (RAID pools: the caller writes the pattern). */
 uint64_t raid_vol_write_same_max(const struct raid_vol *vol);
-/* 0 when the volume serves I/O; -EINPROGRESS while it is being prepared in
- * the background (thick provisioning of an rbd image); -ENOLINK while this
- * node is fenced from the volume's shared storage (rbd: its lease lapsed
- * with a peer node serving the pool, or the cluster blocklisted it;
- * raid/rbd_fence.c): then every request completes with -ENOLINK; otherwise
- * the negative errno that stopped the preparation (the volume stays
- * unusable; a restart resumes it). Until 0 (or -ENOLINK), raid_vol_submit()
- * refuses everything but FLUSH with -EBUSY. Any thread, cheap (atomics).
- * Once 0 it stays 0 but for -ENOLINK spells (RAID volumes: always 0). */
+/* 0 when the volume serves I/O; -EINPROGRESS while its backend prepares it
+ * in the background (writes it out in full); -ENOLINK while this node is
+ * fenced from the volume's shared storage (another node may be taking it
+ * over; when and why is the backend's, see raid/README.md): then every
+ * request completes with -ENOLINK; otherwise the negative errno that
+ * stopped the preparation (the volume stays unusable; a restart resumes
+ * it). Until 0 (or -ENOLINK), raid_vol_submit() refuses everything but
+ * FLUSH with -EBUSY. Any thread, cheap (atomics). Once 0 it stays 0 but for
+ * -ENOLINK spells (RAID volumes: always 0). */
 int raid_vol_ready(const struct raid_vol *vol);
 /* raid_vol_ready(), and while it is -EINPROGRESS how far the preparation
  * got in *@frac: bytes done / size in 65536ths, 0..65535 (SPC-4's PROGRESS
  * INDICATION); *@frac is 0 otherwise. Any thread, cheap (atomics). */
 int raid_vol_ready_progress(const struct raid_vol *vol, uint16_t *frac);
+/* Grow the volume to @bytes while it is in use (the hook for online grow).
+ * -EOPNOTSUPP when its backend cannot: no backend can yet. */
+int raid_vol_resize(struct raid_vol *vol, uint64_t bytes);
 
 /* Deferred write errors (SPC-4 deferred errors): how many times, since the
  * volume was opened, a write-out of data it had already acknowledged failed
@@ -126,7 +131,8 @@ int raid_vol_ready_progress(const struct raid_vol *vol, uint16_t *frac);
  * into it after a failure makes its next failure count again. The data
  * stays in the cache (reads return it, FLUSH fails until it is written);
  * this only tells the caller that someone must be told. It never falls.
- * Always 0 on volumes without a write-back cache (raid0/1/10, rbd). Any
+ * Always 0 on volumes without a write-back cache (raid0/1/10, and every
+ * backend but RAID's raid5/6). Any
  * thread, cheap (an atomic load). */
 uint64_t raid_vol_write_failures(const struct raid_vol *vol);
 
@@ -176,8 +182,10 @@ struct raid_pool_info {
 	char name[64];
 	const char *level;     /* "raid5", ... */
 	const char *state;     /* "optimal" | "degraded" | "rebuilding" | "failed"
-	                        * | "provisioning" (rbd: a volume being written
-	                        * out; rebuild_progress/eta_s then describe it) */
+	                        * | "provisioning" (a volume being prepared in
+	                        * the background, raid_vol_ready; rebuild_progress
+	                        * and rebuild_eta_s then describe it) | "fenced"
+	                        * (raid_vol_ready's -ENOLINK) */
 	double rebuild_progress; /* 0.0 .. 1.0 */
 	double rebuild_eta_s;    /* < 0 when unknown */
 	uint64_t usable_bytes;
@@ -188,8 +196,8 @@ struct raid_pool_info {
 	struct {
 		char name[64];
 		uint64_t bytes;
-		/* background preparation (rbd thick provisioning); state NULL
-		 * when the volume never had any (RAID pools) */
+		/* background preparation (raid_vol_ready); state NULL when
+		 * the pool's volumes never have any (RAID pools) */
 		const char *state;   /* "ready" | "provisioning" | "failed" */
 		uint64_t prov_done, prov_total; /* bytes written out / to write */
 		double prov_eta_s;   /* provisioning: < 0 when unknown */
@@ -252,15 +260,15 @@ int raid_pool_scrub(struct raid_pool *pool, bool repair);
  * (a raid disk's slot waits for a spare, a spare's slot is freed) and its
  * file is closed but left as it is. -EBUSY: active or rebuilding (fail it
  * first); -ENOENT: no such member; -EALREADY: slot already empty;
- * -EOPNOTSUPP: rbd pool. */
+ * -EOPNOTSUPP: a pool without members of its own. */
 int raid_pool_remove(struct raid_pool *pool, const char *member);
 
-/* ---- shared state of a volume (raid/rbd_pr.c) ----
- * A volume served by several rtgt nodes at once (an RBD image opened by two
- * rtgtd) carries small blobs of state that every node must agree on, e.g.
- * persistent reservations. Each blob is named by a short @tag ([a-z0-9_],
- * at most 16 characters) and lives next to the volume (for RBD: the RADOS
- * object "rtgt_<tag>.<image id>" in the image's pool). Every update is an
+/* ---- shared state of a volume ----
+ * A volume served by several rtgt nodes at once (the same volume of a
+ * shared store opened by two rtgtd) carries small blobs of state that every
+ * node must agree on, e.g. persistent reservations. Each blob is named by a
+ * short @tag ([a-z0-9_], at most 16 characters) and lives next to the
+ * volume, where its backend keeps it (raid/README.md). Every update is an
  * atomic read-modify-write across nodes; every change is announced to all
  * nodes watching the blob, and the update returns only once each live
  * watcher has run its callback (or the timeout passed). RAID volumes are

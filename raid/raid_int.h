@@ -514,7 +514,11 @@ struct raid_rstream {
 	                           * stays the same stream */
 };
 
+struct raid_vol_backend_ops;
+
 struct raid_pool {
+	/* what serves the pool (backend.h); set by raid_pool_open, never changes */
+	const struct raid_vol_backend_ops *ops;
 	char name[64];
 	enum conf_level level;
 	struct raid_geom g;

@@ -114,12 +114,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raid/rbd_int.h"
-
-#if __has_include(<rbd/librbd.h>) && !defined(RTGT_NO_RBD)   /* as in rbd.c */
-#define RTGT_HAVE_RBD 1
-#include <rados/librados.h>
-#endif
+#include "raid/rbd_int.h"   /* librados, when built with it */
 
 #ifdef RTGT_HAVE_RBD
 

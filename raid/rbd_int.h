@@ -1,34 +1,128 @@
 /*
- * raid/rbd_int.h - RBD pools (raid/rbd.c), private to raid/.
+ * raid/rbd_int.h - the rbd backend (raid_rbd_backend, backend.h), private
+ * to its files; no other file of raid/ includes it:
+ *   rbd.c        the ops table, pools (cluster connection), images, the
+ *                request path
+ *   rbd_prov.c   thick write-out of an image (volume preparation)
+ *   rbd_pr.c     shared state of a volume (RADOS objects, watch/notify)
+ *   rbd_fence.c  fencing of the nodes serving a pool
  *
- * A pool of level CONF_RBD is a struct raid_pool whose volumes are Ceph RBD
- * images. The public raid_* entry points of pool.c, vol.c and io.c hand such
- * a pool (p->level == CONF_RBD) to the functions below, so the target layer
- * keeps seeing only raid.h. Built without librbd (no <rbd/librbd.h> at
- * compile time) every one of them refuses with -ENOTSUP and a log line.
+ * A pool of level CONF_RBD is a struct rbd_pool whose volumes (struct
+ * rbd_vol) are Ceph RBD images. What raid.h leaves to the backend is, for
+ * rbd volumes (raid/README.md, "RBD pools"):
+ *   raid_vol_ready      -EINPROGRESS while the image is being written out in
+ *                       full (thick: rbd_prov.c); -ENOLINK while this node is
+ *                       fenced: its lease lapsed with a peer node serving the
+ *                       pool, or the cluster blocklisted it (rbd_fence.c);
+ *   raid_vol_write_same_max  64 MiB (one rbd_aio_writesame per request);
+ *   shared state        blob @tag of an image is the RADOS object
+ *                       "rtgt_<tag>.<image id>" in the image's pool;
+ *   raid_pool_info      state "fenced" while raid_vol_ready is -ENOLINK,
+ *                       "provisioning" while an image is written out;
+ *   fail, add-spare, remove, scrub  refused: Ceph keeps its own redundancy.
+ * Built without librbd (no <rbd/librbd.h> at compile time, or RTGT_NO_RBD)
+ * only rbd.c has code: a backend whose pool_open refuses with -ENOTSUP and
+ * a log line.
  */
 #ifndef RTGT_RAID_RBD_INT_H
 #define RTGT_RAID_RBD_INT_H
 
-#include "raid/raid_int.h"
+#include "raid/backend.h"
 
-/* Connect to the cluster of @cp (ceph_conf, ceph_id, keyring) and open its
- * rbd_pool. Blocking; meant for start-up. */
-int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out);
-/* Flush and close every image, disconnect, free @p. */
-void raid_rbd_pool_close(struct raid_pool *p);
-/* Open image @name, creating it at @size (absolute only) and writing it out
- * in full (thick) on first use; later opens check the size. */
-int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
-		      struct raid_vol **out);
-/* raid_vol_submit() for a volume of an rbd pool (same contract). */
-int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io);
-int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out);
+#if __has_include(<rbd/librbd.h>) && !defined(RTGT_NO_RBD)   /* RTGT_NO_RBD: build the stub */
+#define RTGT_HAVE_RBD 1
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+#endif
 
-/* For rbd_pr.c: the pool's librados I/O context (a rados_ioctx_t) in
- * *@ioctx and the RBD image id of @v in @id. 0, or -EOPNOTSUPP (not an rbd
- * volume, or built without librbd). */
+#ifdef RTGT_HAVE_RBD
+
+/* image metadata: rtgt.thick ("done" or the offset reached, rbd_prov.c) */
+#define META_THICK "rtgt.thick"
+
+enum { PROV_READY = 0, PROV_RUNNING, PROV_FAILED };   /* rbd_vol.prov_state */
+
+struct rbd_vol {
+	struct raid_vol v;        /* first: raid_vol pointers are rbd_vol pointers */
+	rbd_image_t img;          /* open for the pool's lifetime */
+	uint64_t obj_bytes;
+	char prefix[32];          /* RADOS object name prefix of the data objects */
+	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
+	/* thick provisioning (rbd_prov.c, state machine at its top) */
+	_Atomic int prov_state;   /* PROV_* */
+	_Atomic int prov_err;     /* FAILED: negative errno */
+	_Atomic uint64_t prov_done; /* bytes from 0 known written out */
+	_Atomic uint64_t prov_base; /* prov_done when this run started writing */
+	_Atomic uint64_t prov_t0_ms; /* when it started writing; 0: not yet */
+	_Atomic bool prov_stop;   /* pool closing: checkpoint and end */
+	uint64_t lease_ms;        /* prov thread: now_ms() before the request
+	                           * of the last successful take / renewal */
+	pthread_t prov_thr;
+	bool prov_thread_live;    /* prov_thr must be joined */
+};
+
+struct rbd_pool {
+	struct raid_pool p;       /* first, see rbd_vol */
+	rados_t cluster;
+	rados_ioctx_t ioctx;
+	char rbd_pool[128];
+	bool thick;
+	unsigned prov_mbps;       /* thick write-out cap, 10^6 bytes/s; 0: none */
+	struct rbd_fence *fence;  /* this node's lease on the pool (rbd_fence.c) */
+};
+
+static inline struct rbd_pool *rp_of(struct raid_pool *p)
+{
+	return (struct rbd_pool *)p;
+}
+
+static inline struct rbd_vol *rv_of(struct raid_vol *v)
+{
+	return (struct rbd_vol *)v;
+}
+
+/* rbd.c: image metadata @key into @val (NUL-terminated, @cap bytes): 0 or
+ * librbd's negative errno (-ENOENT: not set). */
+int rbd_meta_get(rbd_image_t img, const char *key, char *val, size_t cap);
+
+/*
+ * Thick write-out (rbd_prov.c; state machine at its top). rbd.c opens the
+ * image, reads the checkpoint (rbd_prov_checkpoint) and, if the image is
+ * not written out yet, starts the volume's provisioning thread
+ * (rbd_prov_start) and waits for it a moment (rbd_prov_grace); the pool's
+ * close stops it (rbd_prov_stop) before closing the image.
+ */
+/* The checkpoint in META_THICK: *@done, or the object-aligned offset from
+ * which the write-out resumes in *@from. -ENOENT: a thin image. */
+int rbd_prov_checkpoint(struct rbd_vol *rv, bool *done, uint64_t *from);
+/* Not ready from now on: the write-out runs on its own thread from @from.
+ * 0, or the negative errno why the thread could not start (logged). */
+int rbd_prov_start(struct rbd_vol *rv, uint64_t from);
+/* Waits up to PROV_GRACE_MS for a started write-out to end (a small image
+ * is ready when the daemon starts serving). No meta_mu held. */
+void rbd_prov_grace(struct rbd_vol *rv);
+/* Pool closing: the write-out checkpoints and its thread ends (joined). */
+void rbd_prov_stop(struct rbd_vol *rv);
+/* CLOCK_MONOTONIC in ms: the clock of prov_t0_ms. */
+uint64_t rbd_now_ms(void);
+
+/* rbd.c, for rbd_pr.c: the pool's librados I/O context (a rados_ioctx_t)
+ * in *@ioctx and the RBD image id of @v in @id. 0, or -EOPNOTSUPP (not an
+ * rbd volume). */
 int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen);
+
+/* rbd_pr.c: the shared-state ops of raid_rbd_backend (raid.h "shared state
+ * of a volume": same contracts) */
+int rbd_shared_read(struct raid_vol *vol, const char *tag, uint8_t **out, size_t *out_len);
+int rbd_shared_update(struct raid_vol *vol, const char *tag, struct raid_ioctx *ctx,
+		      raid_shared_fn fn, raid_shared_done_fn done, void *arg);
+int rbd_shared_notify(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
+		      unsigned timeout_ms);
+int rbd_shared_notify_async(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
+			    unsigned timeout_ms, raid_shared_notify_done_fn done, void *arg);
+int rbd_shared_watch(struct raid_vol *vol, const char *tag, raid_shared_watch_fn cb, void *arg,
+		     struct raid_shared_watch **out);
+void rbd_shared_unwatch(struct raid_shared_watch *w);
 
 /*
  * Fencing of the nodes that serve one rbd pool (raid/rbd_fence.c: design and
@@ -59,5 +153,7 @@ enum { RBD_IO_HELD = 2, RBD_IO_VERDICT = 3 };                /* io->rpriv_u[] */
 int rbd_fence_blocklist(struct rbd_fence *f, const char *addr);
 /* This node's client address as the OSDs see it ("" for NULL). */
 const char *rbd_fence_addr(const struct rbd_fence *f);
+
+#endif /* RTGT_HAVE_RBD */
 
 #endif

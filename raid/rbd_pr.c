@@ -1,8 +1,10 @@
 /*
  * raid/rbd_pr.c - shared state of a volume (raid.h, "shared state of a
- * volume") for RBD volumes: small blobs that every rtgt node serving the
- * same image must agree on (persistent reservations), kept in one RADOS
- * object per blob and image, "rtgt_<tag>.<image id>", in the image's pool.
+ * volume") for RBD volumes, the shared-state ops of raid_rbd_backend
+ * (rbd_int.h; backend.c checks the volume is shared before it calls them):
+ * small blobs that every rtgt node serving the same image must agree on
+ * (persistent reservations), kept in one RADOS object per blob and image,
+ * "rtgt_<tag>.<image id>", in the image's pool.
  *
  * Update state machine (one struct upd, on its own helper thread):
  *
@@ -31,7 +33,7 @@
  * No lock lease is held anywhere: a node that dies mid-update leaves either
  * the old or the new object, never a lock others must wait out.
  *
- * Watch (one struct raid_shared_watch): rados_watch2 on the object (created
+ * Watch (one struct rbd_watch): rados_watch2 on the object (created
  * empty first if absent, so there is something to watch); on_notify() runs
  * the caller's callback and only then acknowledges. When the watch breaks
  * (on_watch_err: OSD restart, network trouble, we may have missed notifies)
@@ -43,8 +45,9 @@
  * detached helper thread (anotify_thread) that calls the caller's done with
  * its result and frees the copy of the message: no state beyond that.
  *
- * Built without librbd every entry point returns -EOPNOTSUPP (and
- * raid_vol_shared() false): the volumes of such a build are never shared.
+ * Built without librbd this file is empty: that build's rbd backend has
+ * no shared-state ops, so raid_vol_shared() is false and every call of
+ * raid.h's shared-state API returns -EOPNOTSUPP.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -56,11 +59,6 @@
 #include <unistd.h>
 
 #include "raid/rbd_int.h"
-
-#if __has_include(<rbd/librbd.h>) && !defined(RTGT_NO_RBD)   /* as in rbd.c */
-#define RTGT_HAVE_RBD 1
-#include <rados/librados.h>
-#endif
 
 #ifdef RTGT_HAVE_RBD
 
@@ -85,7 +83,8 @@ struct upd {
 	size_t len;
 };
 
-struct raid_shared_watch {
+struct rbd_watch {
+	struct raid_shared_watch base; /* first: what raid_vol_shared_unwatch sees */
 	struct raid_vol *vol;        /* borrowed */
 	rados_ioctx_t io;            /* owned: private I/O context of the watch */
 	char tag[17];
@@ -132,11 +131,6 @@ static int obj_open(struct raid_vol *vol, const char *tag, rados_ioctx_t *io, ch
 				   rados_ioctx_get_id((rados_ioctx_t)pio), io);
 }
 
-bool raid_vol_shared(const struct raid_vol *vol)
-{
-	return vol && vol->pool && vol->pool->level == CONF_RBD;
-}
-
 /* Reads the object: the byte count (0 and *@exists false when absent) or a
  * negative errno; *@ver its version. */
 static int obj_read(rados_ioctx_t io, const char *oid, uint8_t *buf, bool *exists, uint64_t *ver)
@@ -152,7 +146,7 @@ static int obj_read(rados_ioctx_t io, const char *oid, uint8_t *buf, bool *exist
 	return n;
 }
 
-int raid_vol_shared_read(struct raid_vol *vol, const char *tag, uint8_t **out, size_t *out_len)
+int rbd_shared_read(struct raid_vol *vol, const char *tag, uint8_t **out, size_t *out_len)
 {
 	rados_ioctx_t io;
 	char oid[96];
@@ -329,8 +323,8 @@ static int spawn_detached(void *(*fn)(void *), void *arg)
 	return rc;
 }
 
-int raid_vol_shared_update(struct raid_vol *vol, const char *tag, struct raid_ioctx *ctx,
-			   raid_shared_fn fn, raid_shared_done_fn done, void *arg)
+int rbd_shared_update(struct raid_vol *vol, const char *tag, struct raid_ioctx *ctx,
+		      raid_shared_fn fn, raid_shared_done_fn done, void *arg)
 {
 	struct upd *u;
 	int rc;
@@ -362,8 +356,8 @@ undo_started:
 	return -rc;
 }
 
-int raid_vol_shared_notify(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
-			   unsigned timeout_ms)
+int rbd_shared_notify(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
+		      unsigned timeout_ms)
 {
 	rados_ioctx_t io;
 	char oid[96], *reply = NULL;
@@ -398,16 +392,15 @@ struct anotify {
 static void *anotify_thread(void *arg)
 {
 	struct anotify *a = arg;
-	int rc = raid_vol_shared_notify(a->vol, a->tag, a->msg, a->len, a->timeout_ms);
+	int rc = rbd_shared_notify(a->vol, a->tag, a->msg, a->len, a->timeout_ms);
 
 	a->done(a->arg, rc);
 	free(a);
 	return NULL;
 }
 
-int raid_vol_shared_notify_async(struct raid_vol *vol, const char *tag, const void *msg,
-				 size_t len, unsigned timeout_ms, raid_shared_notify_done_fn done,
-				 void *arg)
+int rbd_shared_notify_async(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
+			    unsigned timeout_ms, raid_shared_notify_done_fn done, void *arg)
 {
 	struct anotify *a;
 	int rc;
@@ -442,7 +435,7 @@ err_free:
 static void on_notify(void *arg, uint64_t notify_id, uint64_t handle, uint64_t notifier_id,
 		      void *data, size_t len)
 {
-	struct raid_shared_watch *w = arg;
+	struct rbd_watch *w = arg;
 	int rc;
 
 	w->cb(w->arg, data, len, notifier_id == w->self_id);
@@ -454,7 +447,7 @@ static void on_notify(void *arg, uint64_t notify_id, uint64_t handle, uint64_t n
 
 static void on_watch_err(void *arg, uint64_t cookie, int err);
 
-static int watch_register(struct raid_shared_watch *w)
+static int watch_register(struct rbd_watch *w)
 {
 	rados_write_op_t op = rados_create_write_op();
 	int rc;
@@ -473,7 +466,7 @@ static int watch_register(struct raid_shared_watch *w)
 
 static void *rewatch_thread(void *arg)
 {
-	struct raid_shared_watch *w = arg;
+	struct rbd_watch *w = arg;
 	uint8_t *blob;
 	size_t len;
 	unsigned tries = 0;
@@ -502,7 +495,7 @@ static void *rewatch_thread(void *arg)
 				 w->oid, strerror(-rc));
 		sleep(1);
 	}
-	rc = raid_vol_shared_read(w->vol, w->tag, &blob, &len);
+	rc = rbd_shared_read(w->vol, w->tag, &blob, &len);
 	if (rc == 0) {
 		w->cb(w->arg, blob, len, false);
 		free(blob);
@@ -519,7 +512,7 @@ static void *rewatch_thread(void *arg)
 
 static void on_watch_err(void *arg, uint64_t cookie, int err)
 {
-	struct raid_shared_watch *w = arg;
+	struct rbd_watch *w = arg;
 
 	LOG_WARN(RAID_MOD, "rbd: watch on %s lost: %s; re-registering", w->oid, strerror(-err));
 	pthread_mutex_lock(&w->mu);
@@ -537,10 +530,10 @@ static void on_watch_err(void *arg, uint64_t cookie, int err)
 	pthread_mutex_unlock(&w->mu);
 }
 
-int raid_vol_shared_watch(struct raid_vol *vol, const char *tag, raid_shared_watch_fn cb,
-			  void *arg, struct raid_shared_watch **out)
+int rbd_shared_watch(struct raid_vol *vol, const char *tag, raid_shared_watch_fn cb, void *arg,
+		     struct raid_shared_watch **out)
 {
-	struct raid_shared_watch *w;
+	struct rbd_watch *w;
 	int rc;
 
 	if (!raid_vol_shared(vol))
@@ -550,6 +543,7 @@ int raid_vol_shared_watch(struct raid_vol *vol, const char *tag, raid_shared_wat
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	w->base.ops = vol->pool->ops;
 	w->vol = vol;
 	w->cb = cb;
 	w->arg = arg;
@@ -564,7 +558,7 @@ int raid_vol_shared_watch(struct raid_vol *vol, const char *tag, raid_shared_wat
 		LOG_ERR(RAID_MOD, "rbd: cannot watch %s: %s", w->oid, strerror(-rc));
 		goto destroy_io;
 	}
-	*out = w;
+	*out = &w->base;
 	return 0;
 
 destroy_io:
@@ -575,8 +569,9 @@ free_w:
 	return rc;
 }
 
-void raid_vol_shared_unwatch(struct raid_shared_watch *w)
+void rbd_shared_unwatch(struct raid_shared_watch *base)
 {
+	struct rbd_watch *w = (struct rbd_watch *)base;
 	bool running;
 
 	if (!w)
@@ -595,47 +590,6 @@ void raid_vol_shared_unwatch(struct raid_shared_watch *w)
 	rados_ioctx_destroy(w->io);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
-}
-
-#else /* !RTGT_HAVE_RBD */
-
-bool raid_vol_shared(const struct raid_vol *vol)
-{
-	return false;
-}
-
-int raid_vol_shared_update(struct raid_vol *vol, const char *tag, struct raid_ioctx *ctx,
-			   raid_shared_fn fn, raid_shared_done_fn done, void *arg)
-{
-	return -EOPNOTSUPP;
-}
-
-int raid_vol_shared_read(struct raid_vol *vol, const char *tag, uint8_t **out, size_t *out_len)
-{
-	return -EOPNOTSUPP;
-}
-
-int raid_vol_shared_notify(struct raid_vol *vol, const char *tag, const void *msg, size_t len,
-			   unsigned timeout_ms)
-{
-	return -EOPNOTSUPP;
-}
-
-int raid_vol_shared_notify_async(struct raid_vol *vol, const char *tag, const void *msg,
-				 size_t len, unsigned timeout_ms, raid_shared_notify_done_fn done,
-				 void *arg)
-{
-	return -EOPNOTSUPP;
-}
-
-int raid_vol_shared_watch(struct raid_vol *vol, const char *tag, raid_shared_watch_fn cb,
-			  void *arg, struct raid_shared_watch **out)
-{
-	return -EOPNOTSUPP;
-}
-
-void raid_vol_shared_unwatch(struct raid_shared_watch *w)
-{
 }
 
 #endif

@@ -38,8 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raid/raid_int.h"
-#include "raid/rbd_int.h"
+#include "raid/backend.h"
 
 #define STEP_BYTES (1u << 20)
 /* rows in a step at the smallest chunk (CONF_CHUNK_MIN, 4 KiB) */
@@ -906,12 +905,8 @@ void raid_bg_kick(struct raid_pool *p)
 	pthread_mutex_unlock(&p->bg_mu);
 }
 
-int raid_pool_scrub(struct raid_pool *p, bool repair)
+int raid_md_pool_scrub(struct raid_pool *p, bool repair)
 {
-	if (p->level == CONF_RBD) {
-		LOG_ERR(RAID_MOD, "pool %s: an rbd pool is scrubbed by Ceph (ceph pg deep-scrub)", p->name);
-		return -ENOTSUP;
-	}
 	if (p->g.npar == 0) {
 		LOG_ERR(RAID_MOD, "pool %s: raid0 has nothing to scrub", p->name);
 		return -EINVAL;

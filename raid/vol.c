@@ -8,14 +8,16 @@
  * creation and never move. A percentage size is N% of the pool's usable
  * bytes, rounded down to a full stripe; an absolute size is kept exactly
  * (it must be a multiple of 512).
+ *
+ * Also the RAID backend's ops table (backend.h): which levels it serves and
+ * where each op lives among pool.c, vol.c, io.c and rebuild.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "raid/raid_int.h"
-#include "raid/rbd_int.h"
+#include "raid/backend.h"
 
 static uint64_t want_bytes(const struct raid_pool *p, const struct conf_size *size)
 {
@@ -49,8 +51,8 @@ static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *star
 	return 0;
 }
 
-int raid_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
-		  struct raid_vol **out)
+static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
+		       struct raid_vol **out)
 {
 	struct raid_sb_vol *sv = NULL;
 	struct raid_vol *v;
@@ -58,8 +60,6 @@ int raid_vol_open(struct raid_pool *p, const char *name, const struct conf_size 
 	unsigned i;
 	int rc = 0;
 
-	if (p->level == CONF_RBD)
-		return raid_rbd_vol_open(p, name, size, out);   /* raid/rbd.c */
 	if (!name || !*name || strlen(name) >= sizeof(v->name)) {
 		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
 		return -EINVAL;
@@ -145,32 +145,40 @@ out_unlock:
 	return rc;
 }
 
-uint64_t raid_vol_bytes(const struct raid_vol *vol)
+static void md_vol_opt(const struct raid_vol *vol, uint32_t *gran, uint32_t *len)
 {
-	return vol->size;
+	*gran = (uint32_t)vol->pool->g.chunk;
+	*len = (uint32_t)vol->pool->g.stripe_bytes;
 }
 
-const char *raid_vol_name(const struct raid_vol *vol)
+static bool md_serves(const struct conf_pool *cp)
 {
-	return vol->name;
+	switch (cp->level) {
+	case CONF_RAID0:
+	case CONF_RAID1:
+	case CONF_RAID5:
+	case CONF_RAID6:
+	case CONF_RAID10:
+		return true;
+	default:
+		return false;
+	}
 }
 
-void raid_vol_uuid(const struct raid_vol *vol, uint8_t out[16])
-{
-	memcpy(out, vol->uuid, 16);
-}
-
-uint32_t raid_vol_opt_gran(const struct raid_vol *vol)
-{
-	return (uint32_t)vol->pool->g.chunk;
-}
-
-uint32_t raid_vol_opt_len(const struct raid_vol *vol)
-{
-	return (uint32_t)vol->pool->g.stripe_bytes;
-}
-
-uint64_t raid_vol_write_failures(const struct raid_vol *vol)
-{
-	return atomic_load_explicit(&vol->write_failures, memory_order_acquire);
-}
+/* The RAID backend (backend.h). Its volumes have no write-same, no
+ * background preparation and no shared state; growing them is the next
+ * step (vol_resize). */
+const struct raid_vol_backend_ops raid_md_backend = {
+	.name = "raid",
+	.serves = md_serves,
+	.pool_open = raid_md_pool_open,
+	.pool_close = raid_md_pool_close,
+	.pool_info = raid_md_pool_info,
+	.pool_fail = raid_md_pool_fail,
+	.pool_add_spare = raid_md_pool_add_spare,
+	.pool_remove = raid_md_pool_remove,
+	.pool_scrub = raid_md_pool_scrub,
+	.vol_open = md_vol_open,
+	.vol_submit = raid_md_vol_submit,
+	.vol_opt = md_vol_opt,
+};

@@ -1,0 +1,97 @@
+/*
+ * raid/backend.h - volume backends behind raid.h, private to raid/.
+ *
+ * raid.h knows pools and volumes only; what stores a volume's bytes is the
+ * pool's backend, one struct raid_vol_backend_ops each (in the manner of
+ * SPDK's bdev function tables). backend.c holds the public entry points of
+ * raid.h for pools and volumes: each finds the backend through p->ops and
+ * calls its op, so no backend file calls another backend's code and none
+ * needs to know which others exist. Two backends:
+ *
+ *   raid_md_backend   RAID0/1/5/6/10 over member files or block devices:
+ *                     pool.c (assembly, info, management), vol.c (thick
+ *                     extents, the table), io.c (requests), rebuild.c (scrub)
+ *   raid_rbd_backend  volumes that are RBD images: rbd.c (the table, pools,
+ *                     images, requests), rbd_prov.c (thick write-out),
+ *                     rbd_pr.c (shared state), rbd_fence.c; see rbd_int.h
+ *
+ * A backend's pool is a struct raid_pool and its volumes struct raid_vol
+ * (a backend's own structs may embed them first); backend.c sets p->ops
+ * once the backend's pool_open succeeded and never changes it. An op left
+ * NULL means the backend has no such thing; the entry point then answers
+ * as written next to the op.
+ */
+#ifndef RTGT_RAID_BACKEND_H
+#define RTGT_RAID_BACKEND_H
+
+#include "raid/raid_int.h"
+
+struct raid_vol_backend_ops {
+	const char *name;
+	/* Whether pools like @cp are this backend's (its levels). Required. */
+	bool (*serves)(const struct conf_pool *cp);
+
+	/* ---- pools (raid.h "pools", "management") ---- */
+	int (*pool_open)(const struct conf_pool *cp, struct raid_pool **out);  /* required */
+	void (*pool_close)(struct raid_pool *p);                              /* required */
+	int (*pool_info)(struct raid_pool *p, struct raid_pool_info *out);    /* required */
+	int (*pool_fail)(struct raid_pool *p, const char *member);            /* NULL: -ENOENT */
+	int (*pool_add_spare)(struct raid_pool *p, const char *path);        /* NULL: -ENOTSUP */
+	int (*pool_remove)(struct raid_pool *p, const char *member);          /* NULL: -EOPNOTSUPP */
+	int (*pool_scrub)(struct raid_pool *p, bool repair);                  /* NULL: -ENOTSUP */
+
+	/* ---- volumes (raid.h "volume I/O") ---- */
+	int (*vol_open)(struct raid_pool *p, const char *name, const struct conf_size *size,
+			struct raid_vol **out);                               /* required */
+	/* raid_vol_submit()'s whole contract, argument checks included */
+	int (*vol_submit)(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io); /* required */
+	/* raid_vol_opt_gran() and raid_vol_opt_len() */
+	void (*vol_opt)(const struct raid_vol *v, uint32_t *gran, uint32_t *len);   /* required */
+	/* raid_vol_ready(), with *@frac as raid_vol_ready_progress() wants it
+	 * (@frac never NULL). NULL: always ready (0, *frac 0). */
+	int (*vol_ready)(const struct raid_vol *v, uint16_t *frac);
+	uint64_t (*vol_write_same_max)(const struct raid_vol *v);            /* NULL: 0 */
+	/* raid_vol_resize(): the volume grows to @bytes. NULL: -EOPNOTSUPP
+	 * (no backend grows volumes yet). */
+	int (*vol_resize)(struct raid_vol *v, uint64_t bytes);
+
+	/* ---- shared state (raid.h "shared state of a volume") ----
+	 * All set or all NULL; NULL: volumes never shared (raid_vol_shared()
+	 * false, the calls -EOPNOTSUPP). A watch the backend makes starts with
+	 * a struct raid_shared_watch (below). */
+	int (*shared_read)(struct raid_vol *v, const char *tag, uint8_t **out, size_t *out_len);
+	int (*shared_update)(struct raid_vol *v, const char *tag, struct raid_ioctx *ctx,
+			     raid_shared_fn fn, raid_shared_done_fn done, void *arg);
+	int (*shared_notify)(struct raid_vol *v, const char *tag, const void *msg, size_t len,
+			     unsigned timeout_ms);
+	int (*shared_notify_async)(struct raid_vol *v, const char *tag, const void *msg,
+				   size_t len, unsigned timeout_ms,
+				   raid_shared_notify_done_fn done, void *arg);
+	int (*shared_watch)(struct raid_vol *v, const char *tag, raid_shared_watch_fn cb,
+			    void *arg, struct raid_shared_watch **out);
+	void (*shared_unwatch)(struct raid_shared_watch *w);
+};
+
+/* The first member of every backend's watch: raid_vol_shared_unwatch()
+ * gets nothing else to find the backend by. */
+struct raid_shared_watch {
+	const struct raid_vol_backend_ops *ops;
+};
+
+extern const struct raid_vol_backend_ops raid_md_backend;   /* vol.c */
+extern const struct raid_vol_backend_ops raid_rbd_backend;  /* rbd.c */
+
+/* ---- the RAID backend's entry points, spread over its files ---- */
+/* pool.c */
+int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out);
+void raid_md_pool_close(struct raid_pool *p);
+int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out);
+int raid_md_pool_fail(struct raid_pool *p, const char *member);
+int raid_md_pool_add_spare(struct raid_pool *p, const char *path);
+int raid_md_pool_remove(struct raid_pool *p, const char *member);
+/* rebuild.c */
+int raid_md_pool_scrub(struct raid_pool *p, bool repair);
+/* io.c */
+int raid_md_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io);
+
+#endif
