@@ -55,7 +55,7 @@ struct rbd_vol {
 	_Atomic uint64_t prov_base; /* prov_done when this run started writing */
 	_Atomic uint64_t prov_t0_ms; /* when it started writing; 0: not yet */
 	_Atomic bool prov_stop;   /* pool closing: checkpoint and end */
-	uint64_t lease_ms;        /* prov thread: now_ms() before the request
+	uint64_t lease_ms;        /* prov thread: rbd_now_ms() before the request
 	                           * of the last successful take / renewal */
 	pthread_t prov_thr;
 	bool prov_thread_live;    /* prov_thr must be joined */
