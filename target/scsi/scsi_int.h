@@ -2,7 +2,7 @@
  * target/scsi/scsi_int.h - private to target/scsi: object layouts, the
  * opcode table entry, big-endian accessors, sense and unit-attention helpers
  * shared by lu.c (dispatch), spc.c (primary commands), sbc.c (block
- * commands) and pr.c (reservations).
+ * commands), pr.c and pr_state.c (reservations).
  *
  * Locking: every field of struct scsi_lu below "lock" is protected by it.
  * The lock is never held across volume I/O or across cmd->done. Lock order:
@@ -261,7 +261,7 @@ struct scsi_lu {
 	uint8_t pr_type;                /* 0: no reservation */
 	struct scsi_pr_reg *pr_holder;  /* NULL for all-registrants types */
 	/* the APTPL file could not be loaded (damaged, old format, a
-	 * symlink, unreadable: pr.c logged why): every command but those
+	 * symlink, unreadable: pr_state.c logged why): every command but those
 	 * flagged OPF_NO_UA (INQUIRY, REPORT LUNS, REQUEST SENSE) gets NOT
 	 * READY, MANUAL INTERVENTION REQUIRED, rather than running without
 	 * the reservations it should enforce. Set by pr_load(), then
@@ -286,17 +286,17 @@ struct scsi_lu {
 	struct scsi_lat_hist st_lat;
 	/* Shared LU (raid_vol_shared(vol): an RBD image that other rtgt nodes
 	 * serve too): the persistent-reservation state above is a copy of the
-	 * volume's "pr" blob, installed under lock by pr.c (see the top of
-	 * pr.c); pr_path is not used. Set by pr_load() before the LU is
+	 * volume's "pr" blob, installed under lock by pr_state.c (see the top of
+	 * pr_state.c); pr_path is not used. Set by pr_load() before the LU is
 	 * shared, then constant. */
 	bool pr_shared;
 	struct raid_shared_watch *pr_watch; /* owned; NULL unless pr_shared */
 	uint64_t pr_seq;                /* version of the installed blob (lock);
-	                                 * local LUs: changes installed (pr.c local_out) */
+	                                 * local LUs: changes installed (pr_state.c pr_local_out) */
 	/* resets of this LU whose notify to the other nodes has not yet
 	 * been acknowledged or timed out (pr_lu_reset; lock) */
 	unsigned pr_resets_pending;
-	/* pr.c's scratch LUs only: where ua_reg()/abort_reg() record the
+	/* pr_state.c's scratch LUs only: where pr.c's ua_reg()/abort_reg() record the
 	 * events of a service action; NULL on real LUs */
 	struct pr_rec *pr_rec;
 };
@@ -453,7 +453,7 @@ void sbc_get_lba_status(struct scsi_cmd *cmd);
  * READY (becoming ready / manual intervention required) and returns false. */
 bool sbc_medium_ready(struct scsi_cmd *cmd);
 
-/* ---- pr.c ---- */
+/* ---- pr.c (SPC-4 semantics) and pr_state.c (APTPL file, shared state) ---- */
 void pr_reserve6(struct scsi_cmd *cmd);
 void pr_release6(struct scsi_cmd *cmd);
 void pr_in(struct scsi_cmd *cmd);
