@@ -64,10 +64,11 @@ export RTGTCTL  := $(CURDIR)/$(B)/rtgtctl
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
+# rtgtd's own files (daemon_int.h): linked into bin/rtgtd only
+D_SRCS    := target/daemon/main.c target/daemon/reload.c target/daemon/status.c
 LIB_SRCS  := $(wildcard conf/*.c net/*.c raid/*.c target/scsi/*.c target/iscsi/*.c) \
-             $(filter-out target/daemon/main.c,$(wildcard target/daemon/*.c))
+             $(filter-out $(D_SRCS),$(wildcard target/daemon/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/%.o)
-D_SRCS    := target/daemon/main.c
 D_OBJS    := $(D_SRCS:%.c=$(O)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)

@@ -13,31 +13,15 @@
  *                                              LU answers NOT READY until then,
  *                                              status shows the progress)
  *   ASSEMBLING --any failure-->                exit 1 (what was opened is closed)
- *   SERVING  --SIGHUP / ctl "reload"-->        SERVING   (reload(): validate,
- *                                              prepare, commit; see below)
+ *   SERVING  --SIGHUP / ctl "reload"-->        SERVING   (daemon_reload(): validate,
+ *                                              prepare, commit; reload.c)
  *   SERVING  --SIGTERM/SIGINT-->               DRAINING  (iscsi_server_shutdown)
  *   DRAINING --every command answered-->       STOPPED   (reactors stopped,
  *                                              pools flushed and closed) -> exit 0
  *
- * Reload (all on workers[0]'s thread, like every control request):
- *   VALIDATE conf_load() of the -c file; a bad file changes nothing and
- *            its FILE:LINE messages go to the log and the reply.
- *   COMPARE  what cannot change live is listed as "needs restart" and
- *            skipped (daemon.workers, daemon.control, a kept pool's level,
- *            chunk, members or spares, a kept volume's size): the running
- *            value stays, the rest of the file still applies.
- *   PREPARE  new pools opened, new volumes opened (created thick) and
- *            their LUs made. Any failure rolls back what this reload opened
- *            (a volume already created stays recorded in its pool) and the
- *            reload is refused: nothing else changed.
- *   COMMIT   cannot fail: targets reconciled (LUN maps, ports and peer
- *            nodes' port groups, both live: a changed TPGT is a portal
- *            removed and added, a changed peer list raises ASYMMETRIC
- *            ACCESS STATE CHANGED; added
- *            targets made, removed ones unmapped and retired), the iSCSI
- *            server swapped to the new conf (listeners follow the portals,
- *            conns no longer served are closed), log level applied, pools
- *            no LUN uses any more closed when idle.
+ * The reload is reload.c's; what the control commands report (status,
+ * stats, live, events, the metrics snapshot) is status.c's; both share the
+ * daemon's entries through daemon_int.h.
  *
  * Ownership: the daemon owns pools, LUs and SCSI targets for its whole
  * life (a removed target or LU is retired, not freed, because sessions or
@@ -55,13 +39,10 @@
 #include <json-c/json.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
@@ -69,73 +50,15 @@
 #include "raid/raid.h"
 #include "target/daemon/access.h"
 #include "target/daemon/ctl.h"
+#include "target/daemon/daemon_int.h"
 #include "target/daemon/events.h"
 #include "target/daemon/health.h"
-#include "target/daemon/live.h"
 #include "target/daemon/metrics.h"
 #include "target/daemon/notify.h"
 #include "target/iscsi/iscsi.h"
 #include "target/scsi/scsi.h"
 
 #define MOD "rtgtd"
-#define MAX_LUN 256
-
-struct pool_ent {
-	char *name;                  /* owned */
-	struct raid_pool *pool;      /* owned, never NULL */
-};
-
-/* One exported volume; a volume exported by two LUNs is one entry. */
-struct lu_ent {
-	char *pool, *volume;         /* owned names */
-	struct raid_vol *vol;        /* owned by its pool */
-	struct scsi_lu *lu;          /* owned */
-	char *pr_path;               /* owned */
-};
-
-struct tgt_ent {
-	char *iqn;                   /* owned */
-	struct scsi_target *st;      /* owned */
-	bool live;                   /* in the current conf */
-};
-
-struct worker {
-	unsigned id;
-	struct ev_loop *loop;        /* owned */
-	struct raid_ioctx *ioctx;    /* owned */
-	pthread_t thread;            /* valid when started, id != 0 */
-	int started;
-};
-
-struct daemon {
-	const char *path;                /* -c as given (argv) */
-	struct conf *conf;               /* current; owned until a reload hands it to the server */
-	struct pool_ent **pools;         /* owned array of owned entries */
-	unsigned n_pools;
-	struct lu_ent **lus;             /* owned array of owned entries */
-	unsigned n_lus;
-	struct tgt_ent **tgts;           /* owned array of owned entries, retired ones too */
-	unsigned n_tgts;
-	struct scsi_target **cur;        /* owned array: target of each conf->targets[i] */
-	struct worker *workers;          /* owned, n = conf->daemon.workers at start */
-	unsigned n_workers;
-	struct iscsi_server *server;     /* owned, NULL until created */
-	struct iscsi_ctl *ctl;           /* owned, NULL when not started */
-	int sigfd;
-	int stopping;
-	/* alerts and monitoring */
-	struct events *events;           /* owned; raid's event callback posts here */
-	struct health *health;           /* owned, NULL when not created */
-	struct metrics *metrics;         /* owned, NULL when daemon.metrics is not set */
-	struct slow_pool *slow;          /* owned, one per pool seen by the slow check */
-	unsigned n_slow;
-	struct ev_timer *slow_timer;     /* on workers[0] */
-	pthread_mutex_t snap_mu;         /* metrics snapshots waiting for workers[0] */
-	pthread_cond_t snap_cv;
-	bool snap_abort;                 /* stopping: snapshots give up */
-};
-
-static void health_sync(struct daemon *d);
 
 #define DEGRADED_MAX 64u          /* --start-degraded options in one command line */
 
@@ -165,7 +88,7 @@ static int push(void *arrp, unsigned *n, void *item)
 	return 0;
 }
 
-static bool daemon_check(const struct daemon *d)
+bool daemon_check(const struct daemon *d)
 {
 	for (unsigned i = 0; i < d->n_pools; i++)
 		if (!d->pools[i]->pool)
@@ -192,7 +115,7 @@ static bool daemon_check(const struct daemon *d)
 
 /* ---- assembly ---- */
 
-static struct pool_ent *pool_find(struct daemon *d, const char *name)
+struct pool_ent *daemon_pool_find(struct daemon *d, const char *name)
 {
 	for (unsigned i = 0; i < d->n_pools; i++)
 		if (!strcmp(d->pools[i]->name, name))
@@ -200,7 +123,7 @@ static struct pool_ent *pool_find(struct daemon *d, const char *name)
 	return NULL;
 }
 
-static struct lu_ent *lu_find(struct daemon *d, const char *pool, const char *volume)
+struct lu_ent *daemon_lu_find(struct daemon *d, const char *pool, const char *volume)
 {
 	for (unsigned i = 0; i < d->n_lus; i++)
 		if (!strcmp(d->lus[i]->pool, pool) && !strcmp(d->lus[i]->volume, volume))
@@ -208,7 +131,7 @@ static struct lu_ent *lu_find(struct daemon *d, const char *pool, const char *vo
 	return NULL;
 }
 
-static struct tgt_ent *tgt_find(struct daemon *d, const char *iqn)
+struct tgt_ent *daemon_tgt_find(struct daemon *d, const char *iqn)
 {
 	for (unsigned i = 0; i < d->n_tgts; i++)
 		if (!strcmp(d->tgts[i]->iqn, iqn))
@@ -216,7 +139,7 @@ static struct tgt_ent *tgt_find(struct daemon *d, const char *iqn)
 	return NULL;
 }
 
-static int pool_add(struct daemon *d, const struct conf_pool *cp)
+int daemon_pool_add(struct daemon *d, const struct conf_pool *cp)
 {
 	struct pool_ent *pe;
 	int rc;
@@ -249,7 +172,7 @@ free_pe:
 }
 
 /* Removes and closes the last @n pool entries (reload rollback). */
-static void pools_drop_last(struct daemon *d, unsigned n)
+void daemon_pools_drop_last(struct daemon *d, unsigned n)
 {
 	while (n-- && d->n_pools) {
 		struct pool_ent *pe = d->pools[--d->n_pools];
@@ -269,7 +192,7 @@ static char *state_dir(const struct daemon *d, const struct conf *c)
 	return strdup(d->conf ? d->conf->daemon.state_dir : c->daemon.state_dir);
 }
 
-static void lu_ent_free(struct lu_ent *e)
+void daemon_lu_ent_free(struct lu_ent *e)
 {
 	if (!e)
 		return;
@@ -282,10 +205,10 @@ static void lu_ent_free(struct lu_ent *e)
 }
 
 /* Opens (creating it if new) the volume of @cl and its LU. */
-static int lu_add(struct daemon *d, const struct conf *c, const struct conf_lun *cl,
+int daemon_lu_add(struct daemon *d, const struct conf *c, const struct conf_lun *cl,
 		  char *err, size_t errlen)
 {
-	struct pool_ent *pe = pool_find(d, cl->pool);
+	struct pool_ent *pe = daemon_pool_find(d, cl->pool);
 	const struct conf_pool *cp = conf_pool_find(c, cl->pool);
 	struct scsi_lu_params lp;
 	struct lu_ent *e;
@@ -338,17 +261,17 @@ static int lu_add(struct daemon *d, const struct conf *c, const struct conf_lun 
 
 free_e:
 	free(sdir);
-	lu_ent_free(e);
+	daemon_lu_ent_free(e);
 	return rc;
 }
 
 /* Makes the SCSI target of @ct (or reuses the entry of that IQN) match it:
  * LUN map and ports. A change of the map raises REPORTED LUNS DATA HAS
  * CHANGED for the target's sessions (scsi does it). */
-static int tgt_sync(struct daemon *d, const struct conf *c, const struct conf_target *ct,
-		    struct scsi_target **out)
+int daemon_tgt_sync(struct daemon *d, const struct conf *c, const struct conf_target *ct,
+		struct scsi_target **out)
 {
-	struct tgt_ent *te = tgt_find(d, ct->iqn);
+	struct tgt_ent *te = daemon_tgt_find(d, ct->iqn);
 	struct scsi_lu *want[MAX_LUN] = { 0 };
 	int rc;
 
@@ -370,7 +293,7 @@ static int tgt_sync(struct daemon *d, const struct conf *c, const struct conf_ta
 	}
 	te->live = true;
 	for (unsigned l = 0; l < ct->n_luns; l++) {
-		struct lu_ent *e = lu_find(d, ct->luns[l].pool, ct->luns[l].volume);
+		struct lu_ent *e = daemon_lu_find(d, ct->luns[l].pool, ct->luns[l].volume);
 
 		if (!e || ct->luns[l].lun >= MAX_LUN)
 			return -ENOENT;
@@ -435,7 +358,7 @@ static int assemble(struct daemon *d)
 	int rc, bad = 0;
 
 	for (unsigned i = 0; i < c->n_pools; i++)
-		if (pool_add(d, &c->pools[i]))
+		if (daemon_pool_add(d, &c->pools[i]))
 			bad = 1;
 	if (bad)
 		return -EIO;
@@ -443,9 +366,9 @@ static int assemble(struct daemon *d)
 		for (unsigned l = 0; l < c->targets[t].n_luns; l++) {
 			const struct conf_lun *cl = &c->targets[t].luns[l];
 
-			if (lu_find(d, cl->pool, cl->volume))
+			if (daemon_lu_find(d, cl->pool, cl->volume))
 				continue;
-			rc = lu_add(d, c, cl, err, sizeof(err));
+			rc = daemon_lu_add(d, c, cl, err, sizeof(err));
 			if (rc) {
 				LOG_ERR(MOD, "%s", err);
 				return rc;
@@ -455,7 +378,7 @@ static int assemble(struct daemon *d)
 	if (!d->cur)
 		return -ENOMEM;
 	for (unsigned t = 0; t < c->n_targets; t++) {
-		rc = tgt_sync(d, c, &c->targets[t], &d->cur[t]);
+		rc = daemon_tgt_sync(d, c, &c->targets[t], &d->cur[t]);
 		if (rc) {
 			LOG_ERR(MOD, "target %s: %s", c->targets[t].iqn, strerror(-rc));
 			return rc;
@@ -526,526 +449,19 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* ---- reload ---- */
-
-static bool strv_eq(char *const *a, unsigned na, char *const *b, unsigned nb)
-{
-	if (na != nb)
-		return false;
-	for (unsigned i = 0; i < na; i++)
-		if (strcmp(a[i], b[i]))
-			return false;
-	return true;
-}
-
-static bool chap_eq(const struct conf_chap *a, const struct conf_chap *b)
-{
-	const char *x[4] = { a->user, a->secret, a->mutual_user, a->mutual_secret };
-	const char *y[4] = { b->user, b->secret, b->mutual_user, b->mutual_secret };
-
-	for (unsigned i = 0; i < 4; i++)
-		if ((x[i] == NULL) != (y[i] == NULL) || (x[i] && strcmp(x[i], y[i])))
-			return false;
-	return true;
-}
-
-/* Per-initiator credentials: the same initiators (in order) with the same
- * CHAP each. */
-static bool acls_eq(const struct conf_target *a, const struct conf_target *b)
-{
-	if (a->n_acls != b->n_acls)
-		return false;
-	for (unsigned i = 0; i < a->n_acls; i++)
-		if (strcasecmp(a->acls[i].initiator, b->acls[i].initiator) ||
-		    !chap_eq(&a->acls[i].chap, &b->acls[i].chap))
-			return false;
-	return true;
-}
-
-/* What differs between two versions of a target, as a short list for the
- * log and the reply ("" when nothing). */
-static void target_diff(const struct conf *oc, const struct conf_target *o,
-			const struct conf *nc, const struct conf_target *n, char *buf, size_t len)
-{
-	size_t off = 0;
-	bool luns = o->n_luns != n->n_luns, portals = o->n_portals != n->n_portals;
-
-	buf[0] = '\0';
-	for (unsigned i = 0; !luns && i < o->n_luns; i++)
-		luns = o->luns[i].lun != n->luns[i].lun || strcmp(o->luns[i].pool, n->luns[i].pool) ||
-		       strcmp(o->luns[i].volume, n->luns[i].volume);
-	for (unsigned i = 0; !portals && i < o->n_portals; i++)
-		portals = strcmp(oc->portals[o->portals[i]].name, nc->portals[n->portals[i]].name) ||
-			  strcmp(oc->portals[o->portals[i]].listen, nc->portals[n->portals[i]].listen) ||
-			  oc->portals[o->portals[i]].tpgt != nc->portals[n->portals[i]].tpgt;
-#define NOTE(cond, what)                                                                  \
-	do {                                                                              \
-		if ((cond) && off < len)                                                  \
-			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "", \
-						what);                                    \
-	} while (0)
-	NOTE(luns, "luns");
-	NOTE(portals, "portals");
-	NOTE(o->allow_all != n->allow_all || !strv_eq(o->allow, o->n_allow, n->allow, n->n_allow) ||
-	     access_addr_changed(o, n),
-	     "allow");
-	NOTE(access_changed(oc, o, nc, n), "access");
-	/* which CHAP field changed is not said: it may be a secret */
-	NOTE(!chap_eq(&o->chap, &n->chap) || !acls_eq(o, n), "chap");
-	NOTE((o->alias == NULL) != (n->alias == NULL) || (o->alias && strcmp(o->alias, n->alias)),
-	     "alias");
-	NOTE(o->n_peer_groups != n->n_peer_groups ||
-	     (n->n_peer_groups && memcmp(o->peer_groups, n->peer_groups,
-					 n->n_peer_groups * sizeof(*n->peer_groups))),
-	     "peer_portal_groups");
-#undef NOTE
-}
-
-static void jadd_str(struct json_object *arr, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void jadd_str(struct json_object *arr, const char *fmt, ...)
-{
-	char buf[600];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	json_object_array_add(arr, json_object_new_string(buf));
-}
-
-static const struct conf_lun *lun_of_volume(const struct conf *c, const char *pool,
-					     const char *volume)
-{
-	for (unsigned t = 0; t < c->n_targets; t++)
-		for (unsigned l = 0; l < c->targets[t].n_luns; l++)
-			if (!strcmp(c->targets[t].luns[l].pool, pool) &&
-			    !strcmp(c->targets[t].luns[l].volume, volume))
-				return &c->targets[t].luns[l];
-	return NULL;
-}
-
-/* Lists in @restart what of @nc cannot be applied live. */
-static void needs_restart(const struct conf *oc, const struct conf *nc, struct json_object *restart)
-{
-	if (oc->daemon.workers != nc->daemon.workers)
-		jadd_str(restart, "daemon.workers (%u -> %u)", oc->daemon.workers,
-			 nc->daemon.workers);
-	if (strcmp(oc->daemon.control, nc->daemon.control))
-		jadd_str(restart, "daemon.control (%s -> %s)", oc->daemon.control,
-			 nc->daemon.control);
-	if (strcmp(oc->daemon.state_dir, nc->daemon.state_dir))
-		jadd_str(restart, "daemon.state_dir (%s -> %s)", oc->daemon.state_dir,
-			 nc->daemon.state_dir);
-	if (strcmp(oc->daemon.metrics ? oc->daemon.metrics : "",
-		   nc->daemon.metrics ? nc->daemon.metrics : ""))
-		jadd_str(restart, "daemon.metrics (%s -> %s)",
-			 oc->daemon.metrics ? oc->daemon.metrics : "off",
-			 nc->daemon.metrics ? nc->daemon.metrics : "off");
-	if (strcmp(oc->daemon.smartctl, nc->daemon.smartctl) ||
-	    oc->daemon.health_interval_s != nc->daemon.health_interval_s)
-		jadd_str(restart, "daemon.smartctl/health_interval");
-	for (unsigned i = 0; i < nc->n_pools; i++) {
-		const struct conf_pool *n = &nc->pools[i], *o = conf_pool_find(oc, n->name);
-
-		if (!o)
-			continue;
-		if (o->level != n->level)
-			jadd_str(restart, "pool %s: level (%s -> %s)", n->name,
-				 conf_level_name(o->level), conf_level_name(n->level));
-		if (o->chunk != n->chunk)
-			jadd_str(restart, "pool %s: chunk", n->name);
-		if (!strv_eq(o->member_paths, o->n_members, n->member_paths, n->n_members))
-			jadd_str(restart, "pool %s: members (use rtgtctl fail/add-spare live)",
-				 n->name);
-		if (!strv_eq(o->spare_paths, o->n_spares, n->spare_paths, n->n_spares))
-			jadd_str(restart, "pool %s: spares (use rtgtctl add-spare live)", n->name);
-		if (o->direct_io != n->direct_io || o->rebuild_mbps != n->rebuild_mbps ||
-		    o->hdd.enabled != n->hdd.enabled || o->hdd.mbps != n->hdd.mbps ||
-		    o->hdd.rpm != n->hdd.rpm || o->hdd.avg_seek_ms != n->hdd.avg_seek_ms ||
-		    o->hdd.write_through != n->hdd.write_through)
-			jadd_str(restart, "pool %s: direct_io/rebuild_mbps/hdd", n->name);
-	}
-	for (unsigned t = 0; t < nc->n_targets; t++)
-		for (unsigned l = 0; l < nc->targets[t].n_luns; l++) {
-			const struct conf_lun *n = &nc->targets[t].luns[l];
-			const struct conf_lun *o = lun_of_volume(oc, n->pool, n->volume);
-
-			if (o && (o->size.bytes != n->size.bytes || o->size.percent != n->size.percent))
-				jadd_str(restart, "volume %s/%s: size (volumes are not resized)",
-					 n->pool, n->volume);
-		}
-}
-
-/* Closes pools the current conf no longer names, with their LUs, when no
- * command is inside any of those LUs; says which stay open. */
-static void pools_retire(struct daemon *d, struct json_object *removed,
-			 struct json_object *warnings)
-{
-	for (unsigned i = 0; i < d->n_pools;) {
-		struct pool_ent *pe = d->pools[i];
-		unsigned busy = 0;
-
-		if (conf_pool_find(d->conf, pe->name)) {
-			i++;
-			continue;
-		}
-		for (unsigned j = 0; j < d->n_lus; j++)
-			if (!strcmp(d->lus[j]->pool, pe->name))
-				busy += scsi_lu_inflight(d->lus[j]->lu);
-		if (busy) {
-			LOG_WARN(MOD, "reload: pool %s no longer configured but %u command(s) still "
-				      "inside its volumes: left open until the next reload",
-				 pe->name, busy);
-			jadd_str(warnings, "pool %s: still busy, left open", pe->name);
-			i++;
-			continue;
-		}
-		for (unsigned j = 0; j < d->n_lus;) {
-			if (strcmp(d->lus[j]->pool, pe->name)) {
-				j++;
-				continue;
-			}
-			lu_ent_free(d->lus[j]);
-			d->lus[j] = d->lus[--d->n_lus];
-		}
-		raid_pool_close(pe->pool);
-		LOG_INFO(MOD, "reload: pool %s closed", pe->name);
-		json_object_array_add(removed, json_object_new_string(pe->name));
-		free(pe->name);
-		free(pe);
-		d->pools[i] = d->pools[--d->n_pools];
-	}
-}
-
 static void conf_release(const struct conf *c, void *arg)
 {
 	(void)arg;
 	conf_free((struct conf *)c);
 }
 
-/*
- * The reload (see the top of the file). Returns 0 with the summary in
- * @reply, or a negative errno with a message in @err (nothing changed).
- */
-static int reload(struct daemon *d, struct json_object *reply, char *err, size_t errlen)
-{
-	struct conf *nc = NULL, *oc = d->conf;
-	char *msgs = NULL;
-	size_t msglen = 0;
-	FILE *ms = open_memstream(&msgs, &msglen);
-	struct json_object *restart = json_object_new_array();
-	struct json_object *warnings = json_object_new_array();
-	struct json_object *t_add = json_object_new_array(), *t_del = json_object_new_array();
-	struct json_object *t_chg = json_object_new_array();
-	struct json_object *p_add = json_object_new_array(), *p_del = json_object_new_array();
-	struct json_object *pool_add_j = json_object_new_array();
-	struct json_object *pool_del_j = json_object_new_array();
-	struct json_object *vol_add = json_object_new_array();
-	struct scsi_target **cur = NULL;
-	unsigned pools_before = d->n_pools, lus_before = d->n_lus;
-	char berr[300];
-	int rc;
-
-	if (!ms || !restart || !warnings || !t_add || !t_del || !t_chg || !p_add || !p_del ||
-	    !pool_add_j || !pool_del_j || !vol_add) {
-		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	LOG_INFO(MOD, "reload: reading %s", d->path);
-	rc = conf_load(d->path, &nc, ms);
-	fclose(ms);
-	ms = NULL;
-	if (rc) {
-		/* one log line per problem; the reply carries them all */
-		char *line, *save = NULL, *copy = msgs ? strdup(msgs) : NULL;
-		size_t off = 0;
-
-		err[0] = '\0';
-		for (line = copy ? strtok_r(copy, "\n", &save) : NULL; line;
-		     line = strtok_r(NULL, "\n", &save)) {
-			LOG_ERR(MOD, "reload refused: %s", line);
-			if (off < errlen)
-				off += (size_t)snprintf(err + off, errlen - off, "%s%s",
-							off ? "\n" : "", line);
-		}
-		if (!err[0])
-			snprintf(err, errlen, "%s: %s", d->path, strerror(-rc));
-		LOG_ERR(MOD, "reload refused: configuration unchanged");
-		free(copy);
-		nc = NULL;
-		goto out;
-	}
-
-	/* COMPARE */
-	needs_restart(oc, nc, restart);
-	for (size_t i = 0; i < json_object_array_length(restart); i++)
-		LOG_WARN(MOD, "reload: needs restart, skipped: %s",
-			 json_object_get_string(json_object_array_get_idx(restart, i)));
-
-	/* PREPARE: new pools, new volumes */
-	for (unsigned i = 0; i < nc->n_pools; i++) {
-		if (pool_find(d, nc->pools[i].name))
-			continue;
-		rc = pool_add(d, &nc->pools[i]);
-		if (rc) {
-			snprintf(err, errlen, "%s:%d: pool %s: cannot assemble: %s", nc->path,
-				 nc->pools[i].line, nc->pools[i].name, strerror(-rc));
-			goto rollback;
-		}
-		json_object_array_add(pool_add_j, json_object_new_string(nc->pools[i].name));
-	}
-	for (unsigned t = 0; t < nc->n_targets; t++)
-		for (unsigned l = 0; l < nc->targets[t].n_luns; l++) {
-			const struct conf_lun *cl = &nc->targets[t].luns[l];
-
-			if (lu_find(d, cl->pool, cl->volume))
-				continue;
-			rc = lu_add(d, nc, cl, err, errlen);
-			if (rc)
-				goto rollback;
-			jadd_str(vol_add, "%s/%s", cl->pool, cl->volume);
-		}
-
-	/* COMMIT */
-	cur = calloc(nc->n_targets ? nc->n_targets : 1, sizeof(*cur));
-	if (!cur) {
-		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto rollback;
-	}
-	for (unsigned i = 0; i < d->n_tgts; i++)
-		d->tgts[i]->live = false;
-	for (unsigned t = 0; t < nc->n_targets; t++) {
-		const struct conf_target *n = &nc->targets[t], *o = conf_target_find(oc, n->iqn);
-		char what[64];
-
-		if (!o) {
-			json_object_array_add(t_add, json_object_new_string(n->iqn));
-			LOG_INFO(MOD, "reload: target %s added", n->iqn);
-		} else {
-			target_diff(oc, o, nc, n, what, sizeof(what));
-			if (what[0]) {
-				jadd_str(t_chg, "%s (%s)", n->iqn, what);
-				LOG_INFO(MOD, "reload: target %s changed: %s", n->iqn, what);
-			}
-		}
-		rc = tgt_sync(d, nc, n, &cur[t]);
-		if (rc) {
-			/* only ENOMEM gets here: the map is partly updated */
-			LOG_ERR(MOD, "reload: target %s: %s", n->iqn, strerror(-rc));
-			jadd_str(warnings, "target %s: %s", n->iqn, strerror(-rc));
-			if (!cur[t]) {
-				struct tgt_ent *te = tgt_find(d, n->iqn);
-
-				cur[t] = te ? te->st : NULL;
-			}
-		}
-	}
-	for (unsigned i = 0; i < d->n_tgts; i++) {
-		struct tgt_ent *te = d->tgts[i];
-
-		if (te->live || !conf_target_find(oc, te->iqn))
-			continue;
-		/* retired: its sessions are closed by the server; until then
-		 * their commands find no LUN */
-		for (unsigned lun = 0; lun < MAX_LUN; lun++)
-			if (scsi_target_lu(te->st, lun))
-				scsi_target_remove_lu(te->st, lun);
-		json_object_array_add(t_del, json_object_new_string(te->iqn));
-		LOG_INFO(MOD, "reload: target %s removed: its sessions are closed", te->iqn);
-	}
-	for (unsigned i = 0; i < nc->n_portals; i++) {
-		const struct conf_portal *o = conf_portal_find(oc, nc->portals[i].name);
-
-		if (!o || strcmp(o->listen, nc->portals[i].listen) || o->tpgt != nc->portals[i].tpgt)
-			jadd_str(p_add, "%s %s", nc->portals[i].name, nc->portals[i].listen);
-	}
-	for (unsigned i = 0; i < oc->n_portals; i++) {
-		const struct conf_portal *n = conf_portal_find(nc, oc->portals[i].name);
-
-		if (!n || strcmp(n->listen, oc->portals[i].listen) || n->tpgt != oc->portals[i].tpgt)
-			jadd_str(p_del, "%s %s", oc->portals[i].name, oc->portals[i].listen);
-	}
-	iscsi_notify("RELOADING=1");
-	/* From here oc may be freed at any time (by the last connection of
-	 * the old configuration): nothing below reads it. */
-	rc = iscsi_server_reload(d->server, nc, cur, berr, sizeof(berr));
-	if (rc == -ESHUTDOWN) {
-		snprintf(err, errlen, "shutting down");
-		goto rollback_targets;
-	}
-	if (rc) {
-		jadd_str(warnings, "%s", berr[0] ? berr : strerror(-rc));
-		rc = 0;
-	}
-	d->conf = nc;
-	free(d->cur);
-	d->cur = cur;
-	cur = NULL;
-	nc = NULL;
-	conf_log_set_level(d->conf->daemon.log_level);
-	if (events_set_exec(d->events, d->conf->daemon.event_exec,
-			    d->conf->daemon.event_exec_timeout_s * 1000u))
-		jadd_str(warnings, "daemon.event_exec: out of memory, the old hook stays");
-	pools_retire(d, pool_del_j, warnings);
-	health_sync(d);
-	iscsi_notify_ready();
-	if (!daemon_check(d))
-		LOG_ERR(MOD, "reload: daemon invariant violated");
-	LOG_INFO(MOD, "reload done: targets +%zu -%zu ~%zu, portals +%zu -%zu, pools +%zu -%zu, "
-		      "volumes +%zu, %zu needing a restart, %zu warning(s)",
-		 json_object_array_length(t_add), json_object_array_length(t_del),
-		 json_object_array_length(t_chg), json_object_array_length(p_add),
-		 json_object_array_length(p_del), json_object_array_length(pool_add_j),
-		 json_object_array_length(pool_del_j), json_object_array_length(vol_add),
-		 json_object_array_length(restart), json_object_array_length(warnings));
-	json_object_object_add(reply, "targets_added", json_object_get(t_add));
-	json_object_object_add(reply, "targets_removed", json_object_get(t_del));
-	json_object_object_add(reply, "targets_changed", json_object_get(t_chg));
-	json_object_object_add(reply, "portals_added", json_object_get(p_add));
-	json_object_object_add(reply, "portals_removed", json_object_get(p_del));
-	json_object_object_add(reply, "pools_added", json_object_get(pool_add_j));
-	json_object_object_add(reply, "pools_removed", json_object_get(pool_del_j));
-	json_object_object_add(reply, "volumes_added", json_object_get(vol_add));
-	json_object_object_add(reply, "needs_restart", json_object_get(restart));
-	json_object_object_add(reply, "warnings", json_object_get(warnings));
-	goto out;
-
-rollback_targets:
-	/* Shutting down: the LUN maps may already point at the new LUs, so
-	 * they stay (teardown frees them); only the new conf goes. */
-	LOG_WARN(MOD, "reload abandoned: shutting down");
-	goto out;
-rollback:
-	LOG_ERR(MOD, "reload refused: %s; configuration unchanged", err);
-	for (unsigned i = lus_before; i < d->n_lus; i++)
-		lu_ent_free(d->lus[i]);
-	if (d->n_lus > lus_before)
-		d->n_lus = lus_before;
-	pools_drop_last(d, d->n_pools - pools_before);
-out:
-	if (ms)
-		fclose(ms);
-	free(msgs);
-	free(cur);
-	conf_free(nc);
-	json_object_put(restart);
-	json_object_put(warnings);
-	json_object_put(t_add);
-	json_object_put(t_del);
-	json_object_put(t_chg);
-	json_object_put(p_add);
-	json_object_put(p_del);
-	json_object_put(pool_add_j);
-	json_object_put(pool_del_j);
-	json_object_put(vol_add);
-	return rc;
-}
-
-/* ---- control socket ---- */
-
-static struct json_object *lat_json(uint64_t count, uint64_t p50, uint64_t p99)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "count", json_object_new_int64((int64_t)count));
-	json_object_object_add(o, "p50_us", json_object_new_int64((int64_t)p50));
-	json_object_object_add(o, "p99_us", json_object_new_int64((int64_t)p99));
-	return o;
-}
-
-/* Per LU: where it is exported, counters and latency. */
-static struct json_object *luns_json(struct daemon *d)
-{
-	struct json_object *arr = json_object_new_array();
-	const struct conf *c = d->conf;
-
-	for (unsigned i = 0; i < d->n_lus; i++) {
-		struct lu_ent *e = d->lus[i];
-		struct json_object *o = json_object_new_object(), *ex = json_object_new_array();
-		struct scsi_lu_stats st;
-
-		for (unsigned t = 0; t < c->n_targets; t++)
-			for (unsigned l = 0; l < c->targets[t].n_luns; l++)
-				if (!strcmp(c->targets[t].luns[l].pool, e->pool) &&
-				    !strcmp(c->targets[t].luns[l].volume, e->volume))
-					jadd_str(ex, "%s/%u", c->targets[t].iqn,
-						 c->targets[t].luns[l].lun);
-		scsi_lu_get_stats(e->lu, &st);
-		json_object_object_add(o, "volume", json_object_new_string(scsi_lu_name(e->lu)));
-		json_object_object_add(o, "exported_as", ex);
-		json_object_object_add(o, "read_ops", json_object_new_int64((int64_t)st.read_ops));
-		json_object_object_add(o, "write_ops", json_object_new_int64((int64_t)st.write_ops));
-		json_object_object_add(o, "other_ops", json_object_new_int64((int64_t)st.other_ops));
-		json_object_object_add(o, "read_bytes", json_object_new_int64((int64_t)st.read_bytes));
-		json_object_object_add(o, "write_bytes", json_object_new_int64((int64_t)st.write_bytes));
-		json_object_object_add(o, "latency", lat_json(st.lat_count, st.lat_p50_us, st.lat_p99_us));
-		json_object_array_add(arr, o);
-	}
-	return arr;
-}
-
-static struct json_object *u16_array(const uint16_t *v, unsigned n)
-{
-	struct json_object *a = json_object_new_array();
-
-	for (unsigned i = 0; a && i < n; i++)
-		json_object_array_add(a, json_object_new_int(v[i]));
-	return a;
-}
-
-/* Which node this is, per target: the TPGTs it serves (its target port
- * groups, active/optimized here) and the peer nodes' (active/non-optimized). */
-static void targets_add_tpgts(const struct conf *c, struct json_object *targets)
-{
-	for (size_t i = 0; i < json_object_array_length(targets); i++) {
-		struct json_object *t = json_object_array_get_idx(targets, i), *iqn;
-		const struct conf_target *ct;
-		uint16_t own[64];
-		unsigned n = 0;
-
-		if (!json_object_object_get_ex(t, "iqn", &iqn) ||
-		    !(ct = conf_target_find(c, json_object_get_string(iqn))))
-			continue;
-		for (unsigned p = 0; p < ct->n_portals && n < 64; p++)
-			own[n++] = c->portals[ct->portals[p]].tpgt;
-		json_object_object_add(t, "tpgts", u16_array(own, n));
-		json_object_object_add(t, "peer_tpgts", u16_array(ct->peer_groups, ct->n_peer_groups));
-	}
-}
-
-/* ---- alerts and monitoring: events, member health, slow members, metrics ---- */
+/* ---- alerts and monitoring: member health, slow members ---- */
 
 static struct raid_pool *pool_by_name(struct daemon *d, const char *name);
 
-static struct slow_member *slow_find(struct daemon *d, const char *pool, const char *path)
-{
-	for (unsigned i = 0; i < d->n_slow; i++) {
-		if (strcmp(d->slow[i].name, pool))
-			continue;
-		for (unsigned k = 0; k < d->slow[i].n; k++)
-			if (!strcmp(d->slow[i].m[k].path, path))
-				return &d->slow[i].m[k];
-	}
-	return NULL;
-}
-
-/* "health" (block devices that were checked) and "slow" of one member. */
-static void member_alerts_json(struct daemon *d, const char *pool, const char *path,
-			       struct json_object *mo)
-{
-	struct slow_member *sm = slow_find(d, pool, path);
-
-	health_member_json(d->health, path, mo);
-	json_object_object_add(mo, "slow", json_object_new_boolean(sm && sm->slow));
-}
-
 /* The members of every RAID pool to the health thread (start, reload,
  * add-spare, remove). */
-static void health_sync(struct daemon *d)
+void daemon_health_sync(struct daemon *d)
 {
 	struct raid_pool_info *pi = malloc(sizeof(*pi));
 	struct health_member *hm = NULL;
@@ -1157,276 +573,15 @@ static void on_slow_timer(struct ev_loop *loop, struct ev_timer *t, void *arg)
 		d->slow_timer = ev_timer_add(loop, SLOW_WINDOW_S * 1000u, on_slow_timer, d);
 }
 
-/* The live snapshot plus each member's health and slow flag and the event
- * counters (metrics); workers[0]. */
-static int live_cmd(struct daemon *d, struct json_object *reply);
-
-static int snapshot_here(struct daemon *d, struct json_object *snap)
-{
-	struct json_object *pools, *ev = json_object_new_object();
-	int rc = live_cmd(d, snap);
-
-	if (!rc && json_object_object_get_ex(snap, "pools", &pools))
-		for (size_t i = 0; i < json_object_array_length(pools); i++) {
-			struct json_object *p = json_object_array_get_idx(pools, i), *ms, *name;
-
-			if (!json_object_object_get_ex(p, "members", &ms) ||
-			    !json_object_object_get_ex(p, "name", &name))
-				continue;
-			for (size_t k = 0; k < json_object_array_length(ms); k++) {
-				struct json_object *m = json_object_array_get_idx(ms, k), *path;
-
-				if (json_object_object_get_ex(m, "path", &path))
-					member_alerts_json(d, json_object_get_string(name),
-							   json_object_get_string(path), m);
-			}
-		}
-	if (ev && !events_json(d->events, UINT64_MAX - 1, 0, ev)) {
-		json_object_object_del(ev, "events");
-		json_object_object_add(snap, "events", ev);
-	} else {
-		json_object_put(ev);
-	}
-	return rc;
-}
-
-struct snap_req {
-	struct daemon *d;
-	struct json_object *snap;    /* owned by the request */
-	int rc;
-	bool done;
-	unsigned refs;               /* the waiting thread and the call; under snap_mu */
-};
-
-static void snap_req_put(struct daemon *d, struct snap_req *r)
-{
-	bool last;
-
-	pthread_mutex_lock(&d->snap_mu);
-	last = --r->refs == 0;
-	pthread_mutex_unlock(&d->snap_mu);
-	if (last) {
-		json_object_put(r->snap);
-		free(r);
-	}
-}
-
-static void snap_call(void *arg)
-{
-	struct snap_req *r = arg;
-	struct daemon *d = r->d;
-	bool abandoned;
-
-	pthread_mutex_lock(&d->snap_mu);
-	abandoned = r->refs == 1;
-	pthread_mutex_unlock(&d->snap_mu);
-	if (!abandoned)
-		r->rc = snapshot_here(d, r->snap);
-	pthread_mutex_lock(&d->snap_mu);
-	r->done = true;
-	pthread_cond_broadcast(&d->snap_cv);
-	pthread_mutex_unlock(&d->snap_mu);
-	snap_req_put(d, r);
-}
-
-/* metrics thread: the snapshot is taken on workers[0] (where the pools,
- * LUs and conf may change), at most 5 s waited for */
-static int metrics_snapshot(void *arg, struct json_object *snap)
-{
-	struct daemon *d = arg;
-	struct snap_req *r = calloc(1, sizeof(*r));
-	struct timespec ts;
-	int rc;
-
-	if (!r || !(r->snap = json_object_new_object())) {
-		free(r);
-		return -ENOMEM;
-	}
-	r->d = d;
-	r->refs = 2;
-	if (ev_call(d->workers[0].loop, snap_call, r)) {
-		json_object_put(r->snap);
-		free(r);
-		return -ENOMEM;
-	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 5;
-	pthread_mutex_lock(&d->snap_mu);
-	while (!r->done && !d->snap_abort)
-		if (pthread_cond_timedwait(&d->snap_cv, &d->snap_mu, &ts) == ETIMEDOUT)
-			break;
-	rc = r->done ? r->rc : -ETIMEDOUT;
-	if (r->done) {
-		/* move the result over */
-		json_object_object_foreach(r->snap, key, val)
-			json_object_object_add(snap, key, json_object_get(val));
-	}
-	pthread_mutex_unlock(&d->snap_mu);
-	snap_req_put(d, r);
-	return rc;
-}
-
-/* Stop the metrics server (on workers[0] while stopping, or at teardown). */
-static void metrics_end(struct daemon *d)
-{
-	if (!d->metrics)
-		return;
-	pthread_mutex_lock(&d->snap_mu);
-	d->snap_abort = true;
-	pthread_cond_broadcast(&d->snap_cv);
-	pthread_mutex_unlock(&d->snap_mu);
-	metrics_stop(d->metrics);
-	d->metrics = NULL;
-}
-
-/* "events [SINCE]": the kept events after seq SINCE (default 0: all) */
-static int events_cmd(struct daemon *d, const char *since, struct json_object *reply, char *err,
-		      size_t errlen)
-{
-	unsigned long long s = 0;
-	char *end = NULL;
-
-	if (since) {
-		errno = 0;
-		s = strtoull(since, &end, 10);
-		if (errno || !*since || *end || since[0] == '-') {
-			snprintf(err, errlen, "events: '%s' is not a sequence number", since);
-			return -EINVAL;
-		}
-	}
-	return events_json(d->events, s, EVENTS_KEEP, reply);
-}
-
-static int status_json(struct daemon *d, struct json_object *reply, bool stats)
-{
-	struct json_object *pools = json_object_new_array();
-	struct json_object *targets = json_object_new_array();
-	struct raid_pool_info *pi = malloc(sizeof(*pi));
-	int rc = 0;
-
-	if (!pools || !targets || !pi) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (unsigned i = 0; i < d->n_pools; i++) {
-		struct json_object *p, *members, *vols;
-
-		if (raid_pool_info(d->pools[i]->pool, pi))
-			continue;
-		p = json_object_new_object();
-		json_object_object_add(p, "name", json_object_new_string(pi->name));
-		json_object_object_add(p, "level", json_object_new_string(pi->level));
-		json_object_object_add(p, "state", json_object_new_string(pi->state));
-		json_object_object_add(p, "rebuild_progress",
-				       json_object_new_double(pi->rebuild_progress));
-		if (pi->rebuild_eta_s >= 0)
-			json_object_object_add(p, "rebuild_eta_s",
-					       json_object_new_double(pi->rebuild_eta_s));
-		if (pi->syncing) {
-			/* initial sync of a new pool over members that held data */
-			json_object_object_add(p, "sync_progress", json_object_new_double(pi->sync_progress));
-			if (pi->sync_eta_s >= 0)
-				json_object_object_add(p, "sync_eta_s", json_object_new_double(pi->sync_eta_s));
-		}
-		if (pi->bad_bytes)
-			json_object_object_add(p, "bad_bytes", json_object_new_int64((int64_t)pi->bad_bytes));
-		json_object_object_add(p, "usable_bytes", json_object_new_int64((int64_t)pi->usable_bytes));
-		json_object_object_add(p, "chunk", json_object_new_int64((int64_t)pi->chunk));
-		if (!conf_pool_find(d->conf, pi->name))
-			json_object_object_add(p, "configured", json_object_new_boolean(false));
-		members = json_object_new_array();
-		for (unsigned m = 0; m < pi->n_members; m++) {
-			struct raid_member_info *mi = &pi->members[m];
-			struct json_object *mo = json_object_new_object();
-
-			json_object_object_add(mo, "path", json_object_new_string(mi->path));
-			json_object_object_add(mo, "state", json_object_new_string(mi->state));
-			json_object_object_add(mo, "read_bytes", json_object_new_int64((int64_t)mi->read_bytes));
-			json_object_object_add(mo, "write_bytes", json_object_new_int64((int64_t)mi->write_bytes));
-			json_object_object_add(mo, "read_ops", json_object_new_int64((int64_t)mi->read_ops));
-			json_object_object_add(mo, "write_ops", json_object_new_int64((int64_t)mi->write_ops));
-			json_object_object_add(mo, "read_lat_p50_us", json_object_new_int64((int64_t)mi->read_lat_p50_us));
-			json_object_object_add(mo, "read_lat_p99_us", json_object_new_int64((int64_t)mi->read_lat_p99_us));
-			json_object_object_add(mo, "write_lat_p50_us", json_object_new_int64((int64_t)mi->write_lat_p50_us));
-			json_object_object_add(mo, "write_lat_p99_us", json_object_new_int64((int64_t)mi->write_lat_p99_us));
-			json_object_object_add(mo, "read_lat_max_us", json_object_new_int64((int64_t)mi->read_lat_max_us));
-			json_object_object_add(mo, "write_lat_max_us", json_object_new_int64((int64_t)mi->write_lat_max_us));
-			member_alerts_json(d, pi->name, mi->path, mo);
-			json_object_array_add(members, mo);
-		}
-		json_object_object_add(p, "members", members);
-		vols = json_object_new_array();
-		for (unsigned v = 0; v < pi->n_volumes; v++) {
-			struct json_object *vo = json_object_new_object();
-
-			json_object_object_add(vo, "name", json_object_new_string(pi->volumes[v].name));
-			json_object_object_add(vo, "bytes", json_object_new_int64((int64_t)pi->volumes[v].bytes));
-			if (pi->volumes[v].state) {
-				/* background preparation (rbd thick provisioning) */
-				const typeof(pi->volumes[0]) *pv = &pi->volumes[v];
-
-				json_object_object_add(vo, "state", json_object_new_string(pv->state));
-				json_object_object_add(vo, "provision_done_bytes",
-						       json_object_new_int64((int64_t)pv->prov_done));
-				json_object_object_add(vo, "provision_total_bytes",
-						       json_object_new_int64((int64_t)pv->prov_total));
-				json_object_object_add(vo, "provision_progress",
-						       json_object_new_double(pv->prov_total ?
-							(double)pv->prov_done / (double)pv->prov_total : 1.0));
-				if (pv->prov_eta_s >= 0)
-					json_object_object_add(vo, "provision_eta_s",
-							       json_object_new_double(pv->prov_eta_s));
-				if (pv->prov_error)
-					json_object_object_add(vo, "provision_error",
-							       json_object_new_string(strerror(-pv->prov_error)));
-			}
-			json_object_array_add(vols, vo);
-		}
-		json_object_object_add(p, "volumes", vols);
-		if (pi->scrub_state) {
-			json_object_object_add(p, "scrub_state", json_object_new_string(pi->scrub_state));
-			json_object_object_add(p, "scrub_mismatches",
-					       json_object_new_int64((int64_t)pi->scrub_mismatches));
-		}
-		json_object_array_add(pools, p);
-	}
-	rc = iscsi_server_status_json(d->server, targets);
-	if (!rc)
-		targets_add_tpgts(d->conf, targets);
-	if (stats)
-		json_object_object_add(reply, "luns", luns_json(d));
-out:
-	free(pi);
-	json_object_object_add(reply, "pools", pools);
-	json_object_object_add(reply, "targets", targets);
-	return rc;
-}
-
 static struct raid_pool *pool_by_name(struct daemon *d, const char *name)
 {
-	struct pool_ent *pe = name ? pool_find(d, name) : NULL;
+	struct pool_ent *pe = name ? daemon_pool_find(d, name) : NULL;
 
 	return pe ? pe->pool : NULL;
 }
 
 /* "live": the snapshot rtgtctl top, stats --watch and paths subtract */
-static int live_cmd(struct daemon *d, struct json_object *reply)
-{
-	struct raid_pool **pools = calloc(d->n_pools + 1, sizeof(*pools));
-	struct live_lu *lus = calloc(d->n_lus + 1, sizeof(*lus));
-	int rc = -ENOMEM;
-
-	if (pools && lus) {
-		for (unsigned i = 0; i < d->n_pools; i++)
-			pools[i] = d->pools[i]->pool;
-		for (unsigned i = 0; i < d->n_lus; i++)
-			lus[i] = (struct live_lu){ d->lus[i]->pool, d->lus[i]->volume, d->lus[i]->lu };
-		rc = daemon_live_json(d->conf, d->server, pools, d->n_pools, lus, d->n_lus, reply);
-	}
-	free(pools);
-	free(lus);
-	return rc;
-}
+/* ---- control socket ---- */
 
 static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		      struct json_object *reply, char *err, size_t errlen)
@@ -1443,15 +598,15 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 			a1 = json_object_get_string(json_object_array_get_idx(args, 1));
 	}
 	if (!strcmp(cmd, "status") || !strcmp(cmd, "sessions"))
-		return status_json(d, reply, false);
+		return daemon_status_json(d, reply, false);
 	if (!strcmp(cmd, "stats"))
-		return status_json(d, reply, true);
+		return daemon_status_json(d, reply, true);
 	if (!strcmp(cmd, "live"))
-		return live_cmd(d, reply);
+		return daemon_live_cmd(d, reply);
 	if (!strcmp(cmd, "events"))
-		return events_cmd(d, a0, reply, err, errlen);
+		return daemon_events_cmd(d, a0, reply, err, errlen);
 	if (!strcmp(cmd, "reload"))
-		return reload(d, reply, err, errlen);
+		return daemon_reload(d, reply, err, errlen);
 	if (!strcmp(cmd, "fail") || !strcmp(cmd, "add-spare") || !strcmp(cmd, "scrub") ||
 	    !strcmp(cmd, "remove")) {
 		p = pool_by_name(d, a0);
@@ -1476,7 +631,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 				snprintf(err, errlen, "remove %s: not for rbd pools (Ceph manages its own devices)", a0);
 			else if (rc)
 				snprintf(err, errlen, "remove %s %s: %s", a0, a1, strerror(-rc));
-			health_sync(d);
+			daemon_health_sync(d);
 			return rc;
 		}
 		if (!strcmp(cmd, "fail")) {
@@ -1493,7 +648,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 			}
 			LOG_INFO(MOD, "ctl: adding spare %s to pool %s", a1, a0);
 			rc = raid_pool_add_spare(p, a1);
-			health_sync(d);
+			daemon_health_sync(d);
 		} else {
 			LOG_INFO(MOD, "ctl: scrub of pool %s%s", a0,
 				 a1 && !strcmp(a1, "--repair") ? " with repair" : "");
@@ -1533,10 +688,10 @@ static void on_signal(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 			return;
 		}
 		LOG_INFO(MOD, "SIGHUP: reloading the configuration");
-		/* the outcome is logged by reload(); nobody reads the reply */
+		/* the outcome is logged by daemon_reload(); nobody reads the reply */
 		reply = json_object_new_object();
 		if (reply)
-			reload(d, reply, err, sizeof(err));
+			daemon_reload(d, reply, err, sizeof(err));
 		json_object_put(reply);
 		return;
 	}
@@ -1551,7 +706,7 @@ static void on_signal(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 		iscsi_ctl_stop(d->ctl);
 		d->ctl = NULL;
 	}
-	metrics_end(d);
+	daemon_metrics_end(d);
 	if (d->slow_timer) {
 		ev_timer_cancel(loop, d->slow_timer);
 		d->slow_timer = NULL;
@@ -1561,7 +716,7 @@ static void on_signal(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 
 static void teardown(struct daemon *d)
 {
-	metrics_end(d);
+	daemon_metrics_end(d);
 	health_destroy(d->health);
 	d->health = NULL;
 	if (d->ctl)
@@ -1574,7 +729,7 @@ static void teardown(struct daemon *d)
 		free(d->tgts[i]);
 	}
 	for (unsigned i = 0; i < d->n_lus; i++)
-		lu_ent_free(d->lus[i]);
+		daemon_lu_ent_free(d->lus[i]);
 	for (unsigned i = 0; i < d->n_pools; i++) {
 		raid_pool_close(d->pools[i]->pool);
 		free(d->pools[i]->name);
@@ -1739,7 +894,7 @@ int main(int argc, char **argv)
 	if (iscsi_server_start(d.server))
 		goto out;
 	if (d.conf->daemon.metrics) {
-		rc = metrics_start(d.conf->daemon.metrics, metrics_snapshot, &d, &d.metrics);
+		rc = metrics_start(d.conf->daemon.metrics, daemon_metrics_snapshot, &d, &d.metrics);
 		if (rc) {
 			LOG_ERR(MOD, "metrics %s: %s", d.conf->daemon.metrics,
 				rc == -EADDRINUSE ? "address in use" : strerror(-rc));
@@ -1752,7 +907,7 @@ int main(int argc, char **argv)
 		LOG_ERR(MOD, "cannot start the health thread: %s", strerror(-rc));
 		goto out;
 	}
-	health_sync(&d);
+	daemon_health_sync(&d);
 	d.slow_timer = ev_timer_add(d.workers[0].loop, SLOW_WINDOW_S * 1000u, on_slow_timer, &d);
 	d.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (d.sigfd < 0 || ev_io_add(d.workers[0].loop, d.sigfd, EV_READ, on_signal, &d)) {
