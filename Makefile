@@ -82,7 +82,7 @@ TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 BINS := $(B)/rtgtd $(B)/rtgtctl $(B)/rtgt-bench
 
 .PHONY: all run check unit nettest conformance clean deps lab fuzz fuzz-build install uninstall \
-	tsan-check guest-check
+	tsan-check guest-check include-check
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -138,7 +138,11 @@ conformance: $(BINS)
 	@scripts/conformance.sh || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
-check: deps
+# the dependency rules of the folder READMEs, on every #include (a second)
+include-check:
+	@scripts/check-includes.py
+
+check: deps include-check
 	$(MAKE) all $(UNIT_BINS) $(NET_BINS)
 	@$(SAN_PRE)
 	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) || { $(SAN_REPORT); exit 1; }
