@@ -20,6 +20,11 @@
 # checks, fairness), OUT/results.json (the same plus every rtgt-bench JSON),
 # OUT/results.png (gnuplot bar chart). OUT defaults to var/lab.
 #
+# This script keeps what needs a shell and root: the namespace, the links,
+# tc, the daemons and the runs. Every figure, check, table, JSON and the
+# chart are scripts/lab/report.py's, from the rtgt-bench --json output of
+# each run (one file per run) and the run's parameters (KEY=VALUE lines).
+#
 # Everything it creates (namespace, veths, qdiscs, rtgtd, member files, temp
 # files) is removed on exit, Ctrl-C included. Only the two lab subnets carry
 # traffic; nothing leaves the machine. One lab at a time (lock file).
@@ -221,6 +226,8 @@ esac
 for t in ip tc awk sed grep truncate mktemp; do
 	command -v "$t" >/dev/null || die "'$t' not found (install iproute2 / coreutils)"
 done
+command -v python3 >/dev/null || die "python3 not found: the report (scripts/lab/report.py) needs it"
+REPORT=$ROOT/scripts/lab/report.py
 RTGTD=$ROOT/bin/rtgtd
 BENCH=$ROOT/bin/rtgt-bench
 [ -x "$RTGTD" ] || die "$RTGTD missing: run make first"
@@ -386,15 +393,16 @@ finish_daemon() {   # label
 }
 
 # ---------------------------------------------------------------- benchmark runs
-# Results, keyed "config|workload": total MB/s, IOPS, p99 ms, per-session
-# MB/s and shares (space separated), bytes of each session (space separated).
-declare -A R_MBPS R_IOPS R_P99 R_SMBPS R_SHARE R_BYTES R_JSON R_DROPS
+# Each run's rtgt-bench --json output is RUNS/CONFIG.WORKLOAD.json (empty
+# when the run failed); META holds the lab's parameters for the report.
+RUNS=$work/runs
+META=$work/meta
+mkdir -p "$RUNS" || die "cannot create $RUNS"
+: > "$META"
 failed=0
 url_of() { echo "iscsi://$1:$PORT/$2/0"; }
-
-field_list() {   # json key -> values in document order (sessions..., total)
-	grep -o "\"$2\":[0-9.eE+-]*" <<<"$1" | sed 's/.*://'
-}
+run_file() { echo "$RUNS/${1/|/.}.json"; }   # config|workload -> its file
+meta() { printf '%s=%s\n' "$1" "$2" >> "$META"; }
 
 # packets the tbf qdiscs dropped so far, client egress (writes) and NAS
 # egress (reads), summed over the links: a run that makes TCP back off shows
@@ -413,8 +421,9 @@ tbf_drops() {
 }
 
 bench() {   # key label timeout-extra bench-args... (urls included)
-	local key=$1 label=$2 extra=$3 out rc vals d0 d1
+	local key=$1 label=$2 extra=$3 rc d0 d1 file
 	shift 3
+	file=$(run_file "$key")
 	d0=$(tbf_drops)
 	# in the background so that a signal reaches the trap at once; timeout
 	# bounds a run whose target stopped answering
@@ -424,37 +433,22 @@ bench() {   # key label timeout-extra bench-args... (urls included)
 	wait "$bench_pid"
 	rc=$?
 	bench_pid=
-	out=$(cat "$work/bench.out")
-	if [ "$rc" -ne 0 ] || [ -z "$out" ]; then
+	cp "$work/bench.out" "$file"
+	if [ "$rc" -ne 0 ] || [ ! -s "$file" ]; then
 		note "$label failed (rtgt-bench exit $rc):"
 		sed 's/^/  /' "$work/bench.err" | tail -8 >&2
 		failed=1
 	fi
-	[ -n "$out" ] || out=null
-	R_JSON[$key]=$out
-	vals=$(field_list "$out" mbps); R_MBPS[$key]=$(tail -1 <<<"$vals"); R_SMBPS[$key]=$(head -n -1 <<<"$vals" | tr '\n' ' ')
-	vals=$(field_list "$out" iops); R_IOPS[$key]=$(tail -1 <<<"$vals")
-	vals=$(field_list "$out" p99); R_P99[$key]=$(tail -1 <<<"$vals")
-	vals=$(field_list "$out" share); R_SHARE[$key]=$(head -n -1 <<<"$vals" | tr '\n' ' ')
-	vals=$(field_list "$out" bytes); R_BYTES[$key]=$(head -n -1 <<<"$vals" | tr '\n' ' ')
 	d1=$(tbf_drops)
-	R_DROPS[$key]="$(( ${d1% *} - ${d0% *} )) $(( ${d1#* } - ${d0#* } ))"
-	printf '  %-34s %8.1f MB/s %8.0f IOPS  p99 %8.2f ms  shares %s tbf drops %s\n' "$label" \
-		"${R_MBPS[$key]:-0}" "${R_IOPS[$key]:-0}" "${R_P99[$key]:-0}" "${R_SHARE[$key]:--}" "${R_DROPS[$key]}" >&2
+	python3 "$REPORT" run-line "$file" "$label" \
+		"$(( ${d1% *} - ${d0% *} )) $(( ${d1#* } - ${d0#* } ))" >&2
 }
 
 # the sequential read span: what the sequential write of the same sessions
 # covered (it wraps at SPAN), so reads return written data, never holes
 read_span() {   # seqwrite-key
-	local min
-	min=$(tr ' ' '\n' <<<"${R_BYTES[$1]:-}" | awk 'NF { if (m == "" || $1 + 0 < m + 0) m = $1 } END { printf "%.0f\n", m }')
-	min=$(( (min >> 20) << 20 ))
-	if [ "$min" -lt $((16 << 20)) ] || [ "$min" -gt "$span_b" ]; then min=$span_b; fi
-	echo "$min"
+	python3 "$REPORT" read-span "$(run_file "$1")" "$span_b"
 }
-
-WORKLOADS=(seqwrite seqread randrw)
-declare -A WL_NAME=([seqwrite]="1M seq write qd8" [seqread]="1M seq read qd8" [randrw]="4K random 70/30 qd32")
 
 run_config() {   # config-key label url...
 	local cfg=$1 label=$2 span
@@ -489,7 +483,7 @@ probe_hdd() {   # url
 	[ -n "$HDD" ] || { HDD_ACTIVE=off; return; }
 	bench "probe|randread" "hdd model probe (4K rand read qd1)" 0 --url "$1" \
 		--pattern randrw --rwmix 100 --bs 4K --qd 1 --time 1
-	HDD_PROBE_MS=$(field_list "${R_JSON[probe|randread]}" p50 | tail -1)
+	HDD_PROBE_MS=$(python3 "$REPORT" p50 "$(run_file "probe|randread")")
 	if [ -z "$HDD_PROBE_MS" ]; then HDD_ACTIVE=unknown
 	elif awk -v p="$HDD_PROBE_MS" 'BEGIN { exit !(p >= 2) }'; then HDD_ACTIVE=yes
 	else HDD_ACTIVE=no
@@ -497,9 +491,8 @@ probe_hdd() {   # url
 	note "HDD model active: $HDD_ACTIVE (4K random read p50 ${HDD_PROBE_MS:-?} ms)"
 }
 
-CONFIGS=()   # in run order
-declare -A CFG_LABEL CFG_LINKS CFG_TARGETS
-add_cfg() { CONFIGS+=("$1"); CFG_LABEL[$1]=$2; CFG_LINKS[$1]=$3; CFG_TARGETS[$1]=$4; }
+# key label links targets, in run order
+add_cfg() { meta config "$1|$2|$3|$4"; }
 
 t_start=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -609,245 +602,40 @@ fi
 t_total=$(( $(date +%s) - t_start ))
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# ---------------------------------------------------------------- published figures
-# seed-results.md section 1; numeric value (for checks and the chart) and text
-declare -A PUB_NUM PUB_TXT
-pub() { PUB_NUM[$1]=$2; PUB_TXT[$1]=$3; }
-pub "raid5-1L|seqwrite" 290 "~290 MB/s (link bound)"
-pub "raid5-1L|seqread" 290 "~290 MB/s (link bound)"
-pub "raid5-1L|randrw" "" "2nd (RAID10 > RAID5 > RAID6)"
-pub "raid6-1L|seqwrite" "" "slightly below RAID5"
-pub "raid6-1L|seqread" "" "-"
-pub "raid6-1L|randrw" "" "3rd"
-pub "raid10-1L|seqwrite" 290 "~290 MB/s (link bound)"
-pub "raid10-1L|seqread" 290 "~290 MB/s (link bound)"
-pub "raid10-1L|randrw" "" "1st"
-for l in raid5 raid6 raid10; do
-	pub "$l-2L|seqwrite" 375 "350-400 MB/s"
-	pub "$l-2L|seqread" 375 "350-400 MB/s"
-	pub "$l-2L|randrw" "" "-"
-done
-pub "2xraid1-2L|seqwrite" 522 "522 MB/s"
-pub "2xraid1-2L|seqread" 572 "572 MB/s"
-pub "2xraid1-2L|randrw" "" "-"
-
-# ---------------------------------------------------------------- checks
-CHECKS=()   # "name|required|measured|pass(yes/no/n.a.)"
-num() { awk -v x="${1:-}" 'BEGIN { if (x == "") print "-"; else printf "%.1f", x }'; }
-# a figure that was not measured (empty, or a failed run's 0) never passes
-ge() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a >= b) }'; }
-gt() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a > b) }'; }
-yn() { if "$@"; then echo yes; else echo no; fi }
-have() { [ -n "${R_MBPS[$1]:-}" ]; }
-add_check() { CHECKS+=("$1|$2|$3|$4"); }
-
-if have "2xraid1-2L|seqwrite"; then
-	add_check "2 x RAID1, 2 links, seq write" ">= 480 MB/s" "$(num "${R_MBPS[2xraid1-2L|seqwrite]}") MB/s" \
-		"$(yn ge "${R_MBPS[2xraid1-2L|seqwrite]}" 480)"
-	add_check "2 x RAID1, 2 links, seq read" ">= 530 MB/s" "$(num "${R_MBPS[2xraid1-2L|seqread]:-}") MB/s" \
-		"$(yn ge "${R_MBPS[2xraid1-2L|seqread]:-}" 530)"
-fi
-for w in seqwrite seqread; do
-	add_check "RAID5, 1 link, ${WL_NAME[$w]}" ">= 265 MB/s" "$(num "${R_MBPS[raid5-1L|$w]:-}") MB/s" \
-		"$(yn ge "${R_MBPS[raid5-1L|$w]:-}" 265)"
-done
-# within 1%: two link-bound runs differ by noise
-r5w=${R_MBPS[raid5-1L|seqwrite]:-} r6w=${R_MBPS[raid6-1L|seqwrite]:-}
-add_check "RAID6 seq write not above RAID5's (1 link)" "RAID6 <= RAID5 (+1% noise)" \
-	"$(num "$r6w") vs $(num "$r5w") MB/s" \
-	"$(yn ge "$(awk -v a="${r5w:-0}" 'BEGIN { print a * 1.01 }')" "${r6w:-x}")"
-i10=${R_IOPS[raid10-1L|randrw]:-} i5=${R_IOPS[raid5-1L|randrw]:-} i6=${R_IOPS[raid6-1L|randrw]:-}
-# a clear order: each ahead of the next by more than the noise (the same
-# level differs by about 1% between full runs on a quiet machine, so 2% is
-# twice that)
-margin() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%+.0f%%", 100 * (a / b - 1); else print "-" }'; }
-add_check "mixed random order (1 link)" "RAID10 > RAID5 > RAID6, each >= 2% ahead" \
-	"$(num "$i10") > $(num "$i5") > $(num "$i6") IOPS ($(margin "$i10" "$i5"), $(margin "$i5" "$i6"))" \
-	"$(if ge "$i10" "$(awk -v a="${i5:-0}" 'BEGIN { print a * 1.02 }')" &&
-		ge "$i5" "$(awk -v a="${i6:-0}" 'BEGIN { print a * 1.02 }')"; then echo yes; else echo no; fi)"
-if have "2xraid1-2L|seqwrite"; then
-	for w in seqwrite seqread; do
-		ref=${R_MBPS[2xraid1-2L|$w]:-}
-		ref90=$(awk -v r="${ref:-0}" 'BEGIN { print r * 0.9 }')
-		for l in raid5 raid10 raid6; do
-			v=${R_MBPS[$l-2L|$w]:-}
-			add_check "${l^^} 2 targets on 1 pool, 2 links, ${WL_NAME[$w]} (beyond the box)" \
-				">= 90% of 2 x RAID1 ($(num "$ref90") MB/s)" \
-				"$(num "$v") MB/s ($(awk -v a="${v:-0}" -v r="${ref:-0}" 'BEGIN { if (r > 0) printf "%.0f%%", 100 * a / r; else print "-" }'))" \
-				"$(if [ "$l" = raid6 ]; then echo "n.a. (not required)"; else yn ge "${v:-}" "$ref90"; fi)"
-		done
-	done
-fi
-# fairness: no session below 80% of an even share, in every multi-session run
-unfair=
-nmulti=0
-for cfg in "${CONFIGS[@]}"; do
-	for w in "${WORKLOADS[@]}"; do
-		s=${R_SHARE[$cfg|$w]:-}
-		n=$(wc -w <<<"$s")
-		[ "$n" -ge 2 ] || continue
-		nmulti=$((nmulti + 1))
-		low=$(tr ' ' '\n' <<<"$s" | awk -v n="$n" 'NF && $1 < 0.8 / n { printf "%s ", $1 }')
-		[ -n "$low" ] && unfair="$unfair $cfg/$w:$low"
-	done
-done
-if [ "$nmulti" -gt 0 ]; then
-	add_check "fairness: every session >= 80% of an even share ($nmulti two-session runs)" ">= 0.40 each" \
-		"$( [ -n "$unfair" ] && echo "below:$unfair" || echo "all >= 0.40")" "$( [ -z "$unfair" ] && echo yes || echo no)"
-fi
-
-# ---------------------------------------------------------------- results.md
-HOSTNOTE="$(uname -sr), $(nproc) cores"
-GIT_REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-pct() { awk -v x="${1:-}" 'BEGIN { if (x == "") print "-"; else printf "%.0f%%", x * 100 }'; }
-shares_txt() {   # cfg -> "w 50/50, r 49/51, rand 50/50" for multi-session configs
-	local cfg=$1 w s out='' parts
-	for w in "${WORKLOADS[@]}"; do
-		s=${R_SHARE[$cfg|$w]:-}
-		[ "$(wc -w <<<"$s")" -ge 2 ] || continue
-		parts=$(tr ' ' '\n' <<<"$s" | awk 'NF { printf "%s%.0f", (n++ ? "/" : ""), $1 * 100 }')
-		out="$out${out:+, }${w/seq/} $parts%"
-	done
-	echo "${out:--}"
-}
-{
-	echo "# rtgt NAS lab results"
-	echo
-	echo "Command: \`scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}\`  "
-	echo "rtgt $GIT_REV on $HOSTNOTE, $(date -u '+%Y-%m-%d %H:%M UTC'), $t_total s in all; load average $LOAD_START at the start, $LOAD_END at the end (other work on the machine skews the figures).  "
-	echo "Links: $LINKS x veth, tc tbf $RATE each direction (burst $BURST B, latency $TBF_LAT ms). Members: 4 x $MEMBER_SIZE sparse files in $DIR, direct_io = false, HDD model ${HDD:-off} (mbps:seek_ms:rpm)${HDD:+, disk write cache $WCACHE}, active in this build: **$HDD_ACTIVE**${HDD_PROBE_MS:+ (4K random read p50 $HDD_PROBE_MS ms)}.  "
-	echo "Runs: $TIME s each; sequential runs 1 MiB qd 8 per session over the first $SPAN of each LUN (reads over what the write covered); random runs 4 KiB 70% read qd 32 per session over $([ "$RSPAN" = lun ] && echo "the whole LUN" || echo "the first $RSPAN of each LUN (the same test data on every level)"). rtgtd and rtgt-bench ran at nice $NICE."
-	echo
-	echo "Link calibration (memory-backed RAID0, no HDD model; the ceiling of the shaped links plus the target):"
-	echo
-	echo "| path | seq write MB/s | seq read MB/s |"
-	echo "|---|---|---|"
-	echo "| link 1, raw TCP (one stream, no iSCSI) | $(num "$RAW_W") | $(num "$RAW_R") |"
-	echo "| link 1 | $(num "${R_MBPS[cal1|seqwrite]:-}") | $(num "${R_MBPS[cal1|seqread]:-}") |"
-	[ "$LINKS" -eq 2 ] && echo "| links 1+2 together | $(num "${R_MBPS[cal2|seqwrite]:-}") | $(num "${R_MBPS[cal2|seqread]:-}") |"
-	echo
-	echo "| configuration | seq write MB/s | published | seq read MB/s | published | random 70/30 IOPS | published | session shares |"
-	echo "|---|---|---|---|---|---|---|---|"
-	for cfg in "${CONFIGS[@]}"; do
-		printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "${CFG_LABEL[$cfg]}" \
-			"$(num "${R_MBPS[$cfg|seqwrite]:-}")" "${PUB_TXT[$cfg|seqwrite]}" \
-			"$(num "${R_MBPS[$cfg|seqread]:-}")" "${PUB_TXT[$cfg|seqread]}" \
-			"$(awk -v x="${R_IOPS[$cfg|randrw]:-}" 'BEGIN { if (x == "") print "-"; else printf "%.0f", x }')" \
-			"${PUB_TXT[$cfg|randrw]}" "$(shares_txt "$cfg")"
-	done
-	echo
-	echo "Requirements (issue 4, \"What it must show\"):"
-	echo
-	echo "| check | required | measured | met |"
-	echo "|---|---|---|---|"
-	for c in "${CHECKS[@]}"; do
-		IFS='|' read -r a b m p <<<"$c"
-		echo "| $a | $b | $m | $p |"
-	done
-	if [ "$HDD_ACTIVE" != yes ]; then
-		echo
-		echo "**The HDD model was not active in this run**: members ran at memory speed, so the"
-		echo "figures show the links and the target, not spinning disks, and the disk-bound checks"
-		echo "(RAID6 below RAID5, the random order, two streams on one pool) say nothing yet."
-	fi
-	echo
-	echo "p99 latency (ms): $(for cfg in "${CONFIGS[@]}"; do for w in "${WORKLOADS[@]}"; do
-		printf '%s %s %s; ' "$cfg" "$w" "$(num "${R_P99[$cfg|$w]:-}")"; done; done)"
-} > "$OUT/results.md"
-
-# ---------------------------------------------------------------- results.json
-jstr() { printf '"%s"' "$(sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1")"; }
-jnum() { if [ -n "${1:-}" ]; then printf '%s' "$1"; else printf 'null'; fi }
-jarr() { local s=$1; [ -n "${s// }" ] || { printf '[]'; return; }; printf '[%s]' "$(tr -s ' ' '\n' <<<"$s" | awk 'NF' | paste -sd,)"; }
-{
-	printf '{"lab":{"command":%s,"rev":%s,"date":%s,"seconds":%s,' "$(jstr "scripts/lab.sh${ARGS_ORIG:+ $ARGS_ORIG}")" \
-		"$(jstr "$GIT_REV")" "$(jstr "$(date -u +%FT%TZ)")" "$t_total"
-	printf '"links":%s,"rate":%s,"rate_bps":%s,"tbf_burst":%s,"tbf_latency_ms":%s,"quick":%s,"time":%s,' "$LINKS" \
-		"$(jstr "$RATE")" "$RATE_BPS" "$BURST" "$TBF_LAT" "$([ "$QUICK" -eq 1 ] && echo true || echo false)" "$TIME"
-	printf '"loadavg_start":%s,"loadavg_end":%s,' "$(jstr "$LOAD_START")" "$(jstr "$LOAD_END")"
-	printf '"members":4,"member_bytes":%s,"member_dir":%s,"span_bytes":%s,"rand_span":%s,' "$member_b" "$(jstr "$DIR")" \
-		"$span_b" "$(jstr "$RSPAN")"
-	if [ -n "$HDD" ]; then
-		printf '"hdd":{"mbps":%s,"avg_seek_ms":%s,"rpm":%s,"write_cache":%s},' "$HDD_MBPS" "$HDD_SEEK" \
-			"$HDD_RPM" "$WCACHE_CONF"
-	else
-		printf '"hdd":null,'
-	fi
-	printf '"hdd_active":%s,"hdd_probe_p50_ms":%s,' "$(jstr "$HDD_ACTIVE")" "$(jnum "$HDD_PROBE_MS")"
-	printf '"calibration":{"raw_tcp_link1":{"to_nas_mbps":%s,"from_nas_mbps":%s},' "$(jnum "$RAW_W")" "$(jnum "$RAW_R")"
-	printf '"link1":{"write_mbps":%s,"read_mbps":%s}' \
-		"$(jnum "${R_MBPS[cal1|seqwrite]:-}")" "$(jnum "${R_MBPS[cal1|seqread]:-}")"
-	[ "$LINKS" -eq 2 ] && printf ',"links12":{"write_mbps":%s,"read_mbps":%s}' \
-		"$(jnum "${R_MBPS[cal2|seqwrite]:-}")" "$(jnum "${R_MBPS[cal2|seqread]:-}")"
-	printf '}},\n"results":['
-	first=1
-	for cfg in "${CONFIGS[@]}"; do
-		for w in "${WORKLOADS[@]}"; do
-			k="$cfg|$w"
-			[ "$first" -eq 1 ] || printf ',\n'
-			first=0
-			printf '{"config":%s,"label":%s,"links":%s,"targets":%s,"workload":%s,' "$(jstr "$cfg")" \
-				"$(jstr "${CFG_LABEL[$cfg]}")" "${CFG_LINKS[$cfg]}" "${CFG_TARGETS[$cfg]}" "$(jstr "$w")"
-			printf '"mbps":%s,"iops":%s,"p99_ms":%s,"session_mbps":%s,"shares":%s,' \
-				"$(jnum "${R_MBPS[$k]:-}")" "$(jnum "${R_IOPS[$k]:-}")" "$(jnum "${R_P99[$k]:-}")" \
-				"$(jarr "${R_SMBPS[$k]:-}")" "$(jarr "${R_SHARE[$k]:-}")"
-			printf '"published":{"mbps":%s,"text":%s},"bench":%s}' "$(jnum "${PUB_NUM[$k]:-}")" \
-				"$(jstr "${PUB_TXT[$k]:-}")" "${R_JSON[$k]:-null}"
-		done
-	done
-	printf '],\n"checks":['
-	first=1
-	for c in "${CHECKS[@]}"; do
-		IFS='|' read -r a b m p <<<"$c"
-		[ "$first" -eq 1 ] || printf ',\n'
-		first=0
-		printf '{"check":%s,"required":%s,"measured":%s,"met":%s}' "$(jstr "$a")" "$(jstr "$b")" \
-			"$(jstr "$m")" "$(case $p in yes) echo true;; no) echo false;; *) echo null;; esac)"
-	done
-	printf ']}\n'
-} > "$OUT/results.json"
-
-# ---------------------------------------------------------------- results.png
-if [ "$HAVE_GNUPLOT" -eq 1 ]; then
-	dat=$work/chart.dat
-	{
-		echo "# label write read pub_write pub_read iops"
-		for cfg in "${CONFIGS[@]}"; do
-			printf '"%s" %s %s %s %s %s\n' "$cfg" \
-				"${R_MBPS[$cfg|seqwrite]:-?}" "${R_MBPS[$cfg|seqread]:-?}" \
-				"${PUB_NUM[$cfg|seqwrite]:-?}" "${PUB_NUM[$cfg|seqread]:-?}" "${R_IOPS[$cfg|randrw]:-?}"
-		done
-	} > "$dat"
-	if ! gnuplot > "$work/gnuplot.err" 2>&1 <<GP; then
-set terminal pngcairo size 1200,900 font "sans,10"
-set output "$OUT/results.png"
-set datafile missing "?"
-set multiplot layout 2,1 title "rtgt NAS lab: $LINKS x $RATE links, 4 members, HDD model ${HDD:-off} (active: $HDD_ACTIVE), $TIME s runs"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set grid ytics
-set key outside right top
-set xtics rotate by -20 noenhanced
-set ylabel "MB/s"
-set yrange [0:*]
-set title "1 MiB sequential, qd 8 per session (published: seed-results.md; 350-400 shown as 375)"
-plot "$dat" using 2:xtic(1) title "write" lc rgb "#1f77b4", \
-     "" using 3 title "read" lc rgb "#ff7f0e", \
-     "" using 4 title "published write" lc rgb "#aec7e8", \
-     "" using 5 title "published read" lc rgb "#ffbb78"
-set ylabel "IOPS"
-set title "4 KiB random 70% read, qd 32 per session (published order: RAID10 > RAID5 > RAID6)"
-plot "$dat" using 6:xtic(1) title "random 70/30" lc rgb "#2ca02c"
-unset multiplot
-GP
-		note "gnuplot failed: $(head -3 "$work/gnuplot.err")"
-		failed=1
-	fi
-fi
-
-cat "$OUT/results.md"
+# ---------------------------------------------------------------- report
+meta args "$ARGS_ORIG"
+meta rev "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+meta host "$(uname -sr), $(nproc) cores"
+meta seconds "$t_total"
+meta load_start "$LOAD_START"
+meta load_end "$LOAD_END"
+meta links "$LINKS"
+meta rate "$RATE"
+meta rate_bps "$RATE_BPS"
+meta tbf_burst "$BURST"
+meta tbf_latency "$TBF_LAT"
+meta quick "$QUICK"
+meta time "$TIME"
+meta member_size "$MEMBER_SIZE"
+meta member_bytes "$member_b"
+meta dir "$DIR"
+meta span "$SPAN"
+meta span_bytes "$span_b"
+meta rand_span "$RSPAN"
+meta hdd "$HDD"
+meta hdd_mbps "$HDD_MBPS"
+meta hdd_seek "$HDD_SEEK"
+meta hdd_rpm "$HDD_RPM"
+meta write_cache "$WCACHE"
+meta hdd_active "$HDD_ACTIVE"
+meta hdd_probe_ms "$HDD_PROBE_MS"
+meta raw_w "$RAW_W"
+meta raw_r "$RAW_R"
+meta nice "$NICE"
+chart=()
+[ "$HAVE_GNUPLOT" -eq 1 ] || chart=(--no-chart)
+# prints results.md; 3: only the chart failed (said why)
+python3 "$REPORT" report --runs "$RUNS" --meta "$META" --out "$OUT" "${chart[@]}" || failed=1
 note "results: $OUT/results.md $OUT/results.json$([ "$HAVE_GNUPLOT" -eq 1 ] && echo " $OUT/results.png") ($t_total s)"
 [ "$failed" -eq 0 ] || { note "some runs failed (see above)"; exit 1; }
 exit 0
