@@ -19,7 +19,7 @@
  * version lu->pr_seq. Per shared LU, the copy moves:
  *
  *   EMPTY --pr_load (shared_load: watch, then read the blob)--> CURRENT
- *   CURRENT --PROUT here (pr_out -> shared_out)--> UPDATING
+ *   CURRENT --PROUT here (pr_out -> pr_shared_out)--> UPDATING
  *   UPDATING --raid helper thread: read blob, shared_apply() runs the same
  *              prout_* handlers on a scratch LU whose ua_reg/abort_reg record
  *              events instead of raising them, write blob seq+1 atomically
