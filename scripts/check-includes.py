@@ -17,7 +17,7 @@ Every project header is included by its path from the top of the tree
 ("raid/raid.h"), so a quoted include that names no module is an error too.
 
 Cycles: among raid/, a file's node is its stem (io.c, io.h and io_int.h are
-"io"); an include from one stem's file of another stem's header is an edge.
+"io"; raid/member/file.c is "member/file"); an include from one stem's file of another stem's header is an edge.
 A cycle means two parts of the storage engine each need the other's
 declarations: the tangle the one shared raid_int.h hides today, which a
 split into per-file headers must not bring back. Real #include cycles
@@ -109,8 +109,12 @@ def includes(root, rel):
 
 
 def stem(path):
-    base = os.path.basename(path).rsplit(".", 1)[0]
-    return base[:-4] if base.endswith("_int") else base
+    """raid/io.c, raid/io.h, raid/io_int.h -> "io"; a subfolder stays in
+    the name (raid/member/file.c -> "member/file"), so equal file names in
+    two folders are two nodes."""
+    base = path.rsplit(".", 1)[0]
+    base = base[:-4] if base.endswith("_int") else base
+    return base[len("raid/"):] if base.startswith("raid/") else base
 
 
 def cycles(edges):

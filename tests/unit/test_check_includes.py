@@ -105,6 +105,14 @@ def t06_raid_cycle():
         "raid/pool.c": '#include "raid/io_int.h"\n',
     }))
     check("06 one-way use passes", rc == 0, out)
+    # equal file names in two folders are two nodes, not one
+    rc, out = run("--root", tree({
+        "raid/io_int.h": '#include "raid/raid_int.h"\n',
+        "raid/hdd_int.h": '#include "raid/raid_int.h"\n',
+        "raid/io.c": '#include "raid/hdd_int.h"\n',
+        "raid/member/hdd.c": '#include "raid/io_int.h"\n',
+    }))
+    check("06 same name in a subfolder is no cycle", rc == 0, out)
 
 
 def t07_header_cycle():
