@@ -1,7 +1,8 @@
-/* tests/unit/test_pr.c - target/scsi/pr.c: RESERVE/RELEASE(6), persistent
- * reservations across two nexuses, APTPL persistence (the JSON file, damaged
- * files, symlinks, a file that cannot be written), REGISTER AND MOVE
- * TransportID checks. */
+/* tests/unit/test_pr.c - target/scsi/pr.c and pr_state.c: RESERVE/RELEASE(6),
+ * persistent reservations across two nexuses (pr.c), APTPL persistence (the
+ * JSON file, damaged files, symlinks, a file that cannot be written:
+ * pr_state.c), REGISTER AND MOVE TransportID checks. The shared state of
+ * pr_state.c is covered by test_net_rbd (a throwaway Ceph cluster). */
 #include "tests/unit/scsi_fixture.h"
 
 static void setup(void)
