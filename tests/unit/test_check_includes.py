@@ -14,18 +14,11 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from ckpy import check, main  # noqa: E402
 SCRIPT = os.path.join(ROOT, "scripts", "check-includes.py")
-checks = 0
-failures = []
 scratch = []
 
-
-def check(name, cond, detail=""):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}")
 
 
 def run(*args):
@@ -133,14 +126,10 @@ def t08_graph():
     check("08 graph", rc == 0 and stems and not missing, "no edge for %s in:\n%s" % (missing, out))
 
 
-for t in (t01_tree_is_green, t02_scratch_tree_is_green, t03_folder_rule, t04_private_header,
-          t05_missing_and_unrooted, t06_raid_cycle, t07_header_cycle, t08_graph):
-    try:
-        t()
-    except Exception as e:  # a crash is a failure, not a traceback
-        check(t.__name__, False, repr(e))
-for d in scratch:
-    shutil.rmtree(d, ignore_errors=True)
-ok = checks - len(failures)
-print(f"{100 * ok // max(checks, 1)}%: Checks: {checks}, Failures: {len(failures)}, Errors: 0")
-sys.exit(1 if failures else 0)
+def cleanup():
+    for d in scratch:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+main((t01_tree_is_green, t02_scratch_tree_is_green, t03_folder_rule, t04_private_header,
+      t05_missing_and_unrooted, t06_raid_cycle, t07_header_cycle, t08_graph), cleanup)

@@ -18,17 +18,10 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from ckpy import check, main  # noqa: E402
 INI = os.path.join(ROOT, "scripts", "initiator")
-checks = 0
-failures = []
 
-
-def check(name, cond, detail=""):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}")
 
 
 def size(s):
@@ -158,11 +151,4 @@ def t05_report_merges():
         check("05 path shares", "nic1 48% / nic2 52%" in md, md)
 
 
-for t in (t01_same_workloads, t02_same_parameters, t03_matrix_values, t04_diskspd_line, t05_report_merges):
-    try:
-        t()
-    except Exception as e:  # a parse error is a failure, not a crash
-        check(t.__name__, False, repr(e))
-ok = checks - len(failures)
-print(f"{100 * ok // max(checks, 1)}%: Checks: {checks}, Failures: {len(failures)}, Errors: 0")
-sys.exit(1 if failures else 0)
+main((t01_same_workloads, t02_same_parameters, t03_matrix_values, t04_diskspd_line, t05_report_merges))

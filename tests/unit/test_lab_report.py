@@ -16,18 +16,11 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from ckpy import check, main  # noqa: E402
 REPORT = os.path.join(ROOT, "scripts", "lab", "report.py")
-checks = 0
-failures = []
 scratch = tempfile.mkdtemp(prefix="rtgt-lab-report.")
 
-
-def check(name, cond, detail=""):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}")
 
 
 def run(*args):
@@ -206,12 +199,8 @@ def t05_helpers():
     check("05 p50: failed run", p50 == "\n", p50)
 
 
-for t in (t01_tables, t02_checks, t03_failed_run, t04_json, t05_helpers):
-    try:
-        t()
-    except Exception as e:  # a crash is a failure, not a traceback
-        check(t.__name__, False, repr(e))
-shutil.rmtree(scratch, ignore_errors=True)
-ok = checks - len(failures)
-print(f"{100 * ok // max(checks, 1)}%: Checks: {checks}, Failures: {len(failures)}, Errors: 0")
-sys.exit(1 if failures else 0)
+def cleanup():
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+main((t01_tables, t02_checks, t03_failed_run, t04_json, t05_helpers), cleanup)
