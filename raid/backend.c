@@ -104,7 +104,7 @@ int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io
 
 uint64_t raid_vol_bytes(const struct raid_vol *vol)
 {
-	return vol->size;
+	return atomic_load_explicit(&vol->size, memory_order_acquire);
 }
 
 const char *raid_vol_name(const struct raid_vol *vol)
@@ -151,9 +151,14 @@ int raid_vol_ready(const struct raid_vol *vol)
 	return raid_vol_ready_progress(vol, &frac);
 }
 
-int raid_vol_resize(struct raid_vol *vol, uint64_t bytes)
+int raid_vol_resize(struct raid_vol *vol, const struct conf_size *size)
 {
-	return ops_of(vol)->vol_resize ? ops_of(vol)->vol_resize(vol, bytes) : -EOPNOTSUPP;
+	if (!ops_of(vol)->vol_resize) {
+		LOG_ERR(RAID_MOD, "volume %s: %s pools cannot grow volumes", vol->name,
+			ops_of(vol)->name);
+		return -EOPNOTSUPP;
+	}
+	return ops_of(vol)->vol_resize(vol, size);
 }
 
 uint64_t raid_vol_write_failures(const struct raid_vol *vol)

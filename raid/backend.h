@@ -51,9 +51,9 @@ struct raid_vol_backend_ops {
 	 * (@frac never NULL). NULL: always ready (0, *frac 0). */
 	int (*vol_ready)(const struct raid_vol *v, uint16_t *frac);
 	uint64_t (*vol_write_same_max)(const struct raid_vol *v);            /* NULL: 0 */
-	/* raid_vol_resize(): the volume grows to @bytes. NULL: -EOPNOTSUPP
-	 * (no backend grows volumes yet). */
-	int (*vol_resize)(struct raid_vol *v, uint64_t bytes);
+	/* raid_vol_resize(): the volume grows to @size (raid.h has the
+	 * contract). NULL: -EOPNOTSUPP. */
+	int (*vol_resize)(struct raid_vol *v, const struct conf_size *size);
 
 	/* ---- shared state (raid.h "shared state of a volume") ----
 	 * All set or all NULL; NULL: volumes never shared (raid_vol_shared()

@@ -119,9 +119,17 @@ int raid_vol_ready(const struct raid_vol *vol);
  * got in *@frac: bytes done / size in 65536ths, 0..65535 (SPC-4's PROGRESS
  * INDICATION); *@frac is 0 otherwise. Any thread, cheap (atomics). */
 int raid_vol_ready_progress(const struct raid_vol *vol, uint16_t *frac);
-/* Grow the volume to @bytes while it is in use (the hook for online grow).
- * -EOPNOTSUPP when its backend cannot: no backend can yet. */
-int raid_vol_resize(struct raid_vol *vol, uint64_t bytes);
+/* Grow the volume to @size (bytes, or a percentage of its pool as at
+ * creation) while it is in use: requests already past the old end are
+ * refused as before, requests after the return may use the new blocks.
+ * The new size is durable (the volume table of every member) before the
+ * return. 0 also when it already has that size; -EINVAL for a size smaller
+ * than the volume (shrinking is refused) or not a multiple of 512; -ENOSPC
+ * when the space after the volume is taken or the pool ends (a volume never
+ * moves); -EOPNOTSUPP when its backend cannot grow volumes; other -errno
+ * when the volume table could not be written (the size stays). The reason
+ * is logged. Any thread but a reactor's (it waits for the members). */
+int raid_vol_resize(struct raid_vol *vol, const struct conf_size *size);
 
 /* Deferred write errors (SPC-4 deferred errors): how many times, since the
  * volume was opened, a write-out of data it had already acknowledged failed

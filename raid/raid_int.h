@@ -493,8 +493,10 @@ struct raid_vol {
 	char name[64];
 	uint8_t uuid[16];
 	uint64_t start;           /* logical bytes in the pool */
-	uint64_t size;
-	uint64_t extent;
+	/* bytes; only grows (raid_vol_resize, under the pool's meta_mu),
+	 * read without a lock by the request paths */
+	_Atomic uint64_t size;
+	uint64_t extent;          /* meta_mu */
 	/* write-outs of acknowledged data that failed (raid_vol_write_failures;
 	 * bumped by raid_sc_done) */
 	_Atomic uint64_t write_failures;

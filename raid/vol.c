@@ -9,6 +9,16 @@
  * bytes, rounded down to a full stripe; an absolute size is kept exactly
  * (it must be a multiple of 512).
  *
+ * Growing (md_vol_resize, and md_vol_open when the configuration asks for
+ * more than the table holds): the extent grows in place over the free
+ * space after it, never moves, never shrinks. Under meta_mu the table entry
+ * is changed and written to every member (two alternating superblock copies
+ * a member, assembly takes the newest: a crash leaves the old or the new
+ * size, both whole); only then does vol->size grow, so no request reaches
+ * a block the table does not yet give the volume. The blocks gained hold
+ * what the members held there (as a new volume's do), with parity made
+ * consistent by the pool's initial sync.
+ *
  * Also the RAID backend's ops table (backend.h): which levels it serves and
  * where each op lives among pool.c, vol.c, io.c and rebuild.c.
  */
@@ -51,6 +61,53 @@ static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *star
 	return 0;
 }
 
+/* The extent for @bytes: rounded up to a full stripe. */
+static uint64_t extent_of(const struct raid_pool *p, uint64_t bytes)
+{
+	return (bytes + p->g.stripe_bytes - 1) / p->g.stripe_bytes * p->g.stripe_bytes;
+}
+
+/* Grow table entry @i to @bytes (> its size) in place and write the table;
+ * meta_mu held. The open volume, if any, is the caller's to update. */
+static int grow_locked(struct raid_pool *p, unsigned i, uint64_t bytes)
+{
+	struct raid_sb_vol *sv = &p->sb.vols[i];
+	uint64_t extent = extent_of(p, bytes), old_size = sv->size, old_extent = sv->extent;
+	int rc;
+
+	if (sv->start + extent > p->g.usable) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s cannot grow to %llu bytes: the pool ends %llu bytes after its start (volumes are never moved)",
+			p->name, sv->name, (unsigned long long)bytes,
+			(unsigned long long)(p->g.usable - sv->start));
+		return -ENOSPC;
+	}
+	for (unsigned k = 0; k < p->sb.n_vols; k++) {
+		const struct raid_sb_vol *o = &p->sb.vols[k];
+
+		if (k != i && o->start < sv->start + extent && sv->start < o->start + o->extent) {
+			LOG_ERR(RAID_MOD, "pool %s: volume %s cannot grow to %llu bytes: volume %s follows it at %llu, so at most %llu bytes (volumes are never moved)",
+				p->name, sv->name, (unsigned long long)bytes, o->name,
+				(unsigned long long)o->start,
+				(unsigned long long)(o->start - sv->start));
+			return -ENOSPC;
+		}
+	}
+	sv->size = bytes;
+	if (extent > sv->extent)
+		sv->extent = extent;
+	rc = raid_pool_write_sbs_locked(p, false);
+	if (rc) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: the volume table could not be written (%s): size stays %llu bytes",
+			p->name, sv->name, strerror(-rc), (unsigned long long)old_size);
+		sv->size = old_size;
+		sv->extent = old_extent;
+		return rc;
+	}
+	LOG_INFO(RAID_MOD, "pool %s: volume %s grown from %llu to %llu bytes", p->name, sv->name,
+		 (unsigned long long)old_size, (unsigned long long)bytes);
+	return 0;
+}
+
 static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
 		       struct raid_vol **out)
 {
@@ -74,15 +131,19 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 	for (i = 0; i < p->sb.n_vols; i++)
 		if (!strcmp(p->sb.vols[i].name, name))
 			sv = &p->sb.vols[i];
-	if (sv) {
-		if (sv->size != bytes) {
-			LOG_ERR(RAID_MOD, "pool %s: volume %s is %llu bytes on disk but the configuration asks for %llu",
-				p->name, name, (unsigned long long)sv->size, (unsigned long long)bytes);
-			rc = -EINVAL;
+	if (sv && sv->size < bytes) {
+		/* the configuration was raised while the daemon was down */
+		rc = grow_locked(p, (unsigned)(sv - p->sb.vols), bytes);
+		if (rc)
 			goto out_unlock;
-		}
-	} else {
-		uint64_t extent = (bytes + p->g.stripe_bytes - 1) / p->g.stripe_bytes * p->g.stripe_bytes;
+	} else if (sv && sv->size > bytes) {
+		/* grown online (rtgtctl resize) with the file left behind:
+		 * the volume keeps its data; nothing is ever cut off */
+		LOG_WARN(RAID_MOD, "pool %s: volume %s is %llu bytes on disk, more than the %llu the configuration asks for (volumes never shrink): serving %llu; raise its size in the configuration",
+			 p->name, name, (unsigned long long)sv->size, (unsigned long long)bytes,
+			 (unsigned long long)sv->size);
+	} else if (!sv) {
+		uint64_t extent = extent_of(p, bytes);
 		uint64_t start;
 
 		if (bytes == 0) {
@@ -135,11 +196,56 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 		snprintf(v->name, sizeof(v->name), "%s", sv->name);
 		memcpy(v->uuid, sv->uuid, 16);
 		v->start = sv->start;
-		v->size = sv->size;
+		atomic_init(&v->size, sv->size);
 		v->extent = sv->extent;
 		p->vols[i] = v;
+	} else if (atomic_load(&p->vols[i]->size) < sv->size) {
+		/* open already, and grown just now */
+		p->vols[i]->extent = sv->extent;
+		atomic_store_explicit(&p->vols[i]->size, sv->size, memory_order_release);
 	}
 	*out = p->vols[i];
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
+	return rc;
+}
+
+static int md_vol_resize(struct raid_vol *v, const struct conf_size *size)
+{
+	struct raid_pool *p = v->pool;
+	uint64_t bytes, cur;
+	unsigned i;
+	int rc;
+
+	if ((!size->bytes && (size->percent < 1 || size->percent > 100)) || size->bytes % 512) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: size must be 1..100%% or a multiple of 512 bytes",
+			p->name, v->name);
+		return -EINVAL;
+	}
+	bytes = want_bytes(p, size);
+	pthread_mutex_lock(&p->meta_mu);
+	cur = atomic_load(&v->size);
+	if (bytes < cur) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s is %llu bytes: %llu would shrink it, and volumes never shrink",
+			p->name, v->name, (unsigned long long)cur, (unsigned long long)bytes);
+		rc = -EINVAL;
+		goto out_unlock;
+	}
+	rc = 0;
+	if (bytes == cur)
+		goto out_unlock;
+	for (i = 0; i < p->sb.n_vols; i++)
+		if (p->vols[i] == v)
+			break;
+	if (i == p->sb.n_vols) {
+		rc = -ENOENT;
+		goto out_unlock;
+	}
+	rc = grow_locked(p, i, bytes);
+	if (!rc) {
+		v->extent = p->sb.vols[i].extent;
+		atomic_store_explicit(&v->size, bytes, memory_order_release);
+	}
 out_unlock:
 	pthread_mutex_unlock(&p->meta_mu);
 	return rc;
@@ -166,8 +272,7 @@ static bool md_serves(const struct conf_pool *cp)
 }
 
 /* The RAID backend (backend.h). Its volumes have no write-same, no
- * background preparation and no shared state; growing them is the next
- * step (vol_resize). */
+ * background preparation and no shared state. */
 const struct raid_vol_backend_ops raid_md_backend = {
 	.name = "raid",
 	.serves = md_serves,
@@ -181,4 +286,5 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.vol_open = md_vol_open,
 	.vol_submit = raid_md_vol_submit,
 	.vol_opt = md_vol_opt,
+	.vol_resize = md_vol_resize,
 };

@@ -100,6 +100,11 @@ void daemon_pools_drop_last(struct daemon *d, unsigned n);
 int daemon_lu_add(struct daemon *d, const struct conf *c, const struct conf_lun *cl, char *err,
 		  size_t errlen);
 void daemon_lu_ent_free(struct lu_ent *e);
+/* Grows the volume of @e to @size (raid_vol_resize) and tells its LU
+ * (scsi_lu_resized: CAPACITY DATA HAS CHANGED). 0, also when it already has
+ * that size; -errno with why in @err. */
+int daemon_lu_grow(struct daemon *d, struct lu_ent *e, const struct conf_size *size, char *err,
+		   size_t errlen);
 /* Makes the SCSI target of @ct match it (LUN map, views, ports, peers). */
 int daemon_tgt_sync(struct daemon *d, const struct conf *c, const struct conf_target *ct,
 		struct scsi_target **out);

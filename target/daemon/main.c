@@ -265,6 +265,41 @@ free_e:
 	return rc;
 }
 
+int daemon_lu_grow(struct daemon *d, struct lu_ent *e, const struct conf_size *size, char *err,
+		   size_t errlen)
+{
+	uint64_t before = raid_vol_bytes(e->vol);
+	int rc;
+
+	(void)d;
+	rc = raid_vol_resize(e->vol, size);
+	switch (rc) {
+	case 0:
+		break;
+	case -EINVAL:
+		snprintf(err, errlen, "volume %s/%s: not resized: smaller than its %llu bytes, or not a multiple of 512 (volumes never shrink)",
+			 e->pool, e->volume, (unsigned long long)before);
+		return rc;
+	case -ENOSPC:
+		snprintf(err, errlen, "volume %s/%s: not resized: the space after it is taken or the pool ends (volumes are never moved; see the log)",
+			 e->pool, e->volume);
+		return rc;
+	case -EOPNOTSUPP:
+		snprintf(err, errlen, "volume %s/%s: not resized: its pool cannot grow volumes",
+			 e->pool, e->volume);
+		return rc;
+	default:
+		snprintf(err, errlen, "volume %s/%s: not resized: %s", e->pool, e->volume,
+			 strerror(-rc));
+		return rc;
+	}
+	if (scsi_lu_resized(e->lu))
+		LOG_INFO(MOD, "volume %s/%s grown from %llu to %llu bytes: initiators are told CAPACITY DATA HAS CHANGED",
+			 e->pool, e->volume, (unsigned long long)before,
+			 (unsigned long long)raid_vol_bytes(e->vol));
+	return 0;
+}
+
 /* Makes the SCSI target of @ct (or reuses the entry of that IQN) match it:
  * LUN map and ports. A change of the map raises REPORTED LUNS DATA HAS
  * CHANGED for the target's sessions (scsi does it). */
@@ -583,6 +618,66 @@ static struct raid_pool *pool_by_name(struct daemon *d, const char *name)
 /* "live": the snapshot rtgtctl top, stats --watch and paths subtract */
 /* ---- control socket ---- */
 
+/* resize TARGET LUN SIZE: the LUN of the running configuration. */
+static int ctl_resize(struct daemon *d, struct json_object *args, struct json_object *reply,
+		      char *err, size_t errlen)
+{
+	const char *a[3] = { NULL, NULL, NULL };
+	const struct conf_target *ct = NULL;
+	const struct conf_lun *cl = NULL;
+	struct conf_size size;
+	struct lu_ent *e;
+	uint64_t before;
+	char *end;
+	unsigned long long lun;
+	int rc;
+
+	for (size_t i = 0; args && json_object_is_type(args, json_type_array) && i < 3 &&
+			   i < json_object_array_length(args); i++)
+		a[i] = json_object_get_string(json_object_array_get_idx(args, i));
+	if (!a[0] || !a[1] || !a[2]) {
+		snprintf(err, errlen, "usage: resize TARGET LUN SIZE");
+		return -EINVAL;
+	}
+	for (unsigned t = 0; t < d->conf->n_targets && !ct; t++)
+		if (!strcmp(d->conf->targets[t].iqn, a[0]))
+			ct = &d->conf->targets[t];
+	if (!ct) {
+		snprintf(err, errlen, "resize: no target named '%s'", a[0]);
+		return -ENOENT;
+	}
+	errno = 0;
+	lun = strtoull(a[1], &end, 10);
+	for (unsigned l = 0; !errno && end != a[1] && !*end && l < ct->n_luns && !cl; l++)
+		if (ct->luns[l].lun == lun)
+			cl = &ct->luns[l];
+	if (!cl) {
+		snprintf(err, errlen, "resize: target %s has no LUN '%s'", a[0], a[1]);
+		return -ENOENT;
+	}
+	if (conf_parse_size(a[2], true, &size) || size.bytes % 4096) {
+		/* 4K: what the configuration file takes, so it can follow */
+		snprintf(err, errlen, "resize: '%s' is not a size (bytes, a multiple of 4K, with K, M, G or T; or N%% of the pool)",
+			 a[2]);
+		return -EINVAL;
+	}
+	e = daemon_lu_find(d, cl->pool, cl->volume);
+	if (!e) {
+		snprintf(err, errlen, "resize: volume %s/%s is not open", cl->pool, cl->volume);
+		return -ENOENT;
+	}
+	before = raid_vol_bytes(e->vol);
+	LOG_INFO(MOD, "ctl: resize of %s LUN %llu (volume %s/%s) to %s", a[0], lun, cl->pool,
+		 cl->volume, a[2]);
+	rc = daemon_lu_grow(d, e, &size, err, errlen);
+	if (rc)
+		return rc;
+	json_object_object_add(reply, "volume", json_object_new_string(raid_vol_name(e->vol)));
+	json_object_object_add(reply, "bytes_before", json_object_new_int64((int64_t)before));
+	json_object_object_add(reply, "bytes", json_object_new_int64((int64_t)raid_vol_bytes(e->vol)));
+	return 0;
+}
+
 static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		      struct json_object *reply, char *err, size_t errlen)
 {
@@ -607,6 +702,8 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		return daemon_events_cmd(d, a0, reply, err, errlen);
 	if (!strcmp(cmd, "reload"))
 		return daemon_reload(d, reply, err, errlen);
+	if (!strcmp(cmd, "resize"))
+		return ctl_resize(d, args, reply, err, errlen);
 	if (!strcmp(cmd, "fail") || !strcmp(cmd, "add-spare") || !strcmp(cmd, "scrub") ||
 	    !strcmp(cmd, "remove")) {
 		p = pool_by_name(d, a0);

@@ -7,13 +7,15 @@
  *            its FILE:LINE messages go to the log and the reply.
  *   COMPARE  what cannot change live is listed as "needs restart" and
  *            skipped (daemon.workers, daemon.control, a kept pool's level,
- *            chunk, members or spares, a kept volume's size): the running
- *            value stays, the rest of the file still applies.
+ *            chunk, members or spares): the running value stays, the rest
+ *            of the file still applies.
  *   PREPARE  new pools opened, new volumes opened (created thick) and
  *            their LUs made. Any failure rolls back what this reload opened
  *            (a volume already created stays recorded in its pool) and the
  *            reload is refused: nothing else changed.
- *   COMMIT   cannot fail: targets reconciled (LUN maps, ports and peer
+ *   COMMIT   cannot fail: kept volumes whose size changed grown in place
+ *            (volumes_grow; one that cannot grow, or would shrink, is a
+ *            warning and keeps its size), targets reconciled (LUN maps, ports and peer
  *            nodes' port groups, both live: a changed TPGT is a portal
  *            removed and added, a changed peer list raises ASYMMETRIC
  *            ACCESS STATE CHANGED; added
@@ -168,14 +170,34 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 		    o->hdd.write_through != n->hdd.write_through)
 			daemon_jadd_str(restart, "pool %s: direct_io/rebuild_mbps/hdd", n->name);
 	}
+}
+
+/* Kept volumes whose size the file changed grow in place (daemon_lu_grow);
+ * one that cannot is a warning and keeps its size. */
+static void volumes_grow(struct daemon *d, const struct conf *oc, const struct conf *nc,
+			 struct json_object *resized, struct json_object *warnings)
+{
 	for (unsigned t = 0; t < nc->n_targets; t++)
 		for (unsigned l = 0; l < nc->targets[t].n_luns; l++) {
 			const struct conf_lun *n = &nc->targets[t].luns[l];
 			const struct conf_lun *o = lun_of_volume(oc, n->pool, n->volume);
+			struct lu_ent *e = daemon_lu_find(d, n->pool, n->volume);
+			uint64_t before;
+			char why[300];
 
-			if (o && (o->size.bytes != n->size.bytes || o->size.percent != n->size.percent))
-				daemon_jadd_str(restart, "volume %s/%s: size (volumes are not resized)",
-					 n->pool, n->volume);
+			if (!o || !e || (o->size.bytes == n->size.bytes &&
+					 o->size.percent == n->size.percent) ||
+			    lun_of_volume(nc, n->pool, n->volume) != n)
+				continue;
+			before = raid_vol_bytes(e->vol);
+			if (daemon_lu_grow(d, e, &n->size, why, sizeof(why))) {
+				LOG_WARN(MOD, "reload: %s", why);
+				daemon_jadd_str(warnings, "%s", why);
+			} else if (raid_vol_bytes(e->vol) != before) {
+				daemon_jadd_str(resized, "%s/%s %llu -> %llu", n->pool, n->volume,
+						(unsigned long long)before,
+						(unsigned long long)raid_vol_bytes(e->vol));
+			}
 		}
 }
 
@@ -238,13 +260,14 @@ int daemon_reload(struct daemon *d, struct json_object *reply, char *err, size_t
 	struct json_object *pool_add_j = json_object_new_array();
 	struct json_object *pool_del_j = json_object_new_array();
 	struct json_object *vol_add = json_object_new_array();
+	struct json_object *vol_grown = json_object_new_array();
 	struct scsi_target **cur = NULL;
 	unsigned pools_before = d->n_pools, lus_before = d->n_lus;
 	char berr[300];
 	int rc;
 
 	if (!ms || !restart || !warnings || !t_add || !t_del || !t_chg || !p_add || !p_del ||
-	    !pool_add_j || !pool_del_j || !vol_add) {
+	    !pool_add_j || !pool_del_j || !vol_add || !vol_grown) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -364,6 +387,7 @@ int daemon_reload(struct daemon *d, struct json_object *reply, char *err, size_t
 		if (!n || strcmp(n->listen, oc->portals[i].listen) || n->tpgt != oc->portals[i].tpgt)
 			daemon_jadd_str(p_del, "%s %s", oc->portals[i].name, oc->portals[i].listen);
 	}
+	volumes_grow(d, oc, nc, vol_grown, warnings);
 	iscsi_notify("RELOADING=1");
 	/* From here oc may be freed at any time (by the last connection of
 	 * the old configuration): nothing below reads it. */
@@ -405,6 +429,7 @@ int daemon_reload(struct daemon *d, struct json_object *reply, char *err, size_t
 	json_object_object_add(reply, "pools_added", json_object_get(pool_add_j));
 	json_object_object_add(reply, "pools_removed", json_object_get(pool_del_j));
 	json_object_object_add(reply, "volumes_added", json_object_get(vol_add));
+	json_object_object_add(reply, "volumes_resized", json_object_get(vol_grown));
 	json_object_object_add(reply, "needs_restart", json_object_get(restart));
 	json_object_object_add(reply, "warnings", json_object_get(warnings));
 	goto out;
@@ -437,6 +462,7 @@ out:
 	json_object_put(pool_add_j);
 	json_object_put(pool_del_j);
 	json_object_put(vol_add);
+	json_object_put(vol_grown);
 	return rc;
 }
 

@@ -627,6 +627,23 @@ static void ua_pop(struct scsi_ua *ua, uint16_t *code)
 	ua->n--;
 }
 
+bool scsi_lu_resized(struct scsi_lu *lu)
+{
+	uint64_t nb = raid_vol_bytes(lu->vol) >> SCSI_BS_SHIFT;
+	bool grew = false;
+
+	pthread_mutex_lock(&lu->lock);
+	if (nb > atomic_load(&lu->nblocks)) {
+		atomic_store_explicit(&lu->nblocks, nb, memory_order_release);
+		scsi_ua_add_all(lu, NULL, ASC_CAPACITY_CHANGED);
+		grew = true;
+	}
+	pthread_mutex_unlock(&lu->lock);
+	if (grew)
+		LOG_INFO("scsi", "%s: capacity now %llu blocks", lu->name, (unsigned long long)nb);
+	return grew;
+}
+
 bool scsi_ua_take(struct scsi_lu *lu, struct scsi_nexus *n, uint16_t *code)
 {
 	struct scsi_ua *ua;
@@ -687,7 +704,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out)
 			goto free_name;
 		}
 	}
-	lu->nblocks = raid_vol_bytes(p->vol) >> SCSI_BS_SHIFT;
+	atomic_init(&lu->nblocks, raid_vol_bytes(p->vol) >> SCSI_BS_SHIFT);
 	raid_vol_uuid(p->vol, lu->uuid);
 	for (i = 0; i < 16; i++)
 		snprintf(&lu->serial[2 * i], 3, "%02x", lu->uuid[i]);

@@ -89,7 +89,9 @@ static void decode_lba(const uint8_t *cdb, uint64_t *lba, uint32_t *n)
 
 static bool out_of_range(struct scsi_lu *lu, uint64_t lba, uint64_t n)
 {
-	return lba > lu->nblocks || n > lu->nblocks - lba;
+	uint64_t nb = atomic_load_explicit(&lu->nblocks, memory_order_acquire);
+
+	return lba > nb || n > nb - lba;
 }
 
 /* Software write protect (control mode page SWP) or a read-only mapping
@@ -700,19 +702,19 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
 	uint64_t lba = get_be64(&cmd->cdb[2]);
 	uint32_t alloc = get_be32(&cmd->cdb[10]);
-	uint64_t left;
+	uint64_t left, nb = atomic_load_explicit(&lu->nblocks, memory_order_acquire);
 	uint8_t d[24];
 
 	if (!sbc_medium_ready(cmd))
 		return;
-	if (lba >= lu->nblocks) {
+	if (lba >= nb) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 		return scsi_cmd_complete(cmd);
 	}
 	memset(d, 0, sizeof(d));
 	put_be32(&d[0], 20);
 	put_be64(&d[8], lba);
-	left = lu->nblocks - lba;
+	left = nb - lba;
 	put_be32(&d[16], left > 0xffffffffull ? 0xffffffffu : (uint32_t)left);
 	d[20] = 0x00; /* mapped */
 	scsi_reply(cmd, d, 24, alloc);

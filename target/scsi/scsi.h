@@ -130,6 +130,11 @@ struct scsi_lu_params {
 };
 
 int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out);
+/* The LU's volume grew (raid_vol_resize): READ CAPACITY reports the new
+ * size from now on and every nexus known to the LU gets CAPACITY DATA HAS
+ * CHANGED (SBC-3 4.6, as SPC-4 unit attentions are queued). true when the
+ * size changed. Any thread. */
+bool scsi_lu_resized(struct scsi_lu *lu);
 /* Frees @lu, which no target maps any more; waits for the holders
  * scsi_lu_inflight() counts. */
 void scsi_lu_destroy(struct scsi_lu *lu);

@@ -245,7 +245,8 @@ struct scsi_lu {
 	struct raid_vol *vol;           /* borrowed; outlives the LU */
 	char *name;                     /* owned */
 	char *pr_path;                  /* owned; NULL: APTPL not persisted */
-	uint64_t nblocks;
+	/* grows only (scsi_lu_resized, under lock); read without it */
+	_Atomic uint64_t nblocks;
 	uint8_t uuid[16];
 	unsigned hdd_rpm;
 	char serial[33];

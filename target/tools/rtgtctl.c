@@ -47,6 +47,7 @@ static void usage(FILE *f)
 		"                           (a relative PATH is taken from the current directory)\n"
 		"  remove POOL MEMBER       detach a faulty or spare member\n"
 		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
+		"  resize TARGET LUN SIZE   grow a LUN's volume online (SIZE: bytes, K/M/G/T, N%%)\n"
 		"  reload                   re-read the daemon's configuration file and apply it live\n"
 		"  events [--follow]        what happened: members faulty, slow or failing their\n"
 		"                           health check, rebuilds, scrubs, pool state, logins refused\n"
@@ -553,6 +554,7 @@ static void print_reload(struct json_object *reply)
 		{ "targets_changed", "targets changed" }, { "portals_added", "portals added" },
 		{ "portals_removed", "portals removed" }, { "pools_added", "pools added" },
 		{ "pools_removed", "pools removed" },     { "volumes_added", "volumes added" },
+		{ "volumes_resized", "volumes grown (bytes)" },
 		{ "needs_restart", "needs restart (skipped)" }, { "warnings", "warnings" },
 	};
 	bool any = false;
@@ -597,6 +599,13 @@ static void print_human(const char *cmd, char **args, struct json_object *reply)
 		else if (strcmp(cmd, "scrub") == 0)
 			printf("pool %s: scrub%s started\n", args[0],
 			       args[1] ? " with repair" : "");
+		else if (strcmp(cmd, "resize") == 0) {
+			printf("%s LUN %s: volume %s %s %lld bytes\n", args[0], args[1],
+			       get_str(reply, "volume", "?"),
+			       get_i64(reply, "bytes") > get_i64(reply, "bytes_before") ?
+			       "grown to" : "already", (long long)get_i64(reply, "bytes"));
+			return;
+		}
 		print_fields(reply);
 	}
 }
@@ -657,6 +666,17 @@ static const struct command commands[] = {
 	{ "scrub", 1, 1, "scrub POOL [--repair]",
 	  "Starts a background check of parity / mirror copies; progress and the\n"
 	  "mismatch count show in status. --repair rewrites what does not match.\n" },
+	{ "resize", 3, 3, "resize TARGET LUN SIZE",
+	  "Grows the volume behind LUN of TARGET (its IQN) to SIZE (bytes, with K, M,\n"
+	  "G or T, or N% of its pool) while initiators use it: the volume grows in\n"
+	  "place over the free space after it, the new size is recorded on every\n"
+	  "member before the reply, and every session gets CAPACITY DATA HAS CHANGED\n"
+	  "(rescan: iscsiadm -m session --rescan, then resize2fs/xfs_growfs; Windows:\n"
+	  "Disk Management, Rescan Disks, Extend Volume). Refused, nothing changed:\n"
+	  "a smaller SIZE (volumes never shrink), no free space after the volume\n"
+	  "(volumes are never moved), a pool that cannot grow volumes (rbd). Raise\n"
+	  "size in the configuration too: at start a larger on-disk volume is kept\n"
+	  "with a warning.\n" },
 	{ "events", 0, 0, "events [--follow] [--json]",
 	  "The daemon's newest events (it keeps 1024), oldest first: time, severity\n"
 	  "(info, warning, error, critical), kind and what happened. Kinds:\n"
@@ -672,8 +692,9 @@ static const struct command commands[] = {
 	  "invalid file changes nothing: its FILE:LINE errors are printed, exit 1.\n"
 	  "Otherwise targets, portals, ACLs, CHAP, LUNs, new pools and volumes are\n"
 	  "applied without touching unaffected sessions; what cannot change live\n"
-	  "(daemon.workers, daemon.control, a pool's level/chunk/members/spares, a\n"
-	  "volume's size) is listed as \"needs restart\" and skipped.\n" },
+	  "(daemon.workers, daemon.control, a pool's level/chunk/members/spares) is\n"
+	  "listed as \"needs restart\" and skipped. A volume whose size grew is grown\n"
+	  "in place (as resize does); one that cannot grow is a warning.\n" },
 };
 
 /* add-spare takes paths from the user's point of view; the daemon's
@@ -880,7 +901,7 @@ int main(int argc, char **argv)
 	}
 	if (repair)
 		args[1] = "--repair";
-	for (int i = 0; i < 2 && args[i]; i++)
+	for (int i = 0; i < 3 && args[i]; i++)
 		json_object_array_add(jargs, json_object_new_string(args[i]));
 	json_object_object_add(req, "args", jargs);
 

@@ -7,8 +7,9 @@
  * 01 a RAID pool is served by the RAID backend: p->ops is raid_md_backend,
  *    and what that backend leaves out answers as raid.h says: no
  *    write-same (0), always ready (0, progress 0 even over a caller's
- *    garbage), resize -EOPNOTSUPP (no backend grows volumes yet), not
- *    shared; opt_gran/opt_len are the chunk and the full stripe.
+ *    garbage), not shared; opt_gran/opt_len are the chunk and the full
+ *    stripe; resize reaches the backend (grown), and a backend without
+ *    vol_resize answers -EOPNOTSUPP.
  * 02 raid_pool_close(NULL) does nothing.
  * 03 a level no backend serves: -EINVAL, *out untouched.
  * 04 an rbd pool reaches the rbd backend: without ceph_conf it is refused
@@ -60,8 +61,16 @@ START_TEST(t01_raid_backend)
 	ck_assert_int_eq(raid_vol_ready(vol), 0);
 	ck_assert_int_eq(raid_vol_ready_progress(vol, &frac), 0);
 	ck_assert_uint_eq(frac, 0);
-	ck_assert_int_eq(raid_vol_resize(vol, 8u << 20), -EOPNOTSUPP);
-	ck_assert_uint_eq(raid_vol_bytes(vol), 4u << 20);
+	struct raid_vol_backend_ops no_grow = raid_md_backend;
+	struct conf_size big = { .bytes = 8u << 20 }, bigger = { .bytes = 12u << 20 };
+
+	ck_assert_int_eq(raid_vol_resize(vol, &big), 0);
+	ck_assert_uint_eq(raid_vol_bytes(vol), 8u << 20);
+	no_grow.vol_resize = NULL;
+	pool->ops = &no_grow;
+	ck_assert_int_eq(raid_vol_resize(vol, &bigger), -EOPNOTSUPP);
+	pool->ops = &raid_md_backend;
+	ck_assert_uint_eq(raid_vol_bytes(vol), 8u << 20);
 	ck_assert(!raid_vol_shared(vol));
 	ck_assert_uint_eq(raid_vol_opt_gran(vol), 64u << 10);
 	ck_assert_uint_eq(raid_vol_opt_len(vol), 128u << 10);
