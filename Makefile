@@ -150,9 +150,10 @@ check: deps include-check
 	@$(SAN_REPORT)
 
 # The ThreadSanitizer run of the daemon's concurrency around reload, task
-# management and session reinstatement (a few minutes on 2 cores): bin-tsan/
+# management, session reinstatement and an online grow under I/O (a few
+# minutes on 2 cores): bin-tsan/
 # rtgtd and the tests built with TSAN=1, failing on any report.
-TSAN_TESTS := test_net_reload test_net_login
+TSAN_TESTS := test_net_reload test_net_login test_net_resize
 tsan-check: deps
 	$(MAKE) TSAN=1 bin-tsan/rtgtd bin-tsan/rtgtctl $(TSAN_TESTS:%=bin-tsan/tests/%)
 	@$(MAKE) --no-print-directory TSAN=1 tsan-run
@@ -161,6 +162,8 @@ tsan-run:
 	@$(SAN_PRE)
 	@scripts/run-tests.sh tsan $(B)/tests/test_net_reload || { $(SAN_REPORT); exit 1; }
 	@CK_RUN_CASE=09_session_reinstatement scripts/run-tests.sh tsan $(B)/tests/test_net_login \
+		|| { $(SAN_REPORT); exit 1; }
+	@CK_RUN_CASE=01_resize_under_io scripts/run-tests.sh tsan $(B)/tests/test_net_resize \
 		|| { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
