@@ -2,6 +2,7 @@
  * tests/lib/raid_fixture.c - see raid_fixture.h.
  */
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,28 @@ void rf_paths_drop(char **list, unsigned n)
 		free(list[i]);
 		list[i] = NULL;
 	}
+}
+
+void rf_dir_remove(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+void rf_members_setup(char *dir, size_t len, const char *prefix, char **list, unsigned n)
+{
+	conf_log_set_level(CONF_LOG_ERROR);
+	rf_dir_make(dir, len, prefix);
+	rf_paths_make(list, n, dir, "m");
+}
+
+void rf_members_teardown(const char *dir, char **list, unsigned n)
+{
+	rf_paths_drop(list, n);
+	rf_dir_remove(dir);
 }
 
 void rf_conf_pool(struct conf_pool *c, char *name, enum conf_level level, uint64_t chunk,

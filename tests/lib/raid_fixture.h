@@ -21,6 +21,12 @@ void rf_dir_make(char *dir, size_t len, const char *prefix);
 void rf_paths_make(char **list, unsigned n, const char *dir, const char *name);
 /* Unlinks and frees list[i] for i < @n where not NULL, and NULLs it. */
 void rf_paths_drop(char **list, unsigned n);
+/* Removes @dir and all below it (a message on stderr when it cannot). */
+void rf_dir_remove(const char *dir);
+/* The usual fixture: log level ERROR, rf_dir_make(@dir, @len, @prefix),
+ * rf_paths_make(@list, @n, @dir, "m"); and its undoing. */
+void rf_members_setup(char *dir, size_t len, const char *prefix, char **list, unsigned n);
+void rf_members_teardown(const char *dir, char **list, unsigned n);
 /* *@c zeroed, then pool @name of @level and @chunk over the @n members in
  * @list (as written and resolved), created at @create_size bytes when
  * missing. @name and @list stay the caller's. */

@@ -48,13 +48,9 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
 	raid_ioctx_destroy(ctx);
 	raid_pool_close(pool);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
+	rf_dir_remove(dir);
 }
 
 static int xform(void *arg, const uint8_t *old, size_t old_len, uint8_t **out, size_t *out_len)

@@ -43,19 +43,12 @@ static char *members[3];
 
 static void setup(void)
 {
-	conf_log_set_level(CONF_LOG_ERROR);
-	rf_dir_make(dir, sizeof(dir), "rtgt-vol");
-	rf_paths_make(members, 3, dir, "m");
+	rf_members_setup(dir, sizeof(dir), "rtgt-vol", members, 3);
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	rf_paths_drop(members, 3);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
+	rf_members_teardown(dir, members, 3);
 }
 
 static struct raid_pool *open_pool(void)
