@@ -91,7 +91,7 @@ static struct json_object *pool_json(const struct raid_pool_info *pi)
 static struct json_object *lu_json(const struct conf *c, const struct live_lu *e)
 {
 	struct json_object *o = json_object_new_object(), *ex = json_object_new_array();
-	const struct scsi_lat_hist *h = scsi_lu_lat(e->lu);
+	const struct conf_hist *h = scsi_lu_lat(e->lu);
 	struct scsi_lu_stats st;
 	char name[512];
 
@@ -117,8 +117,8 @@ static struct json_object *lu_json(const struct conf *c, const struct live_lu *e
 	add_u64(o, "other_ops", st.other_ops);
 	add_u64(o, "read_bytes", st.read_bytes);
 	add_u64(o, "write_bytes", st.write_bytes);
-	add_u64(o, "latency_count", atomic_load(&h->count));
-	add_u64(o, "latency_sum_us", atomic_load(&h->sum_us));
+	add_u64(o, "latency_count", conf_hist_count(h));
+	add_u64(o, "latency_sum_us", conf_hist_sum_ns(h) / 1000u);
 	json_object_object_add(o, "latency_hist", iscsi_lat_hist_json(h));
 	return o;
 }

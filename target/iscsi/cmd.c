@@ -420,14 +420,6 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 
 /* ---------------- execution ---------------- */
 
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void task_respond(struct iscsi_task *t);
 
 static void task_exec(struct iscsi_task *t)
@@ -445,7 +437,7 @@ static void task_exec(struct iscsi_task *t)
 		task_respond(t);
 		return;
 	}
-	t->exec_us = mono_us();
+	t->exec_us = conf_mono_us();
 	t->state = TASK_EXEC;
 	t->in_scsi = true;
 	t->refs++;
@@ -684,7 +676,7 @@ static void count_stats(struct iscsi_task *t, uint32_t data_len)
 
 	/* service time inside scsi; commands answered without it have none */
 	if (t->exec_us) {
-		uint64_t now = mono_us();
+		uint64_t now = conf_mono_us();
 
 		lat = now > t->exec_us ? now - t->exec_us : 0;
 	}
@@ -706,7 +698,7 @@ static void count_one(struct iscsi_tgt_stats *st, struct iscsi_task *t, uint32_t
 		atomic_fetch_add(&st->other_ops, 1);
 	}
 	if (t->exec_us)
-		scsi_lat_record(&st->lat, lat_us);
+		conf_hist_record(&st->lat, lat_us * 1000u);
 }
 
 static bool queue_datain(struct iscsi_task *t, uint32_t data_len, bool with_status,

@@ -99,6 +99,7 @@ int iscsi_session_create(struct iscsi_conn *c, struct iscsi_session **out)
 
 	if (!sess)
 		return -ENOMEM;
+	conf_hist_init(&sess->stats.lat, SCSI_LAT_SUB_BITS, SCSI_LAT_MAX_EXP);
 	sess->srv = c->srv;
 	sess->loop = c->w->loop;
 	sess->conn = c;

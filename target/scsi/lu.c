@@ -674,6 +674,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out)
 	lu = calloc(1, sizeof(*lu));
 	if (!lu)
 		return -ENOMEM;
+	conf_hist_init(&lu->st_lat, SCSI_LAT_SUB_BITS, SCSI_LAT_MAX_EXP);
 	lu->vol = p->vol;
 	lu->name = strdup(p->name ? p->name : raid_vol_name(p->vol));
 	if (!lu->name) {
@@ -1325,17 +1326,9 @@ bool scsi_cmd_view_ro(const struct scsi_cmd *cmd)
  * device server, for the LU's latency histogram. */
 #define SPRIV_START_US 7
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void lu_count(struct scsi_lu *lu, const struct scsi_cmd *cmd)
 {
-	uint64_t start = cmd->spriv_u[SPRIV_START_US], now = now_us();
+	uint64_t start = cmd->spriv_u[SPRIV_START_US], now = conf_mono_us();
 
 	if (cmd->dir_read) {
 		atomic_fetch_add(&lu->st_read_ops, 1);
@@ -1347,7 +1340,7 @@ static void lu_count(struct scsi_lu *lu, const struct scsi_cmd *cmd)
 	} else {
 		atomic_fetch_add(&lu->st_other_ops, 1);
 	}
-	scsi_lat_record(&lu->st_lat, now > start ? now - start : 0);
+	conf_hist_record(&lu->st_lat, (now > start ? now - start : 0) * 1000u);
 }
 
 void scsi_cmd_complete(struct scsi_cmd *cmd)
@@ -1518,7 +1511,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		goto early;
 	}
 	cmd->spriv[1] = (void *)op;
-	cmd->spriv_u[SPRIV_START_US] = now_us();
+	cmd->spriv_u[SPRIV_START_US] = conf_mono_us();
 	cmd->snext = lu->inflight;
 	if (lu->inflight)
 		lu->inflight->sprev = cmd;
@@ -1646,63 +1639,6 @@ unsigned scsi_resets_pending(struct scsi_target *t, uint64_t lun)
 
 /* ---- statistics ---- */
 
-unsigned scsi_lat_bucket(uint64_t us)
-{
-	unsigned e;
-
-	if (us < SCSI_LAT_LINEAR)
-		return (unsigned)us;
-	e = 63u - (unsigned)__builtin_clzll(us);   /* >= 4 */
-	if (e > SCSI_LAT_MAX_EXP)
-		return SCSI_LAT_BUCKETS - 1;
-	/* the 3 bits below the leading one pick the sub-bucket */
-	return SCSI_LAT_LINEAR + (e - 4u) * SCSI_LAT_SUB +
-	       (unsigned)((us >> (e - 3u)) & (SCSI_LAT_SUB - 1u));
-}
-
-uint64_t scsi_lat_bucket_high(unsigned bucket)
-{
-	unsigned e, sub;
-
-	if (bucket < SCSI_LAT_LINEAR)
-		return bucket + 1u;
-	if (bucket >= SCSI_LAT_BUCKETS)
-		bucket = SCSI_LAT_BUCKETS - 1;
-	e = 4u + (bucket - SCSI_LAT_LINEAR) / SCSI_LAT_SUB;
-	sub = (bucket - SCSI_LAT_LINEAR) % SCSI_LAT_SUB;
-	return ((uint64_t)(SCSI_LAT_SUB + sub + 1u)) << (e - 3u);
-}
-
-void scsi_lat_record(struct scsi_lat_hist *h, uint64_t us)
-{
-	atomic_fetch_add_explicit(&h->bucket[scsi_lat_bucket(us)], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
-}
-
-uint64_t scsi_lat_quantile(const struct scsi_lat_hist *h, double q)
-{
-	uint64_t total = 0, need, seen = 0;
-	unsigned i;
-
-	/* sum the buckets rather than trusting count: both move under us */
-	for (i = 0; i < SCSI_LAT_BUCKETS; i++)
-		total += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
-	if (total == 0 || q <= 0)
-		return 0;
-	if (q > 1)
-		q = 1;
-	need = (uint64_t)(q * (double)total + 0.999999);
-	if (need == 0)
-		need = 1;
-	for (i = 0; i < SCSI_LAT_BUCKETS; i++) {
-		seen += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
-		if (seen >= need)
-			return scsi_lat_bucket_high(i);
-	}
-	return scsi_lat_bucket_high(SCSI_LAT_BUCKETS - 1);
-}
-
 void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -1711,9 +1647,9 @@ void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out)
 	out->other_ops = atomic_load(&lu->st_other_ops);
 	out->read_bytes = atomic_load(&lu->st_read_bytes);
 	out->write_bytes = atomic_load(&lu->st_write_bytes);
-	out->lat_count = atomic_load(&lu->st_lat.count);
-	out->lat_p50_us = scsi_lat_quantile(&lu->st_lat, 0.50);
-	out->lat_p99_us = scsi_lat_quantile(&lu->st_lat, 0.99);
+	out->lat_count = conf_hist_count(&lu->st_lat);
+	out->lat_p50_us = conf_hist_percentile(&lu->st_lat, 50);
+	out->lat_p99_us = conf_hist_percentile(&lu->st_lat, 99);
 }
 
 const char *scsi_lu_name(const struct scsi_lu *lu)
@@ -1721,7 +1657,7 @@ const char *scsi_lu_name(const struct scsi_lu *lu)
 	return lu->name;
 }
 
-const struct scsi_lat_hist *scsi_lu_lat(const struct scsi_lu *lu)
+const struct conf_hist *scsi_lu_lat(const struct scsi_lu *lu)
 {
 	return &lu->st_lat;
 }

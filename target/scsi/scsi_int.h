@@ -283,7 +283,7 @@ struct scsi_lu {
 	/* rtgtctl stats: atomics, updated outside the lock */
 	_Atomic uint64_t st_read_ops, st_write_ops, st_other_ops;
 	_Atomic uint64_t st_read_bytes, st_write_bytes;
-	struct scsi_lat_hist st_lat;
+	struct conf_hist st_lat;
 	/* Shared LU (raid_vol_shared(vol): an RBD image that other rtgt nodes
 	 * serve too): the persistent-reservation state above is a copy of the
 	 * volume's "pr" blob, installed under lock by pr_state.c (see the top of

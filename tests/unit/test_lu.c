@@ -162,35 +162,38 @@ END_TEST
 
 START_TEST(t11_latency_histogram)
 {
-	static struct scsi_lat_hist h;
+	static struct conf_hist h;
 	uint64_t prev = 0;
 
-	/* buckets are monotonic and each value lies below its bucket's bound
-	 * and at or above the previous bucket's, within 12.5% above 16 us */
+	/* the LU's shape of conf_hist: buckets are monotonic and each value
+	 * lies below its bucket's bound and at or above the previous bucket's,
+	 * within 12.5% above 16 us */
+	ck_assert_int_eq(conf_hist_init(&h, SCSI_LAT_SUB_BITS, SCSI_LAT_MAX_EXP), 0);
 	for (uint64_t us = 0; us < (1u << 20); us += 1 + us / 7) {
-		unsigned b = scsi_lat_bucket(us);
+		unsigned b = conf_hist_bucket(&h, us);
 
-		ck_assert_uint_lt(b, SCSI_LAT_BUCKETS);
+		ck_assert_uint_lt(b, conf_hist_buckets(&h));
 		ck_assert_uint_ge(b, prev);
 		prev = b;
-		ck_assert_uint_gt(scsi_lat_bucket_high(b), us);
+		ck_assert_uint_gt(conf_hist_bucket_high(&h, b), us);
 		if (b > 0)
-			ck_assert_uint_le(scsi_lat_bucket_high(b - 1), us);
-		if (us >= SCSI_LAT_LINEAR)
-			ck_assert_uint_le(scsi_lat_bucket_high(b) - us, us / 8 + 1);
+			ck_assert_uint_le(conf_hist_bucket_high(&h, b - 1), us);
+		if (us >= 16)
+			ck_assert_uint_le(conf_hist_bucket_high(&h, b) - us, us / 8 + 1);
 	}
-	ck_assert_uint_eq(scsi_lat_bucket(UINT64_MAX), SCSI_LAT_BUCKETS - 1);
-	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.5), 0);
+	ck_assert_uint_eq(conf_hist_buckets(&h), 240);
+	ck_assert_uint_eq(conf_hist_bucket(&h, UINT64_MAX), conf_hist_buckets(&h) - 1);
+	ck_assert_uint_eq(conf_hist_percentile(&h, 50), 0);
 	/* 90 fast (5 us), 10 slow (1000 us): p50 fast, p99 slow */
 	for (int i = 0; i < 90; i++)
-		scsi_lat_record(&h, 5);
+		conf_hist_record(&h, 5000);
 	for (int i = 0; i < 10; i++)
-		scsi_lat_record(&h, 1000);
-	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.5), 6);
-	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.90), 6);
-	ck_assert_uint_ge(scsi_lat_quantile(&h, 0.99), 1000);
-	ck_assert_uint_le(scsi_lat_quantile(&h, 0.99), 1000 + 1000 / 8);
-	ck_assert_uint_eq(atomic_load(&h.count), 100);
+		conf_hist_record(&h, 1000000);
+	ck_assert_uint_eq(conf_hist_percentile(&h, 50), 6);
+	ck_assert_uint_eq(conf_hist_percentile(&h, 90), 6);
+	ck_assert_uint_ge(conf_hist_percentile(&h, 99), 1000);
+	ck_assert_uint_le(conf_hist_percentile(&h, 99), 1000 + 1000 / 8);
+	ck_assert_uint_eq(conf_hist_count(&h), 100);
 }
 END_TEST
 
