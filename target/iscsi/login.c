@@ -145,11 +145,11 @@ static void login_header(struct iscsi_conn *c, const uint8_t *req, uint8_t *hdr,
 	hdr[2] = 0;    /* VersionMax */
 	hdr[3] = 0;    /* VersionActive */
 	memcpy(hdr + ISCSI_OFF_ISID, req + ISCSI_OFF_ISID, 6);
-	iscsi_put16(hdr + ISCSI_OFF_TSIH, tsih);
+	conf_put_be16(hdr + ISCSI_OFF_TSIH, tsih);
 	memcpy(hdr + ISCSI_OFF_ITT, req + ISCSI_OFF_ITT, 4);
-	iscsi_put32(hdr + ISCSI_OFF_STATSN, c->stat_sn++);
-	iscsi_put32(hdr + ISCSI_OFF_EXPCMDSN, l ? l->cmdsn : 0);
-	iscsi_put32(hdr + ISCSI_OFF_MAXCMDSN, (l ? l->cmdsn : 0) + depth - 1);
+	conf_put_be32(hdr + ISCSI_OFF_STATSN, c->stat_sn++);
+	conf_put_be32(hdr + ISCSI_OFF_EXPCMDSN, l ? l->cmdsn : 0);
+	conf_put_be32(hdr + ISCSI_OFF_MAXCMDSN, (l ? l->cmdsn : 0) + depth - 1);
 }
 
 static _Atomic(iscsi_login_event_fn) login_ev_fn;
@@ -749,12 +749,12 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 
 		l->started = true;
 		memcpy(l->isid, bhs + ISCSI_OFF_ISID, 6);
-		l->tsih = iscsi_get16(bhs + ISCSI_OFF_TSIH);
-		l->cid = iscsi_get16(bhs + ISCSI_OFF_CID);
-		l->cmdsn = iscsi_get32(bhs + ISCSI_OFF_CMDSN);
+		l->tsih = conf_get_be16(bhs + ISCSI_OFF_TSIH);
+		l->cid = conf_get_be16(bhs + ISCSI_OFF_CID);
+		l->cmdsn = conf_get_be32(bhs + ISCSI_OFF_CMDSN);
 		/* Our StatSN numbering may start anywhere (RFC 7143 11.13.4);
 		 * continuing the initiator's expectation is friendliest. */
-		c->stat_sn = iscsi_get32(bhs + ISCSI_OFF_EXPSTATSN);
+		c->stat_sn = conf_get_be32(bhs + ISCSI_OFF_EXPSTATSN);
 		l->stage = csg;
 		if (bhs[3] > 0 || bhs[2] < bhs[3]) {
 			login_fail(c, bhs, ISCSI_LOGIN_UNSUPPORTED_VERSION, "unsupported version");
@@ -796,7 +796,7 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 		}
 	} else {
 		if (memcmp(l->isid, bhs + ISCSI_OFF_ISID, 6) != 0 ||
-		    l->tsih != iscsi_get16(bhs + ISCSI_OFF_TSIH)) {
+		    l->tsih != conf_get_be16(bhs + ISCSI_OFF_TSIH)) {
 			login_fail(c, bhs, ISCSI_LOGIN_INITIATOR_ERROR, "ISID/TSIH changed during login");
 			return;
 		}
@@ -907,8 +907,8 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 	}
 	login_header(c, bhs, tx->hdr, transit, csg, nsg, tsih);
 	if (to_ffp) {
-		iscsi_put32(tx->hdr + ISCSI_OFF_EXPCMDSN, c->sess->exp_cmdsn);
-		iscsi_put32(tx->hdr + ISCSI_OFF_MAXCMDSN, c->sess->max_cmdsn);
+		conf_put_be32(tx->hdr + ISCSI_OFF_EXPCMDSN, c->sess->exp_cmdsn);
+		conf_put_be32(tx->hdr + ISCSI_OFF_MAXCMDSN, c->sess->max_cmdsn);
 	}
 	tx->own = resp.data;
 	tx->data = resp.data;

@@ -405,7 +405,7 @@ void iscsi_session_consume(struct iscsi_conn *c, uint32_t cmdsn)
 static void nop_out(struct iscsi_conn *c, struct iscsi_req *req)
 {
 	uint32_t itt = iscsi_bhs_itt(req->bhs);
-	uint32_t ttt = iscsi_get32(req->bhs + ISCSI_OFF_TTT);
+	uint32_t ttt = conf_get_be32(req->bhs + ISCSI_OFF_TTT);
 	struct iscsi_tx *tx;
 
 	if (itt == ISCSI_RSVD_TAG) {
@@ -424,8 +424,8 @@ static void nop_out(struct iscsi_conn *c, struct iscsi_req *req)
 	tx->hdr[0] = ISCSI_OP_NOP_IN;
 	tx->hdr[1] = ISCSI_FLAG_FINAL;
 	memcpy(tx->hdr + ISCSI_OFF_LUN, req->bhs + ISCSI_OFF_LUN, 8);
-	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, itt);
-	iscsi_put32(tx->hdr + ISCSI_OFF_TTT, ISCSI_RSVD_TAG);
+	conf_put_be32(tx->hdr + ISCSI_OFF_ITT, itt);
+	conf_put_be32(tx->hdr + ISCSI_OFF_TTT, ISCSI_RSVD_TAG);
 	/* Ping data is echoed back (RFC 7143 11.18.5); from here the
 	 * transmit queue's own bound (ISCSI_TXQ_OWN_MAX) holds it. */
 	iscsi_req_uncharge(req);
@@ -473,9 +473,9 @@ static void logout(struct iscsi_conn *c, struct iscsi_req *req)
 	tx->hdr[0] = ISCSI_OP_LOGOUT_RSP;
 	tx->hdr[1] = ISCSI_FLAG_FINAL;
 	tx->hdr[2] = rsp;
-	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, iscsi_bhs_itt(req->bhs));
-	iscsi_put16(tx->hdr + ISCSI_OFF_TIME2WAIT, 0);
-	iscsi_put16(tx->hdr + ISCSI_OFF_TIME2RETAIN, 0);
+	conf_put_be32(tx->hdr + ISCSI_OFF_ITT, iscsi_bhs_itt(req->bhs));
+	conf_put_be16(tx->hdr + ISCSI_OFF_TIME2WAIT, 0);
+	conf_put_be16(tx->hdr + ISCSI_OFF_TIME2RETAIN, 0);
 	iscsi_conn_fill_sn(c, tx->hdr, true);
 	tx->close_after = rsp == ISCSI_LOGOUT_RSP_OK;
 	if (tx->close_after && c->sess) {

@@ -89,27 +89,27 @@ static uint64_t xf_byte4(const uint8_t *cdb)
 
 static uint64_t xf_be16_3(const uint8_t *cdb)
 {
-	return get_be16(&cdb[3]);
+	return conf_get_be16(&cdb[3]);
 }
 
 static uint64_t xf_be16_7(const uint8_t *cdb)
 {
-	return get_be16(&cdb[7]);
+	return conf_get_be16(&cdb[7]);
 }
 
 static uint64_t xf_be32_5(const uint8_t *cdb)
 {
-	return get_be32(&cdb[5]);
+	return conf_get_be32(&cdb[5]);
 }
 
 static uint64_t xf_be32_6(const uint8_t *cdb)
 {
-	return get_be32(&cdb[6]);
+	return conf_get_be32(&cdb[6]);
 }
 
 static uint64_t xf_be32_10(const uint8_t *cdb)
 {
-	return get_be32(&cdb[10]);
+	return conf_get_be32(&cdb[10]);
 }
 
 static uint64_t xf_capacity10(const uint8_t *cdb)
@@ -125,17 +125,17 @@ static uint64_t xf_blocks6(const uint8_t *cdb)
 
 static uint64_t xf_blocks10(const uint8_t *cdb)
 {
-	return (uint64_t)get_be16(&cdb[7]) * SCSI_BS;
+	return (uint64_t)conf_get_be16(&cdb[7]) * SCSI_BS;
 }
 
 static uint64_t xf_blocks12(const uint8_t *cdb)
 {
-	return (uint64_t)get_be32(&cdb[6]) * SCSI_BS;
+	return (uint64_t)conf_get_be32(&cdb[6]) * SCSI_BS;
 }
 
 static uint64_t xf_blocks16(const uint8_t *cdb)
 {
-	return (uint64_t)get_be32(&cdb[10]) * SCSI_BS;
+	return (uint64_t)conf_get_be32(&cdb[10]) * SCSI_BS;
 }
 
 /* VERIFY: data-out only with BYTCHK 1 (the blocks) or 3 (one block); 2 is
@@ -359,7 +359,7 @@ unsigned scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t code, b
 			out[len] = 0x00;        /* information descriptor */
 			out[len + 1] = 0x0a;
 			out[len + 2] = 0x80;    /* VALID */
-			put_be64(&out[len + 4], info);
+			conf_put_be64(&out[len + 4], info);
 			len += 12;
 		}
 		if (sks_valid) {
@@ -377,7 +377,7 @@ unsigned scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t code, b
 		out[0] |= 0x80;
 		/* fixed format holds 32 bits; SBC says to use descriptor format
 		 * for anything larger, which the initiator can select */
-		put_be32(&out[3], (uint32_t)info);
+		conf_put_be32(&out[3], (uint32_t)info);
 	}
 	out[7] = 10;
 	out[12] = (uint8_t)(code >> 8);
@@ -425,7 +425,7 @@ void scsi_sense_field(struct scsi_cmd *cmd, uint16_t code, bool cd, uint16_t byt
 	sks[0] = 0x80 | (cd ? 0x40 : 0);
 	if (bit >= 0 && bit < 8)
 		sks[0] |= 0x08 | (uint8_t)bit;
-	put_be16(&sks[1], byte);
+	conf_put_be16(&sks[1], byte);
 	cmd->status = SCSI_CHECK_CONDITION;
 	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, lu_d_sense(scsi_cmd_lu(cmd)),
 						   SK_ILLEGAL_REQUEST, code, false, 0, true, sks);
