@@ -102,7 +102,8 @@ $(B)/rtgtctl: $(O)/target/tools/rtgtctl.o $(O)/target/tools/rtgtctl_live.o \
 	@mkdir -p $(B)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/rtgt-bench: $(O)/target/tools/rtgt-bench.o
+# rtgt-bench is a libiscsi client: of the project it needs the clock only
+$(B)/rtgt-bench: $(O)/target/tools/rtgt-bench.o $(O)/conf/clock.o
 	@mkdir -p $(B)
 	$(CC) $(LDFLAGS) -o $@ $^ -liscsi -ljson-c -lpthread -lm
 

@@ -814,7 +814,7 @@ static int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 {
 	struct rbd_pool *rp = rp_of(p);
 	struct rados_cluster_stat_t st;
-	uint64_t all_done = 0, all_total = 0, now = rbd_now_ms();
+	uint64_t all_done = 0, all_total = 0, now = conf_mono_ms();
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", p->name);

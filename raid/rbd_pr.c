@@ -209,10 +209,9 @@ static void upd_done(void *arg)
  * taken from the clock (rand() is not for threads). */
 static void backoff(unsigned attempt)
 {
-	struct timespec now, ts = { 0, 0 };
+	struct timespec ts = { 0, 0 };
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ts.tv_nsec = (long)(1000000u * (1u + attempt % 8u)) + now.tv_nsec % 1000000;
+	ts.tv_nsec = (long)(1000000u * (1u + attempt % 8u)) + (long)(conf_mono_ns() % 1000000u);
 	nanosleep(&ts, NULL);
 }
 

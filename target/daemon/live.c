@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/daemon/live.h"
 #include "target/iscsi/iscsi.h"
@@ -129,16 +130,15 @@ int daemon_live_json(const struct conf *c, struct iscsi_server *srv,
 {
 	struct json_object *pa = json_object_new_array(), *la = json_object_new_array();
 	struct raid_pool_info *pi = malloc(sizeof(*pi));
-	struct timespec mono, wall;
+	struct timespec wall;
 	int rc = 0;
 
 	if (!pa || !la || !pi) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &mono);
+	add_u64(reply, "time_ns", conf_mono_ns());
 	clock_gettime(CLOCK_REALTIME, &wall);
-	add_u64(reply, "time_ns", (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec);
 	json_object_object_add(reply, "wall", json_object_new_double((double)wall.tv_sec +
 								     (double)wall.tv_nsec / 1e9));
 	rc = iscsi_server_live_json(srv, reply);

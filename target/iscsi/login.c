@@ -52,6 +52,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -302,14 +303,6 @@ out:
 
 /* ---- CHAP failure rate limit (per peer address and initiator name) ---- */
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void authfail_keys(const struct iscsi_conn *c, char keys[2][232])
 {
 	char host[80];
@@ -364,7 +357,7 @@ static uint64_t authfail_delay(const struct iscsi_conn *c, unsigned fails)
 static uint64_t authfail_wait(struct iscsi_conn *c)
 {
 	struct iscsi_server *s = c->srv;
-	uint64_t now = mono_ms(), at = now;
+	uint64_t now = conf_mono_ms(), at = now;
 	struct iscsi_authfail *e[2];
 	char keys[2][232];
 
@@ -387,7 +380,7 @@ static uint64_t authfail_wait(struct iscsi_conn *c)
 static const char *authfail_record(struct iscsi_conn *c)
 {
 	struct iscsi_server *s = c->srv;
-	uint64_t now = mono_ms(), d;
+	uint64_t now = conf_mono_ms(), d;
 	unsigned fails = 0;
 	char keys[2][232];
 
@@ -419,7 +412,7 @@ static void authfail_clear(struct iscsi_conn *c)
 	authfail_keys(c, keys);
 	pthread_mutex_lock(&s->lock);
 	for (int i = 0; i < 2; i++) {
-		struct iscsi_authfail *e = authfail_get(s, keys[i], false, mono_ms());
+		struct iscsi_authfail *e = authfail_get(s, keys[i], false, conf_mono_ms());
 
 		if (e)
 			memset(e, 0, sizeof(*e));

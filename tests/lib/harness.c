@@ -24,14 +24,12 @@
 
 #include <iscsi/iscsi.h>
 
+#include "conf/util.h"
 #include "tests/lib/harness.h"
 
 uint64_t harness_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return conf_mono_ms();
 }
 
 static void sleep_ms(unsigned ms)
