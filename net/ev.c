@@ -334,6 +334,7 @@ static void timers_run(struct ev_loop *l)
 	}
 	l->in_timers = 0;
 	timer_arm(l);
+	RTGT_CHECK(ev_loop_check(l) == 0);
 }
 
 /* ---- cross-thread calls ---- */

@@ -69,6 +69,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "conf/util.h"
 #include "raid/rbd_int.h"
 
 static bool raid_rbd_serves(const struct conf_pool *cp)
@@ -346,9 +347,7 @@ static void step(void *arg)
 	int64_t ret = (int64_t)io->rpriv_u[RET];
 	int rc;
 
-	if (!io_check(io))
-		LOG_ERR(RAID_MOD, "rbd: request in an impossible state (phase %" PRIu64 ")",
-			io->rpriv_u[PHASE]);
+	RTGT_CHECK(io_check(io));
 	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ && (uint64_t)ret != io->len)
 		ret = -EIO;   /* a short read: the rest of tmp was never read */
 	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ) {

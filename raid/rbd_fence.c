@@ -114,6 +114,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "raid/rbd_int.h"   /* librados, when built with it */
 
 #ifdef RTGT_HAVE_RBD
@@ -601,8 +602,7 @@ static void judge(struct rbd_fence *f)
 		go = held_take(f, 0);
 	else
 		late = held_take(f, FENCE_HOLD_MAX_MS);
-	if (!fence_check(f))
-		LOG_ERR(RAID_MOD, "rbd: %s: fencing in an impossible state", f->pool);
+	RTGT_CHECK(fence_check(f));
 	pthread_mutex_unlock(&f->mu);
 	if (late)
 		LOG_ERR(RAID_MOD, "rbd: %s: writes held %u s for a peer that could not be fenced: failing them",

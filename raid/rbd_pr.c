@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "raid/rbd_int.h"
 
 #ifdef RTGT_HAVE_RBD
@@ -196,9 +197,7 @@ static void upd_done(void *arg)
 {
 	struct upd *u = arg;
 
-	if (!upd_check(u))
-		LOG_ERR(RAID_MOD, "rbd: shared update of %s in an impossible state %d", u->oid,
-			u->state);
+	RTGT_CHECK(upd_check(u));
 	raid_ioctx_io_done(u->ctx);
 	u->done(u->arg, u->rc, u->blob, u->len);
 	free(u->blob);

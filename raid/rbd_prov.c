@@ -66,6 +66,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "conf/util.h"
 #include "raid/rbd_int.h"
 
 #ifdef RTGT_HAVE_RBD
@@ -98,9 +99,7 @@ static void prov_set(struct rbd_vol *rv, int state, int err)
 {
 	atomic_store(&rv->prov_err, err);
 	atomic_store(&rv->prov_state, state);
-	if (!prov_check(rv))
-		LOG_ERR(RAID_MOD, "rbd: %s: provisioning in an impossible state (%d, %d)",
-			rv->v.name, state, err);
+	RTGT_CHECK(prov_check(rv));
 }
 
 /* Format 2 images: data objects "rbd_data.<id>.N", header "rbd_header.<id>". */

@@ -525,16 +525,18 @@ int metrics_format(struct json_object *snap, char **text, size_t *len)
 {
 	struct buf b = { 0 };
 	struct json_object *ev = jget(snap, "events");
+	const char *none[] = { NULL };
 
 	lun_families(&b, jget(snap, "luns"));
 	session_families(&b, jget(snap, "sessions"));
 	pool_families(&b, jget(snap, "pools"));
 	for (unsigned c = 0; c < sizeof(event_counters) / sizeof(event_counters[0]); c++) {
-		const char *none[] = { NULL };
-
 		family(&b, event_counters[c].name, "counter", event_counters[c].help);
 		sample_u64(&b, event_counters[c].name, none, ju(ev, event_counters[c].key));
 	}
+	family(&b, "rtgt_invariant_failures_total", "counter",
+	       "State machine invariants found broken (logged, see conf/util.h).");
+	sample_u64(&b, "rtgt_invariant_failures_total", none, ju(snap, "invariant_failures"));
 	if (b.oom) {
 		free(b.p);
 		return -ENOMEM;

@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "target/iscsi/iscsi_int.h"
 
 #define MOD "iscsi"
@@ -827,8 +828,7 @@ static void cmd_done(struct scsi_cmd *cmd)
 	struct iscsi_task *t = cmd->tpriv;
 	struct iscsi_conn *c = t->conn;
 
-	if (!task_check(t))
-		LOG_ERR(MOD, "%s: task 0x%x invariant violated", c->peer_str, t->itt);
+	RTGT_CHECK(task_check(t));
 	t->in_scsi = false;
 	c->n_scsi--;
 	if (t->dead || scsi_cmd_aborted(cmd) || c->state != CONN_FFP) {

@@ -82,6 +82,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -978,6 +979,9 @@ static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 		tx_flush(c);
 		iscsi_conn_drain_check(c);
 	}
+	/* between two wake-ups: no PDU half handled */
+	if (c->state == CONN_LOGIN || c->state == CONN_FFP)
+		RTGT_CHECK(iscsi_conn_check(c));
 }
 
 /* ---------------- once per wake-up ---------------- */

@@ -605,6 +605,7 @@ static uint16_t login_keys(struct iscsi_conn *c, int csg, const struct iscsi_kvl
 			return ISCSI_LOGIN_INITIATOR_ERROR;
 		}
 		r = iscsi_chap_step(&l->chap, &cr, kv, resp);
+		RTGT_CHECK(iscsi_chap_check(&l->chap) == 0);
 		if (r == -EACCES) {
 			*why = authfail_record(c);
 			return ISCSI_LOGIN_AUTH_FAILED;
@@ -873,6 +874,7 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 	}
 	if (transit && nsg == ISCSI_STAGE_FFP) {
 		iscsi_neg_finish(&c->neg, &resp);
+		RTGT_CHECK(iscsi_neg_check(&c->neg) == 0);
 		st = login_finish(c, &why, &old_tsih, &old_loop);
 		if (st != ISCSI_LOGIN_OK)
 			goto fail;
@@ -889,8 +891,7 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 		why = "login response over 8192 bytes";
 		goto fail;
 	}
-	if (!login_check(l) && !(csg == ISCSI_STAGE_SECURITY && !l->auth_done))
-		LOG_ERR(MOD, "%s: login invariant violated", c->peer_str);
+	RTGT_CHECK(login_check(l) || (csg == ISCSI_STAGE_SECURITY && !l->auth_done));
 
 	tx = iscsi_tx_new();
 	if (!tx) {

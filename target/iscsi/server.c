@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -652,8 +653,7 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 
 	pthread_mutex_lock(&s->lock);
 	g = s->cfg;
-	if (!server_check(s))
-		LOG_ERR(MOD, "session registry invariant violated");
+	RTGT_CHECK(server_check(s));
 	for (unsigned i = 0; i < g->c->n_targets && ret == 0; i++) {
 		struct json_object *t = json_object_new_object();
 		struct json_object *list = json_object_new_array();

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -89,6 +90,9 @@ void iscsi_session_update_window(struct iscsi_conn *c)
 		if (t->counted)
 			active++;
 	sess->max_cmdsn = iscsi_cmdsn_max(sess->exp_cmdsn, sess->max_cmdsn, sess->depth, active);
+	/* the window just moved: the pending list (short, out of order
+	 * commands only) must still fit in it */
+	RTGT_CHECK(iscsi_session_check(sess));
 }
 
 /* ---------------- registry ---------------- */

@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -322,8 +323,7 @@ void iscsi_text_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
 		iscsi_conn_send_reject(c, bhs, ISCSI_REJECT_INVALID_FIELD);
 		goto out_req;
 	}
-	if (op && !textop_check(op))
-		LOG_ERR(MOD, "%s: text exchange invariant violated", c->peer_str);
+	RTGT_CHECK(!op || textop_check(op));
 	if (op && op->out) {
 		/* the initiator asks for the next piece of our answer */
 		text_send(c, itt, lun, op, NULL, 0);

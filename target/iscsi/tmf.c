@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -165,8 +166,7 @@ static void tmf_respond(struct iscsi_conn *c, struct iscsi_tmfop *op)
 
 void iscsi_tmf_progress(struct iscsi_conn *c)
 {
-	if (!tmf_check(c))
-		LOG_ERR(MOD, "%s: TMF list invariant violated", c->peer_str);
+	RTGT_CHECK(tmf_check(c));
 	while (c->tmfs && c->state == CONN_FFP) {
 		struct iscsi_tmfop *op = c->tmfs;
 

@@ -67,6 +67,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/scsi/scsi_int.h"
 
@@ -1641,6 +1642,8 @@ unsigned scsi_resets_pending(struct scsi_target *t, uint64_t lun)
 
 void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out)
 {
+	/* status and stats ask now and then: a cheap moment to walk the lists */
+	RTGT_CHECK(scsi_lu_check(lu));
 	memset(out, 0, sizeof(*out));
 	out->read_ops = atomic_load(&lu->st_read_ops);
 	out->write_ops = atomic_load(&lu->st_write_ops);

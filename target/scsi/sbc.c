@@ -28,12 +28,12 @@
  * the part of cmd->buf the read did not fill. The dispatcher (lu.c) has
  * already checked that a data-out command came with all its data-out.
  */
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/scsi/scsi_int.h"
 
@@ -194,7 +194,7 @@ static void ctx_step(struct sbc_ctx *c)
 	uint64_t len = c->end - c->pos;
 	int rc;
 
-	assert(ctx_check(c));
+	RTGT_CHECK(ctx_check(c));
 	if (scsi_cmd_aborted(cmd) || len == 0)
 		return ctx_finish(c);
 	memset(&c->io, 0, sizeof(c->io));

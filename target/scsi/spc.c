@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/scsi/scsi_int.h"
 
@@ -517,6 +518,7 @@ void spc_mode_select(struct scsi_cmd *cmd)
 	if (changed)
 		scsi_ua_add_all(lu, cmd->nexus, ASC_MODE_PARAMS_CHANGED);
 	pthread_mutex_unlock(&lu->lock);
+	RTGT_CHECK(spc_mode_check(lu));   /* takes lu->lock itself */
 	return scsi_cmd_complete(cmd);
 
 len_err:
