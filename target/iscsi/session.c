@@ -90,9 +90,6 @@ void iscsi_session_update_window(struct iscsi_conn *c)
 		if (t->counted)
 			active++;
 	sess->max_cmdsn = iscsi_cmdsn_max(sess->exp_cmdsn, sess->max_cmdsn, sess->depth, active);
-	/* the window just moved: the pending list (short, out of order
-	 * commands only) must still fit in it */
-	RTGT_CHECK(iscsi_session_check(sess));
 }
 
 /* ---------------- registry ---------------- */
@@ -366,6 +363,10 @@ void iscsi_session_submit(struct iscsi_conn *c, struct iscsi_req *req)
 		sess->exp_cmdsn++;
 		iscsi_req_dispatch(c, req);
 		session_drain(c);
+		/* drained: what waits is past ExpCmdSN again (while draining,
+		 * the head may equal it, so not from inside a dispatch) */
+		if (c->state != CONN_CLEANUP)
+			RTGT_CHECK(iscsi_session_check(sess));
 		return;
 	case ISCSI_CMDSN_QUEUE:
 		if (req->task)
@@ -374,6 +375,7 @@ void iscsi_session_submit(struct iscsi_conn *c, struct iscsi_req *req)
 			LOG_DBG(MOD, "%s: duplicate CmdSN %u dropped", c->peer_str, req->cmdsn);
 			iscsi_req_free(req);
 		}
+		RTGT_CHECK(iscsi_session_check(sess));
 		return;
 	case ISCSI_CMDSN_DROP:
 		LOG_DBG(MOD, "%s: CmdSN %u outside window [%u, %u]: dropped", c->peer_str,
