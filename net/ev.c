@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "net/net_int.h"
 
 #define EV_MAX_EVENTS 128
@@ -40,14 +41,6 @@
 #define EV_INTERNAL_CALL 0xffffffff00000002ull
 
 static __thread struct ev_loop *ev_tls_loop;
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 int ev_loop_create(unsigned id, struct ev_loop **out)
 {
@@ -60,7 +53,7 @@ int ev_loop_create(unsigned id, struct ev_loop **out)
 		return -ENOMEM;
 	l->id = id;
 	l->next_gen = 1;
-	l->now = mono_ms();
+	l->now = conf_mono_ms();
 	pthread_mutex_init(&l->call_lock, NULL);
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (l->epfd < 0) {
@@ -296,7 +289,7 @@ struct ev_timer *ev_timer_add(struct ev_loop *l, uint64_t ms, ev_timer_fn fn, vo
 
 	if (!t)
 		return NULL;
-	t->deadline = mono_ms() + ms;
+	t->deadline = conf_mono_ms() + ms;
 	t->fn = fn;
 	t->arg = arg;
 	t->state = EV_TIMER_PENDING;
@@ -331,7 +324,7 @@ static void timers_run(struct ev_loop *l)
 	if (read(l->timerfd, &exp, sizeof(exp)) < 0 && errno != EAGAIN)
 		return;
 	l->armed = 0;
-	l->now = mono_ms();
+	l->now = conf_mono_ms();
 	l->in_timers = 1;
 	while ((t = l->timers) && t->deadline <= l->now) {
 		timer_unlink(l, t);
@@ -341,6 +334,7 @@ static void timers_run(struct ev_loop *l)
 	}
 	l->in_timers = 0;
 	timer_arm(l);
+	RTGT_CHECK(ev_loop_check(l) == 0);
 }
 
 /* ---- cross-thread calls ---- */
@@ -444,7 +438,7 @@ int ev_run(struct ev_loop *l)
 			ev_tls_loop = NULL;
 			return -errno;
 		}
-		l->now = mono_ms();
+		l->now = conf_mono_ms();
 		for (i = 0; i < n; i++) {
 			uint64_t d = evs[i].data.u64;
 			struct ev_fdent *e;

@@ -69,6 +69,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "conf/util.h"
 #include "raid/rbd_int.h"
 
 static bool raid_rbd_serves(const struct conf_pool *cp)
@@ -346,9 +347,7 @@ static void step(void *arg)
 	int64_t ret = (int64_t)io->rpriv_u[RET];
 	int rc;
 
-	if (!io_check(io))
-		LOG_ERR(RAID_MOD, "rbd: request in an impossible state (phase %" PRIu64 ")",
-			io->rpriv_u[PHASE]);
+	RTGT_CHECK(io_check(io));
 	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ && (uint64_t)ret != io->len)
 		ret = -EIO;   /* a short read: the rest of tmp was never read */
 	if (ret >= 0 && io->rpriv_u[PHASE] == PH_CAW_READ) {
@@ -814,7 +813,7 @@ static int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 {
 	struct rbd_pool *rp = rp_of(p);
 	struct rados_cluster_stat_t st;
-	uint64_t all_done = 0, all_total = 0, now = rbd_now_ms();
+	uint64_t all_done = 0, all_total = 0, now = conf_mono_ms();
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", p->name);

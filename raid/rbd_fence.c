@@ -114,6 +114,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "raid/rbd_int.h"   /* librados, when built with it */
 
 #ifdef RTGT_HAVE_RBD
@@ -178,14 +179,6 @@ struct rbd_fence {
 	uint64_t read_t;
 	bool told_fenced;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
 
 static void read_line(const char *path, char *out, size_t len)
 {
@@ -286,7 +279,7 @@ static bool fence_check(struct rbd_fence *f)
 
 		if (p->state != PEER_LIVE && p->state != PEER_FENCED)
 			return false;
-		if (p->state == PEER_LIVE && now_ms() - p->changed_ms >= FENCE_OVERDUE_MS)
+		if (p->state == PEER_LIVE && conf_mono_ms() - p->changed_ms >= FENCE_OVERDUE_MS)
 			overdue = true;
 	}
 	/* paused only while a LIVE peer is overdue (the thread updates both in
@@ -327,7 +320,7 @@ static void addr_fenced_add(struct rbd_fence *f, const char *addr)
  * table. */
 static void peers_update(struct rbd_fence *f, uint64_t t_start)
 {
-	uint64_t now = now_ms();
+	uint64_t now = conf_mono_ms();
 	bool live = false;
 	unsigned j = 0;
 
@@ -401,7 +394,7 @@ static bool peer_dead_here(const struct rbd_fence *f, struct peer *p)
 	if (!p->dead_ms) {
 		if (kill((pid_t)p->pid, 0) == 0 || errno != ESRCH)
 			return false;
-		p->dead_ms = now_ms();
+		p->dead_ms = conf_mono_ms();
 	}
 	return p->same_ms > p->dead_ms;
 }
@@ -430,7 +423,7 @@ static void held_release(struct rbd_fence *f, struct raid_io *list, int verdict)
 static struct raid_io *held_take(struct rbd_fence *f, uint64_t max_ms)
 {
 	struct raid_io *out = NULL, **ot = &out, **pp = &f->held;
-	uint64_t now = now_ms();
+	uint64_t now = conf_mono_ms();
 
 	while (*pp) {
 		struct raid_io *io = *pp;
@@ -462,14 +455,14 @@ static void *renew_main(void *arg)
 	bool told = false;
 
 	while (!atomic_load(&f->stop) && !atomic_load(&f->gone)) {
-		uint64_t t = now_ms(), el;
+		uint64_t t = conf_mono_ms(), el;
 		int rc = entry_set_sync(f);
 
 		if (rc == 0) {
 			atomic_store(&f->last_ok_ms, t);
 			if (told)
 				LOG_INFO(RAID_MOD, "rbd: %s: node lease renewed again after %.1f s",
-					 f->pool, (double)(now_ms() - t) / 1e3);
+					 f->pool, (double)(conf_mono_ms() - t) / 1e3);
 			told = false;
 		} else if (rc == -EBLOCKLISTED) {
 			rbd_fence_gone(f);
@@ -478,7 +471,7 @@ static void *renew_main(void *arg)
 				 strerror(-rc));
 			told = true;
 		}
-		el = now_ms() - t;
+		el = conf_mono_ms() - t;
 		for (uint64_t left = el < FENCE_RENEW_MS ? FENCE_RENEW_MS - el : 0;
 		     left && !atomic_load(&f->stop); left -= left < 100 ? left : 100) {
 			struct timespec ts = { 0, (long)(left < 100 ? left : 100) * 1000000L };
@@ -510,7 +503,7 @@ static void read_poll(struct rbd_fence *f)
 		f->read_c = NULL;
 		f->read_op = NULL;
 	}
-	if (!f->read_c && now_ms() - f->read_t >= FENCE_POLL_MS) {
+	if (!f->read_c && conf_mono_ms() - f->read_t >= FENCE_POLL_MS) {
 		f->read_op = rados_create_read_op();
 		if (!f->read_op)
 			return;
@@ -524,7 +517,7 @@ static void read_poll(struct rbd_fence *f)
 		f->read_it = NULL;
 		rados_read_op_omap_get_vals2(f->read_op, "", "", FENCE_MAX_PEERS * 2, &f->read_it, NULL,
 					     &f->read_rval);
-		f->read_t = now_ms();
+		f->read_t = conf_mono_ms();
 		rc = rados_aio_read_op_operate(f->read_op, f->io, f->read_c, FENCE_OBJ, 0);
 		if (rc < 0) {
 			rados_aio_release(f->read_c);
@@ -547,7 +540,7 @@ static void judge_expired(struct rbd_fence *f)
 	for (unsigned i = 0; i < f->n_peers; i++) {
 		bool here = peer_dead_here(f, &f->peers[i]);
 		struct peer p = f->peers[i];
-		uint64_t now = now_ms(), quiet = now - p.changed_ms;
+		uint64_t now = conf_mono_ms(), quiet = now - p.changed_ms;
 		/* expired: reads that began 10 s after the one that showed
 		 * the current counter had ended still show it. Not "now":
 		 * time this node itself stood still (stopped, starved) is
@@ -602,15 +595,14 @@ static void judge(struct rbd_fence *f)
 	judge_expired(f);
 	for (unsigned i = 0; i < f->n_peers; i++)
 		if (f->peers[i].state == PEER_LIVE &&
-		    now_ms() - f->peers[i].changed_ms >= FENCE_OVERDUE_MS)
+		    conf_mono_ms() - f->peers[i].changed_ms >= FENCE_OVERDUE_MS)
 			overdue = true;
 	atomic_store(&f->paused, overdue && !fenced);
 	if (!atomic_load(&f->paused))
 		go = held_take(f, 0);
 	else
 		late = held_take(f, FENCE_HOLD_MAX_MS);
-	if (!fence_check(f))
-		LOG_ERR(RAID_MOD, "rbd: %s: fencing in an impossible state", f->pool);
+	RTGT_CHECK(fence_check(f));
 	pthread_mutex_unlock(&f->mu);
 	if (late)
 		LOG_ERR(RAID_MOD, "rbd: %s: writes held %u s for a peer that could not be fenced: failing them",
@@ -632,7 +624,7 @@ static void *fence_main(void *arg)
 		ok = rbd_fence_ok(f);
 		if (!ok && !f->told_fenced && !atomic_load(&f->gone))
 			LOG_ERR(RAID_MOD, "rbd: %s: node lease not renewed for %.1f s: fenced (the pool's LUNs answer NOT READY, TARGET PORT IN UNAVAILABLE STATE until it is renewed)",
-				f->pool, (double)(now_ms() - atomic_load(&f->last_ok_ms)) / 1e3);
+				f->pool, (double)(conf_mono_ms() - atomic_load(&f->last_ok_ms)) / 1e3);
 		else if (ok && f->told_fenced)
 			LOG_INFO(RAID_MOD, "rbd: %s: node lease renewed: serving again", f->pool);
 		f->told_fenced = !ok;
@@ -650,7 +642,7 @@ bool rbd_fence_ok(struct rbd_fence *f)
 	if (atomic_load(&f->gone))
 		return false;
 	return !atomic_load(&f->has_peers) ||
-	       now_ms() - atomic_load(&f->last_ok_ms) < FENCE_MARGIN_MS;
+	       conf_mono_ms() - atomic_load(&f->last_ok_ms) < FENCE_MARGIN_MS;
 }
 
 void rbd_fence_gone(struct rbd_fence *f)
@@ -674,7 +666,7 @@ bool rbd_fence_hold(struct rbd_fence *f, struct raid_io *io, struct raid_ioctx *
 	io->rpriv[RBD_IO_LINK] = NULL;
 	io->rpriv[RBD_IO_HCTX] = ctx;
 	io->rpriv[RBD_IO_HFN] = (void *)(uintptr_t)resume;
-	io->rpriv_u[RBD_IO_HELD] = now_ms();
+	io->rpriv_u[RBD_IO_HELD] = conf_mono_ms();
 	*f->held_tail = io;
 	f->held_tail = (struct raid_io **)&io->rpriv[RBD_IO_LINK];
 	pthread_mutex_unlock(&f->mu);
@@ -745,7 +737,7 @@ int rbd_fence_start(void *cluster, const char *pool_name, const char *rbd_pool,
 		goto err;
 	}
 	{
-		uint64_t t = now_ms();
+		uint64_t t = conf_mono_ms();
 
 		rc = entry_set_sync(f);
 		atomic_store(&f->last_ok_ms, t);
@@ -763,7 +755,7 @@ int rbd_fence_start(void *cluster, const char *pool_name, const char *rbd_pool,
 			f->read_rval = 0;
 			rados_read_op_omap_get_vals2(op, "", "", FENCE_MAX_PEERS * 2, &f->read_it, NULL,
 						     &f->read_rval);
-			f->read_t = now_ms();
+			f->read_t = conf_mono_ms();
 			rc = rados_read_op_operate(op, f->io, FENCE_OBJ, 0);
 			if (rc == 0 && f->read_rval == 0)
 				peers_update(f, f->read_t);

@@ -27,6 +27,7 @@
 #ifndef RTGT_RAID_RBD_INT_H
 #define RTGT_RAID_RBD_INT_H
 
+#include "conf/util.h"
 #include "raid/backend.h"
 
 #if __has_include(<rbd/librbd.h>) && !defined(RTGT_NO_RBD)   /* RTGT_NO_RBD: build the stub */
@@ -55,7 +56,7 @@ struct rbd_vol {
 	_Atomic uint64_t prov_base; /* prov_done when this run started writing */
 	_Atomic uint64_t prov_t0_ms; /* when it started writing; 0: not yet */
 	_Atomic bool prov_stop;   /* pool closing: checkpoint and end */
-	uint64_t lease_ms;        /* prov thread: rbd_now_ms() before the request
+	uint64_t lease_ms;        /* prov thread: conf_mono_ms() before the request
 	                           * of the last successful take / renewal */
 	pthread_t prov_thr;
 	bool prov_thread_live;    /* prov_thr must be joined */
@@ -103,8 +104,6 @@ int rbd_prov_start(struct rbd_vol *rv, uint64_t from);
 void rbd_prov_grace(struct rbd_vol *rv);
 /* Pool closing: the write-out checkpoints and its thread ends (joined). */
 void rbd_prov_stop(struct rbd_vol *rv);
-/* CLOCK_MONOTONIC in ms: the clock of prov_t0_ms. */
-uint64_t rbd_now_ms(void);
 
 /* rbd.c, for rbd_pr.c: the pool's librados I/O context (a rados_ioctx_t)
  * in *@ioctx and the RBD image id of @v in @id. 0, or -EOPNOTSUPP (not an

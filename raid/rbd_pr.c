@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "raid/rbd_int.h"
 
 #ifdef RTGT_HAVE_RBD
@@ -196,9 +197,7 @@ static void upd_done(void *arg)
 {
 	struct upd *u = arg;
 
-	if (!upd_check(u))
-		LOG_ERR(RAID_MOD, "rbd: shared update of %s in an impossible state %d", u->oid,
-			u->state);
+	RTGT_CHECK(upd_check(u));
 	raid_ioctx_io_done(u->ctx);
 	u->done(u->arg, u->rc, u->blob, u->len);
 	free(u->blob);
@@ -209,10 +208,9 @@ static void upd_done(void *arg)
  * taken from the clock (rand() is not for threads). */
 static void backoff(unsigned attempt)
 {
-	struct timespec now, ts = { 0, 0 };
+	struct timespec ts = { 0, 0 };
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ts.tv_nsec = (long)(1000000u * (1u + attempt % 8u)) + now.tv_nsec % 1000000;
+	ts.tv_nsec = (long)(1000000u * (1u + attempt % 8u)) + (long)(conf_mono_ns() % 1000000u);
 	nanosleep(&ts, NULL);
 }
 

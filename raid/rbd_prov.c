@@ -66,6 +66,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "conf/util.h"
 #include "raid/rbd_int.h"
 
 #ifdef RTGT_HAVE_RBD
@@ -80,14 +81,6 @@
  * is taken before the request, so the OSD's lease ends later still) */
 #define PROV_LEASE_MARGIN_MS 4000u
 #define PROV_GRACE_MS 1000u           /* rbd_prov_grace waits this long */
-
-uint64_t rbd_now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
 
 static bool prov_check(struct rbd_vol *rv)
 {
@@ -106,9 +99,7 @@ static void prov_set(struct rbd_vol *rv, int state, int err)
 {
 	atomic_store(&rv->prov_err, err);
 	atomic_store(&rv->prov_state, state);
-	if (!prov_check(rv))
-		LOG_ERR(RAID_MOD, "rbd: %s: provisioning in an impossible state (%d, %d)",
-			rv->v.name, state, err);
+	RTGT_CHECK(prov_check(rv));
 }
 
 /* Format 2 images: data objects "rbd_data.<id>.N", header "rbd_header.<id>". */
@@ -125,7 +116,7 @@ static void prov_unlock(struct rbd_pool *rp, struct rbd_vol *rv);
 static int prov_lock(struct rbd_pool *rp, struct rbd_vol *rv)
 {
 	struct timeval lease = { PROV_LEASE_S, 0 };
-	uint64_t t = rbd_now_ms();
+	uint64_t t = conf_mono_ms();
 	char oid[80];
 	int rc;
 
@@ -182,7 +173,7 @@ err:
 /* Whether the lease taken or renewed last still has the margin left. */
 static bool prov_lease_ok(const struct rbd_vol *rv)
 {
-	return rbd_now_ms() - rv->lease_ms < PROV_LEASE_S * 1000u - PROV_LEASE_MARGIN_MS;
+	return conf_mono_ms() - rv->lease_ms < PROV_LEASE_S * 1000u - PROV_LEASE_MARGIN_MS;
 }
 
 /*
@@ -202,7 +193,7 @@ static int prov_renew(struct rbd_pool *rp, struct rbd_vol *rv)
 	if (!prov_lease_ok(rv))
 		return -EBUSY;
 	rc = prov_lock(rp, rv);
-	if (rc == 0 && rbd_now_ms() - held >= PROV_LEASE_S * 1000u - PROV_LEASE_MARGIN_MS)
+	if (rc == 0 && conf_mono_ms() - held >= PROV_LEASE_S * 1000u - PROV_LEASE_MARGIN_MS)
 		rc = -EBUSY;   /* answered too late to know it had not lapsed */
 	return rc;
 }
@@ -242,17 +233,9 @@ static void prov_progress(struct rbd_vol *rv, uint64_t pos)
 {
 	if (!atomic_load(&rv->prov_t0_ms)) {
 		atomic_store(&rv->prov_base, pos);
-		atomic_store(&rv->prov_t0_ms, rbd_now_ms());
+		atomic_store(&rv->prov_t0_ms, conf_mono_ms());
 	}
 	prov_publish(rv, pos);
-}
-
-static uint64_t now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }
 
 static void sleep_us(uint64_t us)
@@ -269,14 +252,14 @@ static int prov_tick(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t done, uin
 	char s[32];
 	int rc;
 
-	if (rbd_now_ms() - *last_ck < 1000 || done >= rv->v.size)
+	if (conf_mono_ms() - *last_ck < 1000 || done >= rv->v.size)
 		return 0;
 	rc = prov_renew(rp, rv);
 	if (rc < 0)
 		return rc;
 	snprintf(s, sizeof(s), "%" PRIu64, done);
 	rbd_metadata_set(rv->img, META_THICK, s);   /* a hint only */
-	*last_ck = rbd_now_ms();
+	*last_ck = conf_mono_ms();
 	return 0;
 }
 
@@ -342,7 +325,7 @@ static int prov_write(struct rbd_vol *rv, struct prov_win *w, struct prov_slot *
 	sl->w = w;
 	sl->off = pos;
 	sl->end = pos + len;
-	sl->t_us = now_us();
+	sl->t_us = conf_mono_us();
 	sl->ret = 0;
 	sl->done = false;
 	rc = rbd_aio_create_completion(sl, prov_write_done, &c);
@@ -387,8 +370,8 @@ static int prov_write(struct rbd_vol *rv, struct prov_win *w, struct prov_slot *
 #define PROV_IO_TIMEOUT_S 65u        /* beyond rados_osd_op_timeout (60 s) */
 static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 {
-	uint64_t size = rv->v.size, pos = from, done = from, next_log, last_ck = rbd_now_ms();
-	uint64_t next_us = now_us();     /* paced: when the next write may start */
+	uint64_t size = rv->v.size, pos = from, done = from, next_log, last_ck = conf_mono_ms();
+	uint64_t next_us = conf_mono_us();     /* paced: when the next write may start */
 	unsigned head = 0, n = 0;        /* ring of writes in flight in w->slot */
 	bool broken = false;             /* a write failed: done stays before it */
 	bool abandoned = false;          /* writes given up on are still out */
@@ -400,7 +383,7 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 	{
 		pthread_condattr_t ca;
 
-		/* deadlines are on now_us()'s monotonic clock */
+		/* deadlines are on conf_mono_us()'s monotonic clock */
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 		pthread_cond_init(&w->cv, &ca);
@@ -418,7 +401,7 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 		LOG_INFO(RAID_MOD, "rbd: %s/%s: writing out %" PRIu64 " bytes (thick)%s",
 			 rp->rbd_pool, rv->v.name, size - from, from ? ", resuming" : "");
 	while (pos < size || n) {
-		uint64_t t = now_us(), wait = 0;
+		uint64_t t = conf_mono_us(), wait = 0;
 		bool more, head_done;
 		int werr;
 
@@ -469,10 +452,10 @@ static int provision(struct rbd_pool *rp, struct rbd_vol *rv, uint64_t from)
 			 * oldest (the checkpoint only moves past writes that
 			 * completed, in order) */
 			pthread_mutex_lock(&w->mu);
-			while (!sl->done && now_us() < dl && rc != -EBUSY) {
+			while (!sl->done && conf_mono_us() < dl && rc != -EBUSY) {
 				/* keep the lease while waiting (a write may take up
 				 * to the timeout): wake every 0.5 s to renew it */
-				uint64_t s_us = now_us() + 500000u < dl ? now_us() + 500000u : dl;
+				uint64_t s_us = conf_mono_us() + 500000u < dl ? conf_mono_us() + 500000u : dl;
 				struct timespec sts = { (time_t)(s_us / 1000000u),
 							(long)(s_us % 1000000u) * 1000L };
 

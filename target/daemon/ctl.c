@@ -28,7 +28,6 @@
  * half-closes without a final newline is still answered
  * (`printf '{"cmd":"status"}' | nc -U SOCKET`).
  */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -42,6 +41,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/daemon/ctl.h"
 
@@ -77,19 +77,21 @@ struct iscsi_ctl {
 	unsigned n_clients;
 };
 
-static void client_check(const struct ctl_client *cl)
+static bool client_check(const struct ctl_client *cl)
 {
 	const struct ctl_client *it;
 
-	assert(cl->out_off <= cl->out_len);
-	assert(cl->in_len <= ICTL_MAX_REQUEST);
-	assert(cl->state != CLIENT_READING || cl->out_len == 0);
-	assert(cl->state != CLIENT_CLOSING || cl->in_len == 0);
-	assert((cl->out == NULL) == (cl->out_len == 0));
+	if (cl->out_off > cl->out_len || cl->in_len > ICTL_MAX_REQUEST)
+		return false;
+	if (cl->state == CLIENT_READING && cl->out_len != 0)
+		return false;
+	if (cl->state == CLIENT_CLOSING && cl->in_len != 0)
+		return false;
+	if ((cl->out == NULL) != (cl->out_len == 0))
+		return false;
 	for (it = cl->ctl->clients; it && it != cl; it = it->next)
 		;
-	assert(it == cl);
-	(void)it;
+	return it == cl;
 }
 
 static void client_close(struct ctl_client *cl)
@@ -349,7 +351,7 @@ static void on_client(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 	struct ctl_client *cl = arg;
 	int rc = 0;
 
-	client_check(cl);
+	RTGT_CHECK(client_check(cl));
 	if (events & EPOLLERR) {
 		rc = -EPIPE;
 		goto done;
@@ -388,7 +390,7 @@ done:
 		client_close(cl);
 		return;
 	}
-	client_check(cl);
+	RTGT_CHECK(client_check(cl));
 }
 
 static void on_accept(struct ev_loop *loop, int lfd, uint32_t events, void *arg)

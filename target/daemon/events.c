@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/daemon/events.h"
 #include "target/iscsi/iscsi.h"
@@ -68,14 +69,6 @@ struct events {
 	unsigned login_in_window;
 	uint64_t login_suppressed;    /* left out since the last one posted */
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void iso_time(char *buf, size_t len)
 {
@@ -114,7 +107,7 @@ static int hook_run(struct events *e, const char *exec, const char *kind, const 
 	int pfd[2], rc, status = 0;
 	char *argv[3] = { (char *)exec, (char *)kind, NULL };
 	size_t len = strlen(json), off = 0;
-	uint64_t deadline = mono_ms() + timeout_ms;
+	uint64_t deadline = conf_mono_ms() + timeout_ms;
 	pid_t pid;
 
 	*status_out = 0;
@@ -155,7 +148,7 @@ static int hook_run(struct events *e, const char *exec, const char *kind, const 
 			off += (size_t)w;
 			continue;
 		}
-		if (w < 0 && errno == EAGAIN && mono_ms() < deadline) {
+		if (w < 0 && errno == EAGAIN && conf_mono_ms() < deadline) {
 			struct pollfd pf = { .fd = pfd[1], .events = POLLOUT };
 
 			poll(&pf, 1, 10);
@@ -179,7 +172,7 @@ static int hook_run(struct events *e, const char *exec, const char *kind, const 
 		pthread_mutex_lock(&e->mu);
 		stop = e->stop;
 		pthread_mutex_unlock(&e->mu);
-		if (stop || mono_ms() >= deadline) {
+		if (stop || conf_mono_ms() >= deadline) {
 			hook_kill(pid);
 			return stop ? -ECANCELED : -ETIMEDOUT;
 		}
@@ -487,7 +480,7 @@ void events_raid_fn(void *arg, const struct raid_event *ev)
  * this one is left out; *suppressed: how many were left out before it. */
 static bool peer_event_admit(struct events *e, uint64_t *suppressed)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = conf_mono_ms();
 
 	pthread_mutex_lock(&e->mu);
 	if (now - e->login_window_ms >= EVENTS_LOGIN_WINDOW_S * 1000u) {

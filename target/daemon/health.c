@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "target/daemon/events.h"
 #include "target/daemon/health.h"
 
@@ -196,14 +197,6 @@ int health_parse(const char *json, size_t len, int exit_status, struct health_in
 	return 0;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Runs smartctl; *@stop (may be NULL) is polled to give up early. */
 static int query(const char *smartctl, const char *dev, unsigned timeout_ms,
 		 const volatile bool *stop, pthread_mutex_t *mu, struct health_info *out)
@@ -213,7 +206,7 @@ static int query(const char *smartctl, const char *dev, unsigned timeout_ms,
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, dflt;
-	uint64_t deadline = mono_ms() + timeout_ms;
+	uint64_t deadline = conf_mono_ms() + timeout_ms;
 	size_t len = 0, cap = 65536;
 	char *buf = malloc(cap);
 	int pfd[2], rc, status = 0;
@@ -255,7 +248,7 @@ static int query(const char *smartctl, const char *dev, unsigned timeout_ms,
 	}
 	while (!eof) {
 		struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
-		uint64_t now = mono_ms();
+		uint64_t now = conf_mono_ms();
 		bool s = false;
 		ssize_t n;
 
@@ -302,7 +295,7 @@ static int query(const char *smartctl, const char *dev, unsigned timeout_ms,
 
 		if (r == pid || (r < 0 && errno != EINTR))
 			break;
-		if (r == 0 && mono_ms() >= deadline) {
+		if (r == 0 && conf_mono_ms() >= deadline) {
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			killed = true;
@@ -414,7 +407,7 @@ static void *health_main(void *arg)
 
 	pthread_mutex_lock(&h->mu);
 	while (!h->stop) {
-		uint64_t now = mono_ms();
+		uint64_t now = conf_mono_ms();
 
 		if (!h->kick && now < next) {
 			struct timespec ts;
@@ -472,7 +465,7 @@ static void *health_main(void *arg)
 			}
 		}
 		if (all)
-			next = mono_ms() + (uint64_t)h->interval_s * 1000u;
+			next = conf_mono_ms() + (uint64_t)h->interval_s * 1000u;
 	}
 	pthread_mutex_unlock(&h->mu);
 	return NULL;

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/daemon/live.h"
 #include "target/iscsi/iscsi.h"
@@ -91,7 +92,7 @@ static struct json_object *pool_json(const struct raid_pool_info *pi)
 static struct json_object *lu_json(const struct conf *c, const struct live_lu *e)
 {
 	struct json_object *o = json_object_new_object(), *ex = json_object_new_array();
-	const struct scsi_lat_hist *h = scsi_lu_lat(e->lu);
+	const struct conf_hist *h = scsi_lu_lat(e->lu);
 	struct scsi_lu_stats st;
 	char name[512];
 
@@ -117,8 +118,8 @@ static struct json_object *lu_json(const struct conf *c, const struct live_lu *e
 	add_u64(o, "other_ops", st.other_ops);
 	add_u64(o, "read_bytes", st.read_bytes);
 	add_u64(o, "write_bytes", st.write_bytes);
-	add_u64(o, "latency_count", atomic_load(&h->count));
-	add_u64(o, "latency_sum_us", atomic_load(&h->sum_us));
+	add_u64(o, "latency_count", conf_hist_count(h));
+	add_u64(o, "latency_sum_us", conf_hist_sum_ns(h) / 1000u);
 	json_object_object_add(o, "latency_hist", iscsi_lat_hist_json(h));
 	return o;
 }
@@ -129,16 +130,15 @@ int daemon_live_json(const struct conf *c, struct iscsi_server *srv,
 {
 	struct json_object *pa = json_object_new_array(), *la = json_object_new_array();
 	struct raid_pool_info *pi = malloc(sizeof(*pi));
-	struct timespec mono, wall;
+	struct timespec wall;
 	int rc = 0;
 
 	if (!pa || !la || !pi) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &mono);
+	add_u64(reply, "time_ns", conf_mono_ns());
 	clock_gettime(CLOCK_REALTIME, &wall);
-	add_u64(reply, "time_ns", (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec);
 	json_object_object_add(reply, "wall", json_object_new_double((double)wall.tv_sec +
 								     (double)wall.tv_nsec / 1e9));
 	rc = iscsi_server_live_json(srv, reply);

@@ -33,7 +33,6 @@
  * Invariant (daemon_check): every pool, LU and target entry has its object;
  * d->cur has one target per d->conf target, each a live entry with that IQN.
  */
-#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
@@ -46,6 +45,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "raid/raid.h"
 #include "target/daemon/access.h"
@@ -1022,7 +1022,7 @@ int main(int argc, char **argv)
 		}
 		d.workers[i].started = 1;
 	}
-	assert(daemon_check(&d));
+	RTGT_CHECK(daemon_check(&d));
 	LOG_INFO(MOD, "serving %u target(s) on %u portal(s) with %u worker(s)",
 		 d.conf->n_targets, d.conf->n_portals, d.n_workers);
 	iscsi_notify_ready();

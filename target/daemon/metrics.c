@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/daemon/metrics.h"
 
@@ -524,16 +525,18 @@ int metrics_format(struct json_object *snap, char **text, size_t *len)
 {
 	struct buf b = { 0 };
 	struct json_object *ev = jget(snap, "events");
+	const char *none[] = { NULL };
 
 	lun_families(&b, jget(snap, "luns"));
 	session_families(&b, jget(snap, "sessions"));
 	pool_families(&b, jget(snap, "pools"));
 	for (unsigned c = 0; c < sizeof(event_counters) / sizeof(event_counters[0]); c++) {
-		const char *none[] = { NULL };
-
 		family(&b, event_counters[c].name, "counter", event_counters[c].help);
 		sample_u64(&b, event_counters[c].name, none, ju(ev, event_counters[c].key));
 	}
+	family(&b, "rtgt_invariant_failures_total", "counter",
+	       "State machine invariants found broken (logged, see conf/util.h).");
+	sample_u64(&b, "rtgt_invariant_failures_total", none, ju(snap, "invariant_failures"));
 	if (b.oom) {
 		free(b.p);
 		return -ENOMEM;
@@ -545,19 +548,11 @@ int metrics_format(struct json_object *snap, char **text, size_t *len)
 
 /* ---- the server ---- */
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void send_all(int fd, const char *p, size_t len, uint64_t deadline)
 {
 	while (len) {
 		struct pollfd pf = { .fd = fd, .events = POLLOUT };
-		uint64_t now = mono_ms();
+		uint64_t now = conf_mono_ms();
 		ssize_t n;
 
 		if (now >= deadline || poll(&pf, 1, (int)(deadline - now)) <= 0)
@@ -588,19 +583,19 @@ static void serve(struct metrics *m, int fd)
 {
 	char req[METRICS_REQ_MAX + 1];
 	size_t len = 0;
-	uint64_t deadline = mono_ms() + METRICS_IO_MS;
+	uint64_t deadline = conf_mono_ms() + METRICS_IO_MS;
 	bool done = false;
 
 	while (!done) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		uint64_t now = mono_ms();
+		uint64_t now = conf_mono_ms();
 		ssize_t n;
 
 		if (len == METRICS_REQ_MAX || now >= deadline) {
 			static const char msg[] = "request too long or too slow\n";
 
 			reply(fd, "400 Bad Request", "text/plain", msg, sizeof(msg) - 1,
-			      mono_ms() + METRICS_IO_MS);
+			      conf_mono_ms() + METRICS_IO_MS);
 			return;
 		}
 		if (poll(&pf, 1, (int)(deadline - now)) <= 0)
@@ -619,7 +614,7 @@ static void serve(struct metrics *m, int fd)
 		static const char msg[] = "not found: only GET /metrics\n";
 
 		reply(fd, "404 Not Found", "text/plain", msg, sizeof(msg) - 1,
-		      mono_ms() + METRICS_IO_MS);
+		      conf_mono_ms() + METRICS_IO_MS);
 		return;
 	}
 	{
@@ -636,11 +631,11 @@ static void serve(struct metrics *m, int fd)
 
 			LOG_WARN(MOD, "scrape: %s", strerror(-rc));
 			reply(fd, "503 Service Unavailable", "text/plain", msg, sizeof(msg) - 1,
-			      mono_ms() + METRICS_IO_MS);
+			      conf_mono_ms() + METRICS_IO_MS);
 			return;
 		}
 		reply(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", text, tlen,
-		      mono_ms() + 5 * METRICS_IO_MS);
+		      conf_mono_ms() + 5 * METRICS_IO_MS);
 		free(text);
 	}
 }

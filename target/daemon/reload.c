@@ -35,6 +35,7 @@
 #include <strings.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/daemon/access.h"
 #include "target/daemon/daemon_int.h"
@@ -412,8 +413,7 @@ int daemon_reload(struct daemon *d, struct json_object *reply, char *err, size_t
 	pools_retire(d, pool_del_j, warnings);
 	daemon_health_sync(d);
 	iscsi_notify_ready();
-	if (!daemon_check(d))
-		LOG_ERR(MOD, "reload: daemon invariant violated");
+	RTGT_CHECK(daemon_check(d));
 	LOG_INFO(MOD, "reload done: targets +%zu -%zu ~%zu, portals +%zu -%zu, pools +%zu -%zu, "
 		      "volumes +%zu, %zu needing a restart, %zu warning(s)",
 		 json_object_array_length(t_add), json_object_array_length(t_del),

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/daemon/daemon_int.h"
 #include "target/daemon/events.h"
@@ -150,6 +151,8 @@ static int snapshot_here(struct daemon *d, struct json_object *snap)
 							   json_object_get_string(path), m);
 			}
 		}
+	json_object_object_add(snap, "invariant_failures",
+			       json_object_new_int64((int64_t)conf_invariant_failures()));
 	if (ev && !events_json(d->events, UINT64_MAX - 1, 0, ev)) {
 		json_object_object_del(ev, "events");
 		json_object_object_add(snap, "events", ev);
@@ -368,6 +371,9 @@ out:
 	free(pi);
 	json_object_object_add(reply, "pools", pools);
 	json_object_object_add(reply, "targets", targets);
+	/* RTGT_CHECK failures so far (conf/util.h): 0 unless there is a bug */
+	json_object_object_add(reply, "invariant_failures",
+			       json_object_new_int64((int64_t)conf_invariant_failures()));
 	return rc;
 }
 

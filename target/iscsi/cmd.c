@@ -46,6 +46,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "target/iscsi/iscsi_int.h"
 
 #define MOD "iscsi"
@@ -286,7 +287,7 @@ static int parse_ahs(const uint8_t *ahs, uint32_t len, struct scsi_cmd *cmd, boo
 
 		if (len - pos < 4)
 			return ISCSI_REJECT_PROTOCOL;
-		alen = iscsi_get16(ahs + pos);
+		alen = conf_get_be16(ahs + pos);
 		type = ahs[pos + 2];
 		total = 3 + alen;
 		total += iscsi_pad4(total);
@@ -314,7 +315,7 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 	const uint8_t *bhs = req->bhs;
 	uint8_t flags = iscsi_bhs_flags(bhs);
 	uint32_t itt = iscsi_bhs_itt(bhs);
-	uint32_t edtl = iscsi_get32(bhs + ISCSI_OFF_EDTL);
+	uint32_t edtl = conf_get_be32(bhs + ISCSI_OFF_EDTL);
 	uint32_t dsl = iscsi_bhs_dsl(bhs);
 	bool bidi = false, final = flags & ISCSI_FLAG_FINAL;
 	struct iscsi_session *sess = c->sess;
@@ -420,14 +421,6 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 
 /* ---------------- execution ---------------- */
 
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void task_respond(struct iscsi_task *t);
 
 static void task_exec(struct iscsi_task *t)
@@ -445,7 +438,7 @@ static void task_exec(struct iscsi_task *t)
 		task_respond(t);
 		return;
 	}
-	t->exec_us = mono_us();
+	t->exec_us = conf_mono_us();
 	t->state = TASK_EXEC;
 	t->in_scsi = true;
 	t->refs++;
@@ -502,12 +495,12 @@ static void send_r2ts(struct iscsi_task *t)
 		tx->hdr[0] = ISCSI_OP_R2T;
 		tx->hdr[1] = ISCSI_FLAG_FINAL;
 		memcpy(tx->hdr + ISCSI_OFF_LUN, t->lun_raw, 8);
-		iscsi_put32(tx->hdr + ISCSI_OFF_ITT, t->itt);
-		iscsi_put32(tx->hdr + ISCSI_OFF_TTT, slot->ttt);
+		conf_put_be32(tx->hdr + ISCSI_OFF_ITT, t->itt);
+		conf_put_be32(tx->hdr + ISCSI_OFF_TTT, slot->ttt);
 		iscsi_conn_fill_sn(c, tx->hdr, false);
-		iscsi_put32(tx->hdr + ISCSI_OFF_R2TSN, t->r2tsn++);
-		iscsi_put32(tx->hdr + ISCSI_OFF_BUFOFF, slot->off);
-		iscsi_put32(tx->hdr + ISCSI_OFF_DDTL, len);
+		conf_put_be32(tx->hdr + ISCSI_OFF_R2TSN, t->r2tsn++);
+		conf_put_be32(tx->hdr + ISCSI_OFF_BUFOFF, slot->off);
+		conf_put_be32(tx->hdr + ISCSI_OFF_DDTL, len);
 		iscsi_conn_queue(c, tx);
 	}
 	iscsi_task_put(t);
@@ -562,9 +555,9 @@ int iscsi_dataout_prepare(struct iscsi_conn *c, const char **why)
 {
 	const uint8_t *bhs = c->rx_hdr;
 	uint32_t itt = iscsi_bhs_itt(bhs);
-	uint32_t ttt = iscsi_get32(bhs + ISCSI_OFF_TTT);
-	uint32_t datasn = iscsi_get32(bhs + ISCSI_OFF_DATASN);
-	uint32_t off = iscsi_get32(bhs + ISCSI_OFF_BUFOFF);
+	uint32_t ttt = conf_get_be32(bhs + ISCSI_OFF_TTT);
+	uint32_t datasn = conf_get_be32(bhs + ISCSI_OFF_DATASN);
+	uint32_t off = conf_get_be32(bhs + ISCSI_OFF_BUFOFF);
 	uint32_t dsl = c->rx_dsl;
 	bool final = iscsi_bhs_flags(bhs) & ISCSI_FLAG_FINAL;
 	struct iscsi_task *t = iscsi_task_find(c, itt);
@@ -624,7 +617,7 @@ void iscsi_dataout_done(struct iscsi_conn *c)
 {
 	struct iscsi_task *t = c->rx_task;
 	const uint8_t *bhs = c->rx_hdr;
-	uint32_t ttt = iscsi_get32(bhs + ISCSI_OFF_TTT);
+	uint32_t ttt = conf_get_be32(bhs + ISCSI_OFF_TTT);
 	bool final = iscsi_bhs_flags(bhs) & ISCSI_FLAG_FINAL;
 	uint32_t dsl = c->rx_dsl;
 	bool seq_done = false;
@@ -684,7 +677,7 @@ static void count_stats(struct iscsi_task *t, uint32_t data_len)
 
 	/* service time inside scsi; commands answered without it have none */
 	if (t->exec_us) {
-		uint64_t now = mono_us();
+		uint64_t now = conf_mono_us();
 
 		lat = now > t->exec_us ? now - t->exec_us : 0;
 	}
@@ -706,7 +699,7 @@ static void count_one(struct iscsi_tgt_stats *st, struct iscsi_task *t, uint32_t
 		atomic_fetch_add(&st->other_ops, 1);
 	}
 	if (t->exec_us)
-		scsi_lat_record(&st->lat, lat_us);
+		conf_hist_record(&st->lat, lat_us * 1000u);
 }
 
 static bool queue_datain(struct iscsi_task *t, uint32_t data_len, bool with_status,
@@ -734,20 +727,20 @@ static bool queue_datain(struct iscsi_task *t, uint32_t data_len, bool with_stat
 		last = off + seg >= data_len;
 		tx->hdr[0] = ISCSI_OP_DATA_IN;
 		tx->hdr[1] = iscsi_datain_final(off, seg, data_len, burst) ? ISCSI_FLAG_FINAL : 0;
-		iscsi_put32(tx->hdr + ISCSI_OFF_ITT, t->itt);
-		iscsi_put32(tx->hdr + ISCSI_OFF_TTT, ISCSI_RSVD_TAG);
+		conf_put_be32(tx->hdr + ISCSI_OFF_ITT, t->itt);
+		conf_put_be32(tx->hdr + ISCSI_OFF_TTT, ISCSI_RSVD_TAG);
 		if (last && with_status) {
 			tx->hdr[1] |= ISCSI_FLAG_FINAL | ISCSI_DATAIN_STATUS | res_flags;
 			tx->hdr[3] = t->cmd.status;
 			iscsi_conn_fill_sn(c, tx->hdr, true);
-			iscsi_put32(tx->hdr + ISCSI_OFF_RESIDUAL, res_count);
+			conf_put_be32(tx->hdr + ISCSI_OFF_RESIDUAL, res_count);
 		} else {
 			iscsi_conn_fill_sn(c, tx->hdr, false);
 			/* StatSN is reserved without the S bit */
-			iscsi_put32(tx->hdr + ISCSI_OFF_STATSN, 0);
+			conf_put_be32(tx->hdr + ISCSI_OFF_STATSN, 0);
 		}
-		iscsi_put32(tx->hdr + ISCSI_OFF_DATASN, t->datain_pdus++);
-		iscsi_put32(tx->hdr + ISCSI_OFF_BUFOFF, off);
+		conf_put_be32(tx->hdr + ISCSI_OFF_DATASN, t->datain_pdus++);
+		conf_put_be32(tx->hdr + ISCSI_OFF_BUFOFF, off);
 		tx->data = t->cmd.buf + off;
 		tx->dlen = seg;
 		tx->task = t;
@@ -773,10 +766,10 @@ static void queue_response(struct iscsi_task *t, uint8_t res_flags, uint32_t res
 	tx->hdr[1] = ISCSI_FLAG_FINAL | res_flags;
 	tx->hdr[2] = 0;    /* command completed at target */
 	tx->hdr[3] = t->cmd.status;
-	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, t->itt);
+	conf_put_be32(tx->hdr + ISCSI_OFF_ITT, t->itt);
 	iscsi_conn_fill_sn(c, tx->hdr, true);
-	iscsi_put32(tx->hdr + ISCSI_OFF_EXPDATASN, t->datain_pdus + t->r2tsn);
-	iscsi_put32(tx->hdr + ISCSI_OFF_RESIDUAL, res_count);
+	conf_put_be32(tx->hdr + ISCSI_OFF_EXPDATASN, t->datain_pdus + t->r2tsn);
+	conf_put_be32(tx->hdr + ISCSI_OFF_RESIDUAL, res_count);
 	if (t->cmd.sense_len) {
 		uint32_t n = t->cmd.sense_len;
 
@@ -788,7 +781,7 @@ static void queue_response(struct iscsi_task *t, uint8_t res_flags, uint32_t res
 			iscsi_conn_close(c, "out of memory");
 			return;
 		}
-		iscsi_put16(tx->own, (uint16_t)n);
+		conf_put_be16(tx->own, (uint16_t)n);
 		memcpy(tx->own + 2, t->cmd.sense, n);
 		tx->data = tx->own;
 		tx->dlen = 2 + n;
@@ -835,8 +828,7 @@ static void cmd_done(struct scsi_cmd *cmd)
 	struct iscsi_task *t = cmd->tpriv;
 	struct iscsi_conn *c = t->conn;
 
-	if (!task_check(t))
-		LOG_ERR(MOD, "%s: task 0x%x invariant violated", c->peer_str, t->itt);
+	RTGT_CHECK(task_check(t));
 	t->in_scsi = false;
 	c->n_scsi--;
 	if (t->dead || scsi_cmd_aborted(cmd) || c->state != CONN_FFP) {

@@ -84,6 +84,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -170,13 +171,13 @@ static void tx_free(struct iscsi_tx *tx)
 
 void iscsi_conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance)
 {
-	iscsi_put32(bhs + ISCSI_OFF_STATSN, c->stat_sn);
+	conf_put_be32(bhs + ISCSI_OFF_STATSN, c->stat_sn);
 	if (advance)
 		c->stat_sn++;
 	if (c->sess) {
 		iscsi_session_update_window(c);
-		iscsi_put32(bhs + ISCSI_OFF_EXPCMDSN, c->sess->exp_cmdsn);
-		iscsi_put32(bhs + ISCSI_OFF_MAXCMDSN, c->sess->max_cmdsn);
+		conf_put_be32(bhs + ISCSI_OFF_EXPCMDSN, c->sess->exp_cmdsn);
+		conf_put_be32(bhs + ISCSI_OFF_MAXCMDSN, c->sess->max_cmdsn);
 	}
 }
 
@@ -411,7 +412,7 @@ static void conn_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason
 	tx->hdr[0] = ISCSI_OP_REJECT;
 	tx->hdr[1] = ISCSI_FLAG_FINAL;
 	tx->hdr[2] = reason;
-	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
+	conf_put_be32(tx->hdr + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
 	iscsi_conn_fill_sn(c, tx->hdr, true);
 	tx->close_after = close_after;
 	LOG_DBG(MOD, "%s: Reject opcode 0x%02x reason 0x%02x", c->peer_str,
@@ -677,7 +678,7 @@ static void header_done(struct iscsi_conn *c)
 	memcpy(req->bhs, c->rx_hdr, ISCSI_BHS_LEN + c->rx_ahs);
 	req->ahs_len = c->rx_ahs;
 	req->immediate = iscsi_bhs_immediate(c->rx_hdr);
-	req->cmdsn = iscsi_get32(c->rx_hdr + ISCSI_OFF_CMDSN);
+	req->cmdsn = conf_get_be32(c->rx_hdr + ISCSI_OFF_CMDSN);
 	req->reject_reason = c->rx_reject;
 	c->rx_req = req;
 	if (op == ISCSI_OP_DATA_OUT || op == ISCSI_OP_SNACK) {
@@ -987,6 +988,9 @@ static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 		tx_flush(c);
 		iscsi_conn_drain_check(c);
 	}
+	/* between two wake-ups: no PDU half handled */
+	if (c->state == CONN_LOGIN || c->state == CONN_FFP)
+		RTGT_CHECK(iscsi_conn_check(c));
 }
 
 /* ---------------- once per wake-up ---------------- */
@@ -1054,8 +1058,8 @@ static void conn_nop_tick(struct ev_loop *loop, struct ev_timer *t, void *arg)
 			c->nop_sent_ms = now;
 			tx->hdr[0] = ISCSI_OP_NOP_IN;
 			tx->hdr[1] = ISCSI_FLAG_FINAL;
-			iscsi_put32(tx->hdr + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
-			iscsi_put32(tx->hdr + ISCSI_OFF_TTT, c->nop_ttt);
+			conf_put_be32(tx->hdr + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
+			conf_put_be32(tx->hdr + ISCSI_OFF_TTT, c->nop_ttt);
 			/* A ping does not consume a StatSN (RFC 7143 11.19). */
 			iscsi_conn_fill_sn(c, tx->hdr, false);
 			iscsi_conn_queue(c, tx);

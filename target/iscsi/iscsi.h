@@ -66,9 +66,9 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
  * Thread-safe.
  */
 int iscsi_server_live_json(struct iscsi_server *s, struct json_object *reply);
-struct scsi_lat_hist;
+struct conf_hist;
 /* A latency histogram as [[upper bound us, count], ...], empty buckets left out. */
-struct json_object *iscsi_lat_hist_json(const struct scsi_lat_hist *h);
+struct json_object *iscsi_lat_hist_json(const struct conf_hist *h);
 
 /* ---- live reload (added by the live-management work) ---- */
 

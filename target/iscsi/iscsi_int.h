@@ -70,7 +70,7 @@ struct iscsi_tgt_stats {
 	atomic_uint_fast64_t read_ops, write_ops, other_ops;
 	atomic_uint_fast64_t read_bytes, write_bytes;
 	atomic_uint_fast64_t login_ok, login_failed;
-	struct scsi_lat_hist lat;      /* command service time inside scsi */
+	struct conf_hist lat;         /* command service time inside scsi */
 	char *iqn;                     /* owned */
 	struct iscsi_tgt_stats *next;  /* srv->all_stats, under srv->lock */
 };

@@ -26,18 +26,18 @@
 #include "conf/conf.h"
 #include "target/iscsi/iscsi_int.h"
 
-struct json_object *iscsi_lat_hist_json(const struct scsi_lat_hist *h)
+struct json_object *iscsi_lat_hist_json(const struct conf_hist *h)
 {
 	struct json_object *a = json_object_new_array();
 
-	for (unsigned b = 0; a && b < SCSI_LAT_BUCKETS; b++) {
-		uint64_t n = atomic_load_explicit(&h->bucket[b], memory_order_relaxed);
+	for (unsigned b = 0; a && b < conf_hist_buckets(h); b++) {
+		uint64_t n = conf_hist_bucket_count(h, b);
 		struct json_object *pair;
 
 		if (!n)
 			continue;
 		pair = json_object_new_array();
-		json_object_array_add(pair, json_object_new_int64((int64_t)scsi_lat_bucket_high(b)));
+		json_object_array_add(pair, json_object_new_int64((int64_t)conf_hist_bucket_high(h, b)));
 		json_object_array_add(pair, json_object_new_int64((int64_t)n));
 		json_object_array_add(a, pair);
 	}
@@ -124,7 +124,7 @@ static struct json_object *session_json(struct iscsi_session *o)
 	add_u64(so, "read_bytes", atomic_load(&o->stats.read_bytes));
 	add_u64(so, "write_bytes", atomic_load(&o->stats.write_bytes));
 	add_u64(so, "latency_count", atomic_load(&o->stats.lat.count));
-	add_u64(so, "latency_sum_us", atomic_load(&o->stats.lat.sum_us));
+	add_u64(so, "latency_sum_us", conf_hist_sum_ns(&o->stats.lat) / 1000u);
 	json_object_object_add(so, "latency_hist", iscsi_lat_hist_json(&o->stats.lat));
 	tcp = tcp_json(o->sock_fd);
 	json_object_object_add(so, "tcp", tcp);   /* null once the socket is closed */

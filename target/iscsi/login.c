@@ -52,6 +52,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -145,11 +146,11 @@ static void login_header(struct iscsi_conn *c, const uint8_t *req, uint8_t *hdr,
 	hdr[2] = 0;    /* VersionMax */
 	hdr[3] = 0;    /* VersionActive */
 	memcpy(hdr + ISCSI_OFF_ISID, req + ISCSI_OFF_ISID, 6);
-	iscsi_put16(hdr + ISCSI_OFF_TSIH, tsih);
+	conf_put_be16(hdr + ISCSI_OFF_TSIH, tsih);
 	memcpy(hdr + ISCSI_OFF_ITT, req + ISCSI_OFF_ITT, 4);
-	iscsi_put32(hdr + ISCSI_OFF_STATSN, c->stat_sn++);
-	iscsi_put32(hdr + ISCSI_OFF_EXPCMDSN, l ? l->cmdsn : 0);
-	iscsi_put32(hdr + ISCSI_OFF_MAXCMDSN, (l ? l->cmdsn : 0) + depth - 1);
+	conf_put_be32(hdr + ISCSI_OFF_STATSN, c->stat_sn++);
+	conf_put_be32(hdr + ISCSI_OFF_EXPCMDSN, l ? l->cmdsn : 0);
+	conf_put_be32(hdr + ISCSI_OFF_MAXCMDSN, (l ? l->cmdsn : 0) + depth - 1);
 }
 
 static _Atomic(iscsi_login_event_fn) login_ev_fn;
@@ -302,14 +303,6 @@ out:
 
 /* ---- CHAP failure rate limit (per peer address and initiator name) ---- */
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void authfail_keys(const struct iscsi_conn *c, char keys[2][232])
 {
 	char host[80];
@@ -364,7 +357,7 @@ static uint64_t authfail_delay(const struct iscsi_conn *c, unsigned fails)
 static uint64_t authfail_wait(struct iscsi_conn *c)
 {
 	struct iscsi_server *s = c->srv;
-	uint64_t now = mono_ms(), at = now;
+	uint64_t now = conf_mono_ms(), at = now;
 	struct iscsi_authfail *e[2];
 	char keys[2][232];
 
@@ -387,7 +380,7 @@ static uint64_t authfail_wait(struct iscsi_conn *c)
 static const char *authfail_record(struct iscsi_conn *c)
 {
 	struct iscsi_server *s = c->srv;
-	uint64_t now = mono_ms(), d;
+	uint64_t now = conf_mono_ms(), d;
 	unsigned fails = 0;
 	char keys[2][232];
 
@@ -419,7 +412,7 @@ static void authfail_clear(struct iscsi_conn *c)
 	authfail_keys(c, keys);
 	pthread_mutex_lock(&s->lock);
 	for (int i = 0; i < 2; i++) {
-		struct iscsi_authfail *e = authfail_get(s, keys[i], false, mono_ms());
+		struct iscsi_authfail *e = authfail_get(s, keys[i], false, conf_mono_ms());
 
 		if (e)
 			memset(e, 0, sizeof(*e));
@@ -612,6 +605,7 @@ static uint16_t login_keys(struct iscsi_conn *c, int csg, const struct iscsi_kvl
 			return ISCSI_LOGIN_INITIATOR_ERROR;
 		}
 		r = iscsi_chap_step(&l->chap, &cr, kv, resp);
+		RTGT_CHECK(iscsi_chap_check(&l->chap) == 0);
 		if (r == -EACCES) {
 			*why = authfail_record(c);
 			return ISCSI_LOGIN_AUTH_FAILED;
@@ -749,12 +743,12 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 
 		l->started = true;
 		memcpy(l->isid, bhs + ISCSI_OFF_ISID, 6);
-		l->tsih = iscsi_get16(bhs + ISCSI_OFF_TSIH);
-		l->cid = iscsi_get16(bhs + ISCSI_OFF_CID);
-		l->cmdsn = iscsi_get32(bhs + ISCSI_OFF_CMDSN);
+		l->tsih = conf_get_be16(bhs + ISCSI_OFF_TSIH);
+		l->cid = conf_get_be16(bhs + ISCSI_OFF_CID);
+		l->cmdsn = conf_get_be32(bhs + ISCSI_OFF_CMDSN);
 		/* Our StatSN numbering may start anywhere (RFC 7143 11.13.4);
 		 * continuing the initiator's expectation is friendliest. */
-		c->stat_sn = iscsi_get32(bhs + ISCSI_OFF_EXPSTATSN);
+		c->stat_sn = conf_get_be32(bhs + ISCSI_OFF_EXPSTATSN);
 		l->stage = csg;
 		if (bhs[3] > 0 || bhs[2] < bhs[3]) {
 			login_fail(c, bhs, ISCSI_LOGIN_UNSUPPORTED_VERSION, "unsupported version");
@@ -796,7 +790,7 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 		}
 	} else {
 		if (memcmp(l->isid, bhs + ISCSI_OFF_ISID, 6) != 0 ||
-		    l->tsih != iscsi_get16(bhs + ISCSI_OFF_TSIH)) {
+		    l->tsih != conf_get_be16(bhs + ISCSI_OFF_TSIH)) {
 			login_fail(c, bhs, ISCSI_LOGIN_INITIATOR_ERROR, "ISID/TSIH changed during login");
 			return;
 		}
@@ -880,6 +874,7 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 	}
 	if (transit && nsg == ISCSI_STAGE_FFP) {
 		iscsi_neg_finish(&c->neg, &resp);
+		RTGT_CHECK(iscsi_neg_check(&c->neg) == 0);
 		st = login_finish(c, &why, &old_tsih, &old_loop);
 		if (st != ISCSI_LOGIN_OK)
 			goto fail;
@@ -896,8 +891,7 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 		why = "login response over 8192 bytes";
 		goto fail;
 	}
-	if (!login_check(l) && !(csg == ISCSI_STAGE_SECURITY && !l->auth_done))
-		LOG_ERR(MOD, "%s: login invariant violated", c->peer_str);
+	RTGT_CHECK(login_check(l) || (csg == ISCSI_STAGE_SECURITY && !l->auth_done));
 
 	tx = iscsi_tx_new();
 	if (!tx) {
@@ -907,8 +901,8 @@ void iscsi_login_rx(struct iscsi_conn *c, const uint8_t *bhs, const uint8_t *dat
 	}
 	login_header(c, bhs, tx->hdr, transit, csg, nsg, tsih);
 	if (to_ffp) {
-		iscsi_put32(tx->hdr + ISCSI_OFF_EXPCMDSN, c->sess->exp_cmdsn);
-		iscsi_put32(tx->hdr + ISCSI_OFF_MAXCMDSN, c->sess->max_cmdsn);
+		conf_put_be32(tx->hdr + ISCSI_OFF_EXPCMDSN, c->sess->exp_cmdsn);
+		conf_put_be32(tx->hdr + ISCSI_OFF_MAXCMDSN, c->sess->max_cmdsn);
 	}
 	tx->own = resp.data;
 	tx->data = resp.data;

@@ -1,11 +1,12 @@
 /*
  * target/iscsi/pdu.h - iSCSI wire format (RFC 7143 section 11): the 48-byte
- * Basic Header Segment as a byte array with big-endian accessors, opcodes,
- * flag bits, field offsets, serial number arithmetic (RFC 1982) and CRC32C
- * digests. Private to target/iscsi.
+ * Basic Header Segment as a byte array (read and written with the
+ * big-endian accessors of conf/util.h), opcodes, flag bits, field offsets,
+ * serial number arithmetic (RFC 1982) and CRC32C digests. Private to
+ * target/iscsi.
  *
  * Never overlay structs with bitfields on wire data: every field is read and
- * written through the helpers below at the offsets named here.
+ * written through conf_get_be32() and friends at the offsets named here.
  */
 #ifndef RTGT_ISCSI_PDU_H
 #define RTGT_ISCSI_PDU_H
@@ -13,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "conf/util.h"
 
 #define ISCSI_BHS_LEN 48
 /* We accept at most this much AHS (an extended CDB needs 20 bytes, a
@@ -183,43 +186,6 @@ enum {
 	ISCSI_LOGOUT_RSP_FAILED = 3,
 };
 
-/* ---- big-endian accessors ---- */
-static inline uint16_t iscsi_get16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static inline uint32_t iscsi_get24(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 16) | ((uint32_t)p[1] << 8) | p[2];
-}
-
-static inline uint32_t iscsi_get32(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static inline void iscsi_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void iscsi_put24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
-}
-
-static inline void iscsi_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* ---- common BHS fields ---- */
 static inline uint8_t iscsi_bhs_opcode(const uint8_t *bhs)
 {
@@ -243,17 +209,17 @@ static inline uint32_t iscsi_bhs_ahs_len(const uint8_t *bhs)
 
 static inline uint32_t iscsi_bhs_dsl(const uint8_t *bhs)
 {
-	return iscsi_get24(bhs + ISCSI_OFF_DSL);
+	return conf_get_be24(bhs + ISCSI_OFF_DSL);
 }
 
 static inline void iscsi_bhs_set_dsl(uint8_t *bhs, uint32_t dsl)
 {
-	iscsi_put24(bhs + ISCSI_OFF_DSL, dsl);
+	conf_put_be24(bhs + ISCSI_OFF_DSL, dsl);
 }
 
 static inline uint32_t iscsi_bhs_itt(const uint8_t *bhs)
 {
-	return iscsi_get32(bhs + ISCSI_OFF_ITT);
+	return conf_get_be32(bhs + ISCSI_OFF_ITT);
 }
 
 static inline uint32_t iscsi_pad4(uint32_t len)

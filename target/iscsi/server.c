@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -73,6 +74,7 @@ static struct iscsi_tgt_stats *stats_for(struct iscsi_server *s, const char *iqn
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return NULL;
+	conf_hist_init(&st->lat, SCSI_LAT_SUB_BITS, SCSI_LAT_MAX_EXP);
 	st->iqn = strdup(iqn);
 	if (!st->iqn) {
 		free(st);
@@ -610,11 +612,11 @@ static struct json_object *counters_json(struct iscsi_tgt_stats *st, bool logins
 				       json_object_new_int64((int64_t)st->login_failed));
 	}
 	json_object_object_add(o, "latency_count",
-			       json_object_new_int64((int64_t)atomic_load(&st->lat.count)));
+			       json_object_new_int64((int64_t)conf_hist_count(&st->lat)));
 	json_object_object_add(o, "latency_p50_us",
-			       json_object_new_int64((int64_t)scsi_lat_quantile(&st->lat, 0.50)));
+			       json_object_new_int64((int64_t)conf_hist_percentile(&st->lat, 50)));
 	json_object_object_add(o, "latency_p99_us",
-			       json_object_new_int64((int64_t)scsi_lat_quantile(&st->lat, 0.99)));
+			       json_object_new_int64((int64_t)conf_hist_percentile(&st->lat, 99)));
 	return o;
 }
 
@@ -651,8 +653,7 @@ int iscsi_server_status_json(struct iscsi_server *s, struct json_object *targets
 
 	pthread_mutex_lock(&s->lock);
 	g = s->cfg;
-	if (!server_check(s))
-		LOG_ERR(MOD, "session registry invariant violated");
+	RTGT_CHECK(server_check(s));
 	for (unsigned i = 0; i < g->c->n_targets && ret == 0; i++) {
 		struct json_object *t = json_object_new_object();
 		struct json_object *list = json_object_new_array();

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -99,6 +100,7 @@ int iscsi_session_create(struct iscsi_conn *c, struct iscsi_session **out)
 
 	if (!sess)
 		return -ENOMEM;
+	conf_hist_init(&sess->stats.lat, SCSI_LAT_SUB_BITS, SCSI_LAT_MAX_EXP);
 	sess->srv = c->srv;
 	sess->loop = c->w->loop;
 	sess->conn = c;
@@ -361,6 +363,10 @@ void iscsi_session_submit(struct iscsi_conn *c, struct iscsi_req *req)
 		sess->exp_cmdsn++;
 		iscsi_req_dispatch(c, req);
 		session_drain(c);
+		/* drained: what waits is past ExpCmdSN again (while draining,
+		 * the head may equal it, so not from inside a dispatch) */
+		if (c->state != CONN_CLEANUP)
+			RTGT_CHECK(iscsi_session_check(sess));
 		return;
 	case ISCSI_CMDSN_QUEUE:
 		if (req->task)
@@ -369,6 +375,7 @@ void iscsi_session_submit(struct iscsi_conn *c, struct iscsi_req *req)
 			LOG_DBG(MOD, "%s: duplicate CmdSN %u dropped", c->peer_str, req->cmdsn);
 			iscsi_req_free(req);
 		}
+		RTGT_CHECK(iscsi_session_check(sess));
 		return;
 	case ISCSI_CMDSN_DROP:
 		LOG_DBG(MOD, "%s: CmdSN %u outside window [%u, %u]: dropped", c->peer_str,
@@ -404,7 +411,7 @@ void iscsi_session_consume(struct iscsi_conn *c, uint32_t cmdsn)
 static void nop_out(struct iscsi_conn *c, struct iscsi_req *req)
 {
 	uint32_t itt = iscsi_bhs_itt(req->bhs);
-	uint32_t ttt = iscsi_get32(req->bhs + ISCSI_OFF_TTT);
+	uint32_t ttt = conf_get_be32(req->bhs + ISCSI_OFF_TTT);
 	struct iscsi_tx *tx;
 
 	if (itt == ISCSI_RSVD_TAG) {
@@ -423,8 +430,8 @@ static void nop_out(struct iscsi_conn *c, struct iscsi_req *req)
 	tx->hdr[0] = ISCSI_OP_NOP_IN;
 	tx->hdr[1] = ISCSI_FLAG_FINAL;
 	memcpy(tx->hdr + ISCSI_OFF_LUN, req->bhs + ISCSI_OFF_LUN, 8);
-	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, itt);
-	iscsi_put32(tx->hdr + ISCSI_OFF_TTT, ISCSI_RSVD_TAG);
+	conf_put_be32(tx->hdr + ISCSI_OFF_ITT, itt);
+	conf_put_be32(tx->hdr + ISCSI_OFF_TTT, ISCSI_RSVD_TAG);
 	/* Ping data is echoed back (RFC 7143 11.18.5); from here the
 	 * transmit queue's own bound (ISCSI_TXQ_OWN_MAX) holds it. */
 	iscsi_req_uncharge(req);
@@ -472,9 +479,9 @@ static void logout(struct iscsi_conn *c, struct iscsi_req *req)
 	tx->hdr[0] = ISCSI_OP_LOGOUT_RSP;
 	tx->hdr[1] = ISCSI_FLAG_FINAL;
 	tx->hdr[2] = rsp;
-	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, iscsi_bhs_itt(req->bhs));
-	iscsi_put16(tx->hdr + ISCSI_OFF_TIME2WAIT, 0);
-	iscsi_put16(tx->hdr + ISCSI_OFF_TIME2RETAIN, 0);
+	conf_put_be32(tx->hdr + ISCSI_OFF_ITT, iscsi_bhs_itt(req->bhs));
+	conf_put_be16(tx->hdr + ISCSI_OFF_TIME2WAIT, 0);
+	conf_put_be16(tx->hdr + ISCSI_OFF_TIME2RETAIN, 0);
 	iscsi_conn_fill_sn(c, tx->hdr, true);
 	tx->close_after = rsp == ISCSI_LOGOUT_RSP_OK;
 	if (tx->close_after && c->sess) {

@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -200,8 +201,8 @@ static void text_send(struct iscsi_conn *c, uint32_t itt, const uint8_t *lun,
 	else if (more)
 		tx->hdr[1] = ISCSI_TEXT_CONTINUE;
 	memcpy(tx->hdr + ISCSI_OFF_LUN, lun, 8);
-	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, itt);
-	iscsi_put32(tx->hdr + ISCSI_OFF_TTT, (more || (op && !op->out)) ? op->ttt : ISCSI_RSVD_TAG);
+	conf_put_be32(tx->hdr + ISCSI_OFF_ITT, itt);
+	conf_put_be32(tx->hdr + ISCSI_OFF_TTT, (more || (op && !op->out)) ? op->ttt : ISCSI_RSVD_TAG);
 	iscsi_conn_fill_sn(c, tx->hdr, true);
 	iscsi_conn_queue(c, tx);
 }
@@ -304,7 +305,7 @@ void iscsi_text_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
 {
 	const uint8_t *bhs = req->bhs;
 	uint32_t itt = iscsi_bhs_itt(bhs);
-	uint32_t ttt = iscsi_get32(bhs + ISCSI_OFF_TTT);
+	uint32_t ttt = conf_get_be32(bhs + ISCSI_OFF_TTT);
 	bool cont = iscsi_bhs_flags(bhs) & ISCSI_TEXT_CONTINUE;
 	struct iscsi_textop *op = c->text;
 	struct iscsi_textbuf resp = { 0 };
@@ -322,8 +323,7 @@ void iscsi_text_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
 		iscsi_conn_send_reject(c, bhs, ISCSI_REJECT_INVALID_FIELD);
 		goto out_req;
 	}
-	if (op && !textop_check(op))
-		LOG_ERR(MOD, "%s: text exchange invariant violated", c->peer_str);
+	RTGT_CHECK(!op || textop_check(op));
 	if (op && op->out) {
 		/* the initiator asks for the next piece of our answer */
 		text_send(c, itt, lun, op, NULL, 0);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "net/net.h"
 #include "target/iscsi/iscsi_int.h"
 
@@ -153,7 +154,7 @@ static void tmf_respond(struct iscsi_conn *c, struct iscsi_tmfop *op)
 	tx->hdr[0] = ISCSI_OP_TMF_RSP;
 	tx->hdr[1] = ISCSI_FLAG_FINAL;
 	tx->hdr[2] = op->response;
-	iscsi_put32(tx->hdr + ISCSI_OFF_ITT, op->itt);
+	conf_put_be32(tx->hdr + ISCSI_OFF_ITT, op->itt);
 	iscsi_conn_fill_sn(c, tx->hdr, true);
 	/* a cold reset ends every I_T nexus of the target: ours goes after
 	 * the response (RFC 7143 11.5.1) */
@@ -165,8 +166,7 @@ static void tmf_respond(struct iscsi_conn *c, struct iscsi_tmfop *op)
 
 void iscsi_tmf_progress(struct iscsi_conn *c)
 {
-	if (!tmf_check(c))
-		LOG_ERR(MOD, "%s: TMF list invariant violated", c->peer_str);
+	RTGT_CHECK(tmf_check(c));
 	while (c->tmfs && c->state == CONN_FFP) {
 		struct iscsi_tmfop *op = c->tmfs;
 
@@ -195,8 +195,8 @@ void iscsi_tmf_dispatch(struct iscsi_conn *c, struct iscsi_req *req)
 	const uint8_t *bhs = req->bhs;
 	uint8_t fn = iscsi_bhs_flags(bhs) & ISCSI_FUNC_MASK;
 	uint64_t lun = scsi_lun_decode(bhs + ISCSI_OFF_LUN);
-	uint32_t rtt = iscsi_get32(bhs + ISCSI_OFF_RTT);
-	uint32_t refcmdsn = iscsi_get32(bhs + ISCSI_OFF_REFCMDSN);
+	uint32_t rtt = conf_get_be32(bhs + ISCSI_OFF_RTT);
+	uint32_t refcmdsn = conf_get_be32(bhs + ISCSI_OFF_REFCMDSN);
 	struct scsi_target *st = c->sess->st;
 	struct iscsi_tmfop *op, **tail;
 	int scsi_fn;

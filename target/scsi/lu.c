@@ -67,6 +67,7 @@
 #include <time.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/scsi/scsi_int.h"
 
@@ -89,27 +90,27 @@ static uint64_t xf_byte4(const uint8_t *cdb)
 
 static uint64_t xf_be16_3(const uint8_t *cdb)
 {
-	return get_be16(&cdb[3]);
+	return conf_get_be16(&cdb[3]);
 }
 
 static uint64_t xf_be16_7(const uint8_t *cdb)
 {
-	return get_be16(&cdb[7]);
+	return conf_get_be16(&cdb[7]);
 }
 
 static uint64_t xf_be32_5(const uint8_t *cdb)
 {
-	return get_be32(&cdb[5]);
+	return conf_get_be32(&cdb[5]);
 }
 
 static uint64_t xf_be32_6(const uint8_t *cdb)
 {
-	return get_be32(&cdb[6]);
+	return conf_get_be32(&cdb[6]);
 }
 
 static uint64_t xf_be32_10(const uint8_t *cdb)
 {
-	return get_be32(&cdb[10]);
+	return conf_get_be32(&cdb[10]);
 }
 
 static uint64_t xf_capacity10(const uint8_t *cdb)
@@ -125,17 +126,17 @@ static uint64_t xf_blocks6(const uint8_t *cdb)
 
 static uint64_t xf_blocks10(const uint8_t *cdb)
 {
-	return (uint64_t)get_be16(&cdb[7]) * SCSI_BS;
+	return (uint64_t)conf_get_be16(&cdb[7]) * SCSI_BS;
 }
 
 static uint64_t xf_blocks12(const uint8_t *cdb)
 {
-	return (uint64_t)get_be32(&cdb[6]) * SCSI_BS;
+	return (uint64_t)conf_get_be32(&cdb[6]) * SCSI_BS;
 }
 
 static uint64_t xf_blocks16(const uint8_t *cdb)
 {
-	return (uint64_t)get_be32(&cdb[10]) * SCSI_BS;
+	return (uint64_t)conf_get_be32(&cdb[10]) * SCSI_BS;
 }
 
 /* VERIFY: data-out only with BYTCHK 1 (the blocks) or 3 (one block); 2 is
@@ -359,7 +360,7 @@ unsigned scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t code, b
 			out[len] = 0x00;        /* information descriptor */
 			out[len + 1] = 0x0a;
 			out[len + 2] = 0x80;    /* VALID */
-			put_be64(&out[len + 4], info);
+			conf_put_be64(&out[len + 4], info);
 			len += 12;
 		}
 		if (sks_valid) {
@@ -377,7 +378,7 @@ unsigned scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t code, b
 		out[0] |= 0x80;
 		/* fixed format holds 32 bits; SBC says to use descriptor format
 		 * for anything larger, which the initiator can select */
-		put_be32(&out[3], (uint32_t)info);
+		conf_put_be32(&out[3], (uint32_t)info);
 	}
 	out[7] = 10;
 	out[12] = (uint8_t)(code >> 8);
@@ -425,7 +426,7 @@ void scsi_sense_field(struct scsi_cmd *cmd, uint16_t code, bool cd, uint16_t byt
 	sks[0] = 0x80 | (cd ? 0x40 : 0);
 	if (bit >= 0 && bit < 8)
 		sks[0] |= 0x08 | (uint8_t)bit;
-	put_be16(&sks[1], byte);
+	conf_put_be16(&sks[1], byte);
 	cmd->status = SCSI_CHECK_CONDITION;
 	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, lu_d_sense(scsi_cmd_lu(cmd)),
 						   SK_ILLEGAL_REQUEST, code, false, 0, true, sks);
@@ -691,6 +692,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out)
 	lu = calloc(1, sizeof(*lu));
 	if (!lu)
 		return -ENOMEM;
+	conf_hist_init(&lu->st_lat, SCSI_LAT_SUB_BITS, SCSI_LAT_MAX_EXP);
 	lu->vol = p->vol;
 	lu->name = strdup(p->name ? p->name : raid_vol_name(p->vol));
 	if (!lu->name) {
@@ -1342,17 +1344,9 @@ bool scsi_cmd_view_ro(const struct scsi_cmd *cmd)
  * device server, for the LU's latency histogram. */
 #define SPRIV_START_US 7
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static void lu_count(struct scsi_lu *lu, const struct scsi_cmd *cmd)
 {
-	uint64_t start = cmd->spriv_u[SPRIV_START_US], now = now_us();
+	uint64_t start = cmd->spriv_u[SPRIV_START_US], now = conf_mono_us();
 
 	if (cmd->dir_read) {
 		atomic_fetch_add(&lu->st_read_ops, 1);
@@ -1364,7 +1358,7 @@ static void lu_count(struct scsi_lu *lu, const struct scsi_cmd *cmd)
 	} else {
 		atomic_fetch_add(&lu->st_other_ops, 1);
 	}
-	scsi_lat_record(&lu->st_lat, now > start ? now - start : 0);
+	conf_hist_record(&lu->st_lat, (now > start ? now - start : 0) * 1000u);
 }
 
 void scsi_cmd_complete(struct scsi_cmd *cmd)
@@ -1535,7 +1529,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 		goto early;
 	}
 	cmd->spriv[1] = (void *)op;
-	cmd->spriv_u[SPRIV_START_US] = now_us();
+	cmd->spriv_u[SPRIV_START_US] = conf_mono_us();
 	cmd->snext = lu->inflight;
 	if (lu->inflight)
 		lu->inflight->sprev = cmd;
@@ -1663,74 +1657,19 @@ unsigned scsi_resets_pending(struct scsi_target *t, uint64_t lun)
 
 /* ---- statistics ---- */
 
-unsigned scsi_lat_bucket(uint64_t us)
-{
-	unsigned e;
-
-	if (us < SCSI_LAT_LINEAR)
-		return (unsigned)us;
-	e = 63u - (unsigned)__builtin_clzll(us);   /* >= 4 */
-	if (e > SCSI_LAT_MAX_EXP)
-		return SCSI_LAT_BUCKETS - 1;
-	/* the 3 bits below the leading one pick the sub-bucket */
-	return SCSI_LAT_LINEAR + (e - 4u) * SCSI_LAT_SUB +
-	       (unsigned)((us >> (e - 3u)) & (SCSI_LAT_SUB - 1u));
-}
-
-uint64_t scsi_lat_bucket_high(unsigned bucket)
-{
-	unsigned e, sub;
-
-	if (bucket < SCSI_LAT_LINEAR)
-		return bucket + 1u;
-	if (bucket >= SCSI_LAT_BUCKETS)
-		bucket = SCSI_LAT_BUCKETS - 1;
-	e = 4u + (bucket - SCSI_LAT_LINEAR) / SCSI_LAT_SUB;
-	sub = (bucket - SCSI_LAT_LINEAR) % SCSI_LAT_SUB;
-	return ((uint64_t)(SCSI_LAT_SUB + sub + 1u)) << (e - 3u);
-}
-
-void scsi_lat_record(struct scsi_lat_hist *h, uint64_t us)
-{
-	atomic_fetch_add_explicit(&h->bucket[scsi_lat_bucket(us)], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&h->sum_us, us, memory_order_relaxed);
-}
-
-uint64_t scsi_lat_quantile(const struct scsi_lat_hist *h, double q)
-{
-	uint64_t total = 0, need, seen = 0;
-	unsigned i;
-
-	/* sum the buckets rather than trusting count: both move under us */
-	for (i = 0; i < SCSI_LAT_BUCKETS; i++)
-		total += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
-	if (total == 0 || q <= 0)
-		return 0;
-	if (q > 1)
-		q = 1;
-	need = (uint64_t)(q * (double)total + 0.999999);
-	if (need == 0)
-		need = 1;
-	for (i = 0; i < SCSI_LAT_BUCKETS; i++) {
-		seen += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
-		if (seen >= need)
-			return scsi_lat_bucket_high(i);
-	}
-	return scsi_lat_bucket_high(SCSI_LAT_BUCKETS - 1);
-}
-
 void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out)
 {
+	/* status and stats ask now and then: a cheap moment to walk the lists */
+	RTGT_CHECK(scsi_lu_check(lu));
 	memset(out, 0, sizeof(*out));
 	out->read_ops = atomic_load(&lu->st_read_ops);
 	out->write_ops = atomic_load(&lu->st_write_ops);
 	out->other_ops = atomic_load(&lu->st_other_ops);
 	out->read_bytes = atomic_load(&lu->st_read_bytes);
 	out->write_bytes = atomic_load(&lu->st_write_bytes);
-	out->lat_count = atomic_load(&lu->st_lat.count);
-	out->lat_p50_us = scsi_lat_quantile(&lu->st_lat, 0.50);
-	out->lat_p99_us = scsi_lat_quantile(&lu->st_lat, 0.99);
+	out->lat_count = conf_hist_count(&lu->st_lat);
+	out->lat_p50_us = conf_hist_percentile(&lu->st_lat, 50);
+	out->lat_p99_us = conf_hist_percentile(&lu->st_lat, 99);
 }
 
 const char *scsi_lu_name(const struct scsi_lu *lu)
@@ -1738,7 +1677,7 @@ const char *scsi_lu_name(const struct scsi_lu *lu)
 	return lu->name;
 }
 
-const struct scsi_lat_hist *scsi_lu_lat(const struct scsi_lu *lu)
+const struct conf_hist *scsi_lu_lat(const struct scsi_lu *lu)
 {
 	return &lu->st_lat;
 }

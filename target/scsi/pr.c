@@ -342,7 +342,7 @@ static unsigned put_tid(uint8_t *d, const char *iport)
 		len = 20;
 	memset(d, 0, 4 + len);
 	d[0] = 0x40 | 0x05;
-	put_be16(&d[2], (uint16_t)len);
+	conf_put_be16(&d[2], (uint16_t)len);
 	memcpy(&d[4], iport, strlen(iport));
 	return 4 + len;
 }
@@ -351,7 +351,7 @@ void pr_in(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
 	uint8_t sa = cmd->cdb[1] & 0x1f;
-	uint32_t alloc = get_be16(&cmd->cdb[7]);
+	uint32_t alloc = conf_get_be16(&cmd->cdb[7]);
 	const struct scsi_pr_reg *r;
 	uint8_t *d;
 	size_t cap = 8 + 16;
@@ -366,25 +366,25 @@ void pr_in(struct scsi_cmd *cmd)
 		scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 		return scsi_cmd_complete(cmd);
 	}
-	put_be32(&d[0], lu->pr_gen);
+	conf_put_be32(&d[0], lu->pr_gen);
 	switch (sa) {
 	case 0: /* READ KEYS */
 		for (r = lu->regs; r; r = r->next, p += 8)
-			put_be64(&d[p], r->key);
-		put_be32(&d[4], p - 8);
+			conf_put_be64(&d[p], r->key);
+		conf_put_be32(&d[4], p - 8);
 		break;
 	case 1: /* READ RESERVATION */
 		if (lu->pr_type) {
 			if (lu->pr_holder)
-				put_be64(&d[8], lu->pr_holder->key);
+				conf_put_be64(&d[8], lu->pr_holder->key);
 			d[21] = lu->pr_type; /* scope 0: LU */
 			p = 24;
 		}
-		put_be32(&d[4], p - 8);
+		conf_put_be32(&d[4], p - 8);
 		break;
 	case 2: /* REPORT CAPABILITIES */
 		memset(d, 0, 8);
-		put_be16(&d[0], 8);
+		conf_put_be16(&d[0], 8);
 		/* CRH, ATP_C, PTPL_C when persistable */
 		d[2] = 0x10 | 0x04 | (lu->pr_path || lu->pr_shared ? 0x01 : 0);
 		/* TMV, PTPL_A */
@@ -399,19 +399,19 @@ void pr_in(struct scsi_cmd *cmd)
 			unsigned tl;
 
 			memset(e, 0, 24);
-			put_be64(&e[0], r->key);
+			conf_put_be64(&e[0], r->key);
 			if (r->all_tg_pt)
 				e[12] |= 0x02;
 			if (is_holder(lu, r)) {
 				e[12] |= 0x01;
 				e[13] = lu->pr_type;
 			}
-			put_be16(&e[18], r->all_tg_pt ? 0 : r->rel_port);
+			conf_put_be16(&e[18], r->all_tg_pt ? 0 : r->rel_port);
 			tl = put_tid(&e[24], r->iport);
-			put_be32(&e[20], tl);
+			conf_put_be32(&e[20], tl);
 			p += 24 + tl;
 		}
-		put_be32(&d[4], p - 8);
+		conf_put_be32(&d[4], p - 8);
 		break;
 	default:
 		pthread_mutex_unlock(&lu->lock);
@@ -607,8 +607,8 @@ static int prout_move(struct prout *o)
 	if (o->sa_key == 0)
 		return PRO_BAD_PARAM;
 	unreg = p[17] & 0x02;
-	rel = get_be16(&p[18]);
-	tlen = get_be32(&p[20]);
+	rel = conf_get_be16(&p[18]);
+	tlen = conf_get_be32(&p[20]);
 	/* SPC-4 6.16.4 / 7.6.4.6: the TransportID follows the 24 bytes and
 	 * fits the list; written as a subtraction (plen >= 24 above) because
 	 * 24 + tlen wraps for tlen >= 0xffffffe8 */
@@ -618,7 +618,7 @@ static int prout_move(struct prout *o)
 	 * whole initiator, not the I_T nexus a move needs. */
 	if (p[24] != (0x40 | 0x05))
 		return PRO_BAD_PARAM;
-	nlen = get_be16(&p[26]);
+	nlen = conf_get_be16(&p[26]);
 	if (nlen < 20 || nlen % 4 || nlen > tlen - 4 || nlen >= sizeof(name))
 		return PRO_BAD_PARAM;
 	memcpy(name, &p[28], nlen);
@@ -704,7 +704,7 @@ void pr_out(struct scsi_cmd *cmd)
 	o.n = cmd->nexus;
 	o.scope = cmd->cdb[2] >> 4;
 	o.type = cmd->cdb[2] & 0x0f;
-	o.plen = get_be32(&cmd->cdb[5]);
+	o.plen = conf_get_be32(&cmd->cdb[5]);
 	o.param = cmd->buf;
 	cmd->xfer_len = o.plen;
 	if (sa > PRO_REGISTER_MOVE) {
@@ -715,8 +715,8 @@ void pr_out(struct scsi_cmd *cmd)
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
 		return scsi_cmd_complete(cmd);
 	}
-	o.key = get_be64(&o.param[0]);
-	o.sa_key = get_be64(&o.param[8]);
+	o.key = conf_get_be64(&o.param[0]);
+	o.sa_key = conf_get_be64(&o.param[8]);
 	if (sa != PRO_REGISTER_MOVE) {
 		o.aptpl = o.param[20] & 0x01;
 		o.all_tg_pt = o.param[20] & 0x04;
@@ -746,7 +746,7 @@ void pr_out(struct scsi_cmd *cmd)
 
 	if (sa == PRO_REGISTER_MOVE) {
 		struct scsi_target *t = cmd->target;
-		uint16_t rel = get_be16(&o.param[18]);
+		uint16_t rel = conf_get_be16(&o.param[18]);
 		unsigned i;
 
 		pthread_mutex_lock(&t->lock);

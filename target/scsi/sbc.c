@@ -28,12 +28,12 @@
  * the part of cmd->buf the read did not fill. The dispatcher (lu.c) has
  * already checked that a data-out command came with all its data-out.
  */
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/scsi/scsi_int.h"
 
@@ -68,21 +68,21 @@ static void decode_lba(const uint8_t *cdb, uint64_t *lba, uint32_t *n)
 {
 	switch (cdb[0] >> 5) {
 	case 0: /* 6-byte */
-		*lba = get_be24(&cdb[1]) & 0x1fffff;
+		*lba = conf_get_be24(&cdb[1]) & 0x1fffff;
 		*n = cdb[4] ? cdb[4] : 256;
 		break;
 	case 1: /* 10-byte */
 	case 2:
-		*lba = get_be32(&cdb[2]);
-		*n = get_be16(&cdb[7]);
+		*lba = conf_get_be32(&cdb[2]);
+		*n = conf_get_be16(&cdb[7]);
 		break;
 	case 5: /* 12-byte */
-		*lba = get_be32(&cdb[2]);
-		*n = get_be32(&cdb[6]);
+		*lba = conf_get_be32(&cdb[2]);
+		*n = conf_get_be32(&cdb[6]);
 		break;
 	default: /* 16-byte */
-		*lba = get_be64(&cdb[2]);
-		*n = get_be32(&cdb[10]);
+		*lba = conf_get_be64(&cdb[2]);
+		*n = conf_get_be32(&cdb[10]);
 		break;
 	}
 }
@@ -196,7 +196,7 @@ static void ctx_step(struct sbc_ctx *c)
 	uint64_t len = c->end - c->pos;
 	int rc;
 
-	assert(ctx_check(c));
+	RTGT_CHECK(ctx_check(c));
 	if (scsi_cmd_aborted(cmd) || len == 0)
 		return ctx_finish(c);
 	memset(&c->io, 0, sizeof(c->io));
@@ -503,8 +503,8 @@ void sbc_write_same(struct scsi_cmd *cmd)
 
 	if (!sbc_medium_ready(cmd))
 		return;
-	lba = ws16 ? get_be64(&cmd->cdb[2]) : get_be32(&cmd->cdb[2]);
-	n = ws16 ? get_be32(&cmd->cdb[10]) : get_be16(&cmd->cdb[7]);
+	lba = ws16 ? conf_get_be64(&cmd->cdb[2]) : conf_get_be32(&cmd->cdb[2]);
+	n = ws16 ? conf_get_be32(&cmd->cdb[10]) : conf_get_be16(&cmd->cdb[7]);
 	if (cmd->cdb[1] >> 5) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
 		return scsi_cmd_complete(cmd);
@@ -569,7 +569,7 @@ void sbc_write_same(struct scsi_cmd *cmd)
 void sbc_compare_write(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
-	uint64_t lba = get_be64(&cmd->cdb[2]);
+	uint64_t lba = conf_get_be64(&cmd->cdb[2]);
 	uint32_t n = cmd->cdb[13];
 	struct sbc_ctx *c;
 
@@ -656,12 +656,12 @@ void sbc_read_capacity10(struct scsi_cmd *cmd)
 	uint64_t last = lu->nblocks - 1;
 	uint8_t d[8];
 
-	if (!(cmd->cdb[8] & 0x01) && get_be32(&cmd->cdb[2])) {
+	if (!(cmd->cdb[8] & 0x01) && conf_get_be32(&cmd->cdb[2])) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, -1);
 		return scsi_cmd_complete(cmd);
 	}
-	put_be32(&d[0], last > 0xffffffffull ? 0xffffffffu : (uint32_t)last);
-	put_be32(&d[4], SCSI_BS);
+	conf_put_be32(&d[0], last > 0xffffffffull ? 0xffffffffu : (uint32_t)last);
+	conf_put_be32(&d[4], SCSI_BS);
 	scsi_reply(cmd, d, 8, 8);
 	scsi_cmd_complete(cmd);
 }
@@ -680,14 +680,14 @@ static unsigned log2u(uint32_t v)
 void sbc_read_capacity16(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
-	uint32_t alloc = get_be32(&cmd->cdb[10]);
+	uint32_t alloc = conf_get_be32(&cmd->cdb[10]);
 	uint32_t gran = raid_vol_opt_gran(lu->vol) / SCSI_BS;
 	uint8_t d[32];
 	unsigned exp = 0;
 
 	memset(d, 0, sizeof(d));
-	put_be64(&d[0], lu->nblocks - 1);
-	put_be32(&d[8], SCSI_BS);
+	conf_put_be64(&d[0], lu->nblocks - 1);
+	conf_put_be32(&d[8], SCSI_BS);
 	/* physical block = 4 KiB when the chunk allows it: partial writes
 	 * below that cost a read-modify-write on parity levels */
 	if (gran >= 8)
@@ -700,8 +700,8 @@ void sbc_read_capacity16(struct scsi_cmd *cmd)
 void sbc_get_lba_status(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
-	uint64_t lba = get_be64(&cmd->cdb[2]);
-	uint32_t alloc = get_be32(&cmd->cdb[10]);
+	uint64_t lba = conf_get_be64(&cmd->cdb[2]);
+	uint32_t alloc = conf_get_be32(&cmd->cdb[10]);
 	uint64_t left, nb = atomic_load_explicit(&lu->nblocks, memory_order_acquire);
 	uint8_t d[24];
 
@@ -712,10 +712,10 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 		return scsi_cmd_complete(cmd);
 	}
 	memset(d, 0, sizeof(d));
-	put_be32(&d[0], 20);
-	put_be64(&d[8], lba);
+	conf_put_be32(&d[0], 20);
+	conf_put_be64(&d[8], lba);
 	left = nb - lba;
-	put_be32(&d[16], left > 0xffffffffull ? 0xffffffffu : (uint32_t)left);
+	conf_put_be32(&d[16], left > 0xffffffffull ? 0xffffffffu : (uint32_t)left);
 	d[20] = 0x00; /* mapped */
 	scsi_reply(cmd, d, 24, alloc);
 	scsi_cmd_complete(cmd);

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conf/util.h"
+
 struct raid_vol;
 struct raid_ioctx;
 
@@ -248,31 +250,14 @@ void scsi_lun_encode(uint64_t lun, uint8_t out[8]);
 
 /* ---- statistics (added for rtgtctl stats) ---- */
 
-/* Log-linear latency histogram in microseconds: values below 16 us have a
- * bucket each, above that 8 buckets per power of two (<= 12.5% error), up
- * to 2^31 us; larger values land in the last bucket. Updated lock-free
- * from any thread. */
-#define SCSI_LAT_LINEAR 16u
-#define SCSI_LAT_SUB 8u
+/* The LU and target latency histograms (struct conf_hist, conf/util.h):
+ * values below 16 us have a bucket each, above that 8 buckets per power of
+ * two (<= 12.5% error), up to 2^31 us; larger values land in the last
+ * bucket. The sum of the recorded values (conf_hist_sum_ns): the difference
+ * of two readings over the time between them is the mean number of
+ * commands in service (rtgtctl stats --watch, top: queue depth). */
+#define SCSI_LAT_SUB_BITS 3u
 #define SCSI_LAT_MAX_EXP 31u
-#define SCSI_LAT_BUCKETS (SCSI_LAT_LINEAR + (SCSI_LAT_MAX_EXP - 3u) * SCSI_LAT_SUB)
-
-struct scsi_lat_hist {
-	_Atomic uint64_t bucket[SCSI_LAT_BUCKETS];
-	_Atomic uint64_t count;
-	/* sum of the recorded values: the difference of two readings over
-	 * the time between them is the mean number of commands in service
-	 * (rtgtctl stats --watch, top: queue depth) */
-	_Atomic uint64_t sum_us;
-};
-
-unsigned scsi_lat_bucket(uint64_t us);
-/* Smallest value (us) that falls in @bucket's successor: its upper bound. */
-uint64_t scsi_lat_bucket_high(unsigned bucket);
-void scsi_lat_record(struct scsi_lat_hist *h, uint64_t us);
-/* Upper bound (us) of the bucket holding the @q quantile (0 < q <= 1), 0
- * when nothing was recorded. */
-uint64_t scsi_lat_quantile(const struct scsi_lat_hist *h, double q);
 
 /* Counters of one LU since it was created: commands that reached the
  * device server (not those refused for a missing LUN). Latency is the
@@ -286,7 +271,7 @@ struct scsi_lu_stats {
 void scsi_lu_get_stats(struct scsi_lu *lu, struct scsi_lu_stats *out);
 const char *scsi_lu_name(const struct scsi_lu *lu);
 /* The LU's latency histogram (live view: its buckets and sum). */
-const struct scsi_lat_hist *scsi_lu_lat(const struct scsi_lu *lu);
+const struct conf_hist *scsi_lu_lat(const struct scsi_lu *lu);
 
 /* Unmaps @lun from @t (the LU itself stays; the caller destroys it once no
  * target maps it and scsi_lu_inflight() is 0). Sessions logged in see

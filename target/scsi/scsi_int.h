@@ -123,40 +123,7 @@ enum {
 	ASC_INSUFFICIENT_REG_RESOURCES = 0x5504,
 };
 
-/* ---- big-endian accessors ---- */
-static inline uint16_t get_be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-static inline uint32_t get_be24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-static inline uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static inline uint64_t get_be64(const uint8_t *p)
-{
-	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
-}
-static inline void put_be16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-static inline void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-static inline void put_be64(uint8_t *p, uint64_t v)
-{
-	put_be32(p, (uint32_t)(v >> 32));
-	put_be32(p + 4, (uint32_t)v);
-}
+/* big-endian accessors: conf_get_be16() and friends, conf/util.h (through scsi.h) */
 
 /* ---- objects ---- */
 
@@ -284,7 +251,7 @@ struct scsi_lu {
 	/* rtgtctl stats: atomics, updated outside the lock */
 	_Atomic uint64_t st_read_ops, st_write_ops, st_other_ops;
 	_Atomic uint64_t st_read_bytes, st_write_bytes;
-	struct scsi_lat_hist st_lat;
+	struct conf_hist st_lat;
 	/* Shared LU (raid_vol_shared(vol): an RBD image that other rtgt nodes
 	 * serve too): the persistent-reservation state above is a copy of the
 	 * volume's "pr" blob, installed under lock by pr_state.c (see the top of

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/util.h"
 #include "raid/raid.h"
 #include "target/scsi/scsi_int.h"
 
@@ -90,7 +91,7 @@ unsigned spc_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac)
 					false, NULL);
 	/* SPC-4 4.5.2.4.4: SKSV, then the fraction done of 65536 */
 	sks[0] = 0x80;
-	put_be16(&sks[1], frac);
+	conf_put_be16(&sks[1], frac);
 	return scsi_sense_build(out, desc, SK_NOT_READY, ASC_BECOMING_READY, false, 0, true, sks);
 }
 
@@ -154,7 +155,7 @@ static unsigned inq_standard(struct scsi_cmd *cmd, uint8_t *d)
 	memcpy(&d[16], PRODUCT, 16);
 	memcpy(&d[32], REVISION, 4);
 	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++)
-		put_be16(&d[58 + 2 * i], versions[i]);
+		conf_put_be16(&d[58 + 2 * i], versions[i]);
 	return INQ_STD_LEN;
 }
 
@@ -195,12 +196,12 @@ static unsigned vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
 
 	/* relative target port */
 	memset(v4, 0, 4);
-	put_be16(&v4[2], cmd->nexus->rel_port);
+	conf_put_be16(&v4[2], cmd->nexus->rel_port);
 	p += put_desig(&d[p], 1, 1, 4, true, v4, 4, false);
 	/* target port group: each port is its own group, numbered by its
 	 * TPGT (spc_report_tpgs) */
 	memset(v4, 0, 4);
-	put_be16(&v4[2], cmd->nexus->tpgt);
+	conf_put_be16(&v4[2], cmd->nexus->tpgt);
 	p += put_desig(&d[p], 1, 1, 5, true, v4, 4, false);
 	/* target port name */
 	n = snprintf(name, sizeof(name), "%s,t,0x%04x", t->iqn, cmd->nexus->tpgt);
@@ -211,7 +212,7 @@ static unsigned vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
 	if (n > 0 && n < 252)
 		p += put_desig(&d[p], 3, 2, 8, true, name, (unsigned)n, true);
 	d[1] = 0x83;
-	put_be16(&d[2], (uint16_t)(p - 4));
+	conf_put_be16(&d[2], (uint16_t)(p - 4));
 	return p;
 }
 
@@ -244,14 +245,14 @@ static unsigned vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *d)
 			gran = 0;
 		if (olen > maxb)
 			olen = maxb;
-		put_be16(&d[6], (uint16_t)gran);
-		put_be32(&d[8], maxb);
-		put_be32(&d[12], olen);
-		put_be32(&d[16], maxb);         /* max pre-fetch length */
+		conf_put_be16(&d[6], (uint16_t)gran);
+		conf_put_be32(&d[8], maxb);
+		conf_put_be32(&d[12], olen);
+		conf_put_be32(&d[16], maxb);         /* max pre-fetch length */
 		return 0x40;
 	case 0xb1:
 		d[3] = 0x3c;
-		put_be16(&d[4], (uint16_t)(lu->hdd_rpm ? lu->hdd_rpm : 1));
+		conf_put_be16(&d[4], (uint16_t)(lu->hdd_rpm ? lu->hdd_rpm : 1));
 		return 0x40;
 	case 0xb2:
 		/* thick volumes: no unmap, provisioning type 0 (full) */
@@ -264,7 +265,7 @@ static unsigned vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *d)
 void spc_inquiry(struct scsi_cmd *cmd)
 {
 	uint8_t d[1024];
-	uint32_t alloc = get_be16(&cmd->cdb[3]);
+	uint32_t alloc = conf_get_be16(&cmd->cdb[3]);
 	unsigned len;
 
 	if (!(cmd->cdb[1] & 0x01)) {
@@ -331,7 +332,7 @@ static unsigned mode_page(const struct scsi_mode *m, uint8_t page, int pc, uint8
 		d[2] = m->d_sense ? 0x04 : 0;
 		d[3] = 0x10;            /* QAM=1: unrestricted reordering */
 		d[4] = m->swp ? 0x08 : 0;
-		put_be16(&d[8], 0xffff); /* busy timeout: unlimited */
+		conf_put_be16(&d[8], 0xffff); /* busy timeout: unlimited */
 		return 12;
 	case 0x1c: /* informational exceptions */
 		memset(d, 0, 12);
@@ -373,7 +374,7 @@ void spc_mode_sense(struct scsi_cmd *cmd)
 	bool llbaa = ten && (cmd->cdb[1] & 0x10);
 	int pc = cmd->cdb[2] >> 6;
 	uint8_t page = cmd->cdb[2] & 0x3f, sub = cmd->cdb[3];
-	uint32_t alloc = ten ? get_be16(&cmd->cdb[7]) : cmd->cdb[4];
+	uint32_t alloc = ten ? conf_get_be16(&cmd->cdb[7]) : cmd->cdb[4];
 	uint8_t d[512];
 	unsigned hdr = ten ? 8 : 4, p, i, bdl;
 	uint64_t nb = lu->nblocks;
@@ -390,11 +391,11 @@ void spc_mode_sense(struct scsi_cmd *cmd)
 	bdl = dbd ? 0 : llbaa ? 16 : 8;
 	p = hdr;
 	if (bdl == 8) {
-		put_be32(&d[p], nb > 0xffffffffull ? 0xffffffffu : (uint32_t)nb);
-		put_be32(&d[p + 4], SCSI_BS); /* byte 4 is reserved: density 0 */
+		conf_put_be32(&d[p], nb > 0xffffffffull ? 0xffffffffu : (uint32_t)nb);
+		conf_put_be32(&d[p + 4], SCSI_BS); /* byte 4 is reserved: density 0 */
 	} else if (bdl == 16) {
-		put_be64(&d[p], nb);
-		put_be32(&d[p + 12], SCSI_BS);
+		conf_put_be64(&d[p], nb);
+		conf_put_be32(&d[p + 12], SCSI_BS);
 	}
 	p += bdl;
 	pthread_mutex_lock(&lu->lock);
@@ -415,10 +416,10 @@ void spc_mode_sense(struct scsi_cmd *cmd)
 	d[ten ? 3 : 2] = (uint8_t)((lu->mode.swp || scsi_cmd_view_ro(cmd) ? 0x80 : 0) | 0x10);
 	pthread_mutex_unlock(&lu->lock);
 	if (ten) {
-		put_be16(&d[0], (uint16_t)(p - 2));
+		conf_put_be16(&d[0], (uint16_t)(p - 2));
 		if (llbaa)
 			d[4] = 0x01;
-		put_be16(&d[6], (uint16_t)bdl);
+		conf_put_be16(&d[6], (uint16_t)bdl);
 	} else {
 		d[0] = (uint8_t)(p - 1);
 		d[3] = (uint8_t)bdl;
@@ -431,7 +432,7 @@ void spc_mode_select(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
 	bool ten = cmd->cdb[0] == OP_MODE_SELECT_10;
-	uint32_t plen = ten ? get_be16(&cmd->cdb[7]) : cmd->cdb[4];
+	uint32_t plen = ten ? conf_get_be16(&cmd->cdb[7]) : cmd->cdb[4];
 	unsigned hdr = ten ? 8 : 4, bdl, p;
 	const uint8_t *d = cmd->buf;
 	struct scsi_mode m;
@@ -452,13 +453,13 @@ void spc_mode_select(struct scsi_cmd *cmd)
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
 		return scsi_cmd_complete(cmd);
 	}
-	bdl = ten ? get_be16(&d[6]) : d[3];
+	bdl = ten ? conf_get_be16(&d[6]) : d[3];
 	if ((bdl != 0 && bdl != 8 && !(ten && bdl == 16 && (d[4] & 1))) || hdr + bdl > plen) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false, ten ? 6 : 3, -1);
 		return scsi_cmd_complete(cmd);
 	}
 	if (bdl) {
-		uint32_t bl = bdl == 16 ? get_be32(&d[hdr + 12]) : get_be24(&d[hdr + 5]);
+		uint32_t bl = bdl == 16 ? conf_get_be32(&d[hdr + 12]) : conf_get_be24(&d[hdr + 5]);
 
 		if (bl != SCSI_BS && bl != 0) {
 			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false,
@@ -517,6 +518,7 @@ void spc_mode_select(struct scsi_cmd *cmd)
 	if (changed)
 		scsi_ua_add_all(lu, cmd->nexus, ASC_MODE_PARAMS_CHANGED);
 	pthread_mutex_unlock(&lu->lock);
+	RTGT_CHECK(spc_mode_check(lu));   /* takes lu->lock itself */
 	return scsi_cmd_complete(cmd);
 
 len_err:
@@ -530,7 +532,7 @@ len_err:
 void spc_report_luns(struct scsi_cmd *cmd)
 {
 	struct scsi_target *t = cmd->target;
-	uint32_t alloc = get_be32(&cmd->cdb[6]);
+	uint32_t alloc = conf_get_be32(&cmd->cdb[6]);
 	uint8_t d[8 + 8 * SCSI_MAX_LUNS];
 	uint8_t sel = cmd->cdb[2];
 	unsigned i, n = 0;
@@ -559,7 +561,7 @@ void spc_report_luns(struct scsi_cmd *cmd)
 		if (cnt == 0 && sel != 0x10)
 			scsi_lun_encode(0, &d[8 + 8 * n++]);
 	}
-	put_be32(&d[0], 8 * n);
+	conf_put_be32(&d[0], 8 * n);
 	scsi_reply(cmd, d, 8 + 8 * n, alloc);
 	scsi_cmd_complete(cmd);
 }
@@ -569,9 +571,9 @@ void spc_report_luns(struct scsi_cmd *cmd)
 static unsigned put_timeouts(uint8_t *d)
 {
 	memset(d, 0, 12);
-	put_be16(&d[0], 0x0a);
-	put_be32(&d[4], 1);     /* nominal: 1 s */
-	put_be32(&d[8], 30);    /* recommended: 30 s */
+	conf_put_be16(&d[0], 0x0a);
+	conf_put_be32(&d[4], 1);     /* nominal: 1 s */
+	conf_put_be32(&d[8], 30);    /* recommended: 30 s */
 	return 12;
 }
 
@@ -580,9 +582,9 @@ static unsigned put_cmd_desc(uint8_t *d, uint8_t opcode, const struct scsi_op *o
 {
 	memset(d, 0, 8);
 	d[0] = opcode;
-	put_be16(&d[2], sa ? sav : 0);
+	conf_put_be16(&d[2], sa ? sav : 0);
 	d[5] = (uint8_t)((rctd ? 0x02 : 0) | (sa ? 0x01 : 0));
-	put_be16(&d[6], o->cdb_len);
+	conf_put_be16(&d[6], o->cdb_len);
 	if (rctd)
 		return 8 + put_timeouts(&d[8]);
 	return 8;
@@ -592,8 +594,8 @@ void spc_report_opcodes(struct scsi_cmd *cmd)
 {
 	uint8_t opt = cmd->cdb[2] & 0x07, req_op = cmd->cdb[3];
 	bool rctd = cmd->cdb[2] & 0x80;
-	uint16_t req_sa = get_be16(&cmd->cdb[4]);
-	uint32_t alloc = get_be32(&cmd->cdb[6]);
+	uint16_t req_sa = conf_get_be16(&cmd->cdb[4]);
+	uint32_t alloc = conf_get_be32(&cmd->cdb[6]);
 	uint8_t one[64];
 	const struct scsi_op *o, *s;
 	unsigned p = 4, i, j;
@@ -620,7 +622,7 @@ void spc_report_opcodes(struct scsi_cmd *cmd)
 							  rctd);
 			}
 		}
-		put_be32(&buf[0], p - 4);
+		conf_put_be32(&buf[0], p - 4);
 		scsi_reply(cmd, buf, p, alloc);
 		free(buf);
 		return scsi_cmd_complete(cmd);
@@ -649,7 +651,7 @@ void spc_report_opcodes(struct scsi_cmd *cmd)
 		p = 4;
 	} else {
 		one[1] = (uint8_t)((rctd ? 0x80 : 0) | 0x03);
-		put_be16(&one[2], s->cdb_len);
+		conf_put_be16(&one[2], s->cdb_len);
 		memcpy(&one[4], s->usage, s->cdb_len);
 		if (o->sa)
 			one[5] = (uint8_t)((s->usage[1] & 0xe0) | req_sa);
@@ -663,7 +665,7 @@ void spc_report_opcodes(struct scsi_cmd *cmd)
 
 void spc_report_tmfs(struct scsi_cmd *cmd)
 {
-	uint32_t alloc = get_be32(&cmd->cdb[6]);
+	uint32_t alloc = conf_get_be32(&cmd->cdb[6]);
 	uint8_t d[16];
 	unsigned len = 4;
 
@@ -701,18 +703,18 @@ static unsigned rtpg_group(uint8_t *d, uint16_t id, bool local, bool peers)
 	/* a group this node reports optimized is non-optimized as seen from
 	 * a peer node, so with peers both states are supported */
 	d[1] = RTPG_SUP_AO | (peers ? RTPG_SUP_AN : 0);
-	put_be16(&d[2], id);
+	conf_put_be16(&d[2], id);
 	/* d[5] status code 0: no transition happened here; states follow
 	 * the configuration only */
 	d[7] = 1;               /* target port count */
-	put_be16(&d[8 + 2], id);
+	conf_put_be16(&d[8 + 2], id);
 	return RTPG_DESC_LEN;
 }
 
 void spc_report_tpgs(struct scsi_cmd *cmd)
 {
 	struct scsi_target *t = cmd->target;
-	uint32_t alloc = get_be32(&cmd->cdb[6]);
+	uint32_t alloc = conf_get_be32(&cmd->cdb[6]);
 	uint8_t fmt = cmd->cdb[1] >> 5;
 	uint8_t d[8 + 2 * SCSI_MAX_PORTS * RTPG_DESC_LEN];
 	unsigned p, i;
@@ -731,7 +733,7 @@ void spc_report_tpgs(struct scsi_cmd *cmd)
 	for (i = 0; i < t->n_peer_tpgs; i++)
 		p += rtpg_group(&d[p], t->peer_tpgs[i], false, peers);
 	pthread_mutex_unlock(&t->lock);
-	put_be32(&d[0], p - 4);
+	conf_put_be32(&d[0], p - 4);
 	if (fmt) {
 		d[4] = 0x10;    /* extended header format */
 		d[5] = 0;       /* implicit transition time: immediate */

@@ -40,6 +40,8 @@
 #include <iscsi/scsi-lowlevel.h>
 #include <json-c/json.h>
 
+#include "conf/util.h"
+
 #define DEFAULT_INITIATOR "iqn.2026-11.org.rtgt:bench"
 #define DEFAULT_SEED      0x7274677442656e63ull   /* "rtgtBenc" */
 #define VERIFY_MAGIC      0x68636e6274677472ull   /* "rtgtbnch" little-endian */
@@ -228,14 +230,6 @@ static pthread_barrier_t g_ready, g_go;
 static bool g_abort;           /* written by main between the two barriers */
 static uint64_t g_t_start;     /* likewise */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t xorshift64(uint64_t *s)
 {
 	uint64_t x = *s;
@@ -365,7 +359,7 @@ static int issue(struct slot *sl)
 			stamp_fill(sl->buf + b * s->block_size, s->block_size, sl->lba + b, o->seed);
 	}
 	sl->expect_stamp = !write && bit_get(s->written, chunk);
-	sl->t0 = now_ns();
+	sl->t0 = conf_mono_ns();
 	if (write)
 		t = iscsi_write16_iov_task(s->ctx, s->lun, sl->lba, NULL, (uint32_t)o->bs,
 					   (int)s->block_size, 0, 0, 0, 0, 0, io_done, sl,
@@ -413,7 +407,7 @@ static void io_done(struct iscsi_context *ctx, int status, void *command_data, v
 	struct slot *sl = priv;
 	struct sess *s = sl->s;
 	struct scsi_task *t = command_data;
-	uint64_t lat = now_ns() - sl->t0;
+	uint64_t lat = conf_mono_ns() - sl->t0;
 
 	sl->busy = false;
 	s->inflight--;
@@ -426,7 +420,7 @@ static void io_done(struct iscsi_context *ctx, int status, void *command_data, v
 				s->writes++;
 			else
 				s->reads++;
-			s->t_end = now_ns();
+			s->t_end = conf_mono_ns();
 		}
 		if (sl->write)
 			bit_set(s->written, sl->lba / s->io_blocks);
@@ -485,7 +479,7 @@ static void run_phase(struct sess *s, enum phase ph, uint64_t deadline)
 			s->dead = true;
 			break;
 		}
-		if ((deadline && now_ns() >= deadline) || g_interrupted)
+		if ((deadline && conf_mono_ns() >= deadline) || g_interrupted)
 			s->stop = true;
 	}
 	if (s->dead) {
@@ -552,7 +546,7 @@ static int sess_setup(struct sess *s)
 	/* Each session gets its own random ISID: two sessions of this process
 	 * to one target must not reinstate each other. */
 	if (getrandom(&isid, sizeof(isid), 0) != sizeof(isid))
-		isid = now_ns() ^ ((uint64_t)getpid() << 20) ^ s->idx;
+		isid = conf_mono_ns() ^ ((uint64_t)getpid() << 20) ^ s->idx;
 	iscsi_set_isid_random(s->ctx, (uint32_t)isid & 0xffffff, (uint32_t)(isid >> 32) & 0xffff);
 	iscsi_set_targetname(s->ctx, url->target);
 	iscsi_set_session_type(s->ctx, ISCSI_SESSION_NORMAL);
@@ -1089,7 +1083,7 @@ static void on_signal(int sig)
 static void progress(const struct opts *o, struct sess *ss, unsigned n, uint64_t *last_bytes,
 		     uint64_t *last_ops, uint64_t *last_t)
 {
-	uint64_t b = 0, ops = 0, t = now_ns();
+	uint64_t b = 0, ops = 0, t = conf_mono_ns();
 	double dt = (double)(t - *last_t) / 1e9;
 	unsigned i;
 
@@ -1149,7 +1143,7 @@ int main(int argc, char **argv)
 		if (ss[i].state == S_FAILED)
 			any_failed = true;
 	g_abort = any_failed || g_interrupted;
-	g_t_start = now_ns();
+	g_t_start = conf_mono_ns();
 	pthread_barrier_wait(&g_go);
 
 	if (!g_abort) {
@@ -1165,7 +1159,7 @@ int main(int argc, char **argv)
 			for (i = 0; i < o.n_urls; i++)
 				if (__atomic_load_n(&ss[i].state, __ATOMIC_ACQUIRE) != S_DONE)
 					running = true;
-			t = now_ns();
+			t = conf_mono_ns();
 			if (running && t - lt >= 1000000000ull)
 				progress(&o, ss, o.n_urls, &lb, &lo_, &lt);
 		}

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/util.h"
 #include "target/tools/rtgtctl.h"
 
 #define DEFAULT_SOCKET "var/rtgtd.sock"
@@ -141,19 +142,18 @@ char *rtgtctl_recv_line(int fd)
 {
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap);
-	struct timespec start, now;
+	uint64_t start;
 
 	if (!buf)
 		return NULL;
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	start = conf_mono_ms();
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		long waited;
 		ssize_t n;
 		char *nl;
 
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		waited = (long)(conf_mono_ms() - start);
 		if (waited >= REPLY_TIMEOUT_MS) {
 			errno = ETIMEDOUT;
 			goto fail;

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "target/tools/rtgtctl.h"
 
 #define HIST_MAX 512u
@@ -871,17 +872,14 @@ done:
 /* Sleeps @s seconds; true when q was typed (top on a terminal). */
 static bool wait_or_key(double s, bool keys)
 {
-	struct timespec start, now;
+	uint64_t start = conf_mono_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		double left;
 		struct pollfd p = { .fd = 0, .events = POLLIN };
 		int n;
 
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		left = s - ((double)(now.tv_sec - start.tv_sec) +
-			    (double)(now.tv_nsec - start.tv_nsec) / 1e9);
+		left = s - (double)(conf_mono_ns() - start) / 1e9;
 		if (left <= 0 || stop_flag)
 			return false;
 		n = poll(&p, keys ? 1 : 0, (int)(left * 1000) + 1);

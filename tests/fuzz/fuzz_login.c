@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cr.mutual_secret = "other-secret-16b";
 	}
 	chap_on = data[0] & 32;
-	lim.max_recv_dsl = iscsi_get24(data + 1);
+	lim.max_recv_dsl = conf_get_be24(data + 1);
 	if (lim.max_recv_dsl < 512)
 		lim.max_recv_dsl = 512;
 	iscsi_neg_init(&n, &lim, data[0] & 1);

@@ -122,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hdig = data[0] & 2;
 	ddig = data[0] & 4;
 	/* 512 .. 16 MiB - 1, the range neg.c lets MaxRecvDataSegmentLength take */
-	max_dsl = iscsi_get24(data + 1);
+	max_dsl = conf_get_be24(data + 1);
 	if (max_dsl < 512)
 		max_dsl = 512;
 	off = SITUATION_LEN;

@@ -24,14 +24,12 @@
 
 #include <iscsi/iscsi.h>
 
+#include "conf/util.h"
 #include "tests/lib/harness.h"
 
 uint64_t harness_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return conf_mono_ms();
 }
 
 static void sleep_ms(unsigned ms)
@@ -852,35 +850,31 @@ int harness_tcp_wait_closed(int fd, int timeout_ms)
 
 /* ---- PDUs ---- */
 
+/* the test programs of tests/net/ may include tests/lib/ only: these
+ * forward to conf/util.h's accessors for them */
 void harness_put_be16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
+	conf_put_be16(p, v);
 }
 
 void harness_put_be24(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
+	conf_put_be24(p, v);
 }
 
 void harness_put_be32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
+	conf_put_be32(p, v);
 }
 
 uint32_t harness_get_be24(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+	return conf_get_be24(p);
 }
 
 uint32_t harness_get_be32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return conf_get_be32(p);
 }
 
 size_t harness_kv_add(char *buf, size_t cap, size_t off, const char *key, const char *value)

@@ -22,6 +22,7 @@
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
+#include <json-c/json.h>
 
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
@@ -251,6 +252,14 @@ START_TEST(t02_invalid_file)
 	rc = rj_ctl(&D, out, sizeof(out), "status", "--json", (char *)NULL);
 	ck_assert_int_eq(rc, 0);
 	ck_assert_msg(!strstr(out, T2), "status shows the refused target: %s", out);
+	{
+		/* the reloads above went through daemon_check() and friends */
+		struct json_object *st = json_tokener_parse(out);
+
+		ck_assert_ptr_nonnull(st);
+		ck_assert_int_eq(rj_int(st, "invariant_failures"), 0);
+		json_object_put(st);
+	}
 	harness_iscsi_logout(c);
 	nf_stop_expect_0(&D, NULL);
 }

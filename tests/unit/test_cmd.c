@@ -88,8 +88,8 @@ static struct iscsi_req *read_req(uint32_t itt, uint32_t edtl)
 	ck_assert_ptr_nonnull(r);
 	r->bhs[0] = ISCSI_OP_SCSI_CMD;
 	r->bhs[1] = ISCSI_FLAG_FINAL | ISCSI_CMD_READ | 1;
-	iscsi_put32(r->bhs + ISCSI_OFF_ITT, itt);
-	iscsi_put32(r->bhs + ISCSI_OFF_EDTL, edtl);
+	conf_put_be32(r->bhs + ISCSI_OFF_ITT, itt);
+	conf_put_be32(r->bhs + ISCSI_OFF_EDTL, edtl);
 	r->bhs[ISCSI_OFF_CDB] = 0x88;    /* READ 16; never executed here */
 	r->cmdsn = itt;
 	return r;

@@ -50,7 +50,7 @@ START_TEST(t03_bad_lun)
 	ck_assert_int_eq(fx.buf[0], 0x7f);
 	c = fx_run(fx.a, 5, rl, 12, 256, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_int_eq(get_be32(&fx.buf[0]), 8);
+	ck_assert_int_eq(conf_get_be32(&fx.buf[0]), 8);
 	ck_assert_int_eq(c.xfer_len, 16);
 }
 END_TEST
@@ -68,7 +68,7 @@ START_TEST(t04_invalid_opcode_and_sa)
 	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
 	/* field pointer: SKSV, C/D, byte 1 */
 	ck_assert_int_eq(c.sense[15] & 0xc0, 0xc0);
-	ck_assert_int_eq(get_be16(&c.sense[16]), 1);
+	ck_assert_int_eq(conf_get_be16(&c.sense[16]), 1);
 }
 END_TEST
 
@@ -162,35 +162,38 @@ END_TEST
 
 START_TEST(t11_latency_histogram)
 {
-	static struct scsi_lat_hist h;
+	static struct conf_hist h;
 	uint64_t prev = 0;
 
-	/* buckets are monotonic and each value lies below its bucket's bound
-	 * and at or above the previous bucket's, within 12.5% above 16 us */
+	/* the LU's shape of conf_hist: buckets are monotonic and each value
+	 * lies below its bucket's bound and at or above the previous bucket's,
+	 * within 12.5% above 16 us */
+	ck_assert_int_eq(conf_hist_init(&h, SCSI_LAT_SUB_BITS, SCSI_LAT_MAX_EXP), 0);
 	for (uint64_t us = 0; us < (1u << 20); us += 1 + us / 7) {
-		unsigned b = scsi_lat_bucket(us);
+		unsigned b = conf_hist_bucket(&h, us);
 
-		ck_assert_uint_lt(b, SCSI_LAT_BUCKETS);
+		ck_assert_uint_lt(b, conf_hist_buckets(&h));
 		ck_assert_uint_ge(b, prev);
 		prev = b;
-		ck_assert_uint_gt(scsi_lat_bucket_high(b), us);
+		ck_assert_uint_gt(conf_hist_bucket_high(&h, b), us);
 		if (b > 0)
-			ck_assert_uint_le(scsi_lat_bucket_high(b - 1), us);
-		if (us >= SCSI_LAT_LINEAR)
-			ck_assert_uint_le(scsi_lat_bucket_high(b) - us, us / 8 + 1);
+			ck_assert_uint_le(conf_hist_bucket_high(&h, b - 1), us);
+		if (us >= 16)
+			ck_assert_uint_le(conf_hist_bucket_high(&h, b) - us, us / 8 + 1);
 	}
-	ck_assert_uint_eq(scsi_lat_bucket(UINT64_MAX), SCSI_LAT_BUCKETS - 1);
-	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.5), 0);
+	ck_assert_uint_eq(conf_hist_buckets(&h), 240);
+	ck_assert_uint_eq(conf_hist_bucket(&h, UINT64_MAX), conf_hist_buckets(&h) - 1);
+	ck_assert_uint_eq(conf_hist_percentile(&h, 50), 0);
 	/* 90 fast (5 us), 10 slow (1000 us): p50 fast, p99 slow */
 	for (int i = 0; i < 90; i++)
-		scsi_lat_record(&h, 5);
+		conf_hist_record(&h, 5000);
 	for (int i = 0; i < 10; i++)
-		scsi_lat_record(&h, 1000);
-	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.5), 6);
-	ck_assert_uint_eq(scsi_lat_quantile(&h, 0.90), 6);
-	ck_assert_uint_ge(scsi_lat_quantile(&h, 0.99), 1000);
-	ck_assert_uint_le(scsi_lat_quantile(&h, 0.99), 1000 + 1000 / 8);
-	ck_assert_uint_eq(atomic_load(&h.count), 100);
+		conf_hist_record(&h, 1000000);
+	ck_assert_uint_eq(conf_hist_percentile(&h, 50), 6);
+	ck_assert_uint_eq(conf_hist_percentile(&h, 90), 6);
+	ck_assert_uint_ge(conf_hist_percentile(&h, 99), 1000);
+	ck_assert_uint_le(conf_hist_percentile(&h, 99), 1000 + 1000 / 8);
+	ck_assert_uint_eq(conf_hist_count(&h), 100);
 }
 END_TEST
 
@@ -376,8 +379,8 @@ START_TEST(t14_deferred_write_error)
 		uint64_t row = 2 * tries + 1;
 		uint8_t wr[10] = { OP_WRITE_10, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 
-		put_be32(&wr[2], (uint32_t)((row - 1) * stripe / SCSI_BS));
-		put_be16(&wr[7], (uint16_t)(3 * chunk / SCSI_BS));
+		conf_put_be32(&wr[2], (uint32_t)((row - 1) * stripe / SCSI_BS));
+		conf_put_be16(&wr[7], (uint16_t)(3 * chunk / SCSI_BS));
 		memset(fx.buf, 0x40 + (int)tries, 3 * chunk);
 		c = fx_run(fx.a, 1, wr, 10, (uint32_t)(3 * chunk), true);
 		ck_assert_int_eq(c.status, SCSI_GOOD);
@@ -428,19 +431,19 @@ START_TEST(t14_deferred_write_error)
 		uint8_t rk[10] = { OP_PR_IN, 0, 0, 0, 0, 0, 0, 0, 64, 0 };
 
 		memset(fx.buf, 0, 24);
-		put_be64(&fx.buf[8], 0xb0b);
+		conf_put_be64(&fx.buf[8], 0xb0b);
 		c = fx_run(fx.b, 1, reg, 10, 24, true);
 		ck_sense(c, SK_MEDIUM_ERROR, ASC_WRITE_ERROR);
 		ck_assert_int_eq(c.sense[0], 0x71);
 		c = fx_run(fx.b, 1, rk, 10, 64, false);
 		ck_assert_int_eq(c.status, SCSI_GOOD);
-		ck_assert_uint_eq(get_be32(&fx.buf[4]), 0);   /* no key registered */
+		ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 0);   /* no key registered */
 		memset(fx.buf, 0, 24);
-		put_be64(&fx.buf[8], 0xb0b);
+		conf_put_be64(&fx.buf[8], 0xb0b);
 		c = fx_run(fx.b, 1, reg, 10, 24, true);
 		ck_assert_int_eq(c.status, SCSI_GOOD);
 		c = fx_run(fx.b, 1, rk, 10, 64, false);
-		ck_assert_uint_eq(get_be32(&fx.buf[4]), 8);
+		ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 8);
 	}
 
 	/* nexus e: REQUEST SENSE returns it as data, with GOOD, once */
@@ -503,7 +506,7 @@ static uint32_t lu_report(struct scsi_nexus *n, uint64_t lun, uint16_t *luns)
 	uint32_t cnt;
 
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	cnt = get_be32(&fx.buf[0]) / 8;
+	cnt = conf_get_be32(&fx.buf[0]) / 8;
 	for (uint32_t i = 0; i < cnt; i++)
 		luns[i] = (uint16_t)(fx.buf[8 + 8 * i + 1] | (fx.buf[8 + 8 * i] & 0x3f) << 8);
 	return cnt;

@@ -43,7 +43,8 @@ static const char *snap_json =
 	"{\"path\":\"d1\\nx\",\"state\":\"rebuilding\",\"read_bytes\":0,\"write_bytes\":0,"
 	"\"read_ops\":0,\"write_ops\":0,\"busy_ns\":0,\"read_hist\":[],\"write_hist\":[],"
 	"\"slow\":false}]}],"
-	"\"events\":{\"posted\":9,\"dropped\":1,\"hook_runs\":8,\"hook_failures\":2,\"hook_timeouts\":1}}";
+	"\"events\":{\"posted\":9,\"dropped\":1,\"hook_runs\":8,\"hook_failures\":2,\"hook_timeouts\":1},"
+	"\"invariant_failures\":3}";
 
 static char *format(void)
 {
@@ -118,6 +119,8 @@ START_TEST(t01_format_values)
 	LINE(t, "rtgt_events_total 9");
 	LINE(t, "rtgt_events_dropped_total 1");
 	LINE(t, "rtgt_event_hook_timeouts_total 1");
+	LINE(t, "# TYPE rtgt_invariant_failures_total counter");
+	LINE(t, "rtgt_invariant_failures_total 3");
 	/* a member without a health entry (a file) has no health samples */
 	ck_assert_ptr_null(strstr(t, "rtgt_member_health{pool=\"tank\",member=\"d1"));
 	free(t);

@@ -18,14 +18,14 @@ START_TEST(t01_accessors)
 {
 	uint8_t b[8] = { 0 };
 
-	iscsi_put32(b, 0x01020304);
+	conf_put_be32(b, 0x01020304);
 	ck_assert_uint_eq(b[0], 1);
 	ck_assert_uint_eq(b[3], 4);
-	ck_assert_uint_eq(iscsi_get32(b), 0x01020304);
-	iscsi_put24(b + 4, 0xabcdef);
-	ck_assert_uint_eq(iscsi_get24(b + 4), 0xabcdef);
-	iscsi_put16(b, 0xbeef);
-	ck_assert_uint_eq(iscsi_get16(b), 0xbeef);
+	ck_assert_uint_eq(conf_get_be32(b), 0x01020304);
+	conf_put_be24(b + 4, 0xabcdef);
+	ck_assert_uint_eq(conf_get_be24(b + 4), 0xabcdef);
+	conf_put_be16(b, 0xbeef);
+	ck_assert_uint_eq(conf_get_be16(b), 0xbeef);
 	ck_assert_uint_eq(iscsi_pad4(0), 0);
 	ck_assert_uint_eq(iscsi_pad4(1), 3);
 	ck_assert_uint_eq(iscsi_pad4(4), 0);
@@ -145,7 +145,7 @@ START_TEST(t05_ffp_checks)
 	ck_assert_uint_eq(reason, ISCSI_REJECT_PROTOCOL);
 	/* NOP-Out with reserved ITT must be immediate */
 	bhs_init(b, ISCSI_OP_NOP_OUT, ISCSI_FLAG_FINAL, 0);
-	iscsi_put32(b + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
+	conf_put_be32(b + ISCSI_OFF_ITT, ISCSI_RSVD_TAG);
 	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_REJECT);
 	b[0] |= ISCSI_OP_IMMEDIATE;
 	ck_assert_int_eq(iscsi_bhs_check(b, ISCSI_PHASE_FFP, 65536, &reason, &why), ISCSI_BHS_OK);

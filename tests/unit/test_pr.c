@@ -18,8 +18,8 @@ static struct scsi_cmd prout(struct scsi_nexus *n, uint8_t sa, uint8_t type, uin
 	uint8_t cdb[10] = { OP_PR_OUT, sa, type, 0, 0, 0, 0, 0, 24, 0 };
 
 	memset(fx.buf, 0, 24);
-	put_be64(&fx.buf[0], key);
-	put_be64(&fx.buf[8], sakey);
+	conf_put_be64(&fx.buf[0], key);
+	conf_put_be64(&fx.buf[8], sakey);
 	fx.buf[20] = flags;
 	return fx_run(n, 0, cdb, 10, 24, true);
 }
@@ -28,7 +28,7 @@ static struct scsi_cmd prin(struct scsi_nexus *n, uint8_t sa, uint16_t alloc)
 {
 	uint8_t cdb[10] = { OP_PR_IN, sa, 0, 0, 0, 0, 0, 0, 0, 0 };
 
-	put_be16(&cdb[7], alloc);
+	conf_put_be16(&cdb[7], alloc);
 	return fx_run(n, 0, cdb, 10, alloc, false);
 }
 
@@ -87,19 +87,19 @@ START_TEST(t02_register_read_keys)
 	ck_assert_int_eq(c.status, SCSI_RESERVATION_CONFLICT);
 	c = prin(fx.a, 0, 64);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2); /* generation */
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xaaaa);
-	ck_assert_uint_eq(get_be64(&fx.buf[16]), 0xbbbb);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), 2); /* generation */
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xaaaa);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[16]), 0xbbbb);
 	/* truncated: full length still in the header */
 	c = prin(fx.a, 0, 12);
 	ck_assert_uint_eq(c.xfer_len, 12);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 16);
 	/* unregister */
 	c = prout(fx.a, 0, 0, 0xaaaa, 0, 0);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	c = prin(fx.a, 0, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 8);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 8);
 	/* bad service action, bad parameter length */
 	c = prin(fx.a, 4, 64);
 	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
@@ -121,8 +121,8 @@ START_TEST(t03_write_exclusive_access)
 	c = prout(fx.a, 1, PR_WE, 0xa, 0, 0);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	c = prin(fx.b, 1, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xa);
 	ck_assert_int_eq(fx.buf[21], PR_WE);
 	ck_assert_int_eq(rw(fx.a, true).status, SCSI_GOOD);
 	ck_assert_int_eq(rw(fx.b, false).status, SCSI_GOOD);
@@ -155,7 +155,7 @@ START_TEST(t04_exclusive_access_registrants_only)
 	ck_assert_int_eq(prout(fx.a, 0, 0, 0xa, 0, 0).status, SCSI_GOOD);
 	c = prin(fx.a, 1, 64);
 	ck_assert_int_eq(c.status, SCSI_GOOD); /* no UA for the one who did it */
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 0);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 0);
 	c = rw(fx.b, false);
 	ck_sense(c, SK_UNIT_ATTENTION, ASC_RESERVATIONS_RELEASED);
 	ck_assert_int_eq(rw(c3, false).status, SCSI_GOOD);
@@ -169,7 +169,7 @@ START_TEST(t05_all_registrants)
 	prout(fx.b, 0, 0, 0, 0xb, 0);
 	ck_assert_int_eq(prout(fx.a, 1, PR_WEAR, 0xa, 0, 0).status, SCSI_GOOD);
 	prin(fx.a, 1, 64);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0); /* key 0 for all-registrants */
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0); /* key 0 for all-registrants */
 	ck_assert_int_eq(rw(fx.b, true).status, SCSI_GOOD);
 	/* the reserving nexus leaves: still reserved for b */
 	ck_assert_int_eq(prout(fx.a, 0, 0, 0xa, 0, 0).status, SCSI_GOOD);
@@ -193,7 +193,7 @@ START_TEST(t06_preempt_and_clear)
 	c = prout(fx.b, 4, PR_WE, 0xb, 0xa, 0);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	prin(fx.b, 1, 64);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xb);
 	ck_assert_int_eq(fx.buf[21], PR_WE);
 	c = rw(fx.a, false);
 	ck_sense(c, SK_UNIT_ATTENTION, ASC_REGISTRATIONS_PREEMPTED);
@@ -207,7 +207,7 @@ START_TEST(t06_preempt_and_clear)
 	c = rw(fx.a, true);
 	ck_sense(c, SK_UNIT_ATTENTION, ASC_RESERVATIONS_PREEMPTED);
 	prin(fx.b, 0, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 0);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 0);
 	ck_assert(pr_check(fx.lu));
 }
 END_TEST
@@ -218,17 +218,17 @@ START_TEST(t07_report_capabilities_full_status)
 
 	c = prin(fx.a, 2, 8);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_int_eq(get_be16(&fx.buf[0]), 8);
+	ck_assert_int_eq(conf_get_be16(&fx.buf[0]), 8);
 	ck_assert_int_eq(fx.buf[2] & 0x01, 1); /* PTPL_C: a pr_path is set */
 	ck_assert_int_eq(fx.buf[3] & 0x80, 0x80);
 	prout(fx.a, 0, 0, 0, 0xa, 0);
 	prout(fx.a, 1, PR_WE, 0xa, 0, 0);
 	c = prin(fx.a, 3, 1024);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xa);
 	ck_assert_int_eq(fx.buf[8 + 12] & 1, 1);
 	ck_assert_int_eq(fx.buf[8 + 13], PR_WE);
-	ck_assert_int_eq(get_be16(&fx.buf[8 + 18]), 1);
+	ck_assert_int_eq(conf_get_be16(&fx.buf[8 + 18]), 1);
 	ck_assert_int_eq(fx.buf[8 + 24], 0x45);
 	ck_assert_str_eq((char *)&fx.buf[8 + 28], "iqn.1994-05.com.a,i,0x400000000001");
 }
@@ -247,9 +247,9 @@ START_TEST(t08_aptpl_persists)
 	fx_clear_ua(fx.a);
 	fx_clear_ua(fx.b);
 	c = prin(fx.a, 0, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 16);
 	c = prin(fx.a, 1, 64);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xa);
 	ck_assert_int_eq(fx.buf[21], PR_WERO);
 	c = prin(fx.a, 2, 8);
 	ck_assert_int_eq(fx.buf[3] & 0x01, 1); /* PTPL_A */
@@ -261,7 +261,7 @@ START_TEST(t08_aptpl_persists)
 	fx_lu_up();
 	fx_clear_ua(fx.a);
 	prin(fx.a, 0, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 0);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 0);
 }
 END_TEST
 
@@ -393,7 +393,7 @@ START_TEST(t12_aptpl_names_round_trip)
 	ck_assert_int_eq(prout(fx.a, 0, 0, 0, 0xa, 0x01).status, SCSI_GOOD);
 	ck_assert_int_eq(prout(n, 1, PR_EA, 0x1122334455667788ULL, 0, 0).status, SCSI_GOOD);
 	prin(n, 0, 64);
-	gen = get_be32(&fx.buf[0]);
+	gen = conf_get_be32(&fx.buf[0]);
 	scsi_nexus_destroy(n);
 	fx_lu_down();
 	fx_lu_up();
@@ -401,10 +401,10 @@ START_TEST(t12_aptpl_names_round_trip)
 	fx_clear_ua(n);
 	fx_clear_ua(fx.a);
 	prin(n, 0, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), gen);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0x1122334455667788ULL);
-	ck_assert_uint_eq(get_be64(&fx.buf[16]), 0xa);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), gen);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0x1122334455667788ULL);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[16]), 0xa);
 	prin(n, 3, 512);
 	ck_assert_str_eq((char *)&fx.buf[8 + 28], name);
 	ck_assert_int_eq(fx.buf[8 + 12] & 1, 1);
@@ -423,16 +423,16 @@ static struct scsi_cmd move(uint32_t tl_field, unsigned tl, uint8_t hdr, uint16_
 	uint8_t cdb[10] = { OP_PR_OUT, 7, PR_WE, 0, 0, 0, 0, 0, 0, 0 };
 
 	memset(fx.buf, 0, 24 + tl + 300);
-	put_be64(&fx.buf[0], 0xa);
-	put_be64(&fx.buf[8], 0xb0b);
-	put_be16(&fx.buf[18], 2);
-	put_be32(&fx.buf[20], tl_field);
+	conf_put_be64(&fx.buf[0], 0xa);
+	conf_put_be64(&fx.buf[8], 0xb0b);
+	conf_put_be16(&fx.buf[18], 2);
+	conf_put_be32(&fx.buf[20], tl_field);
 	fx.buf[24] = hdr;
-	put_be16(&fx.buf[26], nlen);
+	conf_put_be16(&fx.buf[26], nlen);
 	memcpy(&fx.buf[28], name, name_len);
 	/* what an over-read would pick up */
 	memset(&fx.buf[24 + tl], 'X', 300);
-	put_be32(&cdb[5], 24 + tl);
+	conf_put_be32(&cdb[5], 24 + tl);
 	return fx_run(fx.a, 0, cdb, 10, 24 + tl, true);
 }
 
@@ -477,7 +477,7 @@ START_TEST(t13_move_transport_ids_checked)
 	c = move(40, 40, 0x45, 36, dst, strlen(dst));
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	prin(fx.b, 1, 64);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb0b);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xb0b);
 }
 END_TEST
 
@@ -491,19 +491,19 @@ START_TEST(t10_register_and_move)
 	prout(fx.a, 0, 0, 0, 0xa, 0);
 	prout(fx.a, 1, PR_WE, 0xa, 0, 0);
 	memset(fx.buf, 0, 24 + tl);
-	put_be64(&fx.buf[0], 0xa);
-	put_be64(&fx.buf[8], 0xb0b);
+	conf_put_be64(&fx.buf[0], 0xa);
+	conf_put_be64(&fx.buf[8], 0xb0b);
 	fx.buf[17] = 0x02; /* UNREG */
-	put_be16(&fx.buf[18], 2);
-	put_be32(&fx.buf[20], tl);
+	conf_put_be16(&fx.buf[18], 2);
+	conf_put_be32(&fx.buf[20], tl);
 	fx.buf[24] = 0x45;
-	put_be16(&fx.buf[26], (uint16_t)(tl - 4));
+	conf_put_be16(&fx.buf[26], (uint16_t)(tl - 4));
 	memcpy(&fx.buf[28], dst, strlen(dst));
-	put_be32(&cdb[5], 24 + tl);
+	conf_put_be32(&cdb[5], 24 + tl);
 	c = fx_run(fx.a, 0, cdb, 10, 24 + tl, true);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	prin(fx.b, 1, 64);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb0b);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xb0b);
 	ck_assert_int_eq(rw(fx.b, true).status, SCSI_GOOD);
 	ck_assert_int_eq(rw(fx.a, true).status, SCSI_RESERVATION_CONFLICT);
 	ck_assert(pr_check(fx.lu));
@@ -546,13 +546,13 @@ START_TEST(t14_aptpl_save_failure)
 
 	ck_assert_int_eq(prout(fx.a, 0, 0, 0, 0xa, 0).status, SCSI_GOOD);
 	prin(fx.a, 0, 64);
-	gen = get_be32(&fx.buf[0]);
+	gen = conf_get_be32(&fx.buf[0]);
 	c = prout(fx.b, 0, 0, 0, 0xb, 0x01);    /* REGISTER, APTPL */
 	ck_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 	prin(fx.a, 0, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), gen);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 8);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), gen);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 8);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xa);
 	prin(fx.a, 2, 8);
 	ck_assert_int_eq(fx.buf[3] & 0x01, 0);  /* PTPL_A still 0 */
 
@@ -566,16 +566,16 @@ START_TEST(t14_aptpl_save_failure)
 	ck_assert_int_eq(rename(sd, away), 0);
 	plant_file(sd);
 	prin(fx.a, 0, 64);
-	gen = get_be32(&fx.buf[0]);
+	gen = conf_get_be32(&fx.buf[0]);
 	c = prout(fx.b, 4, PR_WE, 0xb, 0xa, 0);
 	ck_sense(c, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
 	c = fx_run(fx.a, 0, tur, 6, 0, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);  /* no REGISTRATIONS PREEMPTED */
 	prin(fx.a, 0, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), gen);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 16);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), gen);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 16);
 	prin(fx.a, 1, 64);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xa);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xa);
 	ck_assert_int_eq(fx.buf[21], PR_WE);
 	ck_assert_int_eq(rw(fx.b, true).status, SCSI_RESERVATION_CONFLICT);
 
@@ -589,10 +589,10 @@ START_TEST(t14_aptpl_save_failure)
 	fx_lu_up();
 	fx_clear_ua(fx.a);
 	prin(fx.a, 0, 64);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), 8);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), 8);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xb);
 	prin(fx.a, 1, 64);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 0xb);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 0xb);
 	ck_assert(pr_check(fx.lu));
 }
 END_TEST

@@ -5,16 +5,16 @@ static void cdb10(uint8_t *cdb, uint8_t op, uint32_t lba, uint16_t n)
 {
 	memset(cdb, 0, 10);
 	cdb[0] = op;
-	put_be32(&cdb[2], lba);
-	put_be16(&cdb[7], n);
+	conf_put_be32(&cdb[2], lba);
+	conf_put_be16(&cdb[7], n);
 }
 
 static void cdb16(uint8_t *cdb, uint8_t op, uint64_t lba, uint32_t n)
 {
 	memset(cdb, 0, 16);
 	cdb[0] = op;
-	put_be64(&cdb[2], lba);
-	put_be32(&cdb[10], n);
+	conf_put_be64(&cdb[2], lba);
+	conf_put_be32(&cdb[10], n);
 }
 
 static void setup(void)
@@ -137,7 +137,7 @@ START_TEST(t04_compare_and_write_miscompare_offset)
 	/* compare 'A' x 2 blocks, write 'B' */
 	memset(cdb, 0, 16);
 	cdb[0] = OP_COMPARE_AND_WRITE;
-	put_be64(&cdb[2], 50);
+	conf_put_be64(&cdb[2], 50);
 	cdb[13] = 2;
 	memset(fx.buf, 'A', 2 * SCSI_BS);
 	memset(fx.buf + 2 * SCSI_BS, 'B', 2 * SCSI_BS);
@@ -150,7 +150,7 @@ START_TEST(t04_compare_and_write_miscompare_offset)
 	c = fx_run(fx.a, 0, cdb, 16, 4 * SCSI_BS, true);
 	ck_sense(c, SK_MISCOMPARE, ASC_MISCOMPARE_VERIFY);
 	ck_assert_int_eq(c.sense[0], 0xf0); /* VALID + fixed */
-	ck_assert_uint_eq(get_be32(&c.sense[3]), 700);
+	ck_assert_uint_eq(conf_get_be32(&c.sense[3]), 700);
 	/* data-out size must be exactly 2 * blocks */
 	c = fx_run(fx.a, 0, cdb, 16, 2 * SCSI_BS, true);
 	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
@@ -178,7 +178,7 @@ START_TEST(t05_verify_bytchk)
 	fx.buf[3 * SCSI_BS + 17] ^= 1;
 	c = fx_run(fx.a, 0, cdb, 10, 4 * SCSI_BS, true);
 	ck_sense(c, SK_MISCOMPARE, ASC_MISCOMPARE_VERIFY);
-	ck_assert_uint_eq(get_be32(&c.sense[3]), 3 * SCSI_BS + 17);
+	ck_assert_uint_eq(conf_get_be32(&c.sense[3]), 3 * SCSI_BS + 17);
 	/* BYTCHK=0: medium only */
 	cdb[1] = 0;
 	c = fx_run(fx.a, 0, cdb, 10, 0, true);
@@ -241,16 +241,16 @@ START_TEST(t07_capacity_and_sync)
 	cdb10(cdb, OP_READ_CAPACITY_10, 0, 0);
 	c = fx_run(fx.a, 0, cdb, 10, 8, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), FX_VOL_BYTES / SCSI_BS - 1);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), SCSI_BS);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), FX_VOL_BYTES / SCSI_BS - 1);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), SCSI_BS);
 	memset(cdb, 0, 16);
 	cdb[0] = OP_SAI_16;
 	cdb[1] = SAI_READ_CAPACITY_16;
-	put_be32(&cdb[10], 12);
+	conf_put_be32(&cdb[10], 12);
 	c = fx_run(fx.a, 0, cdb, 16, 12, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	ck_assert_uint_eq(c.xfer_len, 12);
-	ck_assert_uint_eq(get_be64(&fx.buf[0]), FX_VOL_BYTES / SCSI_BS - 1);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[0]), FX_VOL_BYTES / SCSI_BS - 1);
 	cdb10(cdb, OP_SYNC_CACHE_10, 0, 0);
 	c = fx_run(fx.a, 0, cdb, 10, 0, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
@@ -261,13 +261,13 @@ START_TEST(t07_capacity_and_sync)
 	memset(cdb, 0, 16);
 	cdb[0] = OP_SAI_16;
 	cdb[1] = SAI_GET_LBA_STATUS;
-	put_be64(&cdb[2], 10);
-	put_be32(&cdb[10], 24);
+	conf_put_be64(&cdb[2], 10);
+	conf_put_be32(&cdb[10], 24);
 	c = fx_run(fx.a, 0, cdb, 16, 24, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_uint_eq(get_be64(&fx.buf[8]), 10);
+	ck_assert_uint_eq(conf_get_be64(&fx.buf[8]), 10);
 	ck_assert_int_eq(fx.buf[20] & 0x0f, 0);
-	put_be64(&cdb[2], FX_VOL_BYTES / SCSI_BS);
+	conf_put_be64(&cdb[2], FX_VOL_BYTES / SCSI_BS);
 	c = fx_run(fx.a, 0, cdb, 16, 24, false);
 	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 }
@@ -350,7 +350,7 @@ START_TEST(t09_read_only_mapping)
 	ck_sense(c, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 	memset(cdb, 0, 16);
 	cdb[0] = OP_COMPARE_AND_WRITE;
-	put_be64(&cdb[2], 40);
+	conf_put_be64(&cdb[2], 40);
 	cdb[13] = 1;
 	memset(fx.buf, 0x5a, SCSI_BS);   /* compare data matches */
 	c = fx_run(fx.a, 0, cdb, 16, 2 * SCSI_BS, true);

@@ -14,7 +14,7 @@ static struct scsi_cmd inquiry(struct scsi_nexus *n, bool evpd, uint8_t page, ui
 {
 	uint8_t cdb[6] = { OP_INQUIRY, evpd ? 1 : 0, page, 0, 0, 0 };
 
-	put_be16(&cdb[3], alloc);
+	conf_put_be16(&cdb[3], alloc);
 	return fx_run(n, 0, cdb, 6, alloc, false);
 }
 
@@ -28,7 +28,7 @@ START_TEST(t01_standard_inquiry)
 	ck_assert_int_eq(fx.buf[3] & 0x0f, 2);
 	ck_assert_uint_eq(c.xfer_len, fx.buf[4] + 5u);
 	ck_assert_int_eq(memcmp(&fx.buf[8], "RTGT    ", 8), 0);
-	ck_assert_int_eq(get_be16(&fx.buf[58 + 6]), 0x04c0); /* SBC-3 */
+	ck_assert_int_eq(conf_get_be16(&fx.buf[58 + 6]), 0x04c0); /* SBC-3 */
 	/* allocation length truncates */
 	c = inquiry(fx.a, false, 0, 5);
 	ck_assert_uint_eq(c.xfer_len, 5);
@@ -57,9 +57,9 @@ START_TEST(t02_vpd_pages)
 	c = inquiry(fx.a, true, 0xb2, 255);
 	ck_assert_int_eq(fx.buf[5] & 0xe0, 0); /* no LBPU/LBPWS */
 	c = inquiry(fx.a, true, 0xb1, 255);
-	ck_assert_int_eq(get_be16(&fx.buf[4]), 1); /* non-rotating */
+	ck_assert_int_eq(conf_get_be16(&fx.buf[4]), 1); /* non-rotating */
 	c = inquiry(fx.a, true, 0xb0, 255);
-	ck_assert_uint_eq(get_be32(&fx.buf[8]), SCSI_MAX_XFER / SCSI_BS);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[8]), SCSI_MAX_XFER / SCSI_BS);
 	c = inquiry(fx.a, true, 0x42, 255);
 	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_CDB);
 }
@@ -68,7 +68,7 @@ END_TEST
 /* Finds designator (assoc, type) in a page 0x83 reply; returns its offset. */
 static int find_desig(const uint8_t *d, unsigned assoc, unsigned type)
 {
-	unsigned p = 4, end = 4 + get_be16(&d[2]);
+	unsigned p = 4, end = 4 + conf_get_be16(&d[2]);
 
 	while (p + 4 <= end) {
 		if (((d[p + 1] >> 4) & 3) == assoc && (d[p + 1] & 0x0f) == type)
@@ -95,7 +95,7 @@ START_TEST(t03_device_id_stable_and_port_specific)
 	ck_assert_int_eq(memcmp(&naa_a[4], &uuid[1], 12), 0);
 	p = find_desig(fx.buf, 1, 4);
 	ck_assert_int_ge(p, 0);
-	ck_assert_int_eq(get_be16(&fx.buf[p + 6]), 1);
+	ck_assert_int_eq(conf_get_be16(&fx.buf[p + 6]), 1);
 	p = find_desig(fx.buf, 1, 8);
 	ck_assert_int_ge(p, 0);
 	ck_assert_str_eq((char *)&fx.buf[p + 4], "iqn.2026-11.org.rtgt:test,t,0x0001");
@@ -106,7 +106,7 @@ START_TEST(t03_device_id_stable_and_port_specific)
 	p = find_desig(fx.buf, 0, 3);
 	ck_assert_int_eq(memcmp(naa_a, &fx.buf[p + 4], 16), 0);
 	p = find_desig(fx.buf, 1, 4);
-	ck_assert_int_eq(get_be16(&fx.buf[p + 6]), 2);
+	ck_assert_int_eq(conf_get_be16(&fx.buf[p + 6]), 2);
 	/* and the same after the LU is rebuilt on the same volume */
 	fx_lu_down();
 	fx_lu_up();
@@ -149,7 +149,7 @@ START_TEST(t04_mode_sense_pages)
 	ck_assert_uint_eq(c.xfer_len, fx.buf[0] + 1u);
 	ck_assert_int_eq(fx.buf[2] & 0x10, 0x10); /* DPOFUA */
 	ck_assert_int_eq(fx.buf[3], 8);
-	ck_assert_uint_eq(get_be32(&fx.buf[4]), FX_VOL_BYTES / SCSI_BS);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[4]), FX_VOL_BYTES / SCSI_BS);
 	for (p = 4 + 8; p < c.xfer_len; p += 2 + fx.buf[p + 1])
 		seen |= 1u << (fx.buf[p] & 0x1f);
 	ck_assert_uint_eq(seen, 1u << 1 | 1u << 8 | 1u << 0x0a | 1u << 0x1c);
@@ -219,7 +219,7 @@ START_TEST(t07_mode_select_validation)
 	fx.buf[4 + 3] ^= 0x80; /* QAM is not changeable */
 	c = fx_run(fx.a, 0, cdb, 6, 16, true);
 	ck_sense(c, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_PARAM);
-	ck_assert_int_eq(get_be16(&c.sense[16]), 4 + 3);
+	ck_assert_int_eq(conf_get_be16(&c.sense[16]), 4 + 3);
 	fx.buf[4 + 3] ^= 0x80;
 	fx.buf[4 + 1] = 9; /* wrong page length */
 	c = fx_run(fx.a, 0, cdb, 6, 16, true);
@@ -236,7 +236,7 @@ START_TEST(t08_report_luns)
 	struct scsi_cmd c = fx_run(fx.a, 0, cdb, 12, 64, false);
 
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), 8);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), 8);
 	ck_assert_uint_eq(c.xfer_len, 16);
 	cdb[9] = 8;
 	c = fx_run(fx.a, 0, cdb, 12, 8, false);
@@ -256,11 +256,11 @@ START_TEST(t09_report_supported_opcodes)
 
 	c = fx_run(fx.a, 0, cdb, 12, 65535, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	len = get_be32(&fx.buf[0]);
+	len = conf_get_be32(&fx.buf[0]);
 	for (p = 4; p < 4 + len; p += 8) {
 		if (fx.buf[p] == OP_READ_16)
 			found_read16 = 1;
-		if (fx.buf[p] == OP_SAI_16 && get_be16(&fx.buf[p + 2]) == SAI_READ_CAPACITY_16 &&
+		if (fx.buf[p] == OP_SAI_16 && conf_get_be16(&fx.buf[p + 2]) == SAI_READ_CAPACITY_16 &&
 		    (fx.buf[p + 5] & 1))
 			found_rc16 = 1;
 	}
@@ -268,14 +268,14 @@ START_TEST(t09_report_supported_opcodes)
 	/* with timeouts descriptors: 20 bytes each */
 	cdb[2] = 0x80;
 	c = fx_run(fx.a, 0, cdb, 12, 65535, false);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]) % 20, 0);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]) % 20, 0);
 	/* one command: usage data starts with the opcode */
 	cdb[2] = 0x01;
 	cdb[3] = OP_WRITE_10;
 	c = fx_run(fx.a, 0, cdb, 12, 65535, false);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	ck_assert_int_eq(fx.buf[1] & 0x07, 3);
-	ck_assert_int_eq(get_be16(&fx.buf[2]), 10);
+	ck_assert_int_eq(conf_get_be16(&fx.buf[2]), 10);
 	ck_assert_int_eq(fx.buf[4], OP_WRITE_10);
 	/* reporting option 1 on a command with service actions */
 	cdb[3] = OP_SAI_16;
@@ -295,19 +295,19 @@ static struct scsi_cmd rtpg(struct scsi_nexus *n, bool ext, uint32_t alloc)
 
 	if (ext)
 		cdb[1] |= 1 << 5;
-	put_be32(&cdb[6], alloc);
+	conf_put_be32(&cdb[6], alloc);
 	return fx_run(n, 0, cdb, 12, alloc, false);
 }
 
 /* Checks the group descriptor at @p: id, state, PREF, one port @id. */
 static unsigned check_group(unsigned p, uint16_t id, bool optimized)
 {
-	ck_assert_uint_eq(get_be16(&fx.buf[p + 2]), id);
+	ck_assert_uint_eq(conf_get_be16(&fx.buf[p + 2]), id);
 	ck_assert_uint_eq(fx.buf[p] & 0x0f, optimized ? 0 : 1);
 	ck_assert_uint_eq(fx.buf[p] & 0x80, optimized ? 0x80 : 0);
 	ck_assert_uint_eq(fx.buf[p + 1] & 0x03, 0x03);   /* AO_SUP, AN_SUP */
 	ck_assert_uint_eq(fx.buf[p + 7], 1);
-	ck_assert_uint_eq(get_be16(&fx.buf[p + 8 + 2]), id);
+	ck_assert_uint_eq(conf_get_be16(&fx.buf[p + 8 + 2]), id);
 	return p + 12;
 }
 
@@ -331,7 +331,7 @@ START_TEST(t10_report_tpgs_peer_groups)
 	fx_clear_ua(n);
 	c = rtpg(n, false, 4096);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2 * 12);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), 2 * 12);
 	ck_assert_uint_eq(c.xfer_len, 4 + 2 * 12);
 	p = check_group(4, 1, true);
 	check_group(p, 2, false);
@@ -339,21 +339,21 @@ START_TEST(t10_report_tpgs_peer_groups)
 	c = rtpg(n, true, 4096);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	ck_assert_uint_eq(fx.buf[4] & 0x70, 0x10);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), 4 + 2 * 12);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), 4 + 2 * 12);
 	p = check_group(8, 1, true);
 	check_group(p, 2, false);
 	/* allocation length truncates, the length field still says it all */
 	c = rtpg(n, false, 10);
 	ck_assert_uint_eq(c.xfer_len, 10);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2 * 12);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), 2 * 12);
 	/* VPD 0x83: relative port 1 in group 1 */
 	c = inquiry(n, true, 0x83, 255);
 	pos = find_desig(fx.buf, 1, 4);
 	ck_assert_int_ge(pos, 0);
-	ck_assert_uint_eq(get_be16(&fx.buf[pos + 6]), 1);
+	ck_assert_uint_eq(conf_get_be16(&fx.buf[pos + 6]), 1);
 	pos = find_desig(fx.buf, 1, 5);
 	ck_assert_int_ge(pos, 0);
-	ck_assert_uint_eq(get_be16(&fx.buf[pos + 6]), 1);
+	ck_assert_uint_eq(conf_get_be16(&fx.buf[pos + 6]), 1);
 	/* INQUIRY: TPGS = 01b, implicit ALUA only; one local port plus the
 	 * peer's reach the LU: MULTIP */
 	c = inquiry(n, false, 0, 255);
@@ -378,7 +378,7 @@ START_TEST(t10_report_tpgs_peer_groups)
 	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, ids, 65), -E2BIG);
 	c = rtpg(fx.a, false, 4096);
 	ck_assert_int_eq(c.status, SCSI_GOOD);   /* refused lists changed nothing */
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2 * 12);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), 2 * 12);
 	ck_assert_uint_eq(fx.buf[4 + 1], 0x01);  /* no peers: AO only */
 	/* adding a peer group is announced, once, to every nexus */
 	ids[1] = 4;
@@ -388,7 +388,7 @@ START_TEST(t10_report_tpgs_peer_groups)
 	ck_sense(c, SK_UNIT_ATTENTION, 0x2a06);   /* multipath re-reads on this */
 	c = rtpg(fx.a, false, 4096);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), 4 * 12);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), 4 * 12);
 	p = check_group(4, 1, true);
 	p = check_group(p, 2, true);
 	p = check_group(p, 3, false);
@@ -404,14 +404,14 @@ START_TEST(t10_report_tpgs_peer_groups)
 	/* VPD 0x83 through port 2 names group 2 */
 	c = inquiry(fx.b, true, 0x83, 255);
 	pos = find_desig(fx.buf, 1, 5);
-	ck_assert_uint_eq(get_be16(&fx.buf[pos + 6]), 2);
+	ck_assert_uint_eq(conf_get_be16(&fx.buf[pos + 6]), 2);
 	/* and removing the peers again */
 	ck_assert_int_eq(scsi_target_set_peer_groups(fx.t, NULL, 0), 0);
 	c = rtpg(fx.b, false, 4096);
 	ck_sense(c, SK_UNIT_ATTENTION, 0x2a06);
 	c = rtpg(fx.b, false, 4096);
 	ck_assert_int_eq(c.status, SCSI_GOOD);
-	ck_assert_uint_eq(get_be32(&fx.buf[0]), 2 * 12);
+	ck_assert_uint_eq(conf_get_be32(&fx.buf[0]), 2 * 12);
 }
 END_TEST
 
@@ -426,30 +426,30 @@ START_TEST(t11_not_ready_sense)
 	ck_assert_uint_eq(d[0], 0x70);
 	ck_assert_uint_eq(d[2] & 0x0f, SK_NOT_READY);
 	ck_assert_uint_eq(d[7], 10);
-	ck_assert_uint_eq(get_be16(&d[12]), ASC_BECOMING_READY);
+	ck_assert_uint_eq(conf_get_be16(&d[12]), ASC_BECOMING_READY);
 	ck_assert_uint_eq(d[15], 0x80);
-	ck_assert_uint_eq(get_be16(&d[16]), 0x8000);
+	ck_assert_uint_eq(conf_get_be16(&d[16]), 0x8000);
 	/* descriptor format: a sense key specific descriptor (02h, 6 bytes) */
 	len = spc_not_ready_sense(d, true, -EINPROGRESS, 0x1234);
 	ck_assert_uint_eq(len, 16);
 	ck_assert_uint_eq(d[0], 0x72);
 	ck_assert_uint_eq(d[1] & 0x0f, SK_NOT_READY);
-	ck_assert_uint_eq(get_be16(&d[2]), ASC_BECOMING_READY);
+	ck_assert_uint_eq(conf_get_be16(&d[2]), ASC_BECOMING_READY);
 	ck_assert_uint_eq(d[7], 8);
 	ck_assert_uint_eq(d[8], 0x02);
 	ck_assert_uint_eq(d[9], 0x06);
 	ck_assert_uint_eq(d[12], 0x80);
-	ck_assert_uint_eq(get_be16(&d[13]), 0x1234);
+	ck_assert_uint_eq(conf_get_be16(&d[13]), 0x1234);
 	/* a failed preparation: manual intervention, no progress */
 	len = spc_not_ready_sense(d, false, -EIO, 0x1234);
 	ck_assert_uint_eq(len, 18);
 	ck_assert_uint_eq(d[2] & 0x0f, SK_NOT_READY);
-	ck_assert_uint_eq(get_be16(&d[12]), ASC_NOT_READY_MANUAL);
+	ck_assert_uint_eq(conf_get_be16(&d[12]), ASC_NOT_READY_MANUAL);
 	ck_assert_uint_eq(d[15], 0);
-	ck_assert_uint_eq(get_be16(&d[16]), 0);
+	ck_assert_uint_eq(conf_get_be16(&d[16]), 0);
 	len = spc_not_ready_sense(d, true, -EIO, 0);
 	ck_assert_uint_eq(len, 8);
-	ck_assert_uint_eq(get_be16(&d[2]), ASC_NOT_READY_MANUAL);
+	ck_assert_uint_eq(conf_get_be16(&d[2]), ASC_NOT_READY_MANUAL);
 	ck_assert_uint_eq(d[7], 0);
 }
 END_TEST
@@ -468,7 +468,7 @@ START_TEST(t12_request_sense_ready_volume)
 	ck_assert_uint_eq(c.data_in_len, 18);
 	ck_assert_uint_eq(fx.buf[0], 0x70);
 	ck_assert_uint_eq(fx.buf[2] & 0x0f, SK_NO_SENSE);
-	ck_assert_uint_eq(get_be16(&fx.buf[12]), 0);
+	ck_assert_uint_eq(conf_get_be16(&fx.buf[12]), 0);
 	ck_assert_uint_eq(fx.buf[15], 0);
 	/* a pending unit attention comes first, with GOOD status */
 	pthread_mutex_lock(&fx.lu->lock);
@@ -479,7 +479,7 @@ START_TEST(t12_request_sense_ready_volume)
 	ck_assert_int_eq(c.status, SCSI_GOOD);
 	ck_assert_uint_eq(fx.buf[0], 0x72);
 	ck_assert_uint_eq(fx.buf[1] & 0x0f, SK_UNIT_ATTENTION);
-	ck_assert_uint_eq(get_be16(&fx.buf[2]), ASC_MODE_PARAMS_CHANGED);
+	ck_assert_uint_eq(conf_get_be16(&fx.buf[2]), ASC_MODE_PARAMS_CHANGED);
 }
 END_TEST
 
