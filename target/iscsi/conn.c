@@ -44,9 +44,7 @@
  * straight into its destination with readv(destination, rb), which also
  * takes the next headers. A read that returns less than it asked for means
  * the socket is empty: back to epoll without an extra read for EAGAIN. At
- * most RX_READS reads and about RX_WAKE_BYTES bytes per wake-up (the
- * commands parsed reach the members in the prepare hook, so a long read
- * run would keep them idle); what is in rb is always parsed, except
+ * most RX_READS reads per wake-up; what is in rb is always parsed, except
  * while reading is paused, when rx_more makes iscsi_worker_prepare()
  * parse it once the pause ends (epoll would not report those bytes again).
  *
@@ -92,11 +90,6 @@
 #define TX_IOV_MAX 64
 /* read system calls per connection and wake-up (fairness between conns) */
 #define RX_READS 16
-/* Bytes read per connection and wake-up. The member writes and R2Ts of the
- * commands parsed go out in the prepare hook, after the wake-up: reading
- * 16 MiB of Data-Out before returning would leave the members idle while
- * the socket is drained, and the socket idle while they write. */
-#define RX_WAKE_BYTES (256u * 1024u)
 /* How long a last PDU (login failure, Logout Response, Reject before a
  * close) may wait for the peer to read it. */
 #define CLOSING_TIMEOUT_MS 5000
@@ -901,7 +894,6 @@ static void rx_took(struct iscsi_conn *c, const uint8_t *p, uint32_t n, uint32_t
 static void conn_rx(struct iscsi_conn *c)
 {
 	int reads = RX_READS;
-	size_t got = 0;
 	bool sock_empty = false;
 
 	c->rx_more = false;
@@ -928,7 +920,7 @@ static void conn_rx(struct iscsi_conn *c)
 			rx_took(c, dst ? dst : src, take, want);
 			continue;
 		}
-		if (sock_empty || reads == 0 || got >= RX_WAKE_BYTES)
+		if (sock_empty || reads == 0)
 			return;    /* level-triggered epoll reports the rest */
 		reads--;
 		if (c->rx == RX_DATA && dst) {
@@ -959,7 +951,6 @@ static void conn_rx(struct iscsi_conn *c)
 			return;
 		}
 		c->rx_bytes += (uint64_t)n;
-		got += (size_t)n;
 		sock_empty = (size_t)n < asked;
 		if (niov == 2) {
 			uint32_t direct = (size_t)n < want ? (uint32_t)n : want;
