@@ -68,6 +68,7 @@
 #include <string.h>
 
 #include "raid/backend.h"
+#include "raid/member.h"
 
 #define MAX_TRIES 4
 
@@ -134,17 +135,6 @@ struct seg {
 static void sub_done(struct req *rq);
 static void row_plan(struct row *r);
 static void cache_sub_done(struct req *rq);
-
-void raid_io_account(struct raid_member *m, bool write, uint64_t len)
-{
-	if (write) {
-		atomic_fetch_add(&m->wr_bytes, len);
-		atomic_fetch_add(&m->wr_ops, 1);
-	} else {
-		atomic_fetch_add(&m->rd_bytes, len);
-		atomic_fetch_add(&m->rd_ops, 1);
-	}
-}
 
 static bool req_check(const struct req *rq)
 {

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raid/ioctx.h"
 #include "raid/raid_int.h"
 #include "tests/lib/raid_fixture.h"
 
