@@ -1,6 +1,10 @@
 /*
- * raid/raid_int.h - private structures of the RAID engine, shared by the
- * files of raid/ only. Nothing outside raid/ includes this.
+ * raid/raid_int.h - the RAID backend's core structures (pool, volume) and
+ * the parts that live inside them (stripe lock, stripe cache, bitmap),
+ * shared by the files of raid/ only. Nothing outside raid/ includes this
+ * but tests. The leaves have headers of their own: layout.h, geom.h,
+ * parity.h, sb.h (no I/O context), and the member I/O stack: ioctx.h,
+ * mlayer.h, member.h, fault.h, hdd.h, defer.h.
  */
 #ifndef RTGT_RAID_INT_H
 #define RTGT_RAID_INT_H
@@ -15,155 +19,13 @@
 
 #include "conf/conf.h"
 #include "raid/defer.h"
+#include "raid/geom.h"
+#include "raid/layout.h"
+#include "raid/parity.h"
 #include "raid/raid.h"
+#include "raid/sb.h"
 
 #define RAID_MOD "raid"
-
-/* ---- on-disk layout of a member ----
- * [0, 64K)      superblock copy 0 (RAID_SB_SIZE used)
- * [64K, 128K)   superblock copy 1
- * [128K, 1M)    write-intent bitmap area
- * [1M, ...)     data (data_offset)
- */
-#define RAID_SB_SIZE      16384u
-#define RAID_SB_COPY_OFF(i) ((uint64_t)(i) * 65536u)
-#define RAID_BITMAP_OFF   131072u
-#define RAID_BITMAP_BYTES (1048576u - 131072u)
-#define RAID_DATA_OFF     1048576u
-#define RAID_MAX_SLOTS    64u
-#define RAID_MAX_VOLS     64u
-#define RAID_ALIGN        4096u
-#define RAID_SB_VERSION   1u
-#define RAID_SB_CLEAN     0x1u
-/* The initial sync of a new pool has not finished: member bytes from
- * sb.sync_pos on have never been made consistent (parity, mirrors). */
-#define RAID_SB_SYNCING   0x2u
-/* Bad ranges (rows that cannot be reconstructed) kept per pool. */
-#define RAID_MAX_BAD      32u
-
-/* Slot states as stored on disk. */
-enum raid_mstate {
-	RAID_M_EMPTY = 0,
-	RAID_M_ACTIVE = 1,
-	RAID_M_FAULTY = 2,
-	RAID_M_SPARE = 3,
-	RAID_M_REBUILDING = 4,
-	RAID_M_MISSING = 5,       /* runtime only: configured, not found */
-};
-/* RAID_M_EMPTY in a slot < n_members: the member was removed (rtgtctl
- * remove) and the slot waits for a spare; past n_members: a free slot. */
-const char *raid_mstate_name(int st);
-
-/* ---- geometry (geom.c): pure functions, no I/O ---- */
-struct raid_geom {
-	enum conf_level level;
-	unsigned n;               /* raid disks */
-	unsigned ndata;           /* data chunks per row (1 for raid1) */
-	unsigned npar;            /* failures tolerated: 0, n-1 (raid1), 1, 2, 1 (raid10) */
-	uint64_t chunk;           /* bytes */
-	uint64_t member_bytes;    /* data bytes per member (multiple of chunk) */
-	uint64_t rows;            /* member_bytes / chunk */
-	uint64_t stripe_bytes;    /* logical bytes per row: ndata * chunk */
-	uint64_t usable;          /* logical bytes of the pool */
-};
-
-/* Where one logical byte lives. For raid1 copies == n, raid10 copies == 2. */
-struct raid_loc {
-	uint64_t row;             /* stripe row (member chunk index) of copy 0 */
-	unsigned dd;              /* data index inside the row (raid0/5/6) */
-	unsigned ncopies;
-	unsigned dev[RAID_MAX_SLOTS];
-	uint64_t moff[RAID_MAX_SLOTS]; /* byte offset in the member's data area */
-};
-
-int raid_geom_init(struct raid_geom *g, enum conf_level level, unsigned n, uint64_t chunk,
-		   uint64_t member_bytes);
-/* Map a logical byte offset (< usable). */
-void raid_geom_map(const struct raid_geom *g, uint64_t loff, struct raid_loc *out);
-/* Inverse: logical offset of member byte (dev, moff); -ENOENT for parity. */
-int raid_geom_unmap(const struct raid_geom *g, unsigned dev, uint64_t moff, uint64_t *loff);
-/* raid5/6: parity devices of a row (qdev = -1 for raid5). */
-void raid_geom_parity(const struct raid_geom *g, uint64_t row, int *pdev, int *qdev);
-/* raid0/5/6: device holding data index @dd of @row. */
-unsigned raid_geom_data_dev(const struct raid_geom *g, uint64_t row, unsigned dd);
-/* raid5/6: data index of @dev in @row, or -1 for a parity device. */
-int raid_geom_dev_dd(const struct raid_geom *g, uint64_t row, unsigned dev);
-bool raid_geom_is_parity_level(const struct raid_geom *g);
-
-/* ---- parity (parity.c) ---- */
-/* Compute P (and Q for raid6) of one row band: @bufs indexed by device,
- * every data buffer filled, parity buffers are outputs. 32-byte aligned,
- * @len a multiple of 32. */
-int raid_par_gen(const struct raid_geom *g, uint64_t row, uint8_t **bufs, size_t len);
-/* Rebuild the devices flagged in @missing (at most npar) from the others. */
-int raid_par_recover(const struct raid_geom *g, uint64_t row, uint8_t **bufs,
-		     const bool *missing, size_t len);
-/* GF(2^8) with generator 2 and polynomial 0x11d (isa-l's field). */
-uint8_t raid_gf_pow2(unsigned e);
-/* Compare parity devices with what the data says: returns a bitmask:
- * bit0 P differs, bit1 Q differs. With raid6 and exactly one bad data device,
- * *bad_dev names it (else -1). */
-int raid_par_check(const struct raid_geom *g, uint64_t row, uint8_t **bufs, size_t len,
-		   int *bad_dev);
-void *raid_alloc(size_t len);   /* RAID_ALIGN-aligned, zeroed; NULL on ENOMEM */
-void *raid_alloc_nz(size_t len); /* same, not zeroed: for buffers that are fully overwritten */
-
-/* ---- superblock (sb.c) ---- */
-struct raid_sb_slot {
-	uint32_t state;
-	uint8_t uuid[16];
-};
-
-struct raid_sb_vol {
-	char name[64];
-	uint8_t uuid[16];
-	uint64_t start;           /* logical byte offset in the pool, stripe-aligned */
-	uint64_t size;            /* bytes exposed */
-	uint64_t extent;          /* bytes reserved: size rounded up to the stripe */
-};
-
-/* Member bytes [a, b) of slot @slot hold no valid data: a row the rebuild
- * could not reconstruct (no redundancy left, or parity not synced). */
-struct raid_bad {
-	uint32_t slot;
-	uint64_t a, b;
-};
-
-struct raid_sb {
-	uint32_t version;
-	uint8_t pool_uuid[16];
-	uint8_t member_uuid[16];
-	char name[64];
-	uint32_t level;           /* enum conf_level */
-	uint32_t chunk;
-	uint32_t n_members;       /* raid disks */
-	uint32_t slot;            /* index in slots[] */
-	uint32_t flags;           /* RAID_SB_CLEAN */
-	uint64_t events;
-	uint64_t data_offset;
-	uint64_t data_size;       /* per member */
-	uint64_t bitmap_offset;
-	uint32_t bitmap_bytes;
-	uint32_t bitmap_chunk;    /* bytes of member data per bitmap bit */
-	uint32_t rebuild_slot;    /* slot being rebuilt, or UINT32_MAX */
-	uint64_t rebuild_pos;     /* checkpoint: member bytes done */
-	uint32_t n_slots;         /* members then spares */
-	struct raid_sb_slot slots[RAID_MAX_SLOTS];
-	uint32_t n_vols;
-	struct raid_sb_vol vols[RAID_MAX_VOLS];
-	uint64_t sync_pos;        /* RAID_SB_SYNCING: initial sync done below */
-	uint32_t n_bad;
-	struct raid_bad bad[RAID_MAX_BAD];
-};
-
-void raid_sb_encode(const struct raid_sb *sb, uint8_t *buf);   /* RAID_SB_SIZE */
-/* -EINVAL (with *why) when the block is not a valid superblock. */
-int raid_sb_decode(const uint8_t *buf, struct raid_sb *sb, const char **why);
-/* Read both copies, return the valid one with the higher event counter.
- * -ENOENT: no valid copy (blank member); -errno on I/O failure. */
-int raid_sb_read(int fd, struct raid_sb *sb);
-/* Write the copy selected by the event counter's parity, then fdatasync. */
-int raid_sb_write(int fd, const struct raid_sb *sb);
 
 /* ---- per-thread context (ioctx.h); members and their I/O stack
  * (member.h, mlayer.h, fault.h, hdd.h) ---- */
