@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "raid/ioctx.h"
-#include "raid/raid_int.h"
 #include "tests/lib/raid_fixture.h"
 
 #define RF_PATH_LEN 128
