@@ -43,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "raid/member.h"
 #include "raid/raid_int.h"
 
 #define BM_MIN_REGION (1u << 20)

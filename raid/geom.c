@@ -18,7 +18,7 @@
  */
 #include <errno.h>
 
-#include "raid/raid_int.h"
+#include "raid/geom.h"
 
 bool raid_geom_is_parity_level(const struct raid_geom *g)
 {

@@ -4,7 +4,7 @@
  *
  * Every member behaves like one spinning disk with one head, a small write
  * cache, read-ahead segments and a stream-aware elevator. The real I/O is
- * issued at once (ioctx.c); only its completion is held back until the
+ * issued at once (the layer below, ioctx.c); only its completion is held back until the
  * modelled disk would have finished it. The model never reorders real I/O,
  * so it cannot change data ordering: overlapping writes are ordered by the
  * stripe locks above it, FLUSH/FUA semantics are the real fsyncs'.
@@ -59,17 +59,22 @@
  * ahead and destaged, dirty bytes): an idle head during a streaming write
  * means the host did not keep the cache filled.
  *
- * States of a modelled mio (bits in hdd_state, under the member's hdd_mu):
- *   QUEUED (on m->hdd.q_*, no MODEL bit) -> MODEL (job done / admitted / hit /
+ * This is a layer of the member I/O stack (raid/mlayer.h): hdd_submit passes
+ * the mio down, then queues it on the model; hdd_complete is the real I/O's
+ * completion. Per-request state (struct hdd_mio) lives in the mio's
+ * layer-private area, per-disk state in struct raid_hdd (hdd.h).
+ *
+ * States of a modelled mio (bits in hm->state, under the disk's mu):
+ *   QUEUED (on d->q_*, no MODEL bit) -> MODEL (job done / admitted / hit /
  *   cache drained for FSYNC, or at once on a write-through disk; a
- *   write-through write only by its JOB_WRITE ending; raid_hdd_submit or
+ *   write-through write only by its JOB_WRITE ending; hdd_submit or
  *   advance) ; independently
- *   REAL (raid_hdd_real_done). With MODEL|REAL the callback runs once: from
- *   raid_hdd_real_done's caller, from a deferred deliver() on the mio's ctx,
- *   or from raid_hdd_timer when the mio is the HOLDer.
+ *   REAL (hdd_complete). With MODEL|REAL the mio goes up once: from
+ *   hdd_complete, from a deferred deliver() on the mio's ctx, or from
+ *   hdd_timer when the mio is the HOLDer.
  * The model advances lazily (advance) whenever a mio is submitted or the
  * holder's timeout fires. Invariant (hdd_check): whenever the queue is not
- * empty exactly one mio holds the timer (m->hdd.holder, HOLD bit), the queue
+ * empty exactly one mio holds the timer (d->holder, HOLD bit), the queue
  * holds no MODEL mio, dirty == sum of the extents and <= HDD_WCACHE + one
  * request, and a write-through disk has no extents. Head jobs: NONE ->
  * READ/DRAIN/RA/WRITE (job_start, from pick_continue or pick_switch[_wt])
@@ -81,7 +86,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "raid/raid_int.h"
+#include "raid/hdd.h"
+
+#ifndef RAID_MOD
+#define RAID_MOD "raid"
+#endif
 
 #define HDD_WCACHE (64ull << 20)
 #define HDD_RA_MAX (16ull << 20)
@@ -102,17 +111,28 @@
 
 enum { JOB_NONE, JOB_READ, JOB_DRAIN, JOB_RA, JOB_WRITE };
 
-uint64_t raid_mono_ns(void)
-{
-	struct timespec ts;
+enum { HDD_REAL = 1u, HDD_MODEL = 2u, HDD_HOLD = 4u };
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+/* Per-request state, in the mio's layer-private area. */
+struct hdd_mio {
+	struct raid_iotimer t;     /* the HOLDer's timeout; first: hdd_timer's cast */
+	struct raid_mio *mio;
+	struct raid_hdd *d;
+	struct raid_ioctx *ctx;    /* submitting ctx: callbacks run there */
+	struct raid_mio *next;     /* disk's modelled queue */
+	uint64_t arr_ns;           /* when it reached the modelled disk */
+	unsigned state;            /* HDD_REAL | HDD_MODEL | HDD_HOLD */
+	int res;                   /* the real I/O's result */
+};
+
+static struct hdd_mio *hm(const struct raid_hdd *d, const struct raid_mio *mio)
+{
+	return raid_mlayer_priv(&d->l, (struct raid_mio *)mio);
 }
 
-static bool hdd_check(const struct raid_member *m)
+static bool hdd_check(const struct raid_hdd *d)
 {
-	const struct raid_hdd *h = &m->hdd;
+	const struct raid_hdd *h = d;
 	uint64_t sum = 0;
 
 	for (unsigned i = 0; i < h->n_ext; i++) {
@@ -123,10 +143,10 @@ static bool hdd_check(const struct raid_member *m)
 	if (sum != h->dirty || h->n_ext > RAID_HDD_MAX_EXT)
 		return false;
 	/* write-through disks hold no dirty data */
-	if (m->pool->hdd.write_through && (h->n_ext || h->dirty))
+	if (d->cfg->write_through && (h->n_ext || h->dirty))
 		return false;
-	for (const struct raid_mio *q = h->q_head; q; q = q->hdd_next)
-		if (q->hdd_state & RAID_HDD_MODEL)
+	for (const struct raid_mio *q = h->q_head; q; q = hm(d, q)->next)
+		if (hm(d, q)->state & HDD_MODEL)
 			return false;
 	return !h->q_head || h->holder;
 }
@@ -143,11 +163,11 @@ static double rot_ns(const struct conf_hdd *c)
 	return 60000.0 / c->rpm * 1e6;
 }
 
-static double seek_ns(const struct raid_member *m, uint64_t d)
+static double seek_ns(const struct raid_hdd *d, uint64_t dist)
 {
-	uint64_t stroke = m->pool->g.member_bytes ? m->pool->g.member_bytes : 1;
+	uint64_t stroke = (*d->stroke) ? (*d->stroke) : 1;
 
-	return m->pool->hdd.avg_seek_ms * 1e6 * sqrt((double)d * 3.0 / (double)stroke);
+	return d->cfg->avg_seek_ms * 1e6 * sqrt((double)dist * 3.0 / (double)stroke);
 }
 
 /* The rotational wait for a sector @ahead_ns of rotation past the head
@@ -166,10 +186,10 @@ static double rot_wait(const struct conf_hdd *c, double ahead_ns, double idle_ns
  * must wait for it to come round, up to a rotation); everything else keeps
  * the model's rule that the head is where its last job ended (reads are
  * covered by read-ahead, cached writes by the cache). */
-static double pos_ns(const struct raid_member *m, uint64_t a, bool write, double idle_ns)
+static double pos_ns(const struct raid_hdd *d, uint64_t a, bool write, double idle_ns)
 {
-	const struct conf_hdd *c = &m->pool->hdd;
-	const struct raid_hdd *h = &m->hdd;
+	const struct conf_hdd *c = d->cfg;
+	const struct raid_hdd *h = d;
 	double track = bps(c) * 60.0 / c->rpm;
 	double settle = write ? (double)HDD_WRITE_SETTLE : 0;
 
@@ -177,7 +197,7 @@ static double pos_ns(const struct raid_member *m, uint64_t a, bool write, double
 		return idle_ns > 0 ? rot_wait(c, 0, idle_ns) : 0;
 	if (a > h->head) {
 		double pass = (double)(a - h->head) / bps(c) * 1e9;
-		double sk = seek_ns(m, a - h->head) + rot_ns(c) / 2 + settle;
+		double sk = seek_ns(d, a - h->head) + rot_ns(c) / 2 + settle;
 
 		if (pass < sk && idle_ns > 0)
 			pass = rot_wait(c, pass, idle_ns);
@@ -190,28 +210,28 @@ static double pos_ns(const struct raid_member *m, uint64_t a, bool write, double
 			return rot_wait(c, -back, idle_ns);
 		return (1.0 - (double)(h->head - a) / track) * rot_ns(c);
 	}
-	return seek_ns(m, h->head - a) + rot_ns(c) / 2 + settle;
+	return seek_ns(d, h->head - a) + rot_ns(c) / 2 + settle;
 }
 
 /* Positioning for a job of @op at @a starting at @t. */
-static double job_pos_ns(const struct raid_member *m, uint64_t a, int kind, uint64_t t)
+static double job_pos_ns(const struct raid_hdd *d, uint64_t a, int kind, uint64_t t)
 {
-	const struct raid_hdd *h = &m->hdd;
+	const struct raid_hdd *h = d;
 	double idle = 0;
 
 	if (kind == JOB_WRITE && t > h->end_ns && h->end_ns)
 		idle = (double)(t - h->end_ns);
-	return pos_ns(m, a, kind == JOB_DRAIN || kind == JOB_WRITE, idle);
+	return pos_ns(d, a, kind == JOB_DRAIN || kind == JOB_WRITE, idle);
 }
 
 /* ---- streams ---- */
 
 /* The stream @a continues: at or after its last request, no further than a
  * track past what the head has read for it. -1: none. */
-static int stream_of(const struct raid_member *m, uint64_t a)
+static int stream_of(const struct raid_hdd *d, uint64_t a)
 {
-	const struct raid_hdd *h = &m->hdd;
-	const struct conf_hdd *c = &m->pool->hdd;
+	const struct raid_hdd *h = d;
+	const struct conf_hdd *c = d->cfg;
 	uint64_t track = (uint64_t)(bps(c) * 60.0 / c->rpm);
 
 	for (unsigned i = 0; i < RAID_HDD_NSTREAM; i++) {
@@ -337,70 +357,71 @@ static void q_remove(struct raid_hdd *h, struct raid_mio *mio)
 
 	while (*pp && *pp != mio) {
 		prev = *pp;
-		pp = &(*pp)->hdd_next;
+		pp = &hm(h, *pp)->next;
 	}
 	if (!*pp)
 		return;
-	*pp = mio->hdd_next;
+	*pp = hm(h, mio)->next;
 	if (h->q_tail == mio)
 		h->q_tail = prev;
-	mio->hdd_next = NULL;
+	hm(h, mio)->next = NULL;
 }
 
 static void deliver(void *arg)
 {
 	struct raid_mio *mio = arg;
+	struct hdd_mio *h = raid_mlayer_priv(mio->path[mio->depth - 1], mio);
 
-	raid_mio_finish(mio, mio->hdd_res);
+	raid_mlayer_up(mio, h->res);
 }
 
 /* The modelled disk is done with @mio (queued or not): hand it back when
  * its real I/O is done too, unless its own timeout will. */
-static void model_done(struct raid_member *m, struct raid_mio *mio)
+static void model_done(struct raid_hdd *d, struct raid_mio *mio)
 {
-	q_remove(&m->hdd, mio);
-	mio->hdd_state |= RAID_HDD_MODEL;
-	if ((mio->hdd_state & RAID_HDD_REAL) && !(mio->hdd_state & RAID_HDD_HOLD)) {
-		if (raid_defer(mio->hdd_ctx, deliver, mio) < 0)
+	q_remove(d, mio);
+	hm(d, mio)->state |= HDD_MODEL;
+	if ((hm(d, mio)->state & HDD_REAL) && !(hm(d, mio)->state & HDD_HOLD)) {
+		if (raid_defer(hm(d, mio)->ctx, deliver, mio) < 0)
 			LOG_ERR(RAID_MOD, "hdd model: cannot defer a completion (out of memory)");
 	}
 }
 
 /* Writes waiting for room, FSYNCs waiting for an empty cache, reads that the
  * read-ahead now covers: settle them at time @t. */
-static void settle(struct raid_member *m, uint64_t t)
+static void settle(struct raid_hdd *d, uint64_t t)
 {
-	struct raid_hdd *h = &m->hdd;
+	struct raid_hdd *h = d;
 	struct raid_mio *q = h->q_head, *n;
 	bool blocked = false;   /* a write ahead still waits: keep FIFO order */
-	bool wt = m->pool->hdd.write_through;
+	bool wt = d->cfg->write_through;
 
 	for (; q; q = n) {
-		n = q->hdd_next;
-		if (q->hdd_arr_ns > t)
+		n = hm(d, q)->next;
+		if (hm(d, q)->arr_ns > t)
 			continue;
 		if (q->op == RAID_MIO_WRITE) {
 			if (wt)
 				continue;   /* done when the head has written it */
 			if (!blocked && cache_fits(h, q->len)) {
 				cache_put(h, q->off, q->off + q->len);
-				model_done(m, q);
+				model_done(d, q);
 			} else {
 				blocked = true;
 			}
 		} else if (q->op == RAID_MIO_FSYNC) {
 			/* write-through: nothing is volatile, nothing to wait for */
 			if (wt || (!blocked && !h->dirty))
-				model_done(m, q);
+				model_done(d, q);
 			else
 				blocked = true;
 		} else if (q != h->job_mio && read_hit(h, q->off, q->off + q->len)) {
-			int si = stream_of(m, q->off);
+			int si = stream_of(d, q->off);
 
 			if (si >= 0)
 				stream_read(h, si, q->off, q->off + q->len, t);
 			h->n_hit++;
-			model_done(m, q);
+			model_done(d, q);
 		}
 	}
 }
@@ -419,8 +440,8 @@ static bool cache_pressing(const struct raid_hdd *h, uint64_t t)
 {
 	if (h->dirty > HDD_WCACHE / 2 || h->n_ext > RAID_HDD_MAX_EXT / 2)
 		return true;
-	for (const struct raid_mio *q = h->q_head; q; q = q->hdd_next)
-		if (q->hdd_arr_ns <= t && q->op != RAID_MIO_READ)
+	for (const struct raid_mio *q = h->q_head; q; q = hm(h, q)->next)
+		if (hm(h, q)->arr_ns <= t && q->op != RAID_MIO_READ)
 			return true;
 	return false;
 }
@@ -428,16 +449,16 @@ static bool cache_pressing(const struct raid_hdd *h, uint64_t t)
 /* Does a write or FSYNC wait for room / an empty cache? */
 static bool cache_blocked(const struct raid_hdd *h, uint64_t t)
 {
-	for (const struct raid_mio *q = h->q_head; q; q = q->hdd_next)
-		if (q->hdd_arr_ns <= t && q->op != RAID_MIO_READ)
+	for (const struct raid_mio *q = h->q_head; q; q = hm(h, q)->next)
+		if (hm(h, q)->arr_ns <= t && q->op != RAID_MIO_READ)
 			return true;
 	return false;
 }
 
-static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
+static bool pick_continue(struct raid_hdd *d, uint64_t t, struct job *j)
 {
-	struct raid_hdd *h = &m->hdd;
-	const struct conf_hdd *c = &m->pool->hdd;
+	struct raid_hdd *h = d;
+	const struct conf_hdd *c = d->cfg;
 	uint64_t track = (uint64_t)(bps(c) * 60.0 / c->rpm);
 	struct raid_hdd_stream *s = h->cur >= 0 ? &h->st[h->cur] : NULL;
 	struct raid_mio *q, *wr = NULL;
@@ -450,10 +471,10 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 	 * ahead (a strided reader, e.g. a mirror half that leaves every other
 	 * band to the other disk) continues it too: the head seeks forward
 	 * instead of reading through the gap (pos_ns takes the cheaper) */
-	for (q = h->q_head; q; q = q->hdd_next) {
-		if (q->hdd_arr_ns > t || q->op != RAID_MIO_READ)
+	for (q = h->q_head; q; q = hm(d, q)->next) {
+		if (hm(d, q)->arr_ns > t || q->op != RAID_MIO_READ)
 			continue;
-		if (stream_of(m, q->off) == h->cur ||
+		if (stream_of(d, q->off) == h->cur ||
 		    (q->off >= s->next && q->off <= s->next + HDD_RA_MAX)) {
 			if (!j->mio) {
 				j->mio = q;
@@ -465,8 +486,8 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 	/* write-through: queued writes right ahead of the head continue it
 	 * (a sequential write stream streams at mbps while the host keeps
 	 * requests queued) */
-	for (q = h->q_head; q && m->pool->hdd.write_through; q = q->hdd_next) {
-		if (q->hdd_arr_ns > t || q->op != RAID_MIO_WRITE)
+	for (q = h->q_head; q && d->cfg->write_through; q = hm(d, q)->next) {
+		if (hm(d, q)->arr_ns > t || q->op != RAID_MIO_WRITE)
 			continue;
 		if (q->off >= h->head && q->off <= h->head + track) {
 			if (!wr || q->off < wr->off)
@@ -525,7 +546,7 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 		j->kind = JOB_RA;
 		j->a = s->ra_end;
 		j->b = s->ra_end + HDD_RA_UNIT;
-		if (j->b > m->pool->g.member_bytes)
+		if (j->b > (*d->stroke))
 			return false;
 		j->stream = h->cur;
 		return true;
@@ -533,16 +554,16 @@ static bool pick_continue(struct raid_member *m, uint64_t t, struct job *j)
 	return false;
 }
 
-static bool in_seq_stream(const struct raid_member *m, uint64_t a)
+static bool in_seq_stream(const struct raid_hdd *d, uint64_t a)
 {
-	int si = stream_of(m, a);
+	int si = stream_of(d, a);
 
-	return si >= 0 && m->hdd.st[si].seq;
+	return si >= 0 && d->st[si].seq;
 }
 
-static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
+static bool pick_switch(struct raid_hdd *d, uint64_t t, struct job *j)
 {
-	struct raid_hdd *h = &m->hdd;
+	struct raid_hdd *h = d;
 	struct raid_mio *q, *oldest = NULL, *rd = NULL;
 	double rd_ns = 0, near_ns = 0;
 	int near = -1;
@@ -552,29 +573,29 @@ static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
 	 * (its batch is over); the oldest when it continues a sequential
 	 * stream (round-robin between streams keeps them fair) or waited
 	 * HDD_READ_AGE. */
-	for (q = h->q_head; q; q = q->hdd_next) {
+	for (q = h->q_head; q; q = hm(d, q)->next) {
 		double ns;
 
-		if (q->hdd_arr_ns > t || q->op != RAID_MIO_READ || q == h->job_mio)
+		if (hm(d, q)->arr_ns > t || q->op != RAID_MIO_READ || q == h->job_mio)
 			continue;
 		if (!oldest)
 			oldest = q;
-		if (h->cur >= 0 && stream_of(m, q->off) == h->cur)
+		if (h->cur >= 0 && stream_of(d, q->off) == h->cur)
 			continue;
-		ns = pos_ns(m, q->off, false, 0);
+		ns = pos_ns(d, q->off, false, 0);
 		if (!rd || ns < rd_ns) {
 			rd = q;
 			rd_ns = ns;
 		}
 	}
-	if (!rd || (oldest && t - oldest->hdd_arr_ns > HDD_READ_AGE) ||
-	    (oldest && in_seq_stream(m, oldest->off))) {
+	if (!rd || (oldest && t - hm(d, oldest)->arr_ns > HDD_READ_AGE) ||
+	    (oldest && in_seq_stream(d, oldest->off))) {
 		rd = oldest;
-		rd_ns = oldest ? pos_ns(m, oldest->off, false, 0) : 0;
+		rd_ns = oldest ? pos_ns(d, oldest->off, false, 0) : 0;
 	}
 	oldest = rd;
 	for (unsigned i = 0; i < h->n_ext; i++) {
-		double ns = pos_ns(m, h->ext[i].a, true, 0);
+		double ns = pos_ns(d, h->ext[i].a, true, 0);
 
 		if (near < 0 || ns < near_ns) {
 			near = (int)i;
@@ -596,7 +617,7 @@ static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
 		j->mio = oldest;
 		j->a = oldest->off;
 		j->b = oldest->off + oldest->len;
-		j->stream = stream_of(m, oldest->off);
+		j->stream = stream_of(d, oldest->off);
 		return true;
 	}
 	return false;
@@ -612,23 +633,23 @@ static bool pick_switch(struct raid_member *m, uint64_t t, struct job *j)
  * streams keep their batches (pick_continue); once a batch is over, the
  * stream's own requests wait for the next switch, and the oldest read of a
  * sequential stream goes first (round-robin between streams). */
-static bool pick_switch_wt(struct raid_member *m, uint64_t t, struct job *j)
+static bool pick_switch_wt(struct raid_hdd *d, uint64_t t, struct job *j)
 {
-	struct raid_hdd *h = &m->hdd;
+	struct raid_hdd *h = d;
 	struct raid_mio *q, *oldest = NULL, *best = NULL;
 	bool batch_over = h->batch >= HDD_BATCH;
 	double best_ns = 0;
 
-	for (q = h->q_head; q; q = q->hdd_next) {
+	for (q = h->q_head; q; q = hm(d, q)->next) {
 		double ns;
 
-		if (q->hdd_arr_ns > t || q == h->job_mio || q->op == RAID_MIO_FSYNC)
+		if (hm(d, q)->arr_ns > t || q == h->job_mio || q->op == RAID_MIO_FSYNC)
 			continue;
 		if (!oldest)
 			oldest = q;
-		if (batch_over && h->cur >= 0 && stream_of(m, q->off) == h->cur)
+		if (batch_over && h->cur >= 0 && stream_of(d, q->off) == h->cur)
 			continue;
-		ns = job_pos_ns(m, q->off, q->op == RAID_MIO_WRITE ? JOB_WRITE : JOB_READ, t);
+		ns = job_pos_ns(d, q->off, q->op == RAID_MIO_WRITE ? JOB_WRITE : JOB_READ, t);
 		if (!best || ns < best_ns) {
 			best = q;
 			best_ns = ns;
@@ -636,14 +657,14 @@ static bool pick_switch_wt(struct raid_member *m, uint64_t t, struct job *j)
 	}
 	if (!oldest)
 		return false;
-	if (!best || t - oldest->hdd_arr_ns > HDD_READ_AGE ||
-	    (oldest->op == RAID_MIO_READ && in_seq_stream(m, oldest->off)))
+	if (!best || t - hm(d, oldest)->arr_ns > HDD_READ_AGE ||
+	    (oldest->op == RAID_MIO_READ && in_seq_stream(d, oldest->off)))
 		best = oldest;
 	j->kind = best->op == RAID_MIO_WRITE ? JOB_WRITE : JOB_READ;
 	j->mio = best;
 	j->a = best->off;
 	j->b = best->off + best->len;
-	j->stream = best->op == RAID_MIO_READ ? stream_of(m, best->off) : -1;
+	j->stream = best->op == RAID_MIO_READ ? stream_of(d, best->off) : -1;
 	return true;
 }
 
@@ -651,16 +672,16 @@ static bool pick_switch_wt(struct raid_member *m, uint64_t t, struct job *j)
  * activity: how busy the head was and how much of that was positioning.
  * An idle head during a sequential write means the host did not keep the
  * disk's cache filled; positioning means seeks or rotations. */
-static void win_log(struct raid_member *m, uint64_t t)
+static void win_log(struct raid_hdd *d, uint64_t t)
 {
-	struct raid_hdd *h = &m->hdd;
+	struct raid_hdd *h = d;
 	double win = (double)(t - h->win_t0);
 
 	if (h->win_t0 && t - h->win_t0 >= HDD_LOG_NS)
 		LOG_INFO(RAID_MOD, "hdd model %s: %.1f s: head busy %.1f%% (positioning %.1f%%), "
 			 "%llu seeks, %llu stream switches, read %.1f MB, read-ahead %.1f MB, "
 			 "destaged %.1f MB, %.1f MB dirty",
-			 m->path, win / 1e9, 100.0 * (double)(h->n_busy_ns - h->win_busy) / win,
+			 d->name, win / 1e9, 100.0 * (double)(h->n_busy_ns - h->win_busy) / win,
 			 100.0 * (double)(h->n_pos_ns - h->win_pos) / win,
 			 (unsigned long long)(h->n_seek - h->win_seek),
 			 (unsigned long long)(h->n_switch - h->win_switch),
@@ -679,18 +700,18 @@ static void win_log(struct raid_member *m, uint64_t t)
 	h->win_ra = h->n_ra_bytes;
 }
 
-static void job_start(struct raid_member *m, uint64_t t, struct job *j)
+static void job_start(struct raid_hdd *d, uint64_t t, struct job *j)
 {
-	struct raid_hdd *h = &m->hdd;
-	const struct conf_hdd *c = &m->pool->hdd;
-	double ns = job_pos_ns(m, j->a, j->kind, t) + (double)(j->b - j->a) / bps(c) * 1e9;
+	struct raid_hdd *h = d;
+	const struct conf_hdd *c = d->cfg;
+	double ns = job_pos_ns(d, j->a, j->kind, t) + (double)(j->b - j->a) / bps(c) * 1e9;
 	bool moved = j->a != h->head;
 
 	if (j->stream < 0) {
 		j->stream = j->kind == JOB_DRAIN || j->kind == JOB_WRITE ? -1 : stream_new(h, j->a, t);
 		if (j->stream < 0) {
 			/* writes form streams too: find or open one at the head */
-			j->stream = stream_of(m, j->a);
+			j->stream = stream_of(d, j->a);
 			if (j->stream < 0)
 				j->stream = stream_new(h, j->a, t);
 		}
@@ -704,7 +725,7 @@ static void job_start(struct raid_member *m, uint64_t t, struct job *j)
 		h->n_seek++;
 	h->n_busy_ns += (uint64_t)ns;
 	h->n_pos_ns += (uint64_t)(ns - (double)(j->b - j->a) / bps(c) * 1e9);
-	win_log(m, t);
+	win_log(d, t);
 	if (j->kind == JOB_READ) {
 		h->n_rd_jobs++;
 		h->n_rd_bytes += j->b - j->a;
@@ -724,16 +745,16 @@ static void job_start(struct raid_member *m, uint64_t t, struct job *j)
 		h->n_ra_bytes += j->b - j->a;
 }
 
-static void job_end(struct raid_member *m, uint64_t t)
+static void job_end(struct raid_hdd *d, uint64_t t)
 {
-	struct raid_hdd *h = &m->hdd;
+	struct raid_hdd *h = d;
 	struct raid_hdd_stream *s = h->cur >= 0 ? &h->st[h->cur] : NULL;
 
 	switch (h->job) {
 	case JOB_READ:
 		if (s)
 			stream_read(h, h->cur, h->job_mio->off, h->job_b, t);
-		model_done(m, h->job_mio);
+		model_done(d, h->job_mio);
 		break;
 	case JOB_RA:
 		if (s && h->job_b > s->ra_end)
@@ -742,7 +763,7 @@ static void job_end(struct raid_member *m, uint64_t t)
 	case JOB_WRITE:
 	case JOB_DRAIN:
 		if (h->job == JOB_WRITE)
-			model_done(m, h->job_mio);
+			model_done(d, h->job_mio);
 		else
 			cache_drained(h, h->job_a, h->job_b);
 		if (s) {
@@ -761,9 +782,9 @@ static void job_end(struct raid_member *m, uint64_t t)
 
 /* Run the modelled disk up to @now. Decisions at time t only see requests
  * that had arrived by t, so running late changes nothing. */
-static void advance(struct raid_member *m, uint64_t now)
+static void advance(struct raid_hdd *d, uint64_t now)
 {
-	struct raid_hdd *h = &m->hdd;
+	struct raid_hdd *h = d;
 
 	for (;;) {
 		uint64_t t;
@@ -773,22 +794,22 @@ static void advance(struct raid_member *m, uint64_t now)
 			break;
 		t = h->busy_until;
 		if (h->job != JOB_NONE)
-			job_end(m, t);
-		settle(m, t);
+			job_end(d, t);
+		settle(d, t);
 		memset(&j, 0, sizeof(j));
 		j.stream = -1;
-		if (pick_continue(m, t, &j) ||
-		    (m->pool->hdd.write_through ? pick_switch_wt(m, t, &j) : pick_switch(m, t, &j))) {
-			job_start(m, t, &j);
+		if (pick_continue(d, t, &j) ||
+		    (d->cfg->write_through ? pick_switch_wt(d, t, &j) : pick_switch(d, t, &j))) {
+			job_start(d, t, &j);
 			continue;
 		}
 		/* idle until the next arrival, if it is before now */
 		{
 			uint64_t next = UINT64_MAX;
 
-			for (struct raid_mio *q = h->q_head; q; q = q->hdd_next)
-				if (q->hdd_arr_ns > t && q->hdd_arr_ns < next)
-					next = q->hdd_arr_ns;
+			for (struct raid_mio *q = h->q_head; q; q = hm(d, q)->next)
+				if (hm(d, q)->arr_ns > t && hm(d, q)->arr_ns < next)
+					next = hm(d, q)->arr_ns;
 			if (next == UINT64_MAX || next > now) {
 				h->busy_until = now;
 				break;
@@ -799,110 +820,150 @@ static void advance(struct raid_member *m, uint64_t now)
 }
 
 static void arm_deferred(void *arg);
+static void hdd_timer(struct raid_ioctx *ctx, struct raid_iotimer *t);
 
-/* Some waiting mio must own the member's timer. */
-static void ensure_holder(struct raid_member *m, struct raid_ioctx *ctx)
+static void arm(struct raid_hdd *d, struct raid_ioctx *ctx, struct raid_mio *mio, uint64_t when)
 {
-	struct raid_hdd *h = &m->hdd;
+	hm(d, mio)->t.fn = hdd_timer;
+	raid_ioctx_timer_arm(ctx, &hm(d, mio)->t, when);
+}
+
+/* Some waiting mio must own the disk's timer. */
+static void ensure_holder(struct raid_hdd *d, struct raid_ioctx *ctx)
+{
+	struct raid_hdd *h = d;
 	struct raid_mio *w = h->q_head;
 
 	if (h->holder || !w)
 		return;
-	w->hdd_state |= RAID_HDD_HOLD;
+	hm(d, w)->state |= HDD_HOLD;
 	h->holder = w;
-	if (w->hdd_ctx == ctx)
-		raid_ioctx_hdd_arm(ctx, w, h->busy_until);
-	else if (raid_defer(w->hdd_ctx, arm_deferred, w) < 0)
+	if (hm(d, w)->ctx == ctx)
+		arm(d, ctx, w, h->busy_until);
+	else if (raid_defer(hm(d, w)->ctx, arm_deferred, hm(d, w)) < 0)
 		LOG_ERR(RAID_MOD, "hdd model: cannot defer a timer (out of memory)");
 }
 
 /* Drop @mio's HOLD; true when it is to be delivered now by the caller. */
-static bool unhold(struct raid_member *m, struct raid_mio *mio, struct raid_ioctx *ctx)
+static bool unhold(struct raid_hdd *d, struct raid_mio *mio, struct raid_ioctx *ctx)
 {
-	mio->hdd_state &= ~RAID_HDD_HOLD;
-	if (m->hdd.holder == mio)
-		m->hdd.holder = NULL;
-	ensure_holder(m, ctx);
-	return (mio->hdd_state & (RAID_HDD_MODEL | RAID_HDD_REAL)) == (RAID_HDD_MODEL | RAID_HDD_REAL);
+	hm(d, mio)->state &= ~HDD_HOLD;
+	if (d->holder == mio)
+		d->holder = NULL;
+	ensure_holder(d, ctx);
+	return (hm(d, mio)->state & (HDD_MODEL | HDD_REAL)) == (HDD_MODEL | HDD_REAL);
+}
+
+/* The holder's timeout fired on @ctx (or, from arm_deferred, its turn to
+ * arm one came): run the model; deliver it, or wait again. */
+static void hold_check(struct raid_hdd *d, struct raid_ioctx *ctx, struct raid_mio *mio)
+{
+	bool now_cb = false;
+
+	pthread_mutex_lock(&d->mu);
+	advance(d, raid_mono_ns());
+	if (hm(d, mio)->state & HDD_MODEL)
+		now_cb = unhold(d, mio, ctx);
+	else
+		arm(d, ctx, mio, d->busy_until);   /* still its turn to come */
+	assert(hdd_check(d));
+	pthread_mutex_unlock(&d->mu);
+	if (now_cb)
+		raid_mlayer_up(mio, hm(d, mio)->res);
 }
 
 static void arm_deferred(void *arg)
 {
-	struct raid_mio *mio = arg;
-	struct raid_member *m = mio->m;
-	bool now_cb = false;
+	struct hdd_mio *h = arg;
 
-	pthread_mutex_lock(&m->hdd_mu);
-	advance(m, raid_mono_ns());
-	if (mio->hdd_state & RAID_HDD_MODEL)
-		now_cb = unhold(m, mio, mio->hdd_ctx);
-	else
-		raid_ioctx_hdd_arm(mio->hdd_ctx, mio, m->hdd.busy_until);
-	assert(hdd_check(m));
-	pthread_mutex_unlock(&m->hdd_mu);
-	if (now_cb)
-		raid_mio_finish(mio, mio->hdd_res);
+	hold_check(h->d, h->ctx, h->mio);
 }
 
-void raid_hdd_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
+static void hdd_timer(struct raid_ioctx *ctx, struct raid_iotimer *t)
 {
-	struct raid_member *m = mio->m;
-	struct raid_hdd *h = &m->hdd;
-	uint64_t now = raid_mono_ns();
+	struct hdd_mio *h = (struct hdd_mio *)(void *)t;
 
-	pthread_mutex_lock(&m->hdd_mu);
-	mio->hdd_on = true;
-	mio->hdd_state = 0;
-	mio->hdd_arr_ns = now;
-	mio->hdd_ctx = ctx;
-	mio->hdd_next = NULL;
-	mio->hdd_res = 0;
+	hold_check(h->d, ctx, h->mio);
+}
+
+static int hdd_submit(struct raid_mlayer *l, struct raid_ioctx *ctx, struct raid_mio *mio)
+{
+	struct raid_hdd *d = (struct raid_hdd *)(void *)l, *h = d;
+	struct hdd_mio *x = hm(d, mio);
+	uint64_t now;
+	int rc;
+
+	/* the real I/O runs now; the model decides when it completes */
+	rc = raid_mlayer_submit(l->below, ctx, mio);
+	if (rc)
+		return rc;
+	now = raid_mono_ns();
+	pthread_mutex_lock(&d->mu);
+	memset(x, 0, sizeof(*x));
+	x->mio = mio;
+	x->d = d;
+	x->arr_ns = now;
+	x->ctx = ctx;
 	if (h->busy_until == 0) {
 		h->cur = -1;
 		h->busy_until = now;
 	}
-	advance(m, now);
+	advance(d, now);
 	if (h->q_tail)
-		h->q_tail->hdd_next = mio;
+		hm(d, h->q_tail)->next = mio;
 	else
 		h->q_head = mio;
 	h->q_tail = mio;
 	/* writes into a cache with room, reads of read-ahead data, FSYNC of a
 	 * clean cache: done now */
-	settle(m, now);
+	settle(d, now);
 	/* an idle head starts at once */
-	advance(m, now);
-	ensure_holder(m, ctx);
-	assert(hdd_check(m));
-	pthread_mutex_unlock(&m->hdd_mu);
+	advance(d, now);
+	ensure_holder(d, ctx);
+	assert(hdd_check(d));
+	pthread_mutex_unlock(&d->mu);
+	return 0;
 }
 
-bool raid_hdd_real_done(struct raid_mio *mio, int res)
+/* The real I/O is done. */
+static void hdd_complete(struct raid_mlayer *l, struct raid_mio *mio, int res)
 {
-	struct raid_member *m = mio->m;
+	struct raid_hdd *d = (struct raid_hdd *)(void *)l;
 	bool now_cb;
 
-	pthread_mutex_lock(&m->hdd_mu);
-	mio->hdd_res = res;
-	mio->hdd_state |= RAID_HDD_REAL;
-	now_cb = (mio->hdd_state & RAID_HDD_MODEL) && !(mio->hdd_state & RAID_HDD_HOLD);
-	pthread_mutex_unlock(&m->hdd_mu);
-	return now_cb;
+	pthread_mutex_lock(&d->mu);
+	hm(d, mio)->res = res;
+	hm(d, mio)->state |= HDD_REAL;
+	now_cb = (hm(d, mio)->state & HDD_MODEL) && !(hm(d, mio)->state & HDD_HOLD);
+	pthread_mutex_unlock(&d->mu);
+	if (now_cb)
+		raid_mlayer_up(mio, res);
 }
 
-void raid_hdd_timer(struct raid_ioctx *ctx, struct raid_mio *mio)
-{
-	struct raid_member *m = mio->m;
-	bool now_cb = false;
+static const struct raid_mlayer_ops hdd_ops = {
+	.name = "hdd",
+	.priv_size = sizeof(struct hdd_mio),
+	.submit = hdd_submit,
+	.complete = hdd_complete,
+};
 
-	pthread_mutex_lock(&m->hdd_mu);
-	advance(m, raid_mono_ns());
-	if (mio->hdd_state & RAID_HDD_MODEL)
-		now_cb = unhold(m, mio, ctx);
-	else
-		raid_ioctx_hdd_arm(ctx, mio, m->hdd.busy_until);   /* still its turn to come */
-	assert(hdd_check(m));
-	pthread_mutex_unlock(&m->hdd_mu);
-	if (now_cb)
-		raid_mio_finish(mio, mio->hdd_res);
+void raid_hdd_init(struct raid_hdd *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->l.ops = &hdd_ops;
+	pthread_mutex_init(&d->mu, NULL);
+}
+
+void raid_hdd_stack(struct raid_hdd *d, struct raid_mlayer *below, const struct conf_hdd *cfg,
+		    const uint64_t *stroke, const char *name)
+{
+	d->l.below = below;
+	d->cfg = cfg;
+	d->stroke = stroke;
+	d->name = name;
+}
+
+void raid_hdd_fini(struct raid_hdd *d)
+{
+	pthread_mutex_destroy(&d->mu);
 }

@@ -24,12 +24,13 @@
  * EAGAIN: KERNEL again; a mio a merged group's error or short result did
  * not cover: PLUGGED or BACKLOG again with mio->alone set, so it goes on its
  * own) -> DONE
- * (callback called once from complete_mio(); the mio is then the caller's
- * again). With the HDD model (hdd.c) DONE means "real I/O done":
- * the callback then runs when the modelled disk is done as well, and a mio
- * may additionally have a timeout in the ring (raid_ioctx_hdd_arm, user data
- * tagged with HDD_TIMER_TAG) that drives its member's model.
- * Memory-backed members (tmpfs/ramfs, member->mem): io_uring makes no
+ (handed once from complete_mio() to the layer above, raid_mlayer_up();
+ * the mio is then that layer's again). This file is the bottom layer of the
+ * member I/O stack (raid/mlayer.h): it knows the mio's descriptor, offset
+ * and flags, never the member, pool or request behind it. Layers above keep
+ * completions back with timers in the ring (raid_ioctx_timer_arm, user data
+ * tagged with TIMER_TAG, counted in ctx->kernel) or deferred calls.
+ * Memory-backed members (tmpfs/ramfs, mio->inl_ok): io_uring makes no
  * non-blocking attempt on such files and hands every request to one of its
  * worker threads (two context switches and a wake-up per 4 KiB). When the
  * plug is flushed, a run of at most INLINE_MAX bytes on such a member (no
@@ -53,6 +54,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -64,7 +66,13 @@
 
 #include <liburing.h>
 
-#include "raid/raid_int.h"
+#include "conf/conf.h"
+#include "raid/ioctx.h"
+#include "raid/raid.h"
+
+#ifndef RAID_MOD
+#define RAID_MOD "raid"
+#endif
 
 #define SQ_ENTRIES 256u
 #define CQ_ENTRIES 1024u
@@ -72,6 +80,8 @@
 #define RAID_ASYNC_MIN (64u << 10)
 /* a run of mios on a memory-backed member up to this size is done inline */
 #define INLINE_MAX (64u << 10)
+/* O_DIRECT alignment of offsets, lengths and buffers */
+#define ALIGN 4096u
 /* a merged group: at most this many mios and bytes */
 #define MERGE_MAX_MIOS 64u
 #define MERGE_MAX_BYTES (4u << 20)
@@ -256,7 +266,7 @@ static void prep_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ctx->ring);
 	uint8_t *b = mio_data(mio);
-	uint64_t poff = RAID_DATA_OFF + mio->off + mio->done;
+	uint64_t poff = mio->base + mio->off + mio->done;
 
 	if (!sqe) {
 		submit_sq(ctx);
@@ -281,11 +291,19 @@ static void prep_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
 	ctx->unsubmitted++;
 }
 
-/* Timeouts carry the mio's address with the low bit set, so a holder's
- * timeout and its real I/O (both in the ring at once) are told apart. */
-#define HDD_TIMER_TAG 1u
+uint64_t raid_mono_ns(void)
+{
+	struct timespec ts;
 
-void raid_ioctx_hdd_arm(struct raid_ioctx *ctx, struct raid_mio *mio, uint64_t when_ns)
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Timeouts carry the timer's address with the low bit set, so a layer's
+ * timer and a mio's real I/O (both in the ring at once) are told apart. */
+#define TIMER_TAG 1u
+
+void raid_ioctx_timer_arm(struct raid_ioctx *ctx, struct raid_iotimer *t, uint64_t when_ns)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ctx->ring);
 	uint64_t now = raid_mono_ns(), d = when_ns > now ? when_ns - now : 1000;
@@ -295,11 +313,10 @@ void raid_ioctx_hdd_arm(struct raid_ioctx *ctx, struct raid_mio *mio, uint64_t w
 		sqe = io_uring_get_sqe(&ctx->ring);
 	}
 	assert(sqe);
-	mio->hdd_wait = true;
-	mio->hdd_ts.tv_sec = (long long)(d / 1000000000ull);
-	mio->hdd_ts.tv_nsec = (long long)(d % 1000000000ull);
-	io_uring_prep_timeout(sqe, &mio->hdd_ts, 0, 0);
-	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)mio | HDD_TIMER_TAG);
+	t->ts.tv_sec = (long long)(d / 1000000000ull);
+	t->ts.tv_nsec = (long long)(d % 1000000000ull);
+	io_uring_prep_timeout(sqe, &t->ts, 0, 0);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)t | TIMER_TAG);
 	ctx->unsubmitted++;
 	ctx->kernel++;
 }
@@ -321,7 +338,7 @@ static void start_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
 
 /* ---- plug merging ---- */
 
-/* Low bits of a CQE's user data: a mio (0), a hdd timeout (1), a group (2). */
+/* Low bits of a CQE's user data: a mio (0), a timer (1), a group (2). */
 #define GROUP_TAG 2u
 
 struct mgroup {
@@ -375,9 +392,9 @@ static bool prep_group(struct raid_ioctx *ctx, struct raid_mio **mios, unsigned 
 	}
 	assert(sqe);
 	if (mios[0]->op == RAID_MIO_READ)
-		io_uring_prep_readv(sqe, mios[0]->fd, g->iov, n, RAID_DATA_OFF + mios[0]->off);
+		io_uring_prep_readv(sqe, mios[0]->fd, g->iov, n, mios[0]->base + mios[0]->off);
 	else
-		io_uring_prep_writev(sqe, mios[0]->fd, g->iov, n, RAID_DATA_OFF + mios[0]->off);
+		io_uring_prep_writev(sqe, mios[0]->fd, g->iov, n, mios[0]->base + mios[0]->off);
 	if (mios[0]->op == RAID_MIO_WRITE && total >= RAID_ASYNC_MIN)
 		sqe->flags |= IOSQE_ASYNC;
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)g | GROUP_TAG);
@@ -399,11 +416,8 @@ static void inl_push(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 
 static bool inline_ok(const struct raid_mio *mio, uint64_t bytes)
 {
-	const struct raid_member *m = mio->m;
-
-	return m->mem && mio->op != RAID_MIO_FSYNC && !mio->done && !mio->bounce &&
-	       !mio->hdd_on && bytes <= INLINE_MAX &&
-	       !(m->pool && (m->pool->hdd.enabled || m->pool->direct_io));
+	return mio->inl_ok && mio->op != RAID_MIO_FSYNC && !mio->done && !mio->bounce &&
+	       bytes <= INLINE_MAX;
 }
 
 static ssize_t inline_io(int fd, int op, const struct iovec *iov, int n, off_t off)
@@ -429,7 +443,7 @@ static void inline_run(struct raid_ioctx *ctx, struct raid_mio **mios, unsigned 
 		iov[i].iov_len = mios[i]->len;
 	}
 	ctx->kernel -= n;    /* counted by start_mio, never given to the ring */
-	r = inline_io(mios[0]->fd, mios[0]->op, iov, (int)n, (off_t)(RAID_DATA_OFF + mios[0]->off));
+	r = inline_io(mios[0]->fd, mios[0]->op, iov, (int)n, (off_t)(mios[0]->base + mios[0]->off));
 	if (r == (ssize_t)bytes) {
 		for (unsigned i = 0; i < n; i++)
 			inl_push(ctx, mios[i], (int)mios[i]->len);
@@ -442,7 +456,7 @@ static void inline_run(struct raid_ioctx *ctx, struct raid_mio **mios, unsigned 
 		else
 			inl_push(ctx, mios[i],
 				 (int)inline_io(mios[i]->fd, mios[i]->op, &iov[i], 1,
-						(off_t)(RAID_DATA_OFF + mios[i]->off)));
+						(off_t)(mios[i]->base + mios[i]->off)));
 	}
 }
 
@@ -520,47 +534,51 @@ static int kick(struct raid_ioctx *ctx)
 	return submit_sq(ctx);
 }
 
-int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
+static void *zalloc_aligned(size_t len)
 {
-	struct raid_member *m = mio->m;
-	bool direct = m->pool && m->pool->direct_io;
+	void *p = NULL;
 
+	if (posix_memalign(&p, ALIGN, len ? len : ALIGN))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+static int uring_submit(struct raid_mlayer *l, struct raid_ioctx *ctx, struct raid_mio *mio)
+{
 	mio->done = 0;
 	mio->bounce = NULL;
 	mio->next = NULL;
 	mio->alone = false;
-	mio->hdd_done_ns = 0;
-	mio->hdd_wait = false;
-	mio->t_sub_ns = raid_lat_now_ns();
-	mio->fd = m->fd;
 	if (mio->fd < 0)
 		return -ENODEV;
-	if (mio->op == RAID_MIO_WRITE && atomic_load(&m->fi_sub_err)) {
-		atomic_fetch_sub(&m->fi_sub_err, 1);
-		return -ENOMEM;   /* tests: as if a bounce buffer could not be had */
-	}
-	if (direct && mio->op != RAID_MIO_FSYNC) {
-		if ((mio->off % RAID_ALIGN) || (mio->len % RAID_ALIGN)) {
+	if (mio->direct && mio->op != RAID_MIO_FSYNC) {
+		if ((mio->off % ALIGN) || (mio->len % ALIGN)) {
 			/* O_DIRECT needs device-block alignment of offset and
 			 * length; the buffered descriptor is coherent with it. */
-			mio->fd = m->fd_buf;
-		} else if ((uintptr_t)mio->buf % RAID_ALIGN) {
-			mio->bounce = raid_alloc(mio->len);
+			mio->fd = mio->fd_buf;
+		} else if ((uintptr_t)mio->buf % ALIGN) {
+			mio->bounce = zalloc_aligned(mio->len);
 			if (!mio->bounce)
 				return -ENOMEM;
 			if (mio->op == RAID_MIO_WRITE)
 				memcpy(mio->bounce, mio->buf, mio->len);
 		}
 	}
-	mio->hdd_on = false;
-	if (atomic_fetch_add(&m->busy_inflight, 1) == 0)
-		atomic_store(&m->busy_start_ns, mio->t_sub_ns);
 	start_mio(ctx, mio);
-	/* HDD model: the real I/O runs now, the modelled disk decides when it
-	 * completes (hdd.c) */
-	if (m->pool && m->pool->hdd.enabled)
-		raid_hdd_submit(ctx, mio);
 	return 0;
+}
+
+static const struct raid_mlayer_ops uring_ops = {
+	.name = "uring",
+	.submit = uring_submit,
+};
+
+static struct raid_mlayer uring_layer = { .ops = &uring_ops };
+
+struct raid_mlayer *raid_ioctx_mlayer(void)
+{
+	return &uring_layer;
 }
 
 static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
@@ -569,18 +587,6 @@ static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 		ctx->kernel++;
 		prep_mio(ctx, mio);
 		return;
-	}
-	if (res >= 0 && mio->op == RAID_MIO_WRITE && atomic_load(&mio->m->fi_wr_err))
-		res = -EIO;
-	if (res >= 0 && mio->op != RAID_MIO_FSYNC && atomic_load(&mio->m->fi_len)) {
-		uint64_t a = atomic_load(&mio->m->fi_off), b = a + atomic_load(&mio->m->fi_len);
-
-		if (mio->off < b && a < mio->off + mio->len) {
-			if (mio->op == RAID_MIO_READ)
-				res = -EIO;
-			else if (mio->off <= a && mio->off + mio->len >= b)
-				atomic_store(&mio->m->fi_len, 0);   /* rewritten: remapped */
-		}
 	}
 	if (res >= 0 && mio->op != RAID_MIO_FSYNC) {
 		if (res == 0) {
@@ -593,45 +599,16 @@ static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 				return;
 			}
 			res = 0;
-			raid_io_account(mio->m, mio->op == RAID_MIO_WRITE, mio->len);
-			raid_member_lat(mio->m, mio->op == RAID_MIO_WRITE,
-					raid_lat_now_ns() - mio->t_sub_ns);
 		}
 	}
+	mio->t_dev_ns = raid_mono_ns();
 	if (mio->bounce) {
 		if (res == 0 && mio->op == RAID_MIO_READ)
 			memcpy(mio->buf, mio->bounce, mio->len);
 		free(mio->bounce);
 		mio->bounce = NULL;
 	}
-	if (mio->hdd_on) {
-		if (raid_hdd_real_done(mio, res < 0 ? res : 0))
-			raid_mio_finish(mio, res < 0 ? res : 0);
-		return;
-	}
-	raid_mio_finish(mio, res < 0 ? res : 0);
-}
-
-void raid_mio_finish(struct raid_mio *mio, int res)
-{
-	struct raid_member *m = mio->m;
-	/* read before leaving: once the count is 0 another submission may
-	 * start the next period */
-	uint64_t start = atomic_load(&m->busy_start_ns), now = raid_lat_now_ns();
-
-	if (atomic_fetch_sub(&m->busy_inflight, 1) == 1 && now > start)
-		atomic_fetch_add(&m->busy_ns, now - start);
-	mio->cb(mio, res);
-}
-
-uint64_t raid_member_busy_ns(struct raid_member *m)
-{
-	uint64_t busy = atomic_load(&m->busy_ns), start = atomic_load(&m->busy_start_ns);
-	uint64_t now = raid_lat_now_ns();
-
-	if (atomic_load(&m->busy_inflight) && now > start)
-		busy += now - start;
-	return busy;
+	raid_mlayer_up(mio, res < 0 ? res : 0);
 }
 
 /* Callbacks of the mios done inline so far (complete_mio may prep a short
@@ -666,19 +643,19 @@ static bool run_ready(struct raid_ioctx *ctx, bool *more)
 
 		while (io_uring_peek_cqe(&ctx->ring, &cqe) == 0) {
 			uint64_t ud = io_uring_cqe_get_data64(cqe);
-			struct raid_mio *mio =
-				(struct raid_mio *)(uintptr_t)(ud & ~(uint64_t)(HDD_TIMER_TAG | GROUP_TAG));
+			void *ptr = (void *)(uintptr_t)(ud & ~(uint64_t)(TIMER_TAG | GROUP_TAG));
 			int res = cqe->res;
 
 			io_uring_cqe_seen(&ctx->ring, cqe);
 			ctx->kernel--;
 			if (ud & GROUP_TAG) {
-				complete_group(ctx, (struct mgroup *)(void *)mio, res);
-			} else if (ud & HDD_TIMER_TAG) {
-				mio->hdd_wait = false;
-				raid_hdd_timer(ctx, mio);
+				complete_group(ctx, ptr, res);
+			} else if (ud & TIMER_TAG) {
+				struct raid_iotimer *t = ptr;
+
+				t->fn(ctx, t);
 			} else {
-				complete_mio(ctx, mio, res);
+				complete_mio(ctx, ptr, res);
 			}
 			any = true;
 		}

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "raid/ioctx.h"
 #include "raid/raid_int.h"
 
 static bool conflicts(const struct raid_lk *x, const struct raid_lk *y)

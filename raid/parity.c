@@ -17,7 +17,7 @@
 #include <isa-l/erasure_code.h>
 #include <isa-l/raid.h>
 
-#include "raid/raid_int.h"
+#include "raid/parity.h"
 
 void *raid_alloc_nz(size_t len)
 {

@@ -71,6 +71,7 @@
 #include <unistd.h>
 
 #include "raid/backend.h"
+#include "raid/member.h"
 
 static const char *level_name(enum conf_level l)
 {
@@ -553,7 +554,7 @@ static void member_close(struct raid_member *m)
 		close(m->fd_buf);
 	if (m->fd >= 0)
 		close(m->fd);
-	pthread_mutex_destroy(&m->hdd_mu);
+	raid_member_io_fini(m);
 	free(m->rpath);
 	free(m);
 }
@@ -632,7 +633,7 @@ static int cand_open(const struct conf_pool *cp, const char *path, const char *r
 	if (!m)
 		return -ENOMEM;
 	m->fd = m->fd_buf = -1;
-	pthread_mutex_init(&m->hdd_mu, NULL);
+	raid_member_io_init(m);
 	snprintf(m->path, sizeof(m->path), "%s", path);
 	m->rpath = strdup(rpath);
 	atomic_store(&m->state, RAID_M_MISSING);
@@ -983,10 +984,10 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		m = calloc(1, sizeof(*m));
 		if (!m)
 			return -ENOMEM;
-		pthread_mutex_init(&m->hdd_mu, NULL);
+		raid_member_io_init(m);
 		m->fd = m->fd_buf = -1;
 		m->slot = i;
-		m->pool = p;
+		raid_member_attach(m, p);
 		memcpy(m->uuid, ref->slots[i].uuid, 16);
 		atomic_store(&m->state, was_up ? RAID_M_MISSING : empty ? RAID_M_EMPTY : RAID_M_FAULTY);
 		snprintf(m->path, sizeof(m->path), "%s",
@@ -1114,7 +1115,7 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		rc = cand_open(cp, path, rpath, &cs[i]);
 		if (rc)
 			goto err_cands;
-		cs[i].m->pool = p;
+		raid_member_attach(cs[i].m, p);
 		if (cs[i].sbrc == 0)
 			valid++;
 	}
@@ -1413,58 +1414,6 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	return 0;
 }
 
-uint64_t raid_lat_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void raid_member_lat(struct raid_member *m, bool write, uint64_t ns)
-{
-	uint64_t us = ns / 1000;
-	unsigned b = 0;
-
-	/* bucket b holds [2^(b-1), 2^b) us; bucket 0 is "under 1 us" */
-	while (us && b < RAID_LAT_BUCKETS - 1) {
-		us >>= 1;
-		b++;
-	}
-	atomic_fetch_add_explicit(&m->lat_hist[write][b], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&m->lat_sum_ns[write], ns, memory_order_relaxed);
-	for (uint64_t cur = atomic_load_explicit(&m->lat_max_ns[write], memory_order_relaxed);
-	     ns > cur && !atomic_compare_exchange_weak_explicit(&m->lat_max_ns[write], &cur, ns,
-								 memory_order_relaxed,
-								 memory_order_relaxed);)
-		;
-}
-
-uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct)
-{
-	uint64_t snap[RAID_LAT_BUCKETS], total = 0, need, acc = 0;
-	unsigned b;
-
-	for (b = 0; b < RAID_LAT_BUCKETS; b++) {
-		snap[b] = atomic_load_explicit(&hist[b], memory_order_relaxed);
-		total += snap[b];
-	}
-	if (!total)
-		return 0;
-	/* the smallest bucket with at least pct% of the I/Os at or below it */
-	need = (total * pct + 99) / 100;
-	if (!need)
-		need = 1;
-	for (b = 0; b < RAID_LAT_BUCKETS; b++) {
-		acc += snap[b];
-		if (acc >= need)
-			break;
-	}
-	if (b >= RAID_LAT_BUCKETS)
-		b = RAID_LAT_BUCKETS - 1;
-	return 1ull << b;
-}
-
 static struct raid_member *find_member(struct raid_pool *p, const char *member)
 {
 	char *end;
@@ -1534,7 +1483,7 @@ int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
 		member_close(c.m);
 		return -ENOSPC;
 	}
-	c.m->pool = p;
+	raid_member_attach(c.m, p);
 	uuid_new(c.m->uuid);
 	atomic_store(&c.m->state, RAID_M_SPARE);
 	pthread_mutex_lock(&p->meta_mu);
@@ -1575,9 +1524,9 @@ static struct raid_member *placeholder_new(struct raid_pool *p, const struct rai
 
 	if (!m)
 		return NULL;
-	pthread_mutex_init(&m->hdd_mu, NULL);
+	raid_member_io_init(m);
 	m->fd = m->fd_buf = -1;
-	m->pool = p;
+	raid_member_attach(m, p);
 	m->slot = was->slot;
 	/* the slot keeps the removed member's UUID so that, at assembly, its
 	 * file is recognised as removed rather than as an unknown member */

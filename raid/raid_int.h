@@ -1,6 +1,10 @@
 /*
- * raid/raid_int.h - private structures of the RAID engine, shared by the
- * files of raid/ only. Nothing outside raid/ includes this.
+ * raid/raid_int.h - the RAID backend's core structures (pool, volume) and
+ * the parts that live inside them (stripe lock, stripe cache, bitmap),
+ * shared by the files of raid/ only. Nothing outside raid/ includes this
+ * but tests. The leaves have headers of their own: layout.h, geom.h,
+ * parity.h, sb.h (no I/O context), and the member I/O stack: ioctx.h,
+ * mlayer.h, member.h, fault.h, hdd.h, defer.h.
  */
 #ifndef RTGT_RAID_INT_H
 #define RTGT_RAID_INT_H
@@ -14,267 +18,18 @@
 #include <linux/time_types.h>
 
 #include "conf/conf.h"
+#include "raid/defer.h"
+#include "raid/geom.h"
+#include "raid/layout.h"
+#include "raid/parity.h"
 #include "raid/raid.h"
+#include "raid/sb.h"
 
 #define RAID_MOD "raid"
 
-/* ---- on-disk layout of a member ----
- * [0, 64K)      superblock copy 0 (RAID_SB_SIZE used)
- * [64K, 128K)   superblock copy 1
- * [128K, 1M)    write-intent bitmap area
- * [1M, ...)     data (data_offset)
- */
-#define RAID_SB_SIZE      16384u
-#define RAID_SB_COPY_OFF(i) ((uint64_t)(i) * 65536u)
-#define RAID_BITMAP_OFF   131072u
-#define RAID_BITMAP_BYTES (1048576u - 131072u)
-#define RAID_DATA_OFF     1048576u
-#define RAID_MAX_SLOTS    64u
-#define RAID_MAX_VOLS     64u
-#define RAID_ALIGN        4096u
-#define RAID_SB_VERSION   1u
-#define RAID_SB_CLEAN     0x1u
-/* The initial sync of a new pool has not finished: member bytes from
- * sb.sync_pos on have never been made consistent (parity, mirrors). */
-#define RAID_SB_SYNCING   0x2u
-/* Bad ranges (rows that cannot be reconstructed) kept per pool. */
-#define RAID_MAX_BAD      32u
-
-/* Slot states as stored on disk. */
-enum raid_mstate {
-	RAID_M_EMPTY = 0,
-	RAID_M_ACTIVE = 1,
-	RAID_M_FAULTY = 2,
-	RAID_M_SPARE = 3,
-	RAID_M_REBUILDING = 4,
-	RAID_M_MISSING = 5,       /* runtime only: configured, not found */
-};
-/* RAID_M_EMPTY in a slot < n_members: the member was removed (rtgtctl
- * remove) and the slot waits for a spare; past n_members: a free slot. */
-const char *raid_mstate_name(int st);
-
-/* ---- geometry (geom.c): pure functions, no I/O ---- */
-struct raid_geom {
-	enum conf_level level;
-	unsigned n;               /* raid disks */
-	unsigned ndata;           /* data chunks per row (1 for raid1) */
-	unsigned npar;            /* failures tolerated: 0, n-1 (raid1), 1, 2, 1 (raid10) */
-	uint64_t chunk;           /* bytes */
-	uint64_t member_bytes;    /* data bytes per member (multiple of chunk) */
-	uint64_t rows;            /* member_bytes / chunk */
-	uint64_t stripe_bytes;    /* logical bytes per row: ndata * chunk */
-	uint64_t usable;          /* logical bytes of the pool */
-};
-
-/* Where one logical byte lives. For raid1 copies == n, raid10 copies == 2. */
-struct raid_loc {
-	uint64_t row;             /* stripe row (member chunk index) of copy 0 */
-	unsigned dd;              /* data index inside the row (raid0/5/6) */
-	unsigned ncopies;
-	unsigned dev[RAID_MAX_SLOTS];
-	uint64_t moff[RAID_MAX_SLOTS]; /* byte offset in the member's data area */
-};
-
-int raid_geom_init(struct raid_geom *g, enum conf_level level, unsigned n, uint64_t chunk,
-		   uint64_t member_bytes);
-/* Map a logical byte offset (< usable). */
-void raid_geom_map(const struct raid_geom *g, uint64_t loff, struct raid_loc *out);
-/* Inverse: logical offset of member byte (dev, moff); -ENOENT for parity. */
-int raid_geom_unmap(const struct raid_geom *g, unsigned dev, uint64_t moff, uint64_t *loff);
-/* raid5/6: parity devices of a row (qdev = -1 for raid5). */
-void raid_geom_parity(const struct raid_geom *g, uint64_t row, int *pdev, int *qdev);
-/* raid0/5/6: device holding data index @dd of @row. */
-unsigned raid_geom_data_dev(const struct raid_geom *g, uint64_t row, unsigned dd);
-/* raid5/6: data index of @dev in @row, or -1 for a parity device. */
-int raid_geom_dev_dd(const struct raid_geom *g, uint64_t row, unsigned dev);
-bool raid_geom_is_parity_level(const struct raid_geom *g);
-
-/* ---- parity (parity.c) ---- */
-/* Compute P (and Q for raid6) of one row band: @bufs indexed by device,
- * every data buffer filled, parity buffers are outputs. 32-byte aligned,
- * @len a multiple of 32. */
-int raid_par_gen(const struct raid_geom *g, uint64_t row, uint8_t **bufs, size_t len);
-/* Rebuild the devices flagged in @missing (at most npar) from the others. */
-int raid_par_recover(const struct raid_geom *g, uint64_t row, uint8_t **bufs,
-		     const bool *missing, size_t len);
-/* GF(2^8) with generator 2 and polynomial 0x11d (isa-l's field). */
-uint8_t raid_gf_pow2(unsigned e);
-/* Compare parity devices with what the data says: returns a bitmask:
- * bit0 P differs, bit1 Q differs. With raid6 and exactly one bad data device,
- * *bad_dev names it (else -1). */
-int raid_par_check(const struct raid_geom *g, uint64_t row, uint8_t **bufs, size_t len,
-		   int *bad_dev);
-void *raid_alloc(size_t len);   /* RAID_ALIGN-aligned, zeroed; NULL on ENOMEM */
-void *raid_alloc_nz(size_t len); /* same, not zeroed: for buffers that are fully overwritten */
-
-/* ---- superblock (sb.c) ---- */
-struct raid_sb_slot {
-	uint32_t state;
-	uint8_t uuid[16];
-};
-
-struct raid_sb_vol {
-	char name[64];
-	uint8_t uuid[16];
-	uint64_t start;           /* logical byte offset in the pool, stripe-aligned */
-	uint64_t size;            /* bytes exposed */
-	uint64_t extent;          /* bytes reserved: size rounded up to the stripe */
-};
-
-/* Member bytes [a, b) of slot @slot hold no valid data: a row the rebuild
- * could not reconstruct (no redundancy left, or parity not synced). */
-struct raid_bad {
-	uint32_t slot;
-	uint64_t a, b;
-};
-
-struct raid_sb {
-	uint32_t version;
-	uint8_t pool_uuid[16];
-	uint8_t member_uuid[16];
-	char name[64];
-	uint32_t level;           /* enum conf_level */
-	uint32_t chunk;
-	uint32_t n_members;       /* raid disks */
-	uint32_t slot;            /* index in slots[] */
-	uint32_t flags;           /* RAID_SB_CLEAN */
-	uint64_t events;
-	uint64_t data_offset;
-	uint64_t data_size;       /* per member */
-	uint64_t bitmap_offset;
-	uint32_t bitmap_bytes;
-	uint32_t bitmap_chunk;    /* bytes of member data per bitmap bit */
-	uint32_t rebuild_slot;    /* slot being rebuilt, or UINT32_MAX */
-	uint64_t rebuild_pos;     /* checkpoint: member bytes done */
-	uint32_t n_slots;         /* members then spares */
-	struct raid_sb_slot slots[RAID_MAX_SLOTS];
-	uint32_t n_vols;
-	struct raid_sb_vol vols[RAID_MAX_VOLS];
-	uint64_t sync_pos;        /* RAID_SB_SYNCING: initial sync done below */
-	uint32_t n_bad;
-	struct raid_bad bad[RAID_MAX_BAD];
-};
-
-void raid_sb_encode(const struct raid_sb *sb, uint8_t *buf);   /* RAID_SB_SIZE */
-/* -EINVAL (with *why) when the block is not a valid superblock. */
-int raid_sb_decode(const uint8_t *buf, struct raid_sb *sb, const char **why);
-/* Read both copies, return the valid one with the higher event counter.
- * -ENOENT: no valid copy (blank member); -errno on I/O failure. */
-int raid_sb_read(int fd, struct raid_sb *sb);
-/* Write the copy selected by the event counter's parity, then fdatasync. */
-int raid_sb_write(int fd, const struct raid_sb *sb);
-
-/* ---- per-thread context (ioctx.c) ---- */
-struct raid_mio;
-typedef void (*raid_mio_fn)(struct raid_mio *mio, int res);
-
+/* ---- per-thread context (ioctx.h); members and their I/O stack
+ * (member.h, mlayer.h, fault.h, hdd.h) ---- */
 struct raid_member;
-
-/* One member I/O. Owned by whoever submitted it until its callback ran. */
-struct raid_mio {
-	struct raid_member *m;
-	int op;                   /* RAID_MIO_READ/WRITE/FSYNC */
-	uint8_t *buf;             /* caller's buffer */
-	uint64_t off;             /* bytes in the member's data area */
-	uint64_t len;
-	raid_mio_fn cb;
-	void *arg;
-	/* private */
-	uint8_t *bounce;          /* aligned copy when buf is unaligned (O_DIRECT) */
-	int fd;
-	uint64_t done;
-	struct raid_mio *next;    /* ioctx backlog */
-	/* HDD model: completion held until the modelled disk is done */
-	uint64_t hdd_done_ns;     /* 0: no model */
-	bool hdd_wait;            /* a timeout for it is in the ring */
-	int hdd_res;
-	struct __kernel_timespec hdd_ts;
-	/* HDD model v2 (hdd.c): the mio waits in its member's modelled queue.
-	 * hdd_state bits (member's hdd_mu): RAID_HDD_REAL real I/O done,
-	 * RAID_HDD_MODEL modelled disk done, RAID_HDD_HOLD this mio owns the
-	 * member's timer (only its own timeout may deliver it). */
-	bool hdd_on;
-	unsigned hdd_state;
-	uint64_t hdd_arr_ns;       /* when it reached the modelled disk */
-	struct raid_ioctx *hdd_ctx; /* submitting ctx: callbacks run there */
-	struct raid_mio *hdd_next; /* member's modelled queue */
-	uint64_t t_sub_ns;        /* CLOCK_MONOTONIC at submission (latency) */
-	bool alone;               /* ioctx: a merged group it was in failed or
-	                           * came back short: goes again on its own */
-	int inl_res;              /* ioctx: result of a synchronous (inline) I/O */
-};
-
-enum { RAID_HDD_REAL = 1u, RAID_HDD_MODEL = 2u, RAID_HDD_HOLD = 4u };
-
-/* HDD model state of one member (hdd.c), zero = idle disk at offset 0.
- * Protected by the member's hdd_mu. Holds no pointers that outlive a
- * request: waiting mios are the submitters' until their callback. */
-#define RAID_HDD_MAX_EXT 128u
-#define RAID_HDD_NSTREAM 8u
-struct raid_hdd_ext { uint64_t a, b; };
-struct raid_hdd_stream {
-	uint64_t lo;              /* read segment cached by the disk: [lo, ra_end) */
-	uint64_t next;            /* end of the stream's last request */
-	uint64_t ra_end;          /* read ahead up to here */
-	uint64_t last_ns;         /* last use (LRU) */
-	bool used, seq;           /* seq: two requests in a row continued it */
-	unsigned run;             /* reads in a row that continued it closely */
-};
-struct raid_hdd {
-	uint64_t busy_until;      /* the head is busy with a job until then */
-	uint64_t head;            /* where the current/last job ends */
-	uint64_t last_a;          /* where it started: re-reaching it costs a rotation */
-	uint64_t end_ns;          /* when the head last finished a job: the platter
-	                           * turns on while it idles (write-through writes) */
-	int cur;                  /* stream the head serves (-1/0 unused: see hdd.c) */
-	uint64_t batch;           /* bytes served on cur since the last switch */
-	int job;                  /* current job kind (hdd.c) */
-	uint64_t job_a, job_b;
-	struct raid_mio *job_mio; /* read in service, NULL otherwise */
-	struct raid_mio *q_head, *q_tail; /* waiting requests, arrival order */
-	struct raid_mio *holder;  /* the waiting mio whose timeout drives the model */
-	struct raid_hdd_ext ext[RAID_HDD_MAX_EXT]; /* dirty write cache, unsorted */
-	unsigned n_ext;
-	uint64_t dirty;
-	struct raid_hdd_stream st[RAID_HDD_NSTREAM];
-	/* statistics (tests, tuning) */
-	uint64_t n_seek, n_switch, n_hit, n_ra_bytes;
-	uint64_t n_busy_ns, n_pos_ns;      /* head time in jobs, of which positioning */
-	uint64_t n_rd_jobs, n_drain_jobs;  /* jobs by kind (read-ahead: n_ra_bytes) */
-	uint64_t n_rd_bytes, n_wr_bytes;   /* bytes the head read (jobs) / destaged */
-	/* accounting window hdd.c logs at LOG_INFO (head busy share, seeks):
-	 * start time and the counters at its start */
-	uint64_t win_t0, win_busy, win_pos, win_seek, win_switch, win_rd, win_wr, win_ra;
-};
-/* hdd.c: a member I/O enters the model (after its real I/O was queued) */
-void raid_hdd_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
-/* its real I/O finished with @res: true when the caller must run its callback now */
-bool raid_hdd_real_done(struct raid_mio *mio, int res);
-/* its timeout (armed by raid_ioctx_hdd_arm) fired, on its ctx */
-void raid_hdd_timer(struct raid_ioctx *ctx, struct raid_mio *mio);
-/* ioctx.c: arm @mio's timeout for @when_ns (CLOCK_MONOTONIC) on @ctx (its owner) */
-void raid_ioctx_hdd_arm(struct raid_ioctx *ctx, struct raid_mio *mio, uint64_t when_ns);
-uint64_t raid_mono_ns(void);
-
-enum { RAID_MIO_READ, RAID_MIO_WRITE, RAID_MIO_FSYNC };
-
-typedef void (*raid_defer_fn)(void *arg);
-
-int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
-/* How many mios so far went to the kernel as part of a merged group (plug
- * merging in ioctx.c; for tests and statistics). */
-unsigned long raid_ioctx_merged(const struct raid_ioctx *ctx);
-/* Member I/Os done inline on a memory-backed member (ioctx.c), ever. */
-unsigned long raid_ioctx_inlined(const struct raid_ioctx *ctx);
-/* Thread-safe: run fn(arg) inside the next raid_ioctx_run() of @ctx. */
-int raid_defer(struct raid_ioctx *ctx, raid_defer_fn fn, void *arg);
-void raid_ioctx_io_started(struct raid_ioctx *ctx);
-void raid_ioctx_io_done(struct raid_ioctx *ctx);
-/* Blocks until at least one completion or deferred call is ready (poll on
- * the eventfd), then runs them; for background threads and tests. */
-int raid_ioctx_wait(struct raid_ioctx *ctx, int timeout_ms);
-/* Submit prepared SQEs now. */
-void raid_ioctx_kick(struct raid_ioctx *ctx);
 
 /* ---- stripe lock (lock.c) ----
  * Range locks over the pool's logical address space. Shared (readers) or
@@ -438,56 +193,6 @@ void raid_bm_clear_idle(struct raid_pool *p, bool force);
 bool raid_bm_check(struct raid_pool *p);
 
 /* ---- pool, members, volumes (pool.c, vol.c) ---- */
-#define RAID_LAT_BUCKETS RAID_MEMBER_LAT_BUCKETS      /* up to 2^31 us (~36 min): the last one is open-ended */
-struct raid_member {
-	struct raid_pool *pool;
-	char path[256];           /* as configured */
-	char *rpath;              /* resolved path, owned; NULL when unknown */
-	int fd;                   /* -1 when missing/closed; O_DIRECT with direct_io */
-	int fd_buf;               /* buffered fd for unaligned I/O (== fd without direct_io) */
-	_Atomic unsigned slot;    /* changes on a swap: see the slot table rule in pool.c */
-	_Atomic int state;        /* enum raid_mstate */
-	uint8_t uuid[16];
-	uint64_t file_bytes;
-	/* on tmpfs/ramfs: I/O never waits for a device, and io_uring would
-	 * hand every request to a worker thread (no non-blocking attempt on
-	 * such files); small I/O is then done inline (ioctx.c) */
-	bool mem;
-	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
-	_Atomic uint64_t rebuild_pos; /* REBUILDING: data bytes below are valid */
-	_Atomic uint64_t rebuild_cp;  /* the part of rebuild_pos made durable
-	                               * (fdatasync): what superblocks record */
-	struct raid_member *retired_next; /* on pool->retired once replaced */
-	_Atomic unsigned rd_errors;   /* read errors repaired so far */
-	/* fault injection (tests): reads overlapping [fi_off, fi_off+fi_len)
-	 * of the data area fail with -EIO until a write covers them */
-	_Atomic uint64_t fi_off, fi_len;
-	/* fault injection (tests): every write completes with -EIO while
-	 * fi_wr_err; the next fi_sub_err write submissions fail with -ENOMEM */
-	_Atomic bool fi_wr_err;
-	_Atomic unsigned fi_sub_err;
-	pthread_mutex_t hdd_mu;   /* HDD model: head and queue of this member */
-	uint64_t hdd_head;        /* byte offset where the head is */
-	uint64_t hdd_busy_ns;     /* when the modelled disk becomes idle */
-	struct raid_hdd hdd;      /* HDD model v2 state (hdd.c), under hdd_mu */
-	/* mirror read balancing (io.c): reads issued and not done yet, and
-	 * where the last one ended (the head, as far as the pool knows) */
-	_Atomic unsigned rd_pending;
-	_Atomic uint64_t rd_head;
-	/* latency histogram (pool.c, raid_member_lat): [0] reads, [1] writes;
-	 * bucket b counts I/Os of [2^(b-1), 2^b) microseconds. Atomic: several
-	 * reactor threads complete I/O on one member. */
-	_Atomic uint64_t lat_hist[2][RAID_LAT_BUCKETS];
-	_Atomic uint64_t lat_max_ns[2];   /* slowest read, write */
-	_Atomic uint64_t lat_sum_ns[2];   /* of every latency in lat_hist */
-	/* busy time (ioctx.c, raid_mio_submit / raid_mio_finish): I/Os from
-	 * submission to their callback, the start of the current period with
-	 * at least one of them, and the nanoseconds of the periods that ended
-	 * (iostat's %util over an interval: its growth / the interval) */
-	_Atomic unsigned busy_inflight;
-	_Atomic uint64_t busy_start_ns, busy_ns;
-};
-
 struct raid_vol {
 	struct raid_pool *pool;
 	char name[64];
@@ -628,17 +333,5 @@ int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t mi
  * @ctx when done (io->result 0 or -errno). */
 int raid_pool_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_io *io,
 			  uint64_t min_age_ms);
-void raid_io_account(struct raid_member *m, bool write, uint64_t len);
-/* pool.c: CLOCK_MONOTONIC in ns, and one member I/O's latency into its
- * histogram (thread-safe). */
-uint64_t raid_lat_now_ns(void);
-void raid_member_lat(struct raid_member *m, bool write, uint64_t ns);
-/* Hands @mio back to its submitter (mio->cb), ending its busy-time share. */
-void raid_mio_finish(struct raid_mio *mio, int res);
-/* Busy nanoseconds of @m since it was opened, the running period included. */
-uint64_t raid_member_busy_ns(struct raid_member *m);
-/* pool.c: percentile @pct (0..100) of a histogram, in microseconds (the
- * upper bound of its bucket); 0 for an empty histogram. */
-uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct);
 
 #endif

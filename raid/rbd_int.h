@@ -29,6 +29,7 @@
 
 #include "conf/util.h"
 #include "raid/backend.h"
+#include "raid/ioctx.h"
 
 #if __has_include(<rbd/librbd.h>) && !defined(RTGT_NO_RBD)   /* RTGT_NO_RBD: build the stub */
 #define RTGT_HAVE_RBD 1

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "raid/backend.h"
+#include "raid/member.h"
 
 #define STEP_BYTES (1u << 20)
 /* rows in a step at the smallest chunk (CONF_CHUNK_MIN, 4 KiB) */

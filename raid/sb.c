@@ -28,7 +28,8 @@
 
 #include <isa-l/crc.h>
 
-#include "raid/raid_int.h"
+#include "raid/parity.h"
+#include "raid/sb.h"
 
 #define SB_MAGIC "RTGTRAID"
 #define SB_SLOTS_OFF 256u

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "raid/ioctx.h"
 #include "raid/raid_int.h"
 
 /* A failed write-out is tried again by the age-based write-out only this

@@ -28,6 +28,7 @@
 
 #include "conf/conf.h"
 #include "raid/raid.h"
+#include "raid/member.h"
 #include "raid/raid_int.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/fuzz_raid1.h"

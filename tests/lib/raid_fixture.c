@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "raid/raid_int.h"
+#include "raid/ioctx.h"
 #include "tests/lib/raid_fixture.h"
 
 #define RF_PATH_LEN 128

@@ -3,6 +3,7 @@
  * failed write-out of the stripe cache. */
 #include <stdatomic.h>
 
+#include "raid/member.h"
 #include "raid/raid_int.h"
 #include "tests/unit/scsi_fixture.h"
 
@@ -402,7 +403,7 @@ START_TEST(t14_deferred_write_error)
 	ck_assert_uint_lt(tries, 5);
 	ck_assert_uint_eq(raid_vol_write_failures(v), 0);
 	for (k = 0; k < 3; k++)
-		atomic_store(&p->m[k]->fi_wr_err, true);
+		raid_fault_write_error(&p->m[k]->fault, 0, RAID_FAULT_ALL);
 	raid_slock_release(&p->lock, &lk);
 	for (k = 0; k < 250 && !raid_vol_write_failures(v); k++)
 		usleep(20 * 1000);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "raid/member.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "raid/raid.h"
+#include "raid/member.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
 #include "tests/lib/raid_fixture.h"
@@ -685,8 +686,7 @@ START_TEST(t11_read_error_repair)
 
 		raid_geom_map(&p->g, l, &loc);
 		m = p->m[loc.dev[0]];
-		atomic_store(&m->fi_off, loc.moff[0]);
-		atomic_store(&m->fi_len, 2048);
+		raid_fault_read_error(&m->fault, loc.moff[0], 2048);
 		if (shapes[_i].level == CONF_RAID0) {
 			ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, blk, 4096, buf, NULL), -EIO);
 			ck_assert_int_eq(raid_pool_info(p, &info), 0);
@@ -703,11 +703,10 @@ START_TEST(t11_read_error_repair)
 	ck_assert_int_eq(raid_pool_info(p, &info), 0);
 	ck_assert_str_eq(info.state, "optimal");
 	ck_assert_uint_ge(atomic_load(&m->rd_errors), 1);
-	ck_assert_uint_eq(atomic_load(&m->fi_len), 0);    /* rewritten */
+	ck_assert(!raid_fault_read_error_set(&m->fault));    /* rewritten */
 	/* a member that keeps failing is let go */
 	atomic_store(&m->rd_errors, RAID_MAX_READ_ERRORS);
-	atomic_store(&m->fi_off, 0);
-	atomic_store(&m->fi_len, shapes[_i].chunk * 64);
+	raid_fault_read_error(&m->fault, 0, shapes[_i].chunk * 64);
 	verify(v, ctx, shadow);
 	ck_assert_int_eq(raid_pool_info(p, &info), 0);
 	ck_assert_str_eq(info.members[m->slot].state, "faulty");
@@ -913,7 +912,7 @@ START_TEST(t13_flush_waits_for_writeouts)
 		}
 		timely = true;
 		if (_i)
-			atomic_store(&p->m[0]->fi_wr_err, true);
+			raid_fault_write_error(&p->m[0]->fault, 0, RAID_FAULT_ALL);
 		aio_start(&fl, v, b, RAID_OP_FLUSH, 0, 0, 0, NULL);
 		/* ctx A is not run: its write-out cannot have ended */
 		ck_assert_msg(!aio_wait(&fl, b, 300), "FLUSH completed (%d) during a write-out",
@@ -1125,9 +1124,9 @@ START_TEST(t16_write_submit_failure)
 	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
 	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
 	fill(d, len);
-	atomic_store(&p->m[0]->fi_sub_err, 1);
+	raid_fault_submit_error(&p->m[0]->fault, 1);
 	ck_assert_int_eq(do_io(v, ctx, RAID_OP_WRITE, 0, 0, len, d, NULL), 0);
-	ck_assert_uint_eq(atomic_load(&p->m[0]->fi_sub_err), 0);
+	ck_assert_uint_eq(raid_fault_submit_errors_left(&p->m[0]->fault), 0);
 	for (unsigned k = 0; k < 4; k++) {
 		ck_assert_int_eq(do_io(v, ctx, RAID_OP_READ, 0, 0, len, got, NULL), 0);
 		ck_assert_msg(memcmp(got, d, len) == 0, "read %u: old data", k);

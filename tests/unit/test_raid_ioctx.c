@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "raid/raid.h"
+#include "raid/member.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
 #include "tests/lib/raid_fixture.h"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "raid/member.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
 

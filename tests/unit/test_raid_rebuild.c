@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "raid/raid.h"
+#include "raid/member.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
 #include "tests/lib/raid_fixture.h"
@@ -604,15 +605,14 @@ END_TEST
 /* Member @i's data area reads fail in [off, off + len) until rewritten. */
 static void inject(struct raid_pool *p, unsigned i, uint64_t off, uint64_t len)
 {
-	atomic_store(&p->m[i]->fi_off, off);
-	atomic_store(&p->m[i]->fi_len, len);
+	raid_fault_read_error(&p->m[i]->fault, off, len);
 }
 
 static void assert_repaired(struct raid_pool *p, unsigned i)
 {
 	ck_assert_str_eq(raid_mstate_name(atomic_load(&p->m[i]->state)), "active");
 	ck_assert_uint_ge(atomic_load(&p->m[i]->rd_errors), 1);
-	ck_assert_uint_eq(atomic_load(&p->m[i]->fi_len), 0);     /* rewritten */
+	ck_assert(!raid_fault_read_error_set(&p->m[i]->fault));     /* rewritten */
 }
 
 /*

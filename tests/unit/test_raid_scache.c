@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "raid/member.h"
 #include "raid/raid_int.h"
 #include "tests/lib/ckmain.h"
 

@@ -1,0 +1,59 @@
+/*
+ * raid/io_int.h - what the three files of the data path share: the request
+ * (struct req, its phases: state machine at the top of io.c), and the calls
+ * between the request core (io.c), the mirror path (io_mirror.c: raid0, 1,
+ * 10) and the parity path (io_parity.c: raid5, 6). Private to those three.
+ */
+#ifndef RTGT_RAID_IO_INT_H
+#define RTGT_RAID_IO_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raid/backend.h"
+#include "raid/ioctx.h"
+#include "raid/mlayer.h"
+
+enum { PH_LOCKING, PH_CACHE, PH_MAIN, PH_CAW_WRITE, PH_FUA, PH_DONE };
+
+struct req {
+	struct raid_io *io;
+	struct raid_vol *vol;
+	struct raid_pool *p;
+	struct raid_ioctx *ctx;
+	uint64_t loff, len;       /* pool logical range */
+	bool write;               /* what MAIN/CAW_WRITE does now */
+	uint8_t *data;            /* its buffer: caller's or cmp */
+	uint8_t *cmp;             /* COMPARE_WRITE read buffer, owned */
+	struct raid_lk lk;
+	bool locked, in_submit;
+	int phase;
+	unsigned pending;
+	int result;
+	uint64_t touched;         /* devices written, for FUA */
+	struct raid_mio *fs;      /* FUA/FLUSH mios, owned */
+	struct req *parent;       /* cache-flush child: the FLUSH it works for */
+	bool nofsync;             /* internal cache flush: no fsync after */
+	struct raid_sc_waiter scw; /* FLUSH: waiting for earlier write-outs */
+};
+
+/* io.c: request core */
+/* A row or segment of @rq ended (its result already in rq->result). */
+void raid_io_sub_done(struct req *rq);
+/* A row of a stripe-cache write-out (child of a FLUSH or of
+ * raid_pool_cache_flush) ended. */
+void raid_io_cache_sub_done(struct req *rq);
+/* The request is done with @result: lock released, io->cb called. */
+void raid_io_finish(struct req *rq, int result);
+/* fsync every member in @mask the request may have written (FUA, FLUSH). */
+void raid_io_start_fsync(struct req *rq, uint64_t mask);
+
+/* io_mirror.c: issue @rq's segments (raid0/1/10) */
+void raid_io_mirror_dispatch(struct req *rq);
+
+/* io_parity.c: issue @rq's rows (raid5/6) */
+void raid_io_parity_dispatch(struct req *rq);
+/* Write out taken stripe-cache entry @e as a row of cache-flush child @rq. */
+void raid_io_ent_row(struct req *rq, struct raid_sc_ent *e);
+
+#endif

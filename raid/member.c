@@ -1,0 +1,208 @@
+/*
+ * raid/member.c - the member layer: top of a member's I/O stack
+ * (raid/mlayer.h) and the one place that counts a member's I/O.
+ *
+ * raid_mio_submit() fills in what the bottom layer needs (descriptors,
+ * data-area offset, O_DIRECT, whether small runs may be done inline) and
+ * hands the mio to the member's stack: member -> fault (fault.c) -> hdd
+ * (hdd.c, pools with the HDD model) -> io_uring (ioctx.c). On the way back
+ * member_complete() counts it, then calls the submitter's callback.
+ *
+ * What is counted: bytes and operations of successful reads and writes
+ * (rd_bytes/wr_bytes, rd_ops/wr_ops); their latency from submission to
+ * the device's completion (t_dev_ns, the real I/O: an HDD model or an
+ * injected latency holding the completion back does not count), in a
+ * log2 histogram per direction; busy time: periods with at least one mio
+ * between its submission and its callback (iostat's %util: the growth of
+ * raid_member_busy_ns over an interval / the interval).
+ *
+ * States of a mio in this layer: SUBMITTED (counted in busy_inflight,
+ * below) -> DONE (counted, callback run). Invariant (member_check): the
+ * mio came back up to this layer with only this layer left on its path.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "raid/member.h"
+#include "raid/raid_int.h"
+
+static void member_complete(struct raid_mlayer *l, struct raid_mio *mio, int res);
+
+static bool member_check(const struct raid_mio *mio)
+{
+	return mio->depth == 1 && mio->path[0] == &mio->m->io;
+}
+
+static int member_submit(struct raid_mlayer *l, struct raid_ioctx *ctx, struct raid_mio *mio)
+{
+	struct raid_member *m = mio->m;
+	int rc = raid_mlayer_submit(l->below, ctx, mio);
+
+	if (rc)
+		return rc;
+	if (atomic_fetch_add(&m->busy_inflight, 1) == 0)
+		atomic_store(&m->busy_start_ns, mio->t_sub_ns);
+	return 0;
+}
+
+static const struct raid_mlayer_ops member_ops = {
+	.name = "member",
+	.submit = member_submit,
+	.complete = member_complete,
+};
+
+int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
+{
+	struct raid_member *m = mio->m;
+	const struct raid_pool *p = m->pool;
+	bool direct = p && p->direct_io;
+
+	mio->depth = 0;
+	mio->t_sub_ns = raid_lat_now_ns();
+	mio->t_dev_ns = 0;
+	mio->fd = m->fd;
+	mio->fd_buf = m->fd_buf;
+	mio->base = RAID_DATA_OFF;
+	mio->direct = direct;
+	/* not with the HDD model (it must see every request's real timing)
+	 * nor O_DIRECT (never the page cache) */
+	mio->inl_ok = m->mem && !(p && (p->hdd.enabled || p->direct_io));
+	if (mio->fd < 0)
+		return -ENODEV;
+	return raid_mlayer_submit(&m->io, ctx, mio);
+}
+
+static void member_complete(struct raid_mlayer *l, struct raid_mio *mio, int res)
+{
+	struct raid_member *m = mio->m;
+	uint64_t start, now;
+
+	assert(member_check(mio));
+	if (res == 0 && mio->op != RAID_MIO_FSYNC) {
+		uint64_t dev = mio->t_dev_ns ? mio->t_dev_ns : raid_lat_now_ns();
+
+		raid_io_account(m, mio->op == RAID_MIO_WRITE, mio->len);
+		raid_member_lat(m, mio->op == RAID_MIO_WRITE, dev - mio->t_sub_ns);
+	}
+	/* read before leaving: once the count is 0 another submission may
+	 * start the next period */
+	start = atomic_load(&m->busy_start_ns);
+	now = raid_lat_now_ns();
+	if (atomic_fetch_sub(&m->busy_inflight, 1) == 1 && now > start)
+		atomic_fetch_add(&m->busy_ns, now - start);
+	raid_mlayer_up(mio, res);
+}
+
+/* The layers below the member's own, each with its share of lpriv. */
+static void stack(struct raid_member *m, bool hdd)
+{
+	struct raid_mlayer *bottom = raid_ioctx_mlayer();
+	unsigned off = 0;
+
+	m->io.ops = &member_ops;
+	m->io.below = &m->fault.l;
+	m->fault.l.priv_off = off;
+	off += (unsigned)((m->fault.l.ops->priv_size + 15) / 16 * 16);
+	if (hdd) {
+		raid_fault_stack(&m->fault, &m->hdd.l);
+		m->hdd.l.priv_off = off;
+		off += (unsigned)((m->hdd.l.ops->priv_size + 15) / 16 * 16);
+		raid_hdd_stack(&m->hdd, bottom, &m->pool->hdd, &m->pool->g.member_bytes, m->path);
+	} else {
+		raid_fault_stack(&m->fault, bottom);
+	}
+	assert(off <= RAID_MIO_LPRIV);
+}
+
+void raid_member_io_init(struct raid_member *m)
+{
+	raid_fault_init(&m->fault);
+	raid_hdd_init(&m->hdd);
+	stack(m, false);
+}
+
+void raid_member_io_fini(struct raid_member *m)
+{
+	raid_hdd_fini(&m->hdd);
+}
+
+void raid_member_attach(struct raid_member *m, struct raid_pool *p)
+{
+	m->pool = p;
+	stack(m, p->hdd.enabled);
+}
+
+uint64_t raid_member_busy_ns(struct raid_member *m)
+{
+	uint64_t busy = atomic_load(&m->busy_ns), start = atomic_load(&m->busy_start_ns);
+	uint64_t now = raid_lat_now_ns();
+
+	if (atomic_load(&m->busy_inflight) && now > start)
+		busy += now - start;
+	return busy;
+}
+
+void raid_io_account(struct raid_member *m, bool write, uint64_t len)
+{
+	if (write) {
+		atomic_fetch_add(&m->wr_bytes, len);
+		atomic_fetch_add(&m->wr_ops, 1);
+	} else {
+		atomic_fetch_add(&m->rd_bytes, len);
+		atomic_fetch_add(&m->rd_ops, 1);
+	}
+}
+
+uint64_t raid_lat_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void raid_member_lat(struct raid_member *m, bool write, uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned b = 0;
+
+	/* bucket b holds [2^(b-1), 2^b) us; bucket 0 is "under 1 us" */
+	while (us && b < RAID_LAT_BUCKETS - 1) {
+		us >>= 1;
+		b++;
+	}
+	atomic_fetch_add_explicit(&m->lat_hist[write][b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->lat_sum_ns[write], ns, memory_order_relaxed);
+	for (uint64_t cur = atomic_load_explicit(&m->lat_max_ns[write], memory_order_relaxed);
+	     ns > cur && !atomic_compare_exchange_weak_explicit(&m->lat_max_ns[write], &cur, ns,
+								 memory_order_relaxed,
+								 memory_order_relaxed);)
+		;
+}
+
+uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct)
+{
+	uint64_t snap[RAID_LAT_BUCKETS], total = 0, need, acc = 0;
+	unsigned b;
+
+	for (b = 0; b < RAID_LAT_BUCKETS; b++) {
+		snap[b] = atomic_load_explicit(&hist[b], memory_order_relaxed);
+		total += snap[b];
+	}
+	if (!total)
+		return 0;
+	/* the smallest bucket with at least pct% of the I/Os at or below it */
+	need = (total * pct + 99) / 100;
+	if (!need)
+		need = 1;
+	for (b = 0; b < RAID_LAT_BUCKETS; b++) {
+		acc += snap[b];
+		if (acc >= need)
+			break;
+	}
+	if (b >= RAID_LAT_BUCKETS)
+		b = RAID_LAT_BUCKETS - 1;
+	return 1ull << b;
+}
