@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "conf/util.h"
 #include "conf/conf.h"
 #include "raid/fault.h"
 
@@ -95,12 +96,12 @@ static void fault_complete(struct raid_mlayer *l, struct raid_mio *mio, int res)
 				atomic_store(&f->rd_b, 0);   /* rewritten: remapped */
 		}
 	}
-	assert(fault_check(x, mio));
+	RTGT_CHECK(fault_check(x, mio));
 	if (mio->op == RAID_MIO_READ)
 		lat = atomic_load(&f->rd_lat_ns);
 	else if (mio->op == RAID_MIO_WRITE)
 		lat = atomic_load(&f->wr_lat_ns);
-	if (lat && x->t0 && raid_mono_ns() < x->t0 + lat) {
+	if (lat && x->t0 && conf_mono_ns() < x->t0 + lat) {
 		x->res = res;
 		x->t.fn = fault_timer;
 		raid_ioctx_timer_arm(x->ctx, &x->t, x->t0 + lat);
@@ -114,7 +115,7 @@ static void torn_nothing(void *arg)
 {
 	struct fault_mio *x = arg;
 
-	x->mio->t_dev_ns = raid_mono_ns();
+	x->mio->t_dev_ns = conf_mono_ns();
 	fault_complete(&x->f->l, x->mio, 0);
 }
 
@@ -132,7 +133,7 @@ static int fault_submit(struct raid_mlayer *l, struct raid_ioctx *ctx, struct ra
 	x->mio = mio;
 	x->ctx = ctx;
 	x->torn = false;
-	x->t0 = atomic_load(&f->rd_lat_ns) || atomic_load(&f->wr_lat_ns) ? raid_mono_ns() : 0;
+	x->t0 = atomic_load(&f->rd_lat_ns) || atomic_load(&f->wr_lat_ns) ? conf_mono_ns() : 0;
 	if (mio->op == RAID_MIO_WRITE &&
 	    overlaps(mio, atomic_load(&f->torn_a), atomic_load(&f->torn_b))) {
 		uint64_t prefix = atomic_load(&f->torn_prefix);

@@ -86,6 +86,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conf/util.h"
 #include "raid/hdd.h"
 
 #ifndef RAID_MOD
@@ -861,12 +862,12 @@ static void hold_check(struct raid_hdd *d, struct raid_ioctx *ctx, struct raid_m
 	bool now_cb = false;
 
 	pthread_mutex_lock(&d->mu);
-	advance(d, raid_mono_ns());
+	advance(d, conf_mono_ns());
 	if (hm(d, mio)->state & HDD_MODEL)
 		now_cb = unhold(d, mio, ctx);
 	else
 		arm(d, ctx, mio, d->busy_until);   /* still its turn to come */
-	assert(hdd_check(d));
+	RTGT_CHECK(hdd_check(d));
 	pthread_mutex_unlock(&d->mu);
 	if (now_cb)
 		raid_mlayer_up(mio, hm(d, mio)->res);
@@ -897,7 +898,7 @@ static int hdd_submit(struct raid_mlayer *l, struct raid_ioctx *ctx, struct raid
 	rc = raid_mlayer_submit(l->below, ctx, mio);
 	if (rc)
 		return rc;
-	now = raid_mono_ns();
+	now = conf_mono_ns();
 	pthread_mutex_lock(&d->mu);
 	memset(x, 0, sizeof(*x));
 	x->mio = mio;
@@ -920,7 +921,7 @@ static int hdd_submit(struct raid_mlayer *l, struct raid_ioctx *ctx, struct raid
 	/* an idle head starts at once */
 	advance(d, now);
 	ensure_holder(d, ctx);
-	assert(hdd_check(d));
+	RTGT_CHECK(hdd_check(d));
 	pthread_mutex_unlock(&d->mu);
 	return 0;
 }

@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/util.h"
 #include "raid/io_int.h"
 #include "raid/member.h"
 
@@ -209,7 +210,7 @@ static void main_done(struct req *rq)
 
 void raid_io_sub_done(struct req *rq)
 {
-	assert(req_check(rq));
+	RTGT_CHECK(req_check(rq));
 	if (--rq->pending == 0)
 		main_done(rq);
 }

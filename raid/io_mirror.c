@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf/util.h"
 #include "raid/io_int.h"
 #include "raid/member.h"
 
@@ -60,7 +61,7 @@ static void seg_end(struct seg *s)
 {
 	struct req *rq = s->rq;
 
-	assert(seg_check(s));
+	RTGT_CHECK(seg_check(s));
 	if (s->own_lock)
 		raid_slock_release(&rq->p->lock, &s->lk);
 	free(s->tmp);
@@ -163,7 +164,7 @@ static void seg_read_done(struct raid_mio *mio, int res)
 	struct seg *s = mio->arg;
 
 	atomic_fetch_sub(&mio->m->rd_pending, 1);
-	assert(seg_check(s));
+	RTGT_CHECK(seg_check(s));
 	if (res < 0) {
 		if (raid_member_read_error(mio->m, res, mio->off))
 			s->bad |= 1ull << s->cur;
@@ -243,7 +244,7 @@ static unsigned rs_pick(struct raid_pool *p, const struct raid_loc *loc, uint64_
 			const void *owner)
 {
 	unsigned nc = loc->ncopies, set = loc->dev[0], c, i, best = 0;
-	uint64_t moff = loc->moff[0], now = raid_mono_ns();
+	uint64_t moff = loc->moff[0], now = conf_mono_ns();
 	unsigned nstreams[RAID_MAX_SLOTS] = { 0 };
 	struct raid_rstream *st = NULL, *victim = NULL, *jumped = NULL;
 	bool shared = false;
@@ -411,7 +412,7 @@ static void seg_write_end(struct seg *s)
 {
 	struct req *rq = s->rq;
 
-	assert(seg_check(s));
+	RTGT_CHECK(seg_check(s));
 	raid_bm_end(rq->p, s->loc.moff[0], s->len);
 	if (!s->ok && !rq->result)
 		rq->result = -EIO;

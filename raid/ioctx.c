@@ -66,6 +66,7 @@
 
 #include <liburing.h>
 
+#include "conf/util.h"
 #include "conf/conf.h"
 #include "raid/ioctx.h"
 #include "raid/raid.h"
@@ -291,14 +292,6 @@ static void prep_mio(struct raid_ioctx *ctx, struct raid_mio *mio)
 	ctx->unsubmitted++;
 }
 
-uint64_t raid_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Timeouts carry the timer's address with the low bit set, so a layer's
  * timer and a mio's real I/O (both in the ring at once) are told apart. */
 #define TIMER_TAG 1u
@@ -306,7 +299,7 @@ uint64_t raid_mono_ns(void)
 void raid_ioctx_timer_arm(struct raid_ioctx *ctx, struct raid_iotimer *t, uint64_t when_ns)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ctx->ring);
-	uint64_t now = raid_mono_ns(), d = when_ns > now ? when_ns - now : 1000;
+	uint64_t now = conf_mono_ns(), d = when_ns > now ? when_ns - now : 1000;
 
 	if (!sqe) {
 		submit_sq(ctx);
@@ -601,7 +594,7 @@ static void complete_mio(struct raid_ioctx *ctx, struct raid_mio *mio, int res)
 			res = 0;
 		}
 	}
-	mio->t_dev_ns = raid_mono_ns();
+	mio->t_dev_ns = conf_mono_ns();
 	if (mio->bounce) {
 		if (res == 0 && mio->op == RAID_MIO_READ)
 			memcpy(mio->buf, mio->bounce, mio->len);
@@ -678,7 +671,7 @@ static bool run_ready(struct raid_ioctx *ctx, bool *more)
 		did = true;
 	}
 	*more = rounds == 64;
-	assert(ioctx_check(ctx));
+	RTGT_CHECK(ioctx_check(ctx));
 	return did;
 }
 

@@ -16,9 +16,6 @@
 
 struct raid_ioctx;
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t raid_mono_ns(void);
-
 /* The bottom layer: reads, writes and fsyncs of mio->fd through the
  * submitting ctx's ring (plugged, merged, done inline on memory-backed
  * members when mio->inl_ok). */

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conf/util.h"
 #include "raid/member.h"
 #include "raid/raid_int.h"
 
@@ -60,7 +61,7 @@ int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
 	bool direct = p && p->direct_io;
 
 	mio->depth = 0;
-	mio->t_sub_ns = raid_lat_now_ns();
+	mio->t_sub_ns = conf_mono_ns();
 	mio->t_dev_ns = 0;
 	mio->fd = m->fd;
 	mio->fd_buf = m->fd_buf;
@@ -79,9 +80,9 @@ static void member_complete(struct raid_mlayer *l, struct raid_mio *mio, int res
 	struct raid_member *m = mio->m;
 	uint64_t start, now;
 
-	assert(member_check(mio));
+	RTGT_CHECK(member_check(mio));
 	if (res == 0 && mio->op != RAID_MIO_FSYNC) {
-		uint64_t dev = mio->t_dev_ns ? mio->t_dev_ns : raid_lat_now_ns();
+		uint64_t dev = mio->t_dev_ns ? mio->t_dev_ns : conf_mono_ns();
 
 		raid_io_account(m, mio->op == RAID_MIO_WRITE, mio->len);
 		raid_member_lat(m, mio->op == RAID_MIO_WRITE, dev - mio->t_sub_ns);
@@ -89,7 +90,7 @@ static void member_complete(struct raid_mlayer *l, struct raid_mio *mio, int res
 	/* read before leaving: once the count is 0 another submission may
 	 * start the next period */
 	start = atomic_load(&m->busy_start_ns);
-	now = raid_lat_now_ns();
+	now = conf_mono_ns();
 	if (atomic_fetch_sub(&m->busy_inflight, 1) == 1 && now > start)
 		atomic_fetch_add(&m->busy_ns, now - start);
 	raid_mlayer_up(mio, res);
@@ -130,6 +131,13 @@ void raid_member_io_fini(struct raid_member *m)
 
 void raid_member_attach(struct raid_member *m, struct raid_pool *p)
 {
+	/* 32 buckets up to 2^31 us (RAID_LAT_BUCKETS, raid.h's snapshot);
+	 * shaped once: a member attached again keeps what it counted */
+	for (unsigned d = 0; d < 2; d++)
+		if (!m->lat[d].max_exp) {
+			conf_hist_init(&m->lat[d], 0, RAID_LAT_BUCKETS - 2);
+			RTGT_CHECK(conf_hist_buckets(&m->lat[d]) == RAID_LAT_BUCKETS);
+		}
 	m->pool = p;
 	stack(m, p->hdd.enabled);
 }
@@ -137,7 +145,7 @@ void raid_member_attach(struct raid_member *m, struct raid_pool *p)
 uint64_t raid_member_busy_ns(struct raid_member *m)
 {
 	uint64_t busy = atomic_load(&m->busy_ns), start = atomic_load(&m->busy_start_ns);
-	uint64_t now = raid_lat_now_ns();
+	uint64_t now = conf_mono_ns();
 
 	if (atomic_load(&m->busy_inflight) && now > start)
 		busy += now - start;
@@ -155,54 +163,12 @@ void raid_io_account(struct raid_member *m, bool write, uint64_t len)
 	}
 }
 
-uint64_t raid_lat_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void raid_member_lat(struct raid_member *m, bool write, uint64_t ns)
 {
-	uint64_t us = ns / 1000;
-	unsigned b = 0;
-
-	/* bucket b holds [2^(b-1), 2^b) us; bucket 0 is "under 1 us" */
-	while (us && b < RAID_LAT_BUCKETS - 1) {
-		us >>= 1;
-		b++;
-	}
-	atomic_fetch_add_explicit(&m->lat_hist[write][b], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&m->lat_sum_ns[write], ns, memory_order_relaxed);
-	for (uint64_t cur = atomic_load_explicit(&m->lat_max_ns[write], memory_order_relaxed);
-	     ns > cur && !atomic_compare_exchange_weak_explicit(&m->lat_max_ns[write], &cur, ns,
-								 memory_order_relaxed,
-								 memory_order_relaxed);)
-		;
+	conf_hist_record(&m->lat[write], ns);
 }
 
-uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct)
+uint64_t raid_lat_pct_us(const struct conf_hist *h, unsigned pct)
 {
-	uint64_t snap[RAID_LAT_BUCKETS], total = 0, need, acc = 0;
-	unsigned b;
-
-	for (b = 0; b < RAID_LAT_BUCKETS; b++) {
-		snap[b] = atomic_load_explicit(&hist[b], memory_order_relaxed);
-		total += snap[b];
-	}
-	if (!total)
-		return 0;
-	/* the smallest bucket with at least pct% of the I/Os at or below it */
-	need = (total * pct + 99) / 100;
-	if (!need)
-		need = 1;
-	for (b = 0; b < RAID_LAT_BUCKETS; b++) {
-		acc += snap[b];
-		if (acc >= need)
-			break;
-	}
-	if (b >= RAID_LAT_BUCKETS)
-		b = RAID_LAT_BUCKETS - 1;
-	return 1ull << b;
+	return conf_hist_percentile(h, pct);
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conf/util.h"
 #include "raid/fault.h"
 #include "raid/hdd.h"
 #include "raid/ioctx.h"
@@ -50,12 +51,12 @@ struct raid_member {
 	 * where the last one ended (the head, as far as the pool knows) */
 	_Atomic unsigned rd_pending;
 	_Atomic uint64_t rd_head;
-	/* latency histogram (member.c, raid_member_lat): [0] reads, [1] writes;
-	 * bucket b counts I/Os of [2^(b-1), 2^b) microseconds. Atomic: several
-	 * reactor threads complete I/O on one member. */
-	_Atomic uint64_t lat_hist[2][RAID_LAT_BUCKETS];
-	_Atomic uint64_t lat_max_ns[2];   /* slowest read, write */
-	_Atomic uint64_t lat_sum_ns[2];   /* of every latency in lat_hist */
+	/* latency (member.c, raid_member_lat): [0] reads, [1] writes; plain
+	 * log2 histograms (conf/util.h, sub_bits 0: bucket b counts I/Os of
+	 * [2^(b-1), 2^b) microseconds, RAID_LAT_BUCKETS of them) with their
+	 * sum and maximum. Lock-free: several reactor threads complete I/O on
+	 * one member. Shaped by raid_member_attach. */
+	struct conf_hist lat[2];
 	/* busy time (member.c): I/Os from
 	 * submission to their callback, the start of the current period with
 	 * at least one of them, and the nanoseconds of the periods that ended
@@ -77,15 +78,14 @@ void raid_member_attach(struct raid_member *m, struct raid_pool *p);
  * callback runs inside raid_ioctx_run()/poll() of @ctx. */
 int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio);
 
-/* CLOCK_MONOTONIC in ns, and one member I/O's latency into its histogram
+/* One member I/O's latency (conf_mono_ns() interval) into its histogram
  * (thread-safe). */
-uint64_t raid_lat_now_ns(void);
 void raid_member_lat(struct raid_member *m, bool write, uint64_t ns);
 void raid_io_account(struct raid_member *m, bool write, uint64_t len);
 /* Busy nanoseconds of @m since it was opened, the running period included. */
 uint64_t raid_member_busy_ns(struct raid_member *m);
 /* Percentile @pct (0..100) of a histogram, in microseconds (the upper
  * bound of its bucket); 0 for an empty histogram. */
-uint64_t raid_lat_pct_us(const _Atomic uint64_t *hist, unsigned pct);
+uint64_t raid_lat_pct_us(const struct conf_hist *h, unsigned pct);
 
 #endif

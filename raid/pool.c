@@ -70,6 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "raid/backend.h"
 #include "raid/member.h"
 
@@ -1233,6 +1234,10 @@ void raid_md_pool_close(struct raid_pool *p)
 	if (!p)
 		return;
 	raid_bg_stop(p);
+	/* nothing is in flight any more: every lock released, the cache and
+	 * the bitmap at rest */
+	RTGT_CHECK(raid_slock_check(&p->lock));
+	RTGT_CHECK(raid_bm_check(p));
 	if (atomic_load(&p->sc.n)) {
 		struct raid_ioctx *ctx;
 
@@ -1243,6 +1248,7 @@ void raid_md_pool_close(struct raid_pool *p)
 			LOG_ERR(RAID_MOD, "pool %s: cannot write out cached stripes", p->name);
 		}
 	}
+	RTGT_CHECK(!p->sc.max || raid_sc_check(&p->sc));
 	raid_sc_destroy(&p->sc);
 	raid_bm_clear_idle(p, true);
 	pthread_mutex_lock(&p->meta_mu);
@@ -1254,8 +1260,7 @@ void raid_md_pool_close(struct raid_pool *p)
 	raid_pool_write_sbs_locked(p, atomic_load(&p->bm.n_unsynced) == 0);
 	pthread_mutex_unlock(&p->meta_mu);
 	raid_bm_free(p);
-	if (!pool_check(p))
-		LOG_ERR(RAID_MOD, "pool %s: inconsistent failure state at close", p->name);
+	RTGT_CHECK(pool_check(p));
 	for (i = 0; i < p->n_slots; i++)
 		member_close(p->m[i]);
 	while (p->retired) {
@@ -1361,18 +1366,17 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		mi->write_bytes = atomic_load(&m->wr_bytes);
 		mi->read_ops = atomic_load(&m->rd_ops);
 		mi->write_ops = atomic_load(&m->wr_ops);
-		mi->read_lat_p50_us = raid_lat_pct_us(m->lat_hist[0], 50);
-		mi->read_lat_p99_us = raid_lat_pct_us(m->lat_hist[0], 99);
-		mi->write_lat_p50_us = raid_lat_pct_us(m->lat_hist[1], 50);
-		mi->write_lat_p99_us = raid_lat_pct_us(m->lat_hist[1], 99);
-		mi->read_lat_max_us = atomic_load(&m->lat_max_ns[0]) / 1000;
-		mi->write_lat_max_us = atomic_load(&m->lat_max_ns[1]) / 1000;
-		mi->lat_sum_us[0] = atomic_load(&m->lat_sum_ns[0]) / 1000;
-		mi->lat_sum_us[1] = atomic_load(&m->lat_sum_ns[1]) / 1000;
+		mi->read_lat_p50_us = raid_lat_pct_us(&m->lat[0], 50);
+		mi->read_lat_p99_us = raid_lat_pct_us(&m->lat[0], 99);
+		mi->write_lat_p50_us = raid_lat_pct_us(&m->lat[1], 50);
+		mi->write_lat_p99_us = raid_lat_pct_us(&m->lat[1], 99);
+		mi->read_lat_max_us = conf_hist_max_ns(&m->lat[0]) / 1000;
+		mi->write_lat_max_us = conf_hist_max_ns(&m->lat[1]) / 1000;
+		mi->lat_sum_us[0] = conf_hist_sum_ns(&m->lat[0]) / 1000;
+		mi->lat_sum_us[1] = conf_hist_sum_ns(&m->lat[1]) / 1000;
 		for (unsigned d = 0; d < 2; d++)
 			for (unsigned b = 0; b < RAID_MEMBER_LAT_BUCKETS; b++)
-				mi->lat_hist[d][b] = atomic_load_explicit(&m->lat_hist[d][b],
-									  memory_order_relaxed);
+				mi->lat_hist[d][b] = conf_hist_bucket_count(&m->lat[d], b);
 		mi->busy_ns = raid_member_busy_ns(m);
 		if (st == RAID_M_REBUILDING && p->g.member_bytes)
 			out->rebuild_progress = (double)atomic_load(&m->rebuild_pos) /

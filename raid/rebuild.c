@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "raid/backend.h"
 #include "raid/member.h"
 
@@ -51,14 +52,6 @@ struct bgio {
 	int err;
 	uint64_t rerr;            /* slots whose read failed and may be repaired */
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /*
  * A read error is handled as in the foreground (raid_member_read_error):
@@ -206,7 +199,7 @@ static bool stop_requested(struct raid_pool *p)
 /* Sleep so that @bytes since @t0 do not exceed the cap. */
 static void pace(struct raid_pool *p, double t0, uint64_t bytes)
 {
-	double el = now_s() - t0;
+	double el = (conf_mono_ns() / 1e9) - t0;
 	unsigned mbps = p->rebuild_mbps;   /* once: a reload may change it */
 
 	if (el > 0)
@@ -216,7 +209,7 @@ static void pace(struct raid_pool *p, double t0, uint64_t bytes)
 	for (;;) {
 		double want = (double)bytes / ((double)mbps * 1e6);
 
-		el = now_s() - t0;
+		el = (conf_mono_ns() / 1e9) - t0;
 		if (el >= want || stop_requested(p))
 			break;
 		usleep((useconds_t)((want - el > 0.05 ? 0.05 : want - el) * 1e6) + 1);
@@ -283,9 +276,9 @@ static void bg_upkeep(struct raid_pool *p, struct raid_ioctx *ctx, double *last_
 {
 	if (atomic_load(&p->sc.n))
 		raid_bg_cache_flush(p, ctx, CACHE_MAX_AGE_MS);
-	if (now_s() - *last_clear >= 1.0) {
+	if ((conf_mono_ns() / 1e9) - *last_clear >= 1.0) {
 		raid_bm_clear_idle(p, false);
-		*last_clear = now_s();
+		*last_clear = (conf_mono_ns() / 1e9);
 	}
 }
 
@@ -339,7 +332,7 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 	uint64_t step = k * g->chunk, row, done = 0;
 	unsigned n = g->n, s = t->slot, i;
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
-	double t0 = now_s(), last_cp = t0, last_clear = t0;
+	double t0 = (conf_mono_ns() / 1e9), last_cp = t0, last_clear = t0;
 	bool ok = false, par = raid_geom_is_parity_level(g), stopping;
 
 	atomic_store(&p->rebuild_slot, (int)s);
@@ -481,10 +474,10 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 		done += nb;
 		pace(p, t0, done);
 		bg_upkeep(p, ctx, &last_clear);
-		if (now_s() - last_cp >= 1.0) {
+		if ((conf_mono_ns() / 1e9) - last_cp >= 1.0) {
 			if (!rebuild_checkpoint(p, t))
 				break;
-			last_cp = now_s();
+			last_cp = (conf_mono_ns() / 1e9);
 		}
 	}
 	ok = row >= g->rows;
@@ -621,7 +614,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 	uint64_t step = k * g->chunk, row = 0, done = 0;
 	uint8_t *bufs[RAID_MAX_SLOTS] = { NULL };
 	unsigned n = g->n, i;
-	double t0 = now_s(), last_cp = t0, last_clear = t0;
+	double t0 = (conf_mono_ns() / 1e9), last_cp = t0, last_clear = t0;
 	uint64_t nmis = 0;
 	bool initial = resync && atomic_load(&p->syncing);
 	const char *what = initial ? "initial sync" : resync ? "resync" : "scrub";
@@ -741,9 +734,9 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 		atomic_store(&p->scrub_pos, row * g->chunk);
 		pace(p, t0, done);
 		bg_upkeep(p, ctx, &last_clear);
-		if (initial && now_s() - last_cp >= 1.0) {
+		if (initial && (conf_mono_ns() / 1e9) - last_cp >= 1.0) {
 			sync_checkpoint(p, false);
-			last_cp = now_s();
+			last_cp = (conf_mono_ns() / 1e9);
 		}
 	}
 	if (initial)

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conf/util.h"
 #include "raid/ioctx.h"
 #include "raid/raid_int.h"
 
@@ -44,14 +45,6 @@
  * written (degraded and not resynced) does not cost a member pass and an
  * error line every 100 ms. */
 #define RAID_SC_RETRY_MS 5000u
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 void raid_sc_init(struct raid_scache *sc, uint64_t stripe_bytes, unsigned max)
 {
@@ -145,7 +138,7 @@ struct raid_sc_ent *raid_sc_merge(struct raid_scache *sc, uint64_t row, uint64_t
 		}
 		if (e) {
 			e->row = row;
-			e->t_ms = now_ms();
+			e->t_ms = conf_mono_ms();
 			e->next = sc->head;
 			sc->head = e;
 			atomic_fetch_add(&sc->n, 1);
@@ -217,7 +210,7 @@ void raid_sc_done(struct raid_scache *sc, struct raid_sc_ent *e, int err, bool k
 	}
 	if (err && keep) {
 		e->err = err;
-		e->retry_ms = now_ms() + RAID_SC_RETRY_MS;
+		e->retry_ms = conf_mono_ms() + RAID_SC_RETRY_MS;
 		e->next = sc->head;
 		sc->head = e;
 		atomic_fetch_add(&sc->n, 1);
@@ -285,7 +278,7 @@ void raid_sc_overlay(struct raid_scache *sc, uint64_t row, uint64_t off, uint64_
 unsigned raid_sc_rows(struct raid_scache *sc, uint64_t min_age_ms, uint64_t *rows, unsigned max)
 {
 	struct raid_sc_ent *e;
-	uint64_t now = now_ms();
+	uint64_t now = conf_mono_ms();
 	unsigned n = 0;
 
 	if (!atomic_load(&sc->n))

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conf/util.h"
 #include "raid/ioctx.h"
 #include "tests/lib/raid_fixture.h"
 
@@ -99,8 +100,5 @@ int rf_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, uint64_t 
 
 double rf_now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)conf_mono_ns() / 1e9;
 }
