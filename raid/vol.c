@@ -36,6 +36,18 @@ static uint64_t want_bytes(const struct raid_pool *p, const struct conf_size *si
 	return p->g.usable / 100 * size->percent / p->g.stripe_bytes * p->g.stripe_bytes;
 }
 
+/* A size a volume may have: 1..100 percent, or a multiple of 512 bytes
+ * (logged when not). */
+static bool size_valid(const struct raid_pool *p, const char *name, const struct conf_size *size)
+{
+	if ((!size->bytes && (size->percent < 1 || size->percent > 100)) || size->bytes % 512) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: size must be 1..100%% or a multiple of 512 bytes",
+			p->name, name);
+		return false;
+	}
+	return true;
+}
+
 /* First-fit search for @extent bytes; meta_mu held. */
 static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *start)
 {
@@ -121,11 +133,8 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
 		return -EINVAL;
 	}
-	if ((!size->bytes && (size->percent < 1 || size->percent > 100)) || size->bytes % 512) {
-		LOG_ERR(RAID_MOD, "pool %s: volume %s: size must be 1..100%% or a multiple of 512 bytes",
-			p->name, name);
+	if (!size_valid(p, name, size))
 		return -EINVAL;
-	}
 	bytes = want_bytes(p, size);
 	pthread_mutex_lock(&p->meta_mu);
 	for (i = 0; i < p->sb.n_vols; i++)
@@ -217,11 +226,8 @@ static int md_vol_resize(struct raid_vol *v, const struct conf_size *size)
 	unsigned i;
 	int rc;
 
-	if ((!size->bytes && (size->percent < 1 || size->percent > 100)) || size->bytes % 512) {
-		LOG_ERR(RAID_MOD, "pool %s: volume %s: size must be 1..100%% or a multiple of 512 bytes",
-			p->name, v->name);
+	if (!size_valid(p, v->name, size))
 		return -EINVAL;
-	}
 	bytes = want_bytes(p, size);
 	pthread_mutex_lock(&p->meta_mu);
 	cur = atomic_load(&v->size);
