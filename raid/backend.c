@@ -84,6 +84,11 @@ int raid_pool_remove(struct raid_pool *pool, const char *member)
 	return pool->ops->pool_remove ? pool->ops->pool_remove(pool, member) : -EOPNOTSUPP;
 }
 
+int raid_pool_replace(struct raid_pool *pool, const char *member)
+{
+	return pool->ops->pool_replace ? pool->ops->pool_replace(pool, member) : -EOPNOTSUPP;
+}
+
 int raid_pool_scrub(struct raid_pool *pool, bool repair)
 {
 	return pool->ops->pool_scrub ? pool->ops->pool_scrub(pool, repair) : -ENOTSUP;

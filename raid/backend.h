@@ -39,6 +39,7 @@ struct raid_vol_backend_ops {
 	int (*pool_add_spare)(struct raid_pool *p, const char *path);        /* NULL: -ENOTSUP */
 	int (*pool_remove)(struct raid_pool *p, const char *member);          /* NULL: -EOPNOTSUPP */
 	int (*pool_scrub)(struct raid_pool *p, bool repair);                  /* NULL: -ENOTSUP */
+	int (*pool_replace)(struct raid_pool *p, const char *member);         /* NULL: -EOPNOTSUPP */
 
 	/* ---- volumes (raid.h "volume I/O") ---- */
 	int (*vol_open)(struct raid_pool *p, const char *name, const struct conf_size *size,
@@ -89,6 +90,7 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out);
 int raid_md_pool_fail(struct raid_pool *p, const char *member);
 int raid_md_pool_add_spare(struct raid_pool *p, const char *path);
 int raid_md_pool_remove(struct raid_pool *p, const char *member);
+int raid_md_pool_replace(struct raid_pool *p, const char *member);
 /* rebuild.c */
 int raid_md_pool_scrub(struct raid_pool *p, bool repair);
 /* io.c */

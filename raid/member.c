@@ -22,6 +22,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -54,7 +55,103 @@ static const struct raid_mlayer_ops member_ops = {
 	.complete = member_complete,
 };
 
+/*
+ * Proactive replacement (rebuild.c replace()): while a spare is REPLACING
+ * a raid disk, every write to that disk is also written to the spare, so
+ * that what the copy has passed stays a copy. The submitter's mio ends once
+ * both did, with the disk's own result: a failed copy fails only the spare
+ * (the replacement stops; the disk and the request are unaffected).
+ */
+struct repl_pair {
+	struct raid_mio child;    /* the write to the replacement */
+	struct raid_mio *parent;  /* the submitter's, cb/arg borrowed */
+	raid_mio_fn cb;
+	void *arg;
+	int res;
+	unsigned pending;
+};
+
+static void repl_end(struct repl_pair *rp)
+{
+	struct raid_mio *parent = rp->parent;
+	raid_mio_fn cb = rp->cb;
+	int res = rp->res;
+
+	parent->cb = cb;
+	parent->arg = rp->arg;
+	free(rp);
+	cb(parent, res);
+}
+
+static void repl_parent_done(struct raid_mio *mio, int res)
+{
+	struct repl_pair *rp = mio->arg;
+
+	rp->res = res;
+	if (--rp->pending == 0)
+		repl_end(rp);
+}
+
+static void repl_child_done(struct raid_mio *mio, int res)
+{
+	struct repl_pair *rp = mio->arg;
+
+	if (res < 0)
+		raid_member_fail(mio->m, res, "write of the replacement copy failed");
+	if (--rp->pending == 0)
+		repl_end(rp);
+}
+
+static int member_submit_one(struct raid_ioctx *ctx, struct raid_mio *mio);
+
+static int submit_with_copy(struct raid_ioctx *ctx, struct raid_mio *mio, struct raid_member *r)
+{
+	struct repl_pair *rp = calloc(1, sizeof(*rp));
+	int rc;
+
+	if (!rp) {
+		raid_member_fail(r, -ENOMEM, "no memory to copy a write to the replacement");
+		return member_submit_one(ctx, mio);
+	}
+	rp->parent = mio;
+	rp->cb = mio->cb;
+	rp->arg = mio->arg;
+	rp->pending = 2;
+	mio->cb = repl_parent_done;
+	mio->arg = rp;
+	rc = member_submit_one(ctx, mio);
+	if (rc) {
+		mio->cb = rp->cb;
+		mio->arg = rp->arg;
+		free(rp);
+		return rc;
+	}
+	/* completions never run inside a submit (mlayer.h): rp stays ours */
+	rp->child.m = r;
+	rp->child.op = RAID_MIO_WRITE;
+	rp->child.buf = mio->buf;
+	rp->child.off = mio->off;
+	rp->child.len = mio->len;
+	rp->child.cb = repl_child_done;
+	rp->child.arg = rp;
+	rc = member_submit_one(ctx, &rp->child);
+	if (rc) {
+		raid_member_fail(r, rc, "write of the replacement copy failed");
+		rp->pending--;
+	}
+	return 0;
+}
+
 int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
+{
+	struct raid_member *r = mio->op == RAID_MIO_WRITE ? atomic_load(&mio->m->repl) : NULL;
+
+	if (r && atomic_load(&r->state) == RAID_M_REPLACING && r->fd >= 0)
+		return submit_with_copy(ctx, mio, r);
+	return member_submit_one(ctx, mio);
+}
+
+static int member_submit_one(struct raid_ioctx *ctx, struct raid_mio *mio)
 {
 	struct raid_member *m = mio->m;
 	const struct raid_pool *p = m->pool;

@@ -36,10 +36,18 @@ struct raid_member {
 	 * such files); small I/O is then done inline (ioctx.c) */
 	bool mem;
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
-	_Atomic uint64_t rebuild_pos; /* REBUILDING: data bytes below are valid */
+	_Atomic uint64_t rebuild_pos; /* REBUILDING, REPLACING: data bytes below are valid */
 	_Atomic uint64_t rebuild_cp;  /* the part of rebuild_pos made durable
 	                               * (fdatasync): what superblocks record */
 	struct raid_member *retired_next; /* on pool->retired once replaced */
+	/* Proactive replacement (rebuild.c replace()): on the raid disk being
+	 * replaced, the REPLACING spare that every write to it is copied to
+	 * (raid_mio_submit), set under meta_mu, NULL when none; it may still
+	 * point at a member that stopped replacing (the state says so), never
+	 * at a freed one. On the replacement, while REPLACING: the slot it
+	 * replaces. */
+	struct raid_member *_Atomic repl;
+	_Atomic int repl_for;
 	_Atomic unsigned rd_errors;   /* read errors repaired so far */
 	/* its I/O stack (member.c): the member layer on top, then fault
 	 * injection (tests: raid/fault.h), then the HDD model when the pool

@@ -111,7 +111,10 @@ bool raid_member_writable(const struct raid_member *m)
 {
 	int st = atomic_load(&m->state);
 
-	return m->fd >= 0 && (st == RAID_M_ACTIVE || st == RAID_M_REBUILDING);
+	/* a replacement gets the bitmap and superblocks of a member: at the
+	 * swap it becomes one (rebuild.c) */
+	return m->fd >= 0 && (st == RAID_M_ACTIVE || st == RAID_M_REBUILDING ||
+			      st == RAID_M_REPLACING);
 }
 
 bool raid_member_readable(const struct raid_member *m, uint64_t moff_end)
@@ -414,6 +417,7 @@ static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
 	sb->bitmap_chunk = (uint32_t)p->bm.region;
 	sb->rebuild_slot = UINT32_MAX;
 	sb->rebuild_pos = 0;
+	sb->replace_pos = 0;
 	if (atomic_load(&p->syncing)) {
 		sb->flags |= RAID_SB_SYNCING;
 		sb->sync_pos = atomic_load(&p->sync_cp);
@@ -430,8 +434,13 @@ static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
 		int st = m ? atomic_load(&m->state) : RAID_M_FAULTY;
 
 		sb->slots[i].state = (uint32_t)(st == RAID_M_MISSING ? RAID_M_FAULTY : st);
+		sb->slots[i].repl = 0;
 		if (m)
 			memcpy(sb->slots[i].uuid, m->uuid, 16);
+		if (m && st == RAID_M_REPLACING) {
+			sb->slots[i].repl = (uint32_t)atomic_load(&m->repl_for) + 1;
+			sb->replace_pos = atomic_load(&m->rebuild_cp);
+		}
 		if (m && st == RAID_M_REBUILDING) {
 			/* only what the rebuild made durable (rebuild.c) */
 			sb->rebuild_slot = i;
@@ -456,7 +465,9 @@ int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean)
 		 * in the slot it took; the others are still listed there as
 		 * active. The other way round, the members' newer superblocks
 		 * would name it in its new slot while its own still said spare
-		 * in the old one, and assembly would take it for replaced. */
+		 * in the old one, and assembly would take it for replaced. The
+		 * member a replacement swap just moved into a raid disk slot
+		 * (p->sb_first) goes first for the same reason. */
 		for (unsigned k = 0; k < 2 * p->n_slots; k++) {
 			struct raid_member *m = p->m[k % p->n_slots];
 			struct raid_sb sb;
@@ -466,9 +477,10 @@ int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean)
 			if (!m || m->fd < 0)
 				continue;
 			st = atomic_load(&m->state);
-			if (st != RAID_M_ACTIVE && st != RAID_M_SPARE && st != RAID_M_REBUILDING)
+			if (st != RAID_M_ACTIVE && st != RAID_M_SPARE && st != RAID_M_REBUILDING &&
+			    st != RAID_M_REPLACING)
 				continue;
-			if ((k < p->n_slots) != (st == RAID_M_REBUILDING))
+			if ((k < p->n_slots) != (st == RAID_M_REBUILDING || m == p->sb_first))
 				continue;
 			sb = p->sb;
 			sb.slot = i;
@@ -501,6 +513,36 @@ int raid_pool_write_sbs(struct raid_pool *p, bool clean)
 	return rc;
 }
 
+/*
+ * A proactive replacement ends early when its spare fails, or when any
+ * raid disk fails: the pool is degraded then, and the spare is better used
+ * to rebuild the lost slot (rebuild.c start_rebuild may pick it: it is a
+ * spare again, and a rebuild starts from row 0, so nothing the copy did
+ * is trusted). meta_mu held; @m just became FAULTY.
+ */
+static void repl_abandon(struct raid_pool *p, struct raid_member *m)
+{
+	int k = atomic_load(&p->repl_slot);
+	struct raid_member *r;
+
+	if (k < 0)
+		return;
+	r = p->m[k];
+	if (r != m && m->slot >= p->g.n)
+		return;      /* another spare */
+	atomic_store(&p->repl_slot, -1);
+	if (r != m)
+		atomic_store(&r->state, RAID_M_SPARE);
+	if (atomic_load(&r->repl_for) >= 0 && (unsigned)atomic_load(&r->repl_for) < p->g.n)
+		atomic_store(&p->m[atomic_load(&r->repl_for)]->repl, NULL);
+	LOG_WARN(RAID_MOD, "pool %s: replacement of slot %d by %s stopped: %s failed", p->name,
+		 atomic_load(&r->repl_for), r->path, m->path);
+	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REPLACE_STOPPED, .member = r->path,
+						 .slot = atomic_load(&r->repl_for),
+						 .detail = r == m ? "the replacement failed" :
+							   "a raid disk failed" });
+}
+
 void raid_member_fail(struct raid_member *m, int err, const char *why)
 {
 	struct raid_pool *p = m->pool;
@@ -515,6 +557,7 @@ void raid_member_fail(struct raid_member *m, int err, const char *why)
 	atomic_store(&m->state, RAID_M_FAULTY);
 	LOG_ERR(RAID_MOD, "pool %s: member %s (slot %u) faulty: %s%s%s", p->name, m->path, m->slot,
 		why, err ? ": " : "", err ? strerror(-err) : "");
+	repl_abandon(p, m);
 	raid_pool_write_sbs_locked(p, false);
 	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_MEMBER_FAULTY, .member = m->path,
 						 .slot = (int)m->slot, .err = err, .detail = why });
@@ -847,10 +890,59 @@ static int pool_identity(struct raid_pool *p, const struct conf_pool *cp, struct
 	return -EINVAL;
 }
 
+/*
+ * After assembly (meta_mu held, bitmap loaded): a replacement recorded in
+ * the superblocks goes on where its checkpoint says, if the disk it
+ * replaces is still there and the pool is whole; otherwise the spare is a
+ * spare again. After an unclean stop a write may have reached the disk and
+ * not its copy (or the other way round): the copy starts again at the
+ * first region the bitmap saw being written (@unclean).
+ */
+static void repl_resume(struct raid_pool *p, bool unclean)
+{
+	for (unsigned k = p->g.n; k < p->n_slots; k++) {
+		struct raid_member *m = p->m[k], *old;
+		int s;
+		uint64_t pos;
+
+		if (!m || atomic_load(&m->state) != RAID_M_REPLACING)
+			continue;
+		s = atomic_load(&m->repl_for);
+		old = s >= 0 && (unsigned)s < p->g.n ? p->m[s] : NULL;
+		if (m->fd < 0 || atomic_load(&p->repl_slot) >= 0 || !old || old->fd < 0 ||
+		    atomic_load(&old->state) != RAID_M_ACTIVE || raid_pool_unusable(p)) {
+			LOG_WARN(RAID_MOD, "pool %s: replacement of slot %d by %s not resumed: %s; it is a spare again",
+				 p->name, s, m->path,
+				 atomic_load(&p->repl_slot) >= 0 ? "another one runs" :
+				 raid_pool_unusable(p) ? "the pool is degraded" :
+							 "the member it replaces is gone");
+			atomic_store(&m->state, RAID_M_SPARE);
+			continue;
+		}
+		pos = atomic_load(&m->rebuild_pos);
+		if (pos > p->g.member_bytes)
+			pos = 0;
+		for (uint64_t r = 0; unclean && p->bm.region && r * p->bm.region < pos; r++) {
+			if (raid_bm_region_unsynced(p, r)) {
+				pos = r * p->bm.region;
+				break;
+			}
+		}
+		atomic_store(&m->rebuild_pos, pos);
+		atomic_store(&m->rebuild_cp, pos);
+		atomic_store(&p->repl_slot, (int)k);
+		atomic_store(&old->repl, m);
+		LOG_INFO(RAID_MOD, "pool %s: replacement of slot %d (%s) by %s resumes at %.1f%%", p->name,
+			 s, old->path, m->path,
+			 p->g.member_bytes ? 100.0 * (double)pos / (double)p->g.member_bytes : 0.0);
+	}
+}
+
 /* Is @st a state a slot can be assembled in? */
 static bool slot_state_usable(uint32_t st)
 {
-	return st == RAID_M_ACTIVE || st == RAID_M_SPARE || st == RAID_M_REBUILDING;
+	return st == RAID_M_ACTIVE || st == RAID_M_SPARE || st == RAID_M_REBUILDING ||
+	       st == RAID_M_REPLACING;
 }
 
 /*
@@ -939,6 +1031,12 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		if (st == RAID_M_REBUILDING) {
 			atomic_store(&m->rebuild_pos, ref->rebuild_slot == m->slot ? ref->rebuild_pos : 0);
 			atomic_store(&m->rebuild_cp, atomic_load(&m->rebuild_pos));
+		}
+		if (st == RAID_M_REPLACING) {
+			/* checked against the disk it replaces in repl_resume() */
+			atomic_store(&m->repl_for, (int)ref->slots[m->slot].repl - 1);
+			atomic_store(&m->rebuild_pos, ref->replace_pos);
+			atomic_store(&m->rebuild_cp, ref->replace_pos);
 		}
 		p->m[m->slot] = m;
 		c->used = true;
@@ -1092,6 +1190,7 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		rc = -ENOMEM;
 		goto err_free;
 	}
+	atomic_store(&p->repl_slot, -1);
 	snprintf(p->name, sizeof(p->name), "%s", cp->name);
 	p->level = cp->level;
 	p->direct_io = cp->direct_io;
@@ -1175,6 +1274,9 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 			raid_sc_destroy(&p->sc);
 			goto err_members_nocs;
 		}
+		pthread_mutex_lock(&p->meta_mu);
+		repl_resume(p, p->resync_req);   /* resync_req here: an unclean stop */
+		pthread_mutex_unlock(&p->meta_mu);
 		if (p->resync_req)
 			LOG_WARN(RAID_MOD, "pool %s: %llu dirty bitmap regions to resync", p->name,
 				 (unsigned long long)atomic_load(&p->bm.n_unsynced));
@@ -1323,6 +1425,9 @@ const char *raid_event_kind_name(enum raid_event_kind kind)
 	case RAID_EV_SCRUB_DONE: return "scrub_done";
 	case RAID_EV_SPARE_ADDED: return "spare_added";
 	case RAID_EV_MEMBER_REMOVED: return "member_removed";
+	case RAID_EV_REPLACE_STARTED: return "replace_started";
+	case RAID_EV_REPLACE_DONE: return "replace_done";
+	case RAID_EV_REPLACE_STOPPED: return "replace_stopped";
 	}
 	return "unknown";
 }
@@ -1381,6 +1486,17 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		if (st == RAID_M_REBUILDING && p->g.member_bytes)
 			out->rebuild_progress = (double)atomic_load(&m->rebuild_pos) /
 						(double)p->g.member_bytes;
+		if (st == RAID_M_REPLACING && (int)i == atomic_load(&p->repl_slot) &&
+		    p->g.member_bytes) {
+			int s = atomic_load(&m->repl_for);
+			uint64_t rate = atomic_load(&p->repl_rate), pos = atomic_load(&m->rebuild_pos);
+
+			out->replacing = true;
+			out->replace_progress = (double)pos / (double)p->g.member_bytes;
+			out->replace_eta_s = rate ? (double)(p->g.member_bytes - pos) / (double)rate : -1.0;
+			snprintf(mi->replaces, sizeof(mi->replaces), "%s",
+				 s >= 0 && (unsigned)s < p->g.n ? p->m[s]->path : "");
+		}
 	}
 	for (i = 0; i < p->sb.n_vols && i < 64; i++) {
 		snprintf(out->volumes[i].name, sizeof(out->volumes[i].name), "%s", p->sb.vols[i].name);
@@ -1447,6 +1563,70 @@ int raid_md_pool_fail(struct raid_pool *p, const char *member)
 		return -EALREADY;
 	raid_member_fail(m, 0, "failed by operator");
 	return 0;
+}
+
+int raid_md_pool_replace(struct raid_pool *p, const char *member)
+{
+	struct raid_member *m, *sp = NULL;
+	unsigned k;
+	int rc = 0;
+
+	if (p->g.npar == 0) {
+		LOG_ERR(RAID_MOD, "pool %s: replace: raid0 has no redundancy to replace a member with", p->name);
+		return -EOPNOTSUPP;
+	}
+	pthread_mutex_lock(&p->meta_mu);
+	m = find_member(p, member);
+	if (!m) {
+		LOG_ERR(RAID_MOD, "pool %s: replace: no member %s", p->name, member);
+		rc = -ENOENT;
+		goto out_unlock;
+	}
+	if (m->slot >= p->g.n || atomic_load(&m->state) != RAID_M_ACTIVE || m->fd < 0) {
+		LOG_ERR(RAID_MOD, "pool %s: replace: %s is %s, not an active member", p->name, m->path,
+			m->slot >= p->g.n ? "a spare" : raid_mstate_name(atomic_load(&m->state)));
+		rc = -EINVAL;
+		goto out_unlock;
+	}
+	if (atomic_load(&p->repl_slot) >= 0 || atomic_load(&p->rebuild_slot) >= 0 ||
+	    raid_pool_unusable(p) || atomic_load(&p->failed)) {
+		LOG_ERR(RAID_MOD, "pool %s: replace %s: %s", p->name, m->path,
+			atomic_load(&p->repl_slot) >= 0 ? "a replacement is already running" :
+			atomic_load(&p->rebuild_slot) >= 0 ? "a rebuild is running" :
+							     "the pool is not optimal");
+		rc = -EBUSY;
+		goto out_unlock;
+	}
+	for (k = p->g.n; k < p->n_slots && !sp; k++)
+		if (atomic_load(&p->m[k]->state) == RAID_M_SPARE && p->m[k]->fd >= 0)
+			sp = p->m[k];
+	if (!sp) {
+		LOG_ERR(RAID_MOD, "pool %s: replace %s: no spare (rtgtctl add-spare first)", p->name,
+			m->path);
+		rc = -ENOSPC;
+		goto out_unlock;
+	}
+	/* the state before the pointer: a write that sees the pointer sees a
+	 * replacement (raid_mio_submit); one that does not is earlier than the
+	 * copy of its rows, which waits for its stripe lock */
+	atomic_store(&sp->rebuild_pos, 0);
+	atomic_store(&sp->rebuild_cp, 0);
+	atomic_store(&sp->repl_for, (int)m->slot);
+	atomic_store(&sp->state, RAID_M_REPLACING);
+	atomic_store(&p->repl_slot, (int)sp->slot);
+	atomic_store(&m->repl, sp);
+	rc = raid_pool_write_sbs_locked(p, false);
+	LOG_INFO(RAID_MOD, "pool %s: replacing %s (slot %u) with spare %s", p->name, m->path, m->slot,
+		 sp->path);
+	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REPLACE_STARTED, .member = sp->path,
+						 .slot = (int)m->slot, .detail = m->path });
+	pthread_mutex_unlock(&p->meta_mu);
+	raid_bg_kick(p);
+	return rc;
+
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
+	return rc;
 }
 
 int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
@@ -1571,7 +1751,7 @@ int raid_md_pool_remove(struct raid_pool *p, const char *member)
 		rc = -EALREADY;
 		goto out_unlock;
 	}
-	if (st == RAID_M_ACTIVE || st == RAID_M_REBUILDING) {
+	if (st == RAID_M_ACTIVE || st == RAID_M_REBUILDING || st == RAID_M_REPLACING) {
 		LOG_ERR(RAID_MOD, "pool %s: remove: member %s is %s: fail it first", p->name, m->path,
 			raid_mstate_name(st));
 		rc = -EBUSY;

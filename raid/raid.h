@@ -167,7 +167,9 @@ uint64_t raid_pool_usable_bytes(const struct raid_pool *pool);
 
 struct raid_member_info {
 	char path[256];        /* as configured */
-	const char *state;     /* "active" | "faulty" | "spare" | "rebuilding" | "missing" */
+	const char *state;     /* "active" | "faulty" | "spare" | "rebuilding" | "missing"
+	                        * | "replacing" */
+	char replaces[256];    /* "replacing": the path of the member it replaces */
 	uint64_t read_bytes, write_bytes, read_ops, write_ops;
 	/* member I/O latency, submission to completion of the real I/O, in
 	 * microseconds: upper bound of the log2 bucket holding the percentile
@@ -218,6 +220,11 @@ struct raid_pool_info {
 	double sync_progress;    /* 0.0 .. 1.0 (1.0 once synced) */
 	double sync_eta_s;       /* < 0 when unknown or not running */
 	uint64_t bad_bytes;      /* member bytes recorded bad (unreadable) */
+	/* a proactive replacement (raid_pool_replace) running: the member in
+	 * state "replacing" names the one it replaces (members[].replaces) */
+	bool replacing;
+	double replace_progress; /* 0.0 .. 1.0 */
+	double replace_eta_s;    /* < 0 when unknown */
 };
 
 int raid_pool_info(struct raid_pool *pool, struct raid_pool_info *out);
@@ -238,6 +245,9 @@ enum raid_event_kind {
 	RAID_EV_SCRUB_DONE,       /* count: mismatches; repaired; complete (false: stopped) */
 	RAID_EV_SPARE_ADDED,      /* member */
 	RAID_EV_MEMBER_REMOVED,   /* member, slot */
+	RAID_EV_REPLACE_STARTED,  /* member: the spare, slot: the one replaced; detail: its path */
+	RAID_EV_REPLACE_DONE,     /* member: the new member, slot; detail: the old one's path */
+	RAID_EV_REPLACE_STOPPED,  /* member: the spare, slot; detail: why (not at shutdown) */
 };
 
 struct raid_event {
@@ -263,6 +273,15 @@ const char *raid_pool_name(const struct raid_pool *pool);
 int raid_pool_fail(struct raid_pool *pool, const char *member);
 int raid_pool_add_spare(struct raid_pool *pool, const char *path);
 int raid_pool_scrub(struct raid_pool *pool, bool repair);
+/* Proactive replacement of a raid disk that still works (@member as for
+ * raid_pool_fail), onto a spare: the spare is filled with a copy of it
+ * in the background (rate-capped like a rebuild; rows it cannot read are
+ * rebuilt from redundancy) while it keeps serving, then takes its slot and
+ * the old one is left faulty; the pool stays redundant throughout.
+ * -ENOENT: no such member; -EINVAL: not an active raid disk; -ENOSPC: no
+ * spare; -EBUSY: the pool is not optimal, or a replacement or rebuild runs;
+ * -EOPNOTSUPP: a level without redundancy or a pool without members. */
+int raid_pool_replace(struct raid_pool *pool, const char *member);
 /* Detach a faulty (or missing) member or a spare, @member as for
  * raid_pool_fail: the superblocks of the others record its slot as empty
  * (a raid disk's slot waits for a spare, a spare's slot is freed) and its

@@ -262,6 +262,12 @@ struct raid_pool {
 	bool bg_stop, bg_kick, scrub_req, scrub_repair;
 	bool resync_req;                         /* unclean shutdown: resync parity/mirrors */
 	_Atomic int rebuild_slot;                /* slot being rebuilt, -1 none */
+	/* the slot of the REPLACING spare, -1 none (at most one; meta_mu) */
+	_Atomic int repl_slot;
+	_Atomic uint64_t repl_rate;              /* bytes/s of the copy, measured */
+	/* written first by the next superblock update (meta_mu): the member
+	 * a swap just gave a raid disk slot (see raid_pool_write_sbs_locked) */
+	struct raid_member *sb_first;
 	_Atomic uint64_t rebuild_rate;           /* bytes/s, measured */
 	_Atomic uint64_t scrub_mismatch;
 	_Atomic int scrub_state;                 /* 0 idle, 1 running, 2 done, 3 resync running */

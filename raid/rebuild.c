@@ -513,6 +513,221 @@ out_free:
 	pthread_mutex_unlock(&p->meta_mu);
 }
 
+/*
+ * Proactive replacement: spare t (REPLACING, in its spare slot) is filled
+ * with a copy of raid disk s, which stays in its slot and serves every
+ * read; writes to s are also written to t (member.c raid_mio_submit) from
+ * the moment the replacement started. Steps of whole rows under the rows'
+ * exclusive stripe lock, paced to rebuild_mbps like a rebuild. Rows s
+ * cannot read are rebuilt from the other raid disks (repl_row); rows
+ * nothing can rebuild become bad ranges of slot s, which stay with the
+ * slot after the swap. At the end, under an exclusive lock over the whole
+ * pool, t takes slot s and s is left FAULTY in t's old slot (repl_swap).
+ *
+ * Replacement invariant (like the rebuild's): below t->rebuild_pos, t holds
+ * exactly what s holds, except in slot s's bad ranges; rebuild_cp (made
+ * durable, in the superblocks as replace_pos) <= rebuild_pos. It ends
+ * early (pool.c repl_abandon) when t or any raid disk fails: t is a spare
+ * again and the pool's usual rebuild takes over from row 0.
+ */
+
+/* Rebuild chunk @r of slot @s into @dst from the other raid disks: 0 done,
+ * 1 nothing can (no copy or not enough members readable; parity of an
+ * unsynced row is not trusted), -1 a member failed meanwhile (stop). */
+static int repl_row(struct raid_pool *p, struct raid_ioctx *ctx, unsigned s, uint64_t r,
+		    uint8_t *dst, uint8_t **tmp)
+{
+	const struct raid_geom *g = &p->g;
+	struct raid_mio mio[RAID_MAX_SLOTS];
+	bool missing[RAID_MAX_SLOTS] = { false };
+	uint8_t *rb[RAID_MAX_SLOTS];
+	struct bgio io = { 0, 0, 0 };
+	unsigned i, nm = 0;
+
+	if (!raid_geom_is_parity_level(g)) {
+		for (i = 0; i < g->n; i++) {
+			unsigned d = g->level == CONF_RAID10 ? (s ^ 1u) : i;
+
+			if (d == s || !src_ok(p, p->m[d], r, r + 1))
+				continue;
+			bg_io(ctx, &io, &mio[0], p->m[d], RAID_MIO_READ, dst, r * g->chunk, g->chunk);
+			if (bg_wait(ctx, &io))
+				return -1;
+			if (!io.rerr)
+				return 0;
+			io.rerr = 0;
+			if (g->level == CONF_RAID10)
+				break;
+		}
+		return 1;
+	}
+	if (raid_bm_unsynced(p, r * g->chunk, g->chunk))
+		return 1;
+	for (i = 0; i < g->n; i++) {
+		rb[i] = i == s ? dst : tmp[i];
+		missing[i] = i == s || !src_ok(p, p->m[i], r, r + 1);
+		if (!missing[i])
+			bg_io(ctx, &io, &mio[i], p->m[i], RAID_MIO_READ, tmp[i], r * g->chunk, g->chunk);
+	}
+	if (bg_wait(ctx, &io))
+		return -1;
+	for (i = 0; i < g->n; i++) {
+		missing[i] |= (io.rerr & (1ull << i)) != 0;
+		nm += missing[i];
+	}
+	if (nm > g->npar || raid_par_recover(g, r, rb, missing, g->chunk))
+		return 1;
+	return 0;
+}
+
+/* Under an exclusive lock over the whole pool, so that no write is on its
+ * way to s alone: t, synced, takes slot s. True when it did. */
+static bool repl_swap(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member *t,
+		      struct raid_member *old, unsigned s)
+{
+	const struct raid_geom *g = &p->g;
+	struct raid_lk lk;
+	bool ok = false;
+	char oldpath[sizeof(old->path)];
+
+	bg_lock(p, ctx, &lk, 0, g->rows * g->stripe_bytes);
+	if (fdatasync(t->fd)) {
+		raid_member_fail(t, -errno, "fdatasync of the replacement copy failed");
+		goto out_unlock_rows;
+	}
+	pthread_mutex_lock(&p->meta_mu);
+	if (atomic_load(&t->state) == RAID_M_REPLACING && atomic_load(&old->state) == RAID_M_ACTIVE &&
+	    p->m[s] == old && atomic_load(&p->repl_slot) == (int)t->slot) {
+		unsigned k = t->slot;
+
+		atomic_store(&old->repl, NULL);
+		atomic_store(&p->repl_slot, -1);
+		atomic_store(&t->rebuild_cp, atomic_load(&t->rebuild_pos));
+		atomic_store(&t->state, RAID_M_ACTIVE);
+		atomic_store(&t->rd_errors, 0);
+		t->slot = s;
+		old->slot = k;
+		p->m[s] = t;
+		p->m[k] = old;
+		atomic_store(&old->state, RAID_M_FAULTY);
+		snprintf(oldpath, sizeof(oldpath), "%s", old->path);
+		p->sb_first = t;     /* see raid_pool_write_sbs_locked */
+		raid_pool_write_sbs_locked(p, false);
+		p->sb_first = NULL;
+		LOG_INFO(RAID_MOD, "pool %s: %s replaced %s in slot %u; %s is left faulty (slot %u): rtgtctl remove it",
+			 p->name, t->path, oldpath, s, oldpath, k);
+		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REPLACE_DONE,
+							 .member = t->path, .slot = (int)s,
+							 .detail = oldpath });
+		ok = true;
+	}
+	pthread_mutex_unlock(&p->meta_mu);
+out_unlock_rows:
+	raid_slock_release(&p->lock, &lk);
+	return ok;
+}
+
+static void replace(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member *t)
+{
+	const struct raid_geom *g = &p->g;
+	uint64_t k = STEP_BYTES / g->chunk ? STEP_BYTES / g->chunk : 1;
+	uint64_t step = k * g->chunk, row, done = 0;
+	int s = atomic_load(&t->repl_for);
+	struct raid_member *old = s >= 0 && (unsigned)s < g->n ? p->m[s] : NULL;
+	uint8_t *buf = raid_alloc(step), *tmp[RAID_MAX_SLOTS] = { NULL };
+	double t0 = (conf_mono_ns() / 1e9), last_cp = t0, last_clear = t0;
+	bool stopped = false;
+	unsigned i;
+
+	if (!old || !buf)
+		goto out_free;
+	for (i = 0; i < g->n; i++)
+		if (!(tmp[i] = raid_alloc(g->chunk)))
+			goto out_free;
+	row = atomic_load(&t->rebuild_pos) / g->chunk;
+	LOG_INFO(RAID_MOD, "pool %s: copying %s (slot %d) to %s from %.1f%%", p->name, old->path, s,
+		 t->path, 100.0 * (double)row / (double)g->rows);
+	while (row < g->rows) {
+		uint64_t r1 = row + k > g->rows ? g->rows : row + k, nb = (r1 - row) * g->chunk;
+		struct raid_mio mio;
+		struct bgio io = { 0, 0, 0 };
+		struct raid_lk lk;
+		bool abort = false;
+
+		if (stop_requested(p) || atomic_load(&t->state) != RAID_M_REPLACING ||
+		    atomic_load(&old->state) != RAID_M_ACTIVE || atomic_load(&p->failed))
+			break;
+		bg_lock(p, ctx, &lk, row * g->stripe_bytes, r1 * g->stripe_bytes);
+		bg_io(ctx, &io, &mio, old, RAID_MIO_READ, buf, row * g->chunk, nb);
+		if (bg_wait(ctx, &io)) {
+			/* s failed for good: the replacement was abandoned */
+			raid_slock_release(&p->lock, &lk);
+			break;
+		}
+		if (io.rerr) {
+			uint64_t rowmask[RAID_MAX_STEP_ROWS];
+			uint8_t *sb[RAID_MAX_SLOTS] = { NULL };
+
+			sb[s] = buf;
+			bg_failed_rows(p, ctx, sb, io.rerr, row, r1, rowmask);
+			for (uint64_t r = row; r < r1 && !abort; r++) {
+				int rc;
+
+				if (!(rowmask[r - row] & (1ull << s)))
+					continue;
+				rc = repl_row(p, ctx, (unsigned)s, r, buf + (r - row) * g->chunk, tmp);
+				if (rc > 0)
+					bad_rows(p, (unsigned)s, r, r + 1);
+				abort = rc < 0;
+			}
+		}
+		if (!abort) {
+			io = (struct bgio){ 0, 0, 0 };
+			bg_io(ctx, &io, &mio, t, RAID_MIO_WRITE, buf, row * g->chunk, nb);
+			abort = bg_wait(ctx, &io) != 0;   /* t failed: abandoned */
+		}
+		if (abort) {
+			raid_slock_release(&p->lock, &lk);
+			break;
+		}
+		atomic_store(&t->rebuild_pos, r1 * g->chunk);
+		raid_slock_release(&p->lock, &lk);
+		row = r1;
+		done += nb;
+		pace(p, t0, done);
+		atomic_store(&p->repl_rate, atomic_load(&p->rebuild_rate));
+		bg_upkeep(p, ctx, &last_clear);
+		if ((conf_mono_ns() / 1e9) - last_cp >= 1.0) {
+			if (!rebuild_checkpoint(p, t))
+				break;
+			last_cp = (conf_mono_ns() / 1e9);
+		}
+	}
+	if (row >= g->rows && repl_swap(p, ctx, t, old, (unsigned)s))
+		goto out_free;
+	stopped = stop_requested(p);
+	/* stopped part way (shutdown): the checkpoint, to go on at the next start */
+	if (atomic_load(&t->state) == RAID_M_REPLACING && !rebuild_checkpoint(p, t))
+		stopped = false;
+	pthread_mutex_lock(&p->meta_mu);
+	if (atomic_load(&t->state) == RAID_M_REPLACING && !stopped) {
+		/* neither stopped nor abandoned: the disk's state changed under
+		 * it without a failure (cannot happen today); give the spare back */
+		atomic_store(&t->state, RAID_M_SPARE);
+		atomic_store(&old->repl, NULL);
+		atomic_store(&p->repl_slot, -1);
+		raid_pool_write_sbs_locked(p, false);
+		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REPLACE_STOPPED,
+							 .member = t->path, .slot = s,
+							 .detail = "stopped part way" });
+	}
+	pthread_mutex_unlock(&p->meta_mu);
+out_free:
+	for (i = 0; i < g->n; i++)
+		free(tmp[i]);
+	free(buf);
+}
+
 /* Members synced, then the initial sync's checkpoint in the superblocks. */
 static void sync_checkpoint(struct raid_pool *p, bool finished)
 {
@@ -851,6 +1066,18 @@ static void *bg_main(void *arg)
 		}
 		if (do_scrub)
 			scrub(p, ctx, repair, resync);
+		if (!t) {
+			struct raid_member *r = NULL;
+			int k;
+
+			pthread_mutex_lock(&p->meta_mu);
+			k = atomic_load(&p->repl_slot);
+			if (k >= 0 && atomic_load(&p->m[k]->state) == RAID_M_REPLACING)
+				r = p->m[k];
+			pthread_mutex_unlock(&p->meta_mu);
+			if (r)
+				replace(p, ctx, r);
+		}
 		raid_bm_clear_idle(p, false);
 	}
 	raid_ioctx_destroy(ctx);

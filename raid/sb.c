@@ -15,11 +15,13 @@
  * 144 data_offset  152 data_size  160 bitmap_offset  168 bitmap_chunk (u32)
  * 172 rebuild_slot  176 rebuild_pos (u64)  184 n_slots  188 n_vols
  * 192 sync_pos (u64, meaningful with flag RAID_SB_SYNCING)  200 n_bad
- * 256 slots[64] x 32: state u32, uuid[16]
+ * 208 replace_pos (u64: bytes copied to the REPLACING slot, made durable)
+ * 256 slots[64] x 32: state u32, uuid[16], repl u32 (1 + replaced slot)
  * 2304 vols[64] x 128: name[64], uuid[16], start, size, extent (u64)
  * 10496 bad[32] x 24: slot u32, 4 zero bytes, a, b (u64: member bytes)
- * Superblocks written before sync_pos/n_bad existed carry zeros there
- * (no flag, no bad range): a synced pool without bad ranges.
+ * Superblocks written before sync_pos/n_bad/replace_pos/repl existed carry
+ * zeros there (no flag, no bad range, no replacement): a synced pool without
+ * bad ranges.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -81,6 +83,7 @@ const char *raid_mstate_name(int st)
 	case RAID_M_SPARE: return "spare";
 	case RAID_M_REBUILDING: return "rebuilding";
 	case RAID_M_MISSING: return "missing";
+	case RAID_M_REPLACING: return "replacing";
 	default: return "empty";
 	}
 }
@@ -113,6 +116,7 @@ void raid_sb_encode(const struct raid_sb *sb, uint8_t *b)
 	put32(b + 188, sb->n_vols);
 	put64(b + 192, sb->sync_pos);
 	put32(b + 200, sb->n_bad);
+	put64(b + 208, sb->replace_pos);
 	for (i = 0; i < sb->n_bad && i < RAID_MAX_BAD; i++) {
 		uint8_t *r = b + SB_BAD_OFF + i * SB_BAD_SIZE;
 
@@ -125,6 +129,7 @@ void raid_sb_encode(const struct raid_sb *sb, uint8_t *b)
 
 		put32(s, sb->slots[i].state);
 		memcpy(s + 4, sb->slots[i].uuid, 16);
+		put32(s + 20, sb->slots[i].repl);
 	}
 	for (i = 0; i < sb->n_vols && i < RAID_MAX_VOLS; i++) {
 		uint8_t *v = b + SB_VOLS_OFF + i * SB_VOL_SIZE;
@@ -177,6 +182,7 @@ int raid_sb_decode(const uint8_t *b, struct raid_sb *sb, const char **why)
 	sb->n_vols = get32(b + 188);
 	sb->sync_pos = get64(b + 192);
 	sb->n_bad = get32(b + 200);
+	sb->replace_pos = get64(b + 208);
 	if (sb->n_bad > RAID_MAX_BAD) {
 		*why = "superblock fields out of range";
 		return -EINVAL;
@@ -199,6 +205,14 @@ int raid_sb_decode(const uint8_t *b, struct raid_sb *sb, const char **why)
 
 		sb->slots[i].state = get32(s);
 		memcpy(sb->slots[i].uuid, s + 4, 16);
+		sb->slots[i].repl = get32(s + 20);
+		/* a replacement sits in a spare slot and names a raid disk */
+		if ((sb->slots[i].state == RAID_M_REPLACING) !=
+		    (sb->slots[i].repl != 0) ||
+		    (sb->slots[i].repl && (i < sb->n_members || sb->slots[i].repl > sb->n_members))) {
+			*why = "superblock fields out of range";
+			return -EINVAL;
+		}
 	}
 	for (i = 0; i < sb->n_vols; i++) {
 		const uint8_t *v = b + SB_VOLS_OFF + i * SB_VOL_SIZE;

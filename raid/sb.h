@@ -17,6 +17,10 @@ enum raid_mstate {
 	RAID_M_SPARE = 3,
 	RAID_M_REBUILDING = 4,
 	RAID_M_MISSING = 5,       /* runtime only: configured, not found */
+	/* a spare being filled with a copy of a raid disk that still works
+	 * (proactive replacement, rebuild.c): it keeps its spare slot, the
+	 * slot entry's repl names the slot it replaces */
+	RAID_M_REPLACING = 6,
 };
 /* RAID_M_EMPTY in a slot < n_members: the member was removed (rtgtctl
  * remove) and the slot waits for a spare; past n_members: a free slot. */
@@ -25,6 +29,7 @@ const char *raid_mstate_name(int st);
 struct raid_sb_slot {
 	uint32_t state;
 	uint8_t uuid[16];
+	uint32_t repl;            /* REPLACING: 1 + the slot it replaces; else 0 */
 };
 
 struct raid_sb_vol {
@@ -60,6 +65,7 @@ struct raid_sb {
 	uint32_t bitmap_chunk;    /* bytes of member data per bitmap bit */
 	uint32_t rebuild_slot;    /* slot being rebuilt, or UINT32_MAX */
 	uint64_t rebuild_pos;     /* checkpoint: member bytes done */
+	uint64_t replace_pos;     /* the REPLACING slot's checkpoint: bytes copied */
 	uint32_t n_slots;         /* members then spares */
 	struct raid_sb_slot slots[RAID_MAX_SLOTS];
 	uint32_t n_vols;

@@ -289,6 +289,7 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.pool_add_spare = raid_md_pool_add_spare,
 	.pool_remove = raid_md_pool_remove,
 	.pool_scrub = raid_md_pool_scrub,
+	.pool_replace = raid_md_pool_replace,
 	.vol_open = md_vol_open,
 	.vol_submit = raid_md_vol_submit,
 	.vol_opt = md_vol_opt,

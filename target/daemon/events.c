@@ -464,6 +464,24 @@ void events_raid_fn(void *arg, const struct raid_event *ev)
 		snprintf(msg, sizeof(msg), "pool %s: spare %s added", ev->pool,
 			 ev->member ? ev->member : "?");
 		break;
+	case RAID_EV_REPLACE_STARTED:
+		if (ev->detail)
+			json_object_object_add(f, "replaces", json_object_new_string(ev->detail));
+		snprintf(msg, sizeof(msg), "pool %s: replacing %s (slot %d) with %s, a copy while it still serves",
+			 ev->pool, ev->detail ? ev->detail : "?", ev->slot, ev->member ? ev->member : "?");
+		break;
+	case RAID_EV_REPLACE_DONE:
+		if (ev->detail)
+			json_object_object_add(f, "replaced", json_object_new_string(ev->detail));
+		snprintf(msg, sizeof(msg), "pool %s: %s replaced %s in slot %d", ev->pool,
+			 ev->member ? ev->member : "?", ev->detail ? ev->detail : "?", ev->slot);
+		break;
+	case RAID_EV_REPLACE_STOPPED:
+		sev = "error";
+		json_object_object_add(f, "reason", json_object_new_string(ev->detail ? ev->detail : ""));
+		snprintf(msg, sizeof(msg), "pool %s: replacement of slot %d by %s stopped: %s", ev->pool,
+			 ev->slot, ev->member ? ev->member : "?", ev->detail ? ev->detail : "");
+		break;
 	case RAID_EV_MEMBER_REMOVED:
 		sev = "warning";
 		snprintf(msg, sizeof(msg), "pool %s: member %s removed", ev->pool,

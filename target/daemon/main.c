@@ -532,8 +532,9 @@ struct failing_req {
 	char pool[64], path[256];
 };
 
-/* workers[0]: health_fail = "spare" and a spare is there: fail the member,
- * the spare rebuilds (the pool is degraded meanwhile). */
+/* workers[0]: health_fail = "spare" and a spare is there: the spare is
+ * filled with a copy of the failing member while it still serves, then
+ * takes its place (raid_pool_replace: the pool stays redundant). */
 static void on_failing_call(void *arg)
 {
 	struct failing_req *r = arg;
@@ -550,12 +551,19 @@ static void on_failing_call(void *arg)
 				    "pool %s: member %s fails its health check but is not replaced: %s",
 				    r->pool, r->path, spare ? "the pool is not optimal" : "no spare");
 		} else {
+			int rc;
+
 			LOG_WARN(MOD, "pool %s: member %s fails its health check: replacing it with a spare",
 				 r->pool, r->path);
-			events_post(d->events, "health_replace", "warning", NULL,
-				    "pool %s: member %s fails its health check: failed out, a spare rebuilds",
-				    r->pool, r->path);
-			raid_pool_fail(p, r->path);
+			rc = raid_pool_replace(p, r->path);
+			if (rc)
+				events_post(d->events, "health_no_replace", "warning", NULL,
+					    "pool %s: member %s fails its health check but is not replaced: %s",
+					    r->pool, r->path, strerror(-rc));
+			else
+				events_post(d->events, "health_replace", "warning", NULL,
+					    "pool %s: member %s fails its health check: copying it to a spare, which takes its place",
+					    r->pool, r->path);
 		}
 	}
 	free(pi);
@@ -705,7 +713,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 	if (!strcmp(cmd, "resize"))
 		return ctl_resize(d, args, reply, err, errlen);
 	if (!strcmp(cmd, "fail") || !strcmp(cmd, "add-spare") || !strcmp(cmd, "scrub") ||
-	    !strcmp(cmd, "remove")) {
+	    !strcmp(cmd, "remove") || !strcmp(cmd, "replace")) {
 		p = pool_by_name(d, a0);
 		if (!p) {
 			snprintf(err, errlen, "no pool named '%s'", a0 ? a0 : "");
@@ -729,6 +737,27 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 			else if (rc)
 				snprintf(err, errlen, "remove %s %s: %s", a0, a1, strerror(-rc));
 			daemon_health_sync(d);
+			return rc;
+		}
+		if (!strcmp(cmd, "replace")) {
+			if (!a1) {
+				snprintf(err, errlen, "usage: replace POOL MEMBER");
+				return -EINVAL;
+			}
+			LOG_INFO(MOD, "ctl: replacing member %s of pool %s with a spare", a1, a0);
+			rc = raid_pool_replace(p, a1);
+			if (rc == -ENOSPC)
+				snprintf(err, errlen, "replace %s %s: no spare (add-spare first)", a0, a1);
+			else if (rc == -EBUSY)
+				snprintf(err, errlen, "replace %s %s: the pool is not optimal, or a rebuild or replacement runs", a0, a1);
+			else if (rc == -EINVAL)
+				snprintf(err, errlen, "replace %s %s: not an active member", a0, a1);
+			else if (rc == -ENOENT)
+				snprintf(err, errlen, "replace %s %s: no such member (give its position in status or its path)", a0, a1);
+			else if (rc == -EOPNOTSUPP)
+				snprintf(err, errlen, "replace %s: the pool has no redundancy or no members of its own", a0);
+			else if (rc)
+				snprintf(err, errlen, "replace %s %s: %s", a0, a1, strerror(-rc));
 			return rc;
 		}
 		if (!strcmp(cmd, "fail")) {

@@ -300,6 +300,14 @@ int daemon_status_json(struct daemon *d, struct json_object *reply, bool stats)
 			if (pi->sync_eta_s >= 0)
 				json_object_object_add(p, "sync_eta_s", json_object_new_double(pi->sync_eta_s));
 		}
+		if (pi->replacing) {
+			/* a member being copied to a spare while it still serves */
+			json_object_object_add(p, "replace_progress",
+					       json_object_new_double(pi->replace_progress));
+			if (pi->replace_eta_s >= 0)
+				json_object_object_add(p, "replace_eta_s",
+						       json_object_new_double(pi->replace_eta_s));
+		}
 		if (pi->bad_bytes)
 			json_object_object_add(p, "bad_bytes", json_object_new_int64((int64_t)pi->bad_bytes));
 		json_object_object_add(p, "usable_bytes", json_object_new_int64((int64_t)pi->usable_bytes));
@@ -313,6 +321,8 @@ int daemon_status_json(struct daemon *d, struct json_object *reply, bool stats)
 
 			json_object_object_add(mo, "path", json_object_new_string(mi->path));
 			json_object_object_add(mo, "state", json_object_new_string(mi->state));
+			if (mi->replaces[0])
+				json_object_object_add(mo, "replaces", json_object_new_string(mi->replaces));
 			json_object_object_add(mo, "read_bytes", json_object_new_int64((int64_t)mi->read_bytes));
 			json_object_object_add(mo, "write_bytes", json_object_new_int64((int64_t)mi->write_bytes));
 			json_object_object_add(mo, "read_ops", json_object_new_int64((int64_t)mi->read_ops));

@@ -46,6 +46,8 @@ static void usage(FILE *f)
 		"  fail POOL MEMBER         mark a member faulty (MEMBER: 0-based index or path)\n"
 		"  add-spare POOL PATH      add an existing file or device as a hot spare\n"
 		"                           (a relative PATH is taken from the current directory)\n"
+		"  replace POOL MEMBER      copy a working member to a spare, which then takes\n"
+		"                           its place (the pool stays redundant)\n"
 		"  remove POOL MEMBER       detach a faulty or spare member\n"
 		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
 		"  resize TARGET LUN SIZE   grow a LUN's volume online (SIZE: bytes, K/M/G/T, N%%)\n"
@@ -313,6 +315,13 @@ static void print_pools(struct json_object *reply, bool counters)
 			printf("  initial sync %.1f%%", json_object_get_double(get(p, "sync_progress")) * 100.0);
 			if (get(p, "sync_eta_s"))
 				printf(", eta %.0f s", json_object_get_double(get(p, "sync_eta_s")));
+			printf("\n");
+		}
+		if (get(p, "replace_progress")) {
+			printf("  replacing a member: %.1f%% copied",
+			       json_object_get_double(get(p, "replace_progress")) * 100.0);
+			if (get(p, "replace_eta_s"))
+				printf(", eta %.0f s", json_object_get_double(get(p, "replace_eta_s")));
 			printf("\n");
 		}
 		if (get(p, "bad_bytes"))
@@ -596,6 +605,9 @@ static void print_human(const char *cmd, char **args, struct json_object *reply)
 			printf("pool %s: member %s marked faulty\n", args[0], args[1]);
 		else if (strcmp(cmd, "add-spare") == 0)
 			printf("pool %s: spare %s added\n", args[0], args[1]);
+		else if (strcmp(cmd, "replace") == 0)
+			printf("pool %s: member %s is being copied to a spare (status shows the progress)\n",
+			       args[0], args[1]);
 		else if (strcmp(cmd, "scrub") == 0)
 			printf("pool %s: scrub%s started\n", args[0],
 			       args[1] ? " with repair" : "");
@@ -657,6 +669,13 @@ static const struct command commands[] = {
 	{ "add-spare", 2, 2, "add-spare POOL PATH",
 	  "Adds an existing file or block device as a hot spare (a relative PATH is\n"
 	  "taken from the current directory). A degraded pool rebuilds onto it.\n" },
+	{ "replace", 2, 2, "replace POOL MEMBER",
+	  "Replaces a member that still works (a disk whose health is failing) with a\n"
+	  "spare without degrading the pool: the spare, shown \"replacing\", receives a\n"
+	  "copy of the member in the background (rate-capped like a rebuild, resumed\n"
+	  "after a restart) and every write meanwhile; rows the member cannot read are\n"
+	  "rebuilt from redundancy. Then it takes the member's slot and the old one is\n"
+	  "left faulty, to be removed. Needs an optimal pool with a spare.\n" },
 	{ "remove", 2, 2, "remove POOL MEMBER",
 	  "Detaches a faulty or spare member (position or path, as for fail) from the\n"
 	  "pool; its file is closed and left as it is. A raid disk's slot shows as\n"

@@ -24,8 +24,10 @@
  *    cannot attach): the real smartctl says "unavailable" in status, not an
  *    error; with the smartctl stand-in (tests/data/smartctl) and
  *    health_fail = "spare" a member whose SMART says FAILED is reported
- *    (member_health) and replaced by the spare, which rebuilds; status
- *    shows the other member's temperature and sectors.
+ *    (member_health) and replaced by the spare, which gets a copy of it
+ *    while it still serves (replace_started, health_replace, replace_done:
+ *    the pool is never degraded, no member_faulty); status shows the other
+ *    member's temperature and sectors.
  */
 #include <check.h>
 #include <errno.h>
@@ -827,16 +829,16 @@ START_TEST(t05_loop_devices)
 	snprintf(cmd, sizeof(cmd), "cp tests/data/smartctl/ata-failing.json %s/new.json && "
 		 "mv %s/new.json %s/%s.json", D.dir, D.dir, D.dir, strrchr(loops[0], '/') + 1);
 	ck_assert_int_eq(system(cmd), 0);
-	/* reported, failed out, the spare rebuilt */
+	/* reported, copied to the spare, which took its place */
 	{
 		static char lines[65536];
-		unsigned n = hook_lines("hook.log", 6, 20000, lines, sizeof(lines));
-		const char *want[] = { "member_health", "member_health", "health_replace",
-				       "member_faulty", "rebuild_started", "rebuild_done" };
+		unsigned n = hook_lines("hook.log", 5, 20000, lines, sizeof(lines));
+		const char *want[] = { "member_health", "member_health", "replace_started",
+				       "health_replace", "replace_done" };
 		struct json_object *o;
 
-		ck_assert_msg(n == 6, "%u hook runs", n);
-		for (unsigned i = 0; i < 6; i++)
+		ck_assert_msg(n == 5, "%u hook runs", n);
+		for (unsigned i = 0; i < 5; i++)
 			json_object_put(hook_event(line_at(lines, i), want[i]));
 		o = hook_event(line_at(lines, 0), "member_health");
 		ck_assert_str_eq(rj_str(o, "member"), loops[1]);
@@ -847,11 +849,15 @@ START_TEST(t05_loop_devices)
 		ck_assert_str_eq(rj_str(o, "health"), "failing");
 		ck_assert_str_eq(rj_str(o, "was"), "passed");
 		json_object_put(o);
-		o = hook_event(line_at(lines, 3), "member_faulty");
-		ck_assert_str_eq(rj_str(o, "member"), loops[0]);
-		json_object_put(o);
-		o = hook_event(line_at(lines, 4), "rebuild_started");
+		o = hook_event(line_at(lines, 2), "replace_started");
 		ck_assert_str_eq(rj_str(o, "member"), loops[2]);
+		ck_assert_str_eq(rj_str(o, "replaces"), loops[0]);
+		ck_assert_str_eq(rj_str(o, "pool_state"), "optimal");
+		json_object_put(o);
+		o = hook_event(line_at(lines, 4), "replace_done");
+		ck_assert_str_eq(rj_str(o, "member"), loops[2]);
+		ck_assert_str_eq(rj_str(o, "replaced"), loops[0]);
+		ck_assert_str_eq(rj_str(o, "pool_state"), "optimal");
 		json_object_put(o);
 	}
 	wait_pool("optimal", false);

@@ -1095,6 +1095,123 @@ START_TEST(t13_events)
 }
 END_TEST
 
+/*
+ * Proactive replacement: member 1 is copied to the spare while it serves;
+ * the pool stays optimal throughout (never degraded), writes during the copy
+ * and across a close/open part way (resume from the checkpoint) land on the
+ * copy, and once it took the slot, losing another original member still
+ * leaves every block right (the copy carries slot 1's part).
+ */
+START_TEST(t14_replace)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *shadow;
+	bool seen = false;
+
+	srandom(100 + (unsigned)_i);
+	mkpool(shapes[_i].level, shapes[_i].n, 1, shapes[_i].chunk);
+	cp.rebuild_mbps = 4;     /* 7 MiB of member data: ~1.8 s */
+	shadow = open_written(&ctx, &p, &v);
+	ck_assert_int_eq(raid_pool_replace(p, "9"), -ENOENT);
+	ck_assert_int_eq(raid_pool_replace(p, spaths[0]), -EINVAL);
+	ck_assert_int_eq(raid_pool_replace(p, "1"), 0);
+	ck_assert_int_eq(raid_pool_replace(p, "0"), -EBUSY);
+	for (unsigned round = 0; round < 2; round++) {
+		for (unsigned i = 0; i < 16; i++) {
+			uint64_t off = (uint64_t)(random() % (raid_vol_bytes(v) / 4096)) * 4096;
+
+			for (unsigned k = 0; k < 8192 && off + k < raid_vol_bytes(v); k++)
+				shadow[off + k] = (uint8_t)random();
+			ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, off,
+					       off + 8192 <= raid_vol_bytes(v) ? 8192 : 4096,
+					       shadow + off), 0);
+			ck_assert_int_eq(raid_pool_info(p, &info), 0);
+			ck_assert_str_eq(info.state, "optimal");
+			if (info.replacing) {
+				seen = true;
+				ck_assert_str_eq(info.members[shapes[_i].n].state, "replacing");
+				ck_assert_str_eq(info.members[shapes[_i].n].replaces, paths[1]);
+			}
+			usleep(30000);
+		}
+		if (round == 0) {
+			/* part way: the copy resumes from its checkpoint */
+			ck_assert_int_eq(raid_pool_info(p, &info), 0);
+			ck_assert(info.replacing && info.replace_progress > 0.05 &&
+				  info.replace_progress < 0.95);
+			raid_pool_close(p);
+			ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+			ck_assert_int_eq(raid_pool_info(p, &info), 0);
+			ck_assert_msg(info.replacing && info.replace_progress > 0.05,
+				      "replacement not resumed (%.3f)", info.replace_progress);
+			ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+		}
+	}
+	ck_assert(seen);
+	for (int i = 0; i < 1500; i++) {
+		ck_assert_int_eq(raid_pool_info(p, &info), 0);
+		ck_assert_str_eq(info.state, "optimal");
+		if (!info.replacing)
+			break;
+		usleep(20000);
+	}
+	ck_assert(!info.replacing);
+	ck_assert_str_eq(info.members[1].path, spaths[0]);
+	ck_assert_str_eq(info.members[1].state, "active");
+	ck_assert_str_eq(info.members[shapes[_i].n].path, paths[1]);
+	ck_assert_str_eq(info.members[shapes[_i].n].state, "faulty");
+	verify(v, ctx, shadow);
+	/* raid10: member 0 is the copy's mirror; lose the other pair's instead */
+	ck_assert_int_eq(raid_pool_fail(p, shapes[_i].level == CONF_RAID10 ? "2" : "0"), 0);
+	verify(v, ctx, shadow);
+	raid_pool_close(p);
+	/* reopened: the copy is the member of slot 1, the old one stale */
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	verify(v, ctx, shadow);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+}
+END_TEST
+
+/* The member being replaced fails part way: the replacement stops, the
+ * spare rebuilds the slot from row 0 and the data is right. */
+START_TEST(t15_replace_source_fails)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *shadow;
+
+	srandom(200);
+	mkpool(CONF_RAID5, 4, 1, 65536);
+	cp.rebuild_mbps = 4;
+	shadow = open_written(&ctx, &p, &v);
+	ck_assert_int_eq(raid_pool_replace(p, "2"), 0);
+	usleep(600000);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert(info.replacing);
+	ck_assert_int_eq(raid_pool_fail(p, "2"), 0);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert(!info.replacing);
+	cp.rebuild_mbps = 0;
+	wait_state(p, "optimal", 30);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_str_eq(info.members[2].path, spaths[0]);
+	ck_assert_str_eq(info.members[2].state, "active");
+	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+	verify(v, ctx, shadow);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1111,6 +1228,8 @@ int main(void)
 		CK_CASE("11_full_row_write_clears_bad", t11_full_row_write_clears_bad),
 		CK_CASE("12_mirror_write_clears_bad", t12_mirror_write_clears_bad),
 		CK_CASE("13_events", t13_events),
+		CK_CASE("14_replace", t14_replace, .loop_end = 4),
+		CK_CASE("15_replace_source_fails", t15_replace_source_fails),
 	};
 
 	return ck_main(&(struct ck_suite_def){
