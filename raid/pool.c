@@ -21,7 +21,10 @@
  *
  * Member states (struct raid_member.state): ACTIVE -> FAULTY
  * (raid_member_fail: I/O error or rtgtctl fail); SPARE -> REBUILDING ->
- * ACTIVE (rebuild); MISSING is only set at assembly. Every change is written
+ * ACTIVE (rebuild); SPARE -> REPLACING (raid_md_pool_replace) -> ACTIVE in
+ * the replaced disk's slot, the disk FAULTY (rebuild.c repl_swap), or ->
+ * SPARE / FAULTY when abandoned (repl_abandon); MISSING is only set at
+ * assembly. Every change is written
  * to the superblocks of all present members with a bumped event counter
  * before raid_member_fail returns. Invariant (pool_check): p->failed is set
  * exactly when the unusable raid disks break the level's rule
@@ -52,7 +55,11 @@
  * valid. A swap only ever replaces an unusable member (FAULTY, MISSING,
  * EMPTY) by a REBUILDING one with rebuild_pos 0, or a spare slot's entry:
  * neither old nor new serves reads of the slot, and writes that reach the
- * old one are redone by the rebuild (the rows' stripe locks order them). A
+ * old one are redone by the rebuild (the rows' stripe locks order them).
+ * The one exception is the end of a proactive replacement (rebuild.c
+ * repl_swap): an ACTIVE member is replaced by its complete copy, under an
+ * exclusive stripe lock over the whole pool, so no request is between
+ * reading the entry and finishing its I/O. A
  * request that must name the slot of a member it issued to uses the index
  * it issued to, never member->slot, which a swap may have changed since.
  */

@@ -10,7 +10,9 @@
  * start_rebuild() swaps the spare into the slot) -> IDLE when done, stopped
  * or failed; IDLE -> SCRUB (scrub_req, or resync_req after an unclean
  * shutdown or while the initial sync of a new pool is pending: p->syncing)
- * -> IDLE; any state -> EXIT on bg_stop (raid_bg_stop). A stopped rebuild
+ * -> IDLE; IDLE -> REPLACE (after those: a spare is REPLACING a raid disk,
+ * replace() below) -> IDLE when the copy took the slot, was abandoned or
+ * stopped; any state -> EXIT on bg_stop (raid_bg_stop). A stopped rebuild
  * leaves its checkpoint (rebuild_cp: rebuild_pos once fdatasync'd on the new
  * member, written to the superblocks at least once a second and at stop) and
  * resumes from there on the next start; the initial sync likewise (sync_cp,

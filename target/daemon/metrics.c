@@ -252,7 +252,7 @@ static const struct counter_def member_counters[] = {
 static const char *const pool_states[] = { "optimal", "degraded", "rebuilding", "failed",
 					   "provisioning", NULL };
 static const char *const member_states[] = { "active", "faulty", "spare", "rebuilding",
-					     "missing", "empty", NULL };
+					     "missing", "empty", "replacing", NULL };
 static const char *const health_states[] = { "unknown", "passed", "warning", "failing",
 					     "unavailable", "standby", NULL };
 
