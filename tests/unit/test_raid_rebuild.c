@@ -7,7 +7,10 @@
  * must not reconstruct (bad ranges) and writes that make them good again
  * (raid5 full row, mirror chunk), read errors during scrub, resync and
  * rebuild, the durable rebuild checkpoint, and I/O on two threads while
- * spares are swapped into slots over and over; the event callback.
+ * spares are swapped into slots over and over; the event callback;
+ * proactive replacement of a working member by a spare (the pool optimal
+ * throughout, resumed after close/open, abandoned when the member fails,
+ * rows the member cannot read rebuilt into the copy).
  */
 #include <check.h>
 #include <errno.h>
@@ -1164,8 +1167,9 @@ START_TEST(t14_replace)
 	ck_assert_str_eq(info.members[shapes[_i].n].path, paths[1]);
 	ck_assert_str_eq(info.members[shapes[_i].n].state, "faulty");
 	verify(v, ctx, shadow);
-	/* raid10: member 0 is the copy's mirror; lose the other pair's instead */
-	ck_assert_int_eq(raid_pool_fail(p, shapes[_i].level == CONF_RAID10 ? "2" : "0"), 0);
+	/* member 0 holds slot 1's other copy (raid1/10) or its share of parity:
+	 * without it, slot 1's data comes from the copy */
+	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
 	verify(v, ctx, shadow);
 	raid_pool_close(p);
 	/* reopened: the copy is the member of slot 1, the old one stale */
@@ -1199,11 +1203,53 @@ START_TEST(t15_replace_source_fails)
 	ck_assert_int_eq(raid_pool_fail(p, "2"), 0);
 	ck_assert_int_eq(raid_pool_info(p, &info), 0);
 	ck_assert(!info.replacing);
-	cp.rebuild_mbps = 0;
 	wait_state(p, "optimal", 30);
 	ck_assert_int_eq(raid_pool_info(p, &info), 0);
 	ck_assert_str_eq(info.members[2].path, spaths[0]);
 	ck_assert_str_eq(info.members[2].state, "active");
+	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+	verify(v, ctx, shadow);
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(shadow);
+}
+END_TEST
+
+/*
+ * The member being replaced cannot read some rows: they are rebuilt from
+ * redundancy into the copy (a mirror copy on raid1/10, parity on raid5/6);
+ * the member is not failed for it, and the copy, alone with the others
+ * once another original member is lost, still gives every block right.
+ */
+START_TEST(t16_replace_read_errors)
+{
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	struct raid_pool_info info;
+	uint8_t *shadow;
+	uint64_t chunk = shapes[_i].chunk;
+
+	srandom(300 + (unsigned)_i);
+	mkpool(shapes[_i].level, shapes[_i].n, 1, chunk);
+	shadow = open_written(&ctx, &p, &v);
+	/* two chunks unreadable (one injected range per member), and what a
+	 * read would return there is junk: only a rebuild from redundancy
+	 * gives the copy the right bytes */
+	inject(p, 1, 40 * chunk + 512, 2 * chunk - 1024);
+	corrupt(paths[1], 40 * chunk, (unsigned)(2 * chunk));
+	ck_assert_int_eq(raid_pool_replace(p, "1"), 0);
+	for (int i = 0; i < 1500; i++) {
+		ck_assert_int_eq(raid_pool_info(p, &info), 0);
+		ck_assert_str_eq(info.state, "optimal");
+		if (!info.replacing)
+			break;
+		usleep(20000);
+	}
+	ck_assert(!info.replacing);
+	ck_assert_str_eq(info.members[1].path, spaths[0]);
+	ck_assert_str_eq(info.members[1].state, "active");
+	ck_assert_uint_eq(info.bad_bytes, 0);
 	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
 	verify(v, ctx, shadow);
 	raid_pool_close(p);
@@ -1230,6 +1276,7 @@ int main(void)
 		CK_CASE("13_events", t13_events),
 		CK_CASE("14_replace", t14_replace, .loop_end = 4),
 		CK_CASE("15_replace_source_fails", t15_replace_source_fails),
+		CK_CASE("16_replace_read_errors", t16_replace_read_errors, .loop_end = 4),
 	};
 
 	return ck_main(&(struct ck_suite_def){
