@@ -722,6 +722,12 @@ static void replace(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REPLACE_STOPPED,
 							 .member = t->path, .slot = s,
 							 .detail = "stopped part way" });
+	} else if (atomic_load(&t->state) != RAID_M_REPLACING &&
+		   atomic_load(&p->repl_slot) == (int)t->slot) {
+		/* t was marked faulty without raid_member_fail (its superblock
+		 * write failed): the replacement is over all the same */
+		atomic_store(&old->repl, NULL);
+		atomic_store(&p->repl_slot, -1);
 	}
 	pthread_mutex_unlock(&p->meta_mu);
 out_free:
