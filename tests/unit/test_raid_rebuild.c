@@ -1098,6 +1098,22 @@ START_TEST(t13_events)
 }
 END_TEST
 
+/* Until the replacement of member 1 by spare 0 ended (30 s at most), the
+ * pool optimal at every look; then the spare holds slot 1. */
+static void wait_replaced(struct raid_pool *p, struct raid_pool_info *info)
+{
+	for (int i = 0; i < 1500; i++) {
+		ck_assert_int_eq(raid_pool_info(p, info), 0);
+		ck_assert_str_eq(info->state, "optimal");
+		if (!info->replacing)
+			break;
+		usleep(20000);
+	}
+	ck_assert(!info->replacing);
+	ck_assert_str_eq(info->members[1].path, spaths[0]);
+	ck_assert_str_eq(info->members[1].state, "active");
+}
+
 /*
  * Proactive replacement: member 1 is copied to the spare while it serves;
  * the pool stays optimal throughout (never degraded), writes during the copy
@@ -1154,16 +1170,7 @@ START_TEST(t14_replace)
 		}
 	}
 	ck_assert(seen);
-	for (int i = 0; i < 1500; i++) {
-		ck_assert_int_eq(raid_pool_info(p, &info), 0);
-		ck_assert_str_eq(info.state, "optimal");
-		if (!info.replacing)
-			break;
-		usleep(20000);
-	}
-	ck_assert(!info.replacing);
-	ck_assert_str_eq(info.members[1].path, spaths[0]);
-	ck_assert_str_eq(info.members[1].state, "active");
+	wait_replaced(p, &info);
 	ck_assert_str_eq(info.members[shapes[_i].n].path, paths[1]);
 	ck_assert_str_eq(info.members[shapes[_i].n].state, "faulty");
 	verify(v, ctx, shadow);
@@ -1239,16 +1246,7 @@ START_TEST(t16_replace_read_errors)
 	inject(p, 1, 40 * chunk + 512, 2 * chunk - 1024);
 	corrupt(paths[1], 40 * chunk, (unsigned)(2 * chunk));
 	ck_assert_int_eq(raid_pool_replace(p, "1"), 0);
-	for (int i = 0; i < 1500; i++) {
-		ck_assert_int_eq(raid_pool_info(p, &info), 0);
-		ck_assert_str_eq(info.state, "optimal");
-		if (!info.replacing)
-			break;
-		usleep(20000);
-	}
-	ck_assert(!info.replacing);
-	ck_assert_str_eq(info.members[1].path, spaths[0]);
-	ck_assert_str_eq(info.members[1].state, "active");
+	wait_replaced(p, &info);
 	ck_assert_uint_eq(info.bad_bytes, 0);
 	ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
 	verify(v, ctx, shadow);
