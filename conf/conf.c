@@ -1222,7 +1222,7 @@ static const char *const target_keys[] = {
 	"iqn", "alias", "portals", "luns", "allow", "chap", "peer_portal_groups", NULL,
 };
 static const char *const lun_keys[] = {
-	"lun", "pool", "volume", "size", "read_only", "groups", NULL,
+	"lun", "pool", "volume", "size", "read_only", "groups", "thin", NULL,
 };
 static const char *const map_keys[] = { "group", "lun", "read_only", NULL };
 static const char *const chap_keys[] = {
@@ -1806,6 +1806,12 @@ static void parse_luns(struct vctx *v, const config_setting_t *g, const char *tw
 			err_at(v, config_setting_get_member(e, "size"),
 			       "%s: size must be a multiple of 4K", where);
 		get_bool(v, e, "read_only", where, &lun->read_only);
+		if (get_bool(v, e, "thin", where, &lun->thin) > 0 && lun->thin && pool &&
+		    conf_pool_find(v->c, pool) && conf_pool_find(v->c, pool)->level != CONF_RBD)
+			/* RAID volumes are reserved in full at creation */
+			err_at(v, config_setting_get_member(e, "thin"),
+			       "%s: thin = true needs an rbd pool ('%s' is a RAID pool, whose volumes are thick)",
+			       where, pool);
 		if (config_setting_get_member(e, "groups"))
 			parse_lun_groups(v, config_setting_get_member(e, "groups"), where, lun);
 		t->n_luns++;

@@ -124,6 +124,8 @@ struct conf_lun {
 	struct conf_size size;
 	int line;
 	bool read_only;            /* key read_only: read-only for everyone */
+	/* key thin: logical block provisioning (UNMAP); rbd pools only */
+	bool thin;
 	/* key "groups" given: only the members of the mapped groups see the
 	 * LUN, each group under its own number (maps, NULL when n_maps is 0:
 	 * an empty list hides the LUN). Without it every initiator allowed

@@ -99,7 +99,25 @@ int raid_pool_scrub(struct raid_pool *pool, bool repair)
 int raid_vol_open(struct raid_pool *pool, const char *name, const struct conf_size *size,
 		  struct raid_vol **out)
 {
-	return pool->ops->vol_open(pool, name, size, out);
+	return pool->ops->vol_open(pool, name, size, 0, out);
+}
+
+int raid_vol_open_ex(struct raid_pool *pool, const char *name, const struct conf_size *size,
+		     unsigned flags, struct raid_vol **out)
+{
+	return pool->ops->vol_open(pool, name, size, flags, out);
+}
+
+uint32_t raid_vol_phys_bytes(const struct raid_vol *vol)
+{
+	return ops_of(vol)->vol_phys ? ops_of(vol)->vol_phys(vol) : 512;
+}
+
+void raid_vol_provisioning(const struct raid_vol *vol, struct raid_vol_prov *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ops_of(vol)->vol_prov)
+		ops_of(vol)->vol_prov(vol, out);
 }
 
 int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)

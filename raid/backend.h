@@ -42,8 +42,10 @@ struct raid_vol_backend_ops {
 	int (*pool_replace)(struct raid_pool *p, const char *member);         /* NULL: -EOPNOTSUPP */
 
 	/* ---- volumes (raid.h "volume I/O") ---- */
+	/* raid_vol_open_ex(); @flags RAID_VOL_*, a backend refuses (and logs)
+	 * those it does not have */
 	int (*vol_open)(struct raid_pool *p, const char *name, const struct conf_size *size,
-			struct raid_vol **out);                               /* required */
+			unsigned flags, struct raid_vol **out);               /* required */
 	/* raid_vol_submit()'s whole contract, argument checks included */
 	int (*vol_submit)(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io); /* required */
 	/* raid_vol_opt_gran() and raid_vol_opt_len() */
@@ -52,6 +54,10 @@ struct raid_vol_backend_ops {
 	 * (@frac never NULL). NULL: always ready (0, *frac 0). */
 	int (*vol_ready)(const struct raid_vol *v, uint16_t *frac);
 	uint64_t (*vol_write_same_max)(const struct raid_vol *v);            /* NULL: 0 */
+	/* raid_vol_phys_bytes(); NULL: 512 */
+	uint32_t (*vol_phys)(const struct raid_vol *v);
+	/* raid_vol_provisioning(); NULL: thick (all 0) */
+	void (*vol_prov)(const struct raid_vol *v, struct raid_vol_prov *out);
 	/* raid_vol_resize(): the volume grows to @size (raid.h has the
 	 * contract). NULL: -EOPNOTSUPP. */
 	int (*vol_resize)(struct raid_vol *v, const struct conf_size *size);

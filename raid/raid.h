@@ -57,6 +57,17 @@ enum raid_op {
 	                         * repeatedly over [off, off + len); only on a
 	                         * volume whose raid_vol_write_same_max() is not 0,
 	                         * len at most that (else -EINVAL) */
+	RAID_OP_DISCARD,        /* thin volumes only (struct raid_vol_prov; else
+	                         * -EINVAL): [off, off + len) holds no data any
+	                         * more; once it completed every read of it
+	                         * returns zeroes. len at most prov.discard_max;
+	                         * buf unused (may be NULL) */
+	RAID_OP_MAP_STATUS,     /* thin volumes only: is [off, ...) allocated?
+	                         * Completes with io->unmapped and io->map_len:
+	                         * the bytes from off (at most len, at least 512)
+	                         * that all have that status. "Mapped" may be
+	                         * said of space that is not (never the other
+	                         * way round). buf unused (may be NULL) */
 };
 
 #define RAID_SAME_BLOCK 512u  /* RAID_OP_WRITE_SAME pattern size */
@@ -83,6 +94,8 @@ struct raid_io {
 	                        * other -errno for internal failures */
 	uint64_t miscompare_off; /* with -EILSEQ: byte offset in the range of the
 	                          * first differing byte */
+	uint64_t map_len;        /* RAID_OP_MAP_STATUS, see there */
+	bool unmapped;
 
 	/* raid-private; do not touch */
 	void *rpriv[8];
@@ -99,9 +112,25 @@ const char *raid_vol_name(const struct raid_vol *vol);
 /* 16 random bytes made when the volume was created and stored with it: the
  * base of the LUN's NAA identity, stable across restarts. */
 void raid_vol_uuid(const struct raid_vol *vol, uint8_t out[16]);
+/* The smallest write, in bytes (a power of two, >= 512), that the volume
+ * stores without reading anything back first: what READ CAPACITY(16)
+ * reports as the physical block. */
+uint32_t raid_vol_phys_bytes(const struct raid_vol *vol);
 /* Optimal transfer granularity and length in bytes (chunk, full stripe). */
 uint32_t raid_vol_opt_gran(const struct raid_vol *vol);
 uint32_t raid_vol_opt_len(const struct raid_vol *vol);
+/* Logical block provisioning of a volume (SBC-3 4.7), constant while it is
+ * open. Thick volumes: all false / 0. */
+struct raid_vol_prov {
+	bool thin;             /* RAID_OP_DISCARD and RAID_OP_MAP_STATUS work */
+	bool discard_zeroes;   /* blocks read after a discard, or never written,
+	                        * return zeroes (always true where thin) */
+	uint32_t gran;         /* bytes: a discard frees space only in whole,
+	                        * aligned units of this size; other bytes of its
+	                        * range are zeroed in place */
+	uint64_t discard_max;  /* largest RAID_OP_DISCARD, bytes (>= gran) */
+};
+void raid_vol_provisioning(const struct raid_vol *vol, struct raid_vol_prov *out);
 /* Largest RAID_OP_WRITE_SAME request in bytes the volume takes; 0 when it has
  * no write-same of its own (RAID pools: the caller writes the pattern). */
 uint64_t raid_vol_write_same_max(const struct raid_vol *vol);
@@ -158,6 +187,13 @@ void raid_pool_close(struct raid_pool *pool);
  * (a percentage is resolved against usable capacity as at creation). */
 int raid_vol_open(struct raid_pool *pool, const char *name, const struct conf_size *size,
 		  struct raid_vol **out);
+/* raid_vol_open() with RAID_VOL_* @flags. RAID_VOL_THIN: the volume is thin
+ * (space is taken by writes and given back by RAID_OP_DISCARD; a new one is
+ * not written out); -EOPNOTSUPP (logged) when its backend has no thin
+ * volumes. Without flags the same as raid_vol_open(). */
+#define RAID_VOL_THIN 0x1u
+int raid_vol_open_ex(struct raid_pool *pool, const char *name, const struct conf_size *size,
+		     unsigned flags, struct raid_vol **out);
 
 uint64_t raid_pool_usable_bytes(const struct raid_pool *pool);
 

@@ -47,6 +47,14 @@
  * writes (WRITE or WRITE_SAME), the LOCK..CAW_WRITE phases only for
  * compare-and-write with a struct caw, CAW_SECTOR only for one sector, and
  * the ctx and volume are set.
+ * DISCARD (thin volumes) is one rbd_aio_discard, at most DISCARD_MAX bytes:
+ * whole objects are removed, other parts zeroed (rbd_skip_partial_discard is
+ * off, so every discarded byte reads back as zero; LBPRZ). MAP_STATUS is
+ * one rbd_diff_iterate2 over at most MAP_WINDOW objects, run on a thread of
+ * its own (map_thread: librbd has no asynchronous form of it) that hands
+ * the request back with raid_defer like on_complete; its phase stays MAIN.
+ * An extent it reports is mapped, a gap between extents never written or
+ * discarded in full (no object there): unmapped.
  * WRITE_SAME is one rbd_aio_writesame (one 512-byte block repeated; at most
  * WS_MAX bytes per request, so librbd never sees a length near its size_t /
  * int return-value limits and one request spans at most 16 objects).
@@ -85,6 +93,8 @@ static bool raid_rbd_serves(const struct conf_pool *cp)
 #define RBD_ORDER  22
 #define WS_MAX     (64ull << 20)     /* bytes per WRITE_SAME request */
 #define CAW_SECTOR 512u               /* what librbd 16 compares-and-writes */
+#define DISCARD_MAX (256ull << 20)   /* bytes per DISCARD request: 64 objects */
+#define MAP_WINDOW 64u                /* objects one MAP_STATUS looks at */
 
 enum { PHASE = 0, RET = 1 };               /* io->rpriv_u[] slots */
 enum { PH_MAIN = 1, PH_FLUSH, PH_LOCK, PH_CAW_SECTOR, PH_CAW_READ, PH_CAW_WRITE };
@@ -171,6 +181,9 @@ static int start_op(struct raid_io *io)
 			rc = rbd_aio_writesame(rv->img, io->off, io->len, (const char *)io->buf,
 					       RAID_SAME_BLOCK, c, 0);
 			break;
+		case RAID_OP_DISCARD:
+			rc = rbd_aio_discard(rv->img, io->off, io->len, c);
+			break;
 		default:
 			rc = -EINVAL;
 		}
@@ -178,6 +191,131 @@ static int start_op(struct raid_io *io)
 	if (rc < 0)
 		rbd_aio_release(c);
 	return rc;
+}
+
+/* ---- MAP_STATUS ---- */
+
+struct map_ext {
+	uint64_t off, len;
+};
+
+struct map_scan {
+	struct map_ext *v;        /* owned */
+	size_t n, cap;
+};
+
+static int map_cb(uint64_t off, size_t len, int exists, void *arg)
+{
+	struct map_scan *m = arg;
+
+	if (!exists || !len)
+		return 0;
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 64;
+		struct map_ext *v = realloc(m->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[m->n++] = (struct map_ext){ off, len };
+	return 0;
+}
+
+static int ext_cmp(const void *a, const void *b)
+{
+	const struct map_ext *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+ * The status of [off, off + len): the extents librbd reports (in whatever
+ * order its per-object lookups finish) are sorted, then the run from off
+ * is what the first one says: a gap before it is unmapped, it and the
+ * extents that touch or overlap it are mapped. 0 or librbd's -errno.
+ */
+static int map_status(struct rbd_vol *rv, uint64_t off, uint64_t len, bool *unmapped,
+		      uint64_t *run)
+{
+	struct map_scan m = { 0 };
+	uint64_t end = off + len, at;
+	size_t i;
+	int rc;
+
+	rc = rbd_diff_iterate2(rv->img, NULL, off, len, 1, 0, map_cb, &m);
+	if (rc < 0)
+		goto free_scan;
+	qsort(m.v, m.n, sizeof(m.v[0]), ext_cmp);
+	for (i = 0; i < m.n && m.v[i].off + m.v[i].len <= off; i++)
+		;
+	if (i == m.n || m.v[i].off >= end) {
+		*unmapped = true;
+		*run = len;
+	} else if (m.v[i].off > off) {
+		*unmapped = true;
+		*run = m.v[i].off - off;
+	} else {
+		at = m.v[i].off + m.v[i].len;
+		for (i++; i < m.n && m.v[i].off <= at; i++)
+			if (m.v[i].off + m.v[i].len > at)
+				at = m.v[i].off + m.v[i].len;
+		*unmapped = false;
+		*run = (at < end ? at : end) - off;
+	}
+	/* extents are byte ranges; the caller counts 512-byte blocks, and a
+	 * block only partly written is mapped */
+	if (*unmapped)
+		*run = *run / 512 * 512;
+	else
+		*run = (*run + 511) / 512 * 512;
+	if (*run == 0) {   /* an unmapped run shorter than a block: that block is mapped */
+		*unmapped = false;
+		*run = 512;
+	}
+	if (*run > len)
+		*run = len;
+	rc = 0;
+free_scan:
+	free(m.v);
+	return rc;
+}
+
+/* Its own thread: rbd_diff_iterate2 waits for the OSDs. */
+static void *map_thread(void *arg)
+{
+	struct raid_io *io = arg;
+	struct rbd_vol *rv = io->rpriv[VOL];
+	struct timespec ms = { 0, 1000000 };
+	bool unmapped = false;
+	uint64_t run = 0;
+	int rc;
+
+	uint64_t win = (uint64_t)MAP_WINDOW * rv->obj_bytes;
+
+	rc = map_status(rv, io->off, io->len < win ? io->len : win, &unmapped, &run);
+	io->unmapped = unmapped;
+	io->map_len = run;
+	io->rpriv_u[RET] = (uint64_t)(int64_t)rc;
+	while (raid_defer(io->rpriv[CTX], step, io) < 0)
+		nanosleep(&ms, NULL);
+	return NULL;
+}
+
+static int map_start(struct raid_io *io)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int rc;
+
+	rc = pthread_attr_init(&a);
+	if (rc)
+		return -rc;
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &a, map_thread, io);
+	pthread_attr_destroy(&a);
+	return -rc;
 }
 
 /* One sector: librbd compares and writes in one OSD op (its 16.x
@@ -311,7 +449,8 @@ static void finish(struct raid_io *io, int64_t ret)
 		if (io->op == RAID_OP_READ) {
 			atomic_fetch_add(&rv->rd_bytes, io->len);
 			atomic_fetch_add(&rv->rd_ops, 1);
-		} else if (io->op != RAID_OP_FLUSH) {
+		} else if (io->op != RAID_OP_FLUSH && io->op != RAID_OP_DISCARD &&
+			   io->op != RAID_OP_MAP_STATUS) {
 			atomic_fetch_add(&rv->wr_bytes, io->len);
 			atomic_fetch_add(&rv->wr_ops, 1);
 		}
@@ -331,7 +470,9 @@ static void finish(struct raid_io *io, int64_t ret)
 				io->op == RAID_OP_READ ? "read" :
 				io->op == RAID_OP_FLUSH ? "flush" :
 				io->op == RAID_OP_COMPARE_WRITE ? "compare-and-write" :
-				io->op == RAID_OP_WRITE_SAME ? "write same" : "write",
+				io->op == RAID_OP_WRITE_SAME ? "write same" :
+				io->op == RAID_OP_DISCARD ? "discard" :
+				io->op == RAID_OP_MAP_STATUS ? "allocation lookup" : "write",
 				io->len, io->off, strerror((int)-ret));
 		/* the target maps -EIO to a medium error; keep -ENOMEM apart */
 		io->result = ret == -ENOMEM ? -ENOMEM : -EIO;
@@ -410,12 +551,18 @@ static int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx,
 {
 	int rc;
 
-	if (!io || !io->cb || (unsigned)io->op > RAID_OP_WRITE_SAME || !ctx)
+	if (!io || !io->cb || (unsigned)io->op > RAID_OP_MAP_STATUS || !ctx)
+		return -EINVAL;
+	if ((io->op == RAID_OP_DISCARD || io->op == RAID_OP_MAP_STATUS) && !rv_of(vol)->thin)
 		return -EINVAL;
 	if (io->op != RAID_OP_FLUSH) {
-		if (io->off % 512 || io->len % 512 || io->len == 0 || !io->buf)
+		bool no_buf = io->op == RAID_OP_DISCARD || io->op == RAID_OP_MAP_STATUS;
+
+		if (io->off % 512 || io->len % 512 || io->len == 0 || (!io->buf && !no_buf))
 			return -EINVAL;
 		if (io->op == RAID_OP_WRITE_SAME && io->len > WS_MAX)
+			return -EINVAL;
+		if (io->op == RAID_OP_DISCARD && io->len > DISCARD_MAX)
 			return -EINVAL;
 		if (io->off > vol->size || io->len > vol->size - io->off)
 			return -ERANGE;
@@ -426,6 +573,8 @@ static int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx,
 	}
 	io->result = 0;
 	io->miscompare_off = 0;
+	io->map_len = 0;
+	io->unmapped = false;
 	io->rpriv[CTX] = ctx;
 	io->rpriv[VOL] = vol;
 	io->rpriv[CAW] = NULL;
@@ -438,10 +587,11 @@ static int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx,
 	}
 	/* a peer's lease is overdue: what it may still write must not land
 	 * after this (rbd_fence.c, "Holding writes") */
-	if (io->op != RAID_OP_READ && io->op != RAID_OP_FLUSH &&
+	if (io->op != RAID_OP_READ && io->op != RAID_OP_FLUSH && io->op != RAID_OP_MAP_STATUS &&
 	    rbd_fence_hold(rp_of(vol->pool)->fence, io, ctx, held_resume))
 		return 0;
-	rc = io->op == RAID_OP_COMPARE_WRITE ? caw_start(io) : start_op(io);
+	rc = io->op == RAID_OP_COMPARE_WRITE ? caw_start(io) :
+	     io->op == RAID_OP_MAP_STATUS ? map_start(io) : start_op(io);
 	if (rc < 0)
 		fail_later(io, rc);
 	return 0;
@@ -520,7 +670,7 @@ err:
 /* ---- volumes ---- */
 
 static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
-			     struct raid_vol **out)
+			     unsigned flags, struct raid_vol **out)
 {
 	struct rbd_pool *rp = rp_of(p);
 	struct rbd_vol *rv;
@@ -542,8 +692,9 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 	pthread_mutex_lock(&p->meta_mu);
 	for (i = 0; i < RAID_MAX_VOLS; i++) {
 		if (p->vols[i] && !strcmp(p->vols[i]->name, name)) {
-			if (p->vols[i]->size != size->bytes) {
-				LOG_ERR(RAID_MOD, "pool %s: volume %s opened twice with different sizes",
+			if (p->vols[i]->size != size->bytes ||
+			    rv_of(p->vols[i])->thin != !!(flags & RAID_VOL_THIN)) {
+				LOG_ERR(RAID_MOD, "pool %s: volume %s opened twice with different sizes or provisioning",
 					p->name, name);
 				rc = -EINVAL;
 				goto out_unlock;
@@ -566,6 +717,7 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 		goto out_unlock;
 	}
 	rv->v.pool = p;
+	rv->thin = flags & RAID_VOL_THIN;
 	snprintf(rv->v.name, sizeof(rv->v.name), "%s", name);
 
 	rc = rbd_open(rp->ioctx, name, &rv->img, NULL);
@@ -618,7 +770,7 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 			goto err_close;
 		}
 	}
-	if (created && rp->thick) {
+	if (created && rp->thick && !rv->thin) {
 		/* before the uuid: its presence tells a peer the image is set up */
 		rc = rbd_metadata_set(rv->img, META_THICK, "0");
 		if (rc < 0) {
@@ -631,7 +783,12 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 	if (rc < 0)
 		goto err_close;
 	rc = rbd_prov_checkpoint(rv, &done, &from);
-	if (rc == 0 && !done) {
+	if (rc == 0 && !done && rv->thin) {
+		/* a thin LUN's blocks need not exist: the zeros not yet
+		 * written read back as zeros all the same */
+		LOG_INFO(RAID_MOD, "rbd: %s/%s: thin: its write-out (%" PRIu64 " of %" PRIu64
+			 " bytes) is not resumed", rp->rbd_pool, name, from, info.size);
+	} else if (rc == 0 && !done) {
 		/* written out in the background (rbd_prov.c); the volume is
 		 * not ready meanwhile */
 		rc = rbd_prov_start(rv, from);
@@ -643,7 +800,7 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 		LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s: %s", rp->rbd_pool, name, META_THICK,
 			strerror(-rc));
 		goto err_close;
-	} else if (rc == -ENOENT && rp->thick && !created) {
+	} else if (rc == -ENOENT && rp->thick && !created && !rv->thin) {
 		LOG_WARN(RAID_MOD, "rbd: %s/%s: existing image was not written out by rtgt (thin); not provisioning it now",
 			 rp->rbd_pool, name);
 	}
@@ -706,6 +863,9 @@ static int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out
 		static const char *const kv[][2] = {
 			{ "rbd_cache", "false" },
 			{ "rbd_discard_on_zeroed_write_same", "false" },
+			/* a discard zeroes what it cannot free, so a thin LUN
+			 * can promise that unmapped blocks read as zeros */
+			{ "rbd_skip_partial_discard", "false" },
 			/* the caller's buffer stays untouched until its
 			 * callback (raid.h), so librbd may send it as is
 			 * instead of copying every write */
@@ -881,6 +1041,18 @@ static uint64_t raid_rbd_vol_write_same_max(const struct raid_vol *vol)
 	return WS_MAX;
 }
 
+static void raid_rbd_vol_prov(const struct raid_vol *vol, struct raid_vol_prov *out)
+{
+	const struct rbd_vol *rv = (const struct rbd_vol *)vol;
+
+	if (!rv->thin)
+		return;
+	out->thin = true;
+	out->discard_zeroes = true;
+	out->gran = (uint32_t)rv->obj_bytes;
+	out->discard_max = DISCARD_MAX;
+}
+
 /* One object (RBD_ORDER): a request inside one object is one OSD op */
 static void raid_rbd_vol_opt(const struct raid_vol *vol, uint32_t *gran, uint32_t *len)
 {
@@ -933,6 +1105,7 @@ const struct raid_vol_backend_ops raid_rbd_backend = {
 	.vol_opt = raid_rbd_vol_opt,
 	.vol_ready = raid_rbd_vol_ready,
 	.vol_write_same_max = raid_rbd_vol_write_same_max,
+	.vol_prov = raid_rbd_vol_prov,
 	.shared_read = rbd_shared_read,
 	.shared_update = rbd_shared_update,
 	.shared_notify = rbd_shared_notify,
@@ -962,7 +1135,7 @@ static int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 }
 
 static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
-			     struct raid_vol **out)
+			     unsigned flags, struct raid_vol **out)
 {
 	return -ENOTSUP;
 }

@@ -61,6 +61,9 @@ struct rbd_vol {
 	                           * of the last successful take / renewal */
 	pthread_t prov_thr;
 	bool prov_thread_live;    /* prov_thr must be joined */
+	/* opened with RAID_VOL_THIN: never written out, RAID_OP_DISCARD and
+	 * RAID_OP_MAP_STATUS served (rbd.c); constant while open */
+	bool thin;
 };
 
 struct rbd_pool {

@@ -121,13 +121,20 @@ static int grow_locked(struct raid_pool *p, unsigned i, uint64_t bytes)
 }
 
 static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
-		       struct raid_vol **out)
+		       unsigned flags, struct raid_vol **out)
 {
 	struct raid_sb_vol *sv = NULL;
 	struct raid_vol *v;
 	uint64_t bytes;
 	unsigned i;
 	int rc = 0;
+
+	if (flags & RAID_VOL_THIN) {
+		/* every RAID volume is reserved in full at creation */
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: thin volumes need an rbd pool (RAID pools hold thick volumes only)",
+			p->name, name ? name : "?");
+		return -EOPNOTSUPP;
+	}
 
 	if (!name || !*name || strlen(name) >= sizeof(v->name)) {
 		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
@@ -263,6 +270,14 @@ static void md_vol_opt(const struct raid_vol *vol, uint32_t *gran, uint32_t *len
 	*len = (uint32_t)vol->pool->g.stripe_bytes;
 }
 
+/* 4 KiB when the chunk allows it: on raid5/6 a write of part of it costs a
+ * read-modify-write of the row's parity, and 4 KiB is what file systems
+ * write anyway */
+static uint32_t md_vol_phys(const struct raid_vol *vol)
+{
+	return vol->pool->g.chunk >= 4096 ? 4096 : 512;
+}
+
 static bool md_serves(const struct conf_pool *cp)
 {
 	switch (cp->level) {
@@ -293,5 +308,6 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.vol_open = md_vol_open,
 	.vol_submit = raid_md_vol_submit,
 	.vol_opt = md_vol_opt,
+	.vol_phys = md_vol_phys,
 	.vol_resize = md_vol_resize,
 };

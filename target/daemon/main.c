@@ -227,7 +227,8 @@ int daemon_lu_add(struct daemon *d, const struct conf *c, const struct conf_lun 
 		snprintf(err, errlen, "out of memory");
 		goto free_e;
 	}
-	rc = raid_vol_open(pe->pool, cl->volume, &cl->size, &e->vol);
+	rc = raid_vol_open_ex(pe->pool, cl->volume, &cl->size, cl->thin ? RAID_VOL_THIN : 0,
+			      &e->vol);
 	if (rc) {
 		snprintf(err, errlen, "%s:%d: volume %s/%s: %s", c->path, cl->line, cl->pool,
 			 cl->volume, strerror(-rc));

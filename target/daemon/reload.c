@@ -171,6 +171,17 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 		    o->hdd.write_through != n->hdd.write_through)
 			daemon_jadd_str(restart, "pool %s: direct_io/rebuild_mbps/hdd", n->name);
 	}
+	/* an open volume's provisioning is fixed (raid_vol_open_ex) */
+	for (unsigned t = 0; t < nc->n_targets; t++)
+		for (unsigned l = 0; l < nc->targets[t].n_luns; l++) {
+			const struct conf_lun *n = &nc->targets[t].luns[l];
+			const struct conf_lun *o = lun_of_volume(oc, n->pool, n->volume);
+
+			if (o && o->thin != n->thin)
+				daemon_jadd_str(restart, "volume %s/%s: thin (%s -> %s)", n->pool,
+						n->volume, o->thin ? "true" : "false",
+						n->thin ? "true" : "false");
+		}
 }
 
 /* Kept volumes whose size the file changed grow in place (daemon_lu_grow);

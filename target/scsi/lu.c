@@ -259,6 +259,10 @@ static const struct scsi_op ops[256] = {
 		.flags = RW_WRITE,
 		.name = "WRITE SAME(10)",
 		.usage = { 0x41, 0xea, 0xff, 0xff, 0xff, 0xff, 0x3f, 0xff, 0xff, 0x07 } },
+	/* ANCHOR (byte 1 bit 0) is refused: ANC_SUP=0 */
+	[OP_UNMAP] = { .fn = sbc_unmap, .cdb_len = 10, DIR_OUT(xf_be16_7),
+		.flags = RW_WRITE | OPF_THIN, .name = "UNMAP",
+		.usage = { 0x42, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3f, 0xff, 0xff, 0x07 } },
 	[OP_MODE_SELECT_10] = { .fn = spc_mode_select, .cdb_len = 10, DIR_OUT(xf_be16_7),
 		.flags = OPF_PR_WRITE | OPF_RCTD, .name = "MODE SELECT(10)",
 		.usage = { 0x55, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0x07 } },
@@ -711,6 +715,7 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out)
 	for (i = 0; i < 16; i++)
 		snprintf(&lu->serial[2 * i], 3, "%02x", lu->uuid[i]);
 	lu->hdd_rpm = p->hdd_rpm;
+	raid_vol_provisioning(p->vol, &lu->prov);
 	lu->mode.wce = true;
 	rc = pthread_mutex_init(&lu->lock, NULL);
 	if (rc) {
@@ -1481,6 +1486,10 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 			goto early;
 		}
 		op = sa;
+	}
+	if ((op->flags & OPF_THIN) && !(lu && lu->prov.thin)) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_OPCODE);
+		goto early;
 	}
 	len = op->cdb_len;
 	if (cmd->cdb_len < len) {

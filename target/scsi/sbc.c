@@ -1,7 +1,7 @@
 /*
  * target/scsi/sbc.c - SBC-3 block commands on a raid volume: READ, WRITE,
  * WRITE AND VERIFY, VERIFY, WRITE SAME, COMPARE AND WRITE, SYNCHRONIZE
- * CACHE, PRE-FETCH, READ CAPACITY, GET LBA STATUS.
+ * CACHE, PRE-FETCH, READ CAPACITY, GET LBA STATUS, UNMAP.
  *
  * Each command that touches the volume owns one struct sbc_ctx (one
  * raid_io) and walks this state machine:
@@ -23,6 +23,15 @@
  * the pattern is expanded into 1 MiB writes (K_WSAME). The SCSI checks are
  * the same for both.
  *
+ * Thin LUs (raid_vol_provisioning(): lu->prov.thin; SBC-3 4.7): UNMAP and
+ * WRITE SAME with UNMAP of zeroes are RAID_OP_DISCARD pieces (K_UNMAP: the
+ * ctx walks the UNMAP's descriptors, each cut at granule boundaries into
+ * discards of at most prov.discard_max; every descriptor is checked before
+ * the first discard, so a bad one changes nothing). GET LBA STATUS asks the
+ * volume with one RAID_OP_MAP_STATUS (K_MAPSTAT) and answers one descriptor.
+ * A write the volume has no space for (-ENOSPC) gets DATA PROTECT, SPACE
+ * ALLOCATION FAILED WRITE PROTECT (SBC-3 4.7.3.5), and nothing is written.
+ *
  * cmd->data_in_len of a READ is set only when its volume read succeeded: a
  * failed or aborted read reports no data-in, so the transport never sends
  * the part of cmd->buf the read did not fill. The dispatcher (lu.c) has
@@ -40,7 +49,8 @@
 #define WS_PIECE (1u << 20) /* bytes per WRITE SAME volume write */
 #define MAX_CAW_BLOCKS 64
 
-enum sbc_kind { K_READ, K_WRITE, K_VERIFY, K_WSAME, K_WSAME_VOL, K_CAW, K_FLUSH };
+enum sbc_kind { K_READ, K_WRITE, K_VERIFY, K_WSAME, K_WSAME_VOL, K_CAW, K_FLUSH, K_UNMAP,
+		K_MAPSTAT };
 
 _Static_assert(RAID_SAME_BLOCK == SCSI_BS, "RAID_OP_WRITE_SAME repeats one logical block");
 
@@ -55,11 +65,16 @@ struct sbc_ctx {
 	uint32_t copy_len;              /* K_READ through bounce: bytes to copy */
 	uint32_t data_in;               /* K_READ: data_in_len once the read succeeded */
 	uint8_t bytchk;                 /* K_VERIFY */
+	/* K_UNMAP: the UNMAP block descriptors still to do (borrowed from
+	 * cmd->buf, 16 bytes each, checked by sbc_unmap); NULL for WRITE
+	 * SAME, whose one range is pos..end */
+	const uint8_t *desc;
+	uint32_t n_desc, desc_i;
 };
 
 static bool ctx_check(const struct sbc_ctx *c)
 {
-	return c->pos <= c->end;
+	return c->pos <= c->end && c->desc_i <= c->n_desc && (c->desc || !c->n_desc);
 }
 
 /* ---- CDB decoding ---- */
@@ -176,6 +191,13 @@ static void io_error(struct scsi_cmd *cmd, enum sbc_kind kind, int result)
 		scsi_sense(cmd, SK_NOT_READY, ASC_PORT_UNAVAILABLE);
 		return;
 	}
+	if (result == -ENOSPC) {
+		/* a thin volume's store is full: this write took nothing */
+		scsi_sense(cmd, SK_DATA_PROTECT, ASC_SPACE_ALLOC_FAILED);
+		LOG_WARN("scsi", "%s: write refused: the thin volume's storage is full (space allocation failed)",
+			 scsi_cmd_lu(cmd)->name);
+		return;
+	}
 	if (result == -EIO)
 		scsi_sense(cmd, SK_MEDIUM_ERROR,
 			   kind == K_READ || kind == K_VERIFY ? ASC_READ_ERROR : ASC_WRITE_ERROR);
@@ -197,6 +219,13 @@ static void ctx_step(struct sbc_ctx *c)
 	int rc;
 
 	RTGT_CHECK(ctx_check(c));
+	while (c->kind == K_UNMAP && len == 0 && c->desc_i < c->n_desc) {
+		const uint8_t *d = c->desc + 16 * c->desc_i++;
+
+		c->pos = conf_get_be64(&d[0]) << SCSI_BS_SHIFT;
+		c->end = c->pos + ((uint64_t)conf_get_be32(&d[8]) << SCSI_BS_SHIFT);
+		len = c->end - c->pos;
+	}
 	if (scsi_cmd_aborted(cmd) || len == 0)
 		return ctx_finish(c);
 	memset(&c->io, 0, sizeof(c->io));
@@ -243,6 +272,25 @@ static void ctx_step(struct sbc_ctx *c)
 		c->io.off = 0;
 		c->io.len = 0;
 		break;
+	case K_UNMAP: {
+		uint64_t max = lu->prov.discard_max / SCSI_BS * SCSI_BS;
+		uint64_t g = lu->prov.gran ? lu->prov.gran : SCSI_BS, cut;
+
+		c->io.op = RAID_OP_DISCARD;
+		c->io.len = len < max ? len : max;
+		/* a piece that ends inside a granule would leave it zeroed
+		 * rather than freed; end it on the last boundary it passes */
+		cut = (c->pos + c->io.len) / g * g;
+		if (c->io.len < len && cut > c->pos)
+			c->io.len = cut - c->pos;
+		c->io.flags = 0;
+		break;
+	}
+	case K_MAPSTAT:
+		c->io.op = RAID_OP_MAP_STATUS;
+		c->io.len = len;
+		c->io.flags = 0;
+		break;
 	}
 	rc = raid_vol_submit(lu->vol, cmd->ioctx, &c->io);
 	if (rc < 0) {
@@ -260,6 +308,31 @@ static uint64_t first_diff(const uint8_t *a, const uint8_t *b, uint64_t len)
 		if (a[i] != b[i])
 			break;
 	return i;
+}
+
+/* GET LBA STATUS: one LBA status descriptor, the run the volume reported
+ * from the starting LBA. */
+static void mapstat_reply(struct sbc_ctx *c, const struct raid_io *io)
+{
+	struct scsi_cmd *cmd = c->cmd;
+	uint64_t blocks = io->map_len >> SCSI_BS_SHIFT;
+	uint8_t d[24];
+
+	if (blocks == 0 || io->map_len > c->end - c->pos) {
+		/* raid.h promises 512 bytes at least, within the range */
+		LOG_ERR("scsi", "%s: allocation lookup at byte %llu returned %llu bytes",
+			scsi_cmd_lu(cmd)->name, (unsigned long long)c->pos,
+			(unsigned long long)io->map_len);
+		scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+		return ctx_finish(c);
+	}
+	memset(d, 0, sizeof(d));
+	conf_put_be32(&d[0], 20);
+	conf_put_be64(&d[8], c->pos >> SCSI_BS_SHIFT);
+	conf_put_be32(&d[16], blocks > 0xffffffffull ? 0xffffffffu : (uint32_t)blocks);
+	d[20] = io->unmapped ? 0x01 : 0x00;   /* deallocated : mapped */
+	scsi_reply(cmd, d, 24, conf_get_be32(&cmd->cdb[10]));
+	ctx_finish(c);
 }
 
 static void io_done(struct raid_io *io)
@@ -306,6 +379,8 @@ static void io_done(struct raid_io *io)
 			return ctx_finish(c);
 		}
 	}
+	if (c->kind == K_MAPSTAT)
+		return mapstat_reply(c, io);
 	c->pos += io->len;
 	if (c->kind == K_FLUSH)
 		c->pos = c->end;
@@ -492,6 +567,14 @@ void sbc_verify(struct scsi_cmd *cmd)
 
 /* ---- WRITE SAME ---- */
 
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 void sbc_write_same(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
@@ -509,14 +592,18 @@ void sbc_write_same(struct scsi_cmd *cmd)
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
 		return scsi_cmd_complete(cmd);
 	}
-	/* ANCHOR and UNMAP need thin provisioning, which we do not
-	 * advertise (LBPME=0, LBPWS=0 in the provisioning VPD page) */
-	if (cmd->cdb[1] & 0x18) {
+	/* ANCHOR: ANC_SUP=0 in the provisioning VPD page. UNMAP needs a
+	 * thin LU (LBPWS, LBPWS10 are 0 elsewhere). */
+	if ((cmd->cdb[1] & 0x10) || ((cmd->cdb[1] & 0x08) && !lu->prov.thin)) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1,
 				 cmd->cdb[1] & 0x10 ? 4 : 3);
 		return scsi_cmd_complete(cmd);
 	}
 	if (n == 0) { /* WSNZ=1 in the Block Limits page */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, ws16 ? 10 : 7, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	if (lu->prov.thin && n > SCSI_WS_MAX_BLOCKS) {   /* Block Limits page */
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, ws16 ? 10 : 7, -1);
 		return scsi_cmd_complete(cmd);
 	}
@@ -529,9 +616,20 @@ void sbc_write_same(struct scsi_cmd *cmd)
 		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
 		return scsi_cmd_complete(cmd);
 	}
-	if (!ndob && cmd->buf_len < SCSI_BS) {
+	/* exactly one block of data-out: more is not a pattern this CDB
+	 * describes (SBC-3 5.42), less is no block at all */
+	if (!ndob && (cmd->buf_len < SCSI_BS || cmd->edtl > SCSI_BS)) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_INVALID_FIELD_IN_IU);
 		return scsi_cmd_complete(cmd);
+	}
+	if ((cmd->cdb[1] & 0x08) && (ndob || all_zero(cmd->buf, SCSI_BS))) {
+		/* UNMAP of zeroes: the blocks are freed and read back as
+		 * zeros (LBPRZ). Other data is written as it is: SBC-3 lets
+		 * the device server choose. */
+		c = ctx_new(cmd, K_UNMAP, lba << SCSI_BS_SHIFT, (uint64_t)n * SCSI_BS);
+		if (!c)
+			return;
+		return ctx_step(c);
 	}
 	if (raid_vol_write_same_max(lu->vol) >= SCSI_BS) {
 		/* the volume repeats the block itself (librbd write-same) */
@@ -681,18 +779,16 @@ void sbc_read_capacity16(struct scsi_cmd *cmd)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
 	uint32_t alloc = conf_get_be32(&cmd->cdb[10]);
-	uint32_t gran = raid_vol_opt_gran(lu->vol) / SCSI_BS;
 	uint8_t d[32];
-	unsigned exp = 0;
 
 	memset(d, 0, sizeof(d));
 	conf_put_be64(&d[0], lu->nblocks - 1);
 	conf_put_be32(&d[8], SCSI_BS);
-	/* physical block = 4 KiB when the chunk allows it: partial writes
-	 * below that cost a read-modify-write on parity levels */
-	if (gran >= 8)
-		exp = log2u(8);
-	d[13] = (uint8_t)exp;
+	/* the volume's physical block (RAID: 4 KiB, parity read-modify-write
+	 * below it; an RBD image writes any block as it is: 512) */
+	d[13] = (uint8_t)log2u(raid_vol_phys_bytes(lu->vol) / SCSI_BS);
+	if (lu->prov.thin)   /* LBPME, and LBPRZ where unmapped blocks read as zeros */
+		d[14] = (uint8_t)(0x80 | (lu->prov.discard_zeroes ? 0x40 : 0x00));
 	scsi_reply(cmd, d, 32, alloc);
 	scsi_cmd_complete(cmd);
 }
@@ -711,6 +807,16 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
 		return scsi_cmd_complete(cmd);
 	}
+	if (lu->prov.thin) {
+		struct sbc_ctx *c;
+
+		/* at most 1 GiB asked about: the volume may look at less */
+		left = nb - lba < (1u << 21) ? nb - lba : (1u << 21);
+		c = ctx_new(cmd, K_MAPSTAT, lba << SCSI_BS_SHIFT, left << SCSI_BS_SHIFT);
+		if (c)
+			ctx_step(c);
+		return;
+	}
 	memset(d, 0, sizeof(d));
 	conf_put_be32(&d[0], 20);
 	conf_put_be64(&d[8], lba);
@@ -719,4 +825,72 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 	d[20] = 0x00; /* mapped */
 	scsi_reply(cmd, d, 24, alloc);
 	scsi_cmd_complete(cmd);
+}
+
+/* ---- UNMAP ---- */
+
+/*
+ * SBC-3 5.28. The dispatcher only lets it reach a thin LU (OPF_THIN) and
+ * has checked the parameter list arrived in full (PARAMETER LIST LENGTH of
+ * data-out). Every descriptor is checked before anything is discarded.
+ */
+void sbc_unmap(struct scsi_cmd *cmd)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(cmd);
+	uint32_t plen = conf_get_be16(&cmd->cdb[7]), have, bddl, n_desc, i;
+	uint64_t total = 0;
+	struct sbc_ctx *c;
+
+	if (!sbc_medium_ready(cmd))
+		return;
+	if (cmd->cdb[1] & 0x01) {  /* ANCHOR: ANC_SUP=0 */
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 0);
+		return scsi_cmd_complete(cmd);
+	}
+	if (plen == 0)   /* not an error: nothing to unmap */
+		return scsi_cmd_complete(cmd);
+	cmd->xfer_len = plen;
+	if (write_protected(cmd)) {
+		scsi_sense(cmd, SK_DATA_PROTECT, ASC_WRITE_PROTECTED);
+		return scsi_cmd_complete(cmd);
+	}
+	have = plen < cmd->buf_len ? plen : cmd->buf_len;
+	if (plen < 8 || have < 8) {
+		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_PARAM_LIST_LENGTH);
+		return scsi_cmd_complete(cmd);
+	}
+	/* descriptors the list holds in full; a partial last one is ignored
+	 * (SBC-3: the BLOCK DESCRIPTOR DATA LENGTH should be a multiple of 16) */
+	bddl = conf_get_be16(&cmd->buf[2]);
+	if (bddl > have - 8)
+		bddl = have - 8;
+	n_desc = bddl / 16;
+	if (n_desc > SCSI_UNMAP_MAX_DESC) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false, 2, -1);
+		return scsi_cmd_complete(cmd);
+	}
+	for (i = 0; i < n_desc; i++) {
+		const uint8_t *d = cmd->buf + 8 + 16 * i;
+		uint64_t lba = conf_get_be64(&d[0]);
+		uint32_t nblk = conf_get_be32(&d[8]);
+
+		if (out_of_range(lu, lba, nblk)) {
+			scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
+			return scsi_cmd_complete(cmd);
+		}
+		total += nblk;
+		if (total > SCSI_UNMAP_MAX_BLOCKS) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_PARAM, false,
+					 (uint16_t)(8 + 16 * i + 8), -1);
+			return scsi_cmd_complete(cmd);
+		}
+	}
+	if (total == 0)
+		return scsi_cmd_complete(cmd);
+	c = ctx_new(cmd, K_UNMAP, 0, 0);
+	if (!c)
+		return;
+	c->desc = cmd->buf + 8;
+	c->n_desc = n_desc;
+	ctx_step(c);
 }

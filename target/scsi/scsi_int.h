@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "raid/raid.h"
 #include "target/scsi/scsi.h"
 
 #define SCSI_BS 512u
@@ -45,6 +46,7 @@ enum {
 	OP_PRE_FETCH_10 = 0x34,
 	OP_SYNC_CACHE_10 = 0x35,
 	OP_WRITE_SAME_10 = 0x41,
+	OP_UNMAP = 0x42,
 	OP_MODE_SELECT_10 = 0x55,
 	OP_RESERVE_10 = 0x56,
 	OP_RELEASE_10 = 0x57,
@@ -67,6 +69,15 @@ enum {
 	OP_WRITE_VERIFY_12 = 0xae,
 	OP_VERIFY_12 = 0xaf,
 };
+
+/* Limits a thin LU reports (Block Limits VPD page). UNMAP: 512 MiB and 256
+ * descriptors per command, done as discards of at most the volume's
+ * discard_max one after the other (bounded, so a command ends well inside
+ * an initiator's timeout; Linux splits a larger discard). WRITE SAME: as
+ * much as one transfer may carry (thick LUs report no limit) */
+#define SCSI_UNMAP_MAX_BLOCKS (1u << 20)
+#define SCSI_UNMAP_MAX_DESC 256u
+#define SCSI_WS_MAX_BLOCKS (SCSI_MAX_XFER / SCSI_BS)
 
 /* service actions */
 enum {
@@ -108,6 +119,7 @@ enum {
 	ASC_INVALID_FIELD_IN_PARAM = 0x2600,
 	ASC_INVALID_RELEASE_PR = 0x2604,
 	ASC_WRITE_PROTECTED = 0x2700,
+	ASC_SPACE_ALLOC_FAILED = 0x2707, /* DATA PROTECT: space allocation failed write protect */
 	ASC_POWER_ON_RESET = 0x2900,
 	ASC_BUS_DEVICE_RESET = 0x2903,
 	ASC_NEXUS_LOSS = 0x2907,
@@ -217,6 +229,7 @@ struct scsi_lu {
 	uint8_t uuid[16];
 	unsigned hdd_rpm;
 	char serial[33];
+	struct raid_vol_prov prov;      /* the volume's, constant */
 
 	pthread_mutex_t lock;
 	struct scsi_mode mode;
@@ -305,6 +318,9 @@ enum scsi_op_flags {
 	/* data-out that may stop short of the CDB's transfer length at a
 	 * logical block boundary: the blocks sent are written (FCP-4 9.4.2 a) */
 	OPF_OUT_TRUNC = 1u << 7,
+	/* exists only on a thin LU (logical block provisioning, LBPU=1):
+	 * elsewhere it is an invalid opcode, and RSOC leaves it out */
+	OPF_THIN = 1u << 8,
 };
 
 /* Which way a command's data flows (SAM-5 5.4): what the CDB asks for,
@@ -417,6 +433,7 @@ void sbc_prefetch(struct scsi_cmd *cmd);
 void sbc_read_capacity10(struct scsi_cmd *cmd);
 void sbc_read_capacity16(struct scsi_cmd *cmd);
 void sbc_get_lba_status(struct scsi_cmd *cmd);
+void sbc_unmap(struct scsi_cmd *cmd);
 /* true when the LU's volume serves I/O; otherwise completes @cmd with NOT
  * READY (becoming ready / manual intervention required) and returns false. */
 bool sbc_medium_ready(struct scsi_cmd *cmd);

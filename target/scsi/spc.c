@@ -249,14 +249,28 @@ static unsigned vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *d)
 		conf_put_be32(&d[8], maxb);
 		conf_put_be32(&d[12], olen);
 		conf_put_be32(&d[16], maxb);         /* max pre-fetch length */
+		if (lu->prov.thin) {
+			conf_put_be32(&d[20], SCSI_UNMAP_MAX_BLOCKS);
+			conf_put_be32(&d[24], SCSI_UNMAP_MAX_DESC);
+			/* freed in whole granules; UGAVALID, alignment 0 */
+			conf_put_be32(&d[28], lu->prov.gran / SCSI_BS);
+			d[32] = 0x80;
+			conf_put_be64(&d[36], SCSI_WS_MAX_BLOCKS);
+		}
 		return 0x40;
 	case 0xb1:
 		d[3] = 0x3c;
 		conf_put_be16(&d[4], (uint16_t)(lu->hdd_rpm ? lu->hdd_rpm : 1));
 		return 0x40;
 	case 0xb2:
-		/* thick volumes: no unmap, provisioning type 0 (full) */
 		d[3] = 0x04;
+		if (lu->prov.thin) {
+			/* LBPU, LBPWS, LBPWS10; LBPRZ 001b where discarded
+			 * blocks read as zeros; provisioning type 010b (thin) */
+			d[5] = 0x80 | 0x40 | 0x20 | (lu->prov.discard_zeroes ? 0x04 : 0x00);
+			d[6] = 0x02;
+		}
+		/* thick: no unmap, provisioning type 0 (full) */
 		return 8;
 	}
 	return 0;
@@ -590,6 +604,14 @@ static unsigned put_cmd_desc(uint8_t *d, uint8_t opcode, const struct scsi_op *o
 	return 8;
 }
 
+/* Whether @o exists on the command's LU (the dispatcher's OPF_THIN rule). */
+static bool op_here(struct scsi_cmd *cmd, const struct scsi_op *o)
+{
+	const struct scsi_lu *lu = scsi_cmd_lu(cmd);
+
+	return !(o->flags & OPF_THIN) || (lu && lu->prov.thin);
+}
+
 void spc_report_opcodes(struct scsi_cmd *cmd)
 {
 	uint8_t opt = cmd->cdb[2] & 0x07, req_op = cmd->cdb[3];
@@ -609,7 +631,7 @@ void spc_report_opcodes(struct scsi_cmd *cmd)
 		}
 		for (i = 0; i < 256; i++) {
 			o = scsi_op_lookup((uint8_t)i);
-			if (!o)
+			if (!o || !op_here(cmd, o))
 				continue;
 			if (!o->sa) {
 				p += put_cmd_desc(&buf[p], (uint8_t)i, o, false, 0, rctd);
@@ -632,6 +654,8 @@ void spc_report_opcodes(struct scsi_cmd *cmd)
 		return scsi_cmd_complete(cmd);
 	}
 	o = scsi_op_lookup(req_op);
+	if (o && !op_here(cmd, o))
+		o = NULL;
 	if (o && o->sa) {
 		if (opt == 1) {
 			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);

@@ -64,6 +64,18 @@
  *    names its byte; on a clone of that snapshot (objects not copied up
  *    yet) CAWs against the parent's data and against the zeros beside it
  *    succeed and the rest of each object keeps the parent's data.
+ * 15 a thin LUN (thin = true): VPD B2 says thin with LBPU/LBPWS/LBPRZ,
+ *    READ CAPACITY(16) LBPME and LBPRZ, B0 the object as UNMAP granularity;
+ *    1 GiB written (`rbd du` about 1 GiB), then two UNMAPs of 512 MiB (the
+ *    Block Limits maximum) give the space back (`rbd du` < 8 MiB) and every sampled block reads as
+ *    zeros; an UNMAP that starts and ends inside objects zeroes exactly its
+ *    blocks and leaves the data beside it; GET LBA STATUS says deallocated
+ *    for the unmapped run and mapped for the written one; WRITE SAME with
+ *    UNMAP of zeroes unmaps; after a restart all of it reads the same.
+ * 16 libiscsi's thin-provisioning conformance tests (Unmap, GetLBAStatus,
+ *    WriteSame10/16 with UNMAP, ReadCapacity16, Inquiry VPD) on thin LUNs
+ *    (scripts/conformance.sh LEVEL=rbd THIN=1): 0 failures, none of them
+ *    skipped for want of thin provisioning.
  *
  * Without the Ceph packages (or built without librbd) the test prints
  * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
@@ -115,8 +127,8 @@ static void teardown(void)
 	harness_fini(&D2);
 }
 
-static void write_conf_d(struct harness_daemon *d, const char *vol, const char *size,
-			 const char *extra)
+static void write_conf_lun(struct harness_daemon *d, const char *vol, const char *size,
+			   const char *extra, const char *lun_extra)
 {
 	ck_assert_int_eq(harness_write_file(d, "rtgt.conf",
 		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\"; };\n"
@@ -125,9 +137,16 @@ static void write_conf_d(struct harness_daemon *d, const char *vol, const char *
 		"            keyring = \"%s/client.rtgt.keyring\"; %s } );\n"
 		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
 		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
-		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"%s\"; } );\n"
+		"  luns = ( { lun = 0; pool = \"c\"; volume = \"%s\"; size = \"%s\"; %s } );\n"
 		"  allow = ( \"ALL\" ); } );\n",
-		cl_dir(), cl_dir(), extra ? extra : "", d->port, vol, size), 0);
+		cl_dir(), cl_dir(), extra ? extra : "", d->port, vol, size,
+		lun_extra ? lun_extra : ""), 0);
+}
+
+static void write_conf_d(struct harness_daemon *d, const char *vol, const char *size,
+			 const char *extra)
+{
+	write_conf_lun(d, vol, size, extra, NULL);
 }
 
 static void write_conf(const char *vol, const char *size, const char *extra)
@@ -1235,6 +1254,157 @@ START_TEST(t14_caw_snap_clone)
 }
 END_TEST
 
+/* ---- thin LUNs ---- */
+
+static void thin_lba_status(uint64_t lba, uint64_t *got, uint32_t *n, int *prov)
+{
+	struct scsi_task *t = iscsi_get_lba_status_sync(C, 0, lba, 24);
+	struct scsi_get_lba_status *st;
+
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "GET LBA STATUS at %llu: %s",
+		      (unsigned long long)lba, t ? "bad status" : iscsi_get_error(C));
+	st = scsi_datain_unmarshall(t);
+	ck_assert_msg(st && st->num_descriptors >= 1, "GET LBA STATUS: no descriptor");
+	*got = st->descriptors[0].lba;
+	*n = st->descriptors[0].num_blocks;
+	*prov = (int)st->descriptors[0].provisioning;
+	scsi_free_scsi_task(t);
+}
+
+static void thin_unmap(uint64_t lba, uint32_t n)
+{
+	struct unmap_list l = { .lba = lba, .num = n };
+	struct scsi_task *t = iscsi_unmap_sync(C, 0, 0, 0, &l, 1);
+
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "UNMAP %llu+%u: %s",
+		      (unsigned long long)lba, n, t ? "bad status" : iscsi_get_error(C));
+	scsi_free_scsi_task(t);
+}
+
+START_TEST(t15_thin_unmap)
+{
+	const uint64_t GIB = 1ull << 30, chunk = 4u << 20;
+	static uint8_t buf[4u << 20], z[4u << 20], pat[1u << 20];
+	char vol[64];
+	struct scsi_task *t;
+	long long used;
+	uint64_t lba;
+	uint32_t n;
+	int prov;
+
+	next_vol(vol, sizeof(vol));
+	write_conf_lun(&D, vol, "2G", NULL, "thin = true;");
+	nf_start(&D);
+	ck_assert_msg(!log_has("writing out"), "a thin LUN was written out");
+	ck_assert_int_eq(cl_image_used(vol), 0);
+	login();
+
+	t = iscsi_inquiry_sync(C, 0, 1, 0xb2, 255);
+	ck_assert(t && t->status == SCSI_STATUS_GOOD && t->datain.size >= 8);
+	ck_assert_int_eq(t->datain.data[5], 0x80 | 0x40 | 0x20 | 0x04);
+	ck_assert_int_eq(t->datain.data[6] & 0x07, 0x02);
+	scsi_free_scsi_task(t);
+	t = iscsi_inquiry_sync(C, 0, 1, 0xb0, 255);
+	ck_assert(t && t->status == SCSI_STATUS_GOOD && t->datain.size >= 36);
+	ck_assert_uint_eq((uint32_t)t->datain.data[28] << 24 | (uint32_t)t->datain.data[29] << 16 |
+			  (uint32_t)t->datain.data[30] << 8 | t->datain.data[31], OBJ / 512);
+	scsi_free_scsi_task(t);
+	t = iscsi_readcapacity16_sync(C, 0);
+	ck_assert(t && t->status == SCSI_STATUS_GOOD);
+	{
+		struct scsi_readcapacity16 *rc = scsi_datain_unmarshall(t);
+
+		ck_assert(rc && rc->lbpme && rc->lbprz);
+	}
+	scsi_free_scsi_task(t);
+
+	/* 1 GiB of data, then all of it unmapped at once */
+	for (uint64_t off = 0; off < GIB; off += chunk) {
+		harness_fill_random(buf, chunk, (unsigned)(off / chunk) + 1);
+		lun_write(off, buf, chunk, false);
+	}
+	used = cl_image_used(vol);
+	ck_assert_msg(used >= (long long)(GIB - chunk), "rbd du after 1 GiB written: %lld", used);
+	thin_lba_status(0, &lba, &n, &prov);
+	ck_assert_uint_eq(lba, 0);
+	ck_assert_int_eq(prov, SCSI_PROVISIONING_TYPE_MAPPED);
+	ck_assert_uint_ge(n, OBJ / 512);
+	/* as fstrim sends it: commands of the Block Limits page's maximum */
+	thin_unmap(0, (uint32_t)(GIB / 2 / 512));
+	thin_unmap(GIB / 2 / 512, (uint32_t)(GIB / 2 / 512));
+	used = cl_image_used(vol);
+	printf("15_thin_unmap: rbd du after writing 1 GiB and unmapping it: %lld bytes\n", used);
+	ck_assert_msg(used >= 0 && used < (8ll << 20), "rbd du after UNMAP of 1 GiB: %lld", used);
+	for (unsigned k = 0; k < 16; k++)
+		lun_expect((uint64_t)k * (GIB / 16) + 4096u * k, z, 65536);
+	thin_lba_status(0, &lba, &n, &prov);
+	ck_assert_int_eq(prov, SCSI_PROVISIONING_TYPE_DEALLOCATED);
+	ck_assert_uint_ge(n, OBJ / 512);
+
+	/* an UNMAP inside objects: 3 MiB + 1 KiB from 1 MiB + 512 bytes */
+	harness_fill_random(buf, chunk, 77);
+	lun_write(0, buf, chunk, false);
+	lun_write(chunk, buf, chunk, false);
+	thin_unmap((1u << 20) / 512 + 1, (3u << 20) / 512 + 2);
+	lun_expect(0, buf, (1u << 20) + 512);
+	lun_expect((1u << 20) + 512, z, (3u << 20) + 1024);   /* to 4 MiB + 1536 */
+	lun_expect(chunk + 1536, buf + 1536, (1u << 20));
+	thin_lba_status(0, &lba, &n, &prov);
+	ck_assert_int_eq(prov, SCSI_PROVISIONING_TYPE_MAPPED);
+
+	/* WRITE SAME(16) with UNMAP of a zero block: unmapped */
+	memset(pat, 0, 512);
+	t = iscsi_writesame16_sync(C, 0, 2 * chunk / 512, pat, 512, (uint32_t)(2 * chunk / 512),
+				   0, 1, 0, 0);
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "WRITE SAME UNMAP failed");
+	scsi_free_scsi_task(t);
+	lun_expect(chunk + 1536, buf + 1536, chunk - 1536);   /* before it: untouched */
+	thin_lba_status(2 * chunk / 512, &lba, &n, &prov);
+	ck_assert_uint_eq(lba, 2 * chunk / 512);
+	ck_assert_int_eq(prov, SCSI_PROVISIONING_TYPE_DEALLOCATED);
+
+	/* all the same after a restart */
+	stop_expect_0();
+	nf_start(&D);
+	login();
+	lun_expect(0, buf, (1u << 20) + 512);
+	lun_expect((1u << 20) + 512, z, (3u << 20) + 1024);
+	lun_expect(chunk + 1536, buf + 1536, chunk - 1536);
+	lun_expect(2 * chunk, z, 65536);
+	lun_expect(GIB / 2, z, 65536);
+	stop_expect_0();
+}
+END_TEST
+
+START_TEST(t16_conformance_thin)
+{
+	char cmd[600], line[512];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd),
+		 "LEVEL=rbd THIN=1 MIN_PASSED=20 TESTS='ALL.Unmap*,ALL.GetLBAStatus*,ALL.WriteSame10*,"
+		 "ALL.WriteSame16*,ALL.ReadCapacity16*,ALL.Inquiry*' CEPH_DIR=%s PORT=%u "
+		 "scripts/conformance.sh > %s/conformance.out 2>&1; echo $?; "
+		 "grep -a 'thin-provisioning tests skipped' %s/conformance.out", cl_dir(), D.port,
+		 D.dir, D.dir);
+	rc = cl_run_line(line, sizeof(line), "%s", cmd);
+	ck_assert_int_eq(rc, 0);
+	if (strcmp(line, "0") != 0) {
+		char show[600];
+
+		snprintf(show, sizeof(show), "tail -30 %s/conformance.out >&2", D.dir);
+		if (system(show) != 0)
+			fprintf(stderr, "(no conformance output)\n");
+	}
+	ck_assert_msg(strcmp(line, "0") == 0, "thin conformance on rbd failed (exit %s)", line);
+	snprintf(cmd, sizeof(cmd), "grep -a 'skipped' %s/conformance.out | tail -1", D.dir);
+	rc = cl_run_line(line, sizeof(line), "%s", cmd);
+	ck_assert_int_eq(rc, 0);
+	printf("16_conformance_thin: %s\n", line);
+	ck_assert_msg(strstr(line, "thin-provisioning tests skipped: 0"), "%s", line);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1252,6 +1422,8 @@ int main(void)
 		CK_CASE("12_move_across_nodes", t12_move_across_nodes, .timeout = 300),
 		CK_CASE("13_dead_peer", t13_dead_peer, .timeout = 300),
 		CK_CASE("14_caw_snap_clone", t14_caw_snap_clone, .timeout = 300),
+		CK_CASE("15_thin_unmap", t15_thin_unmap, .timeout = 600),
+		CK_CASE("16_conformance_thin", t16_conformance_thin, .timeout = 900),
 	};
 
 	return cl_main("rtgt-rbd", &(struct ck_suite_def){ "net_rbd", CK_CASES(cases),

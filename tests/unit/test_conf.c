@@ -1617,6 +1617,34 @@ START_TEST(t32_alert_keys)
 }
 END_TEST
 
+START_TEST(t33_thin_luns)
+{
+	struct conf *c;
+
+	c = expect_good(NULL, TWO_POOLS, NULL,
+			"targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
+			"  luns = ( { lun = 0; pool = \"ceph\"; volume = \"v\"; size = \"1G\"; thin = true; },\n"
+			"           { lun = 1; pool = \"ceph\"; volume = \"w\"; size = \"1G\"; },\n"
+			"           { lun = 2; pool = \"tank\"; volume = \"x\"; size = \"10%\"; thin = false; } ); } );\n");
+	ck_assert(c->targets[0].luns[0].thin);
+	ck_assert(!c->targets[0].luns[1].thin);
+	ck_assert(!c->targets[0].luns[2].thin);
+	conf_free(c);
+	/* RAID volumes are thick: refused where it is written */
+	c = NULL;
+	ck_assert_int_eq(load_parts(NULL, TWO_POOLS, NULL,
+				    "targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
+				    "  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"10%\";\n"
+				    "    thin = true; } ); } );\n", &c), -EINVAL);
+	ASSERT_ERR(6, "thin = true needs an rbd pool ('tank' is a RAID pool, whose volumes are thick)");
+	ck_assert_uint_eq(err_lines(), 1);
+	expect_bad(NULL, TWO_POOLS, NULL,
+		   "targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
+		   "  luns = ( { lun = 0; pool = \"ceph\"; volume = \"v\"; size = \"1G\"; thin = 1; } ); } );\n",
+		   "thin");
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1652,6 +1680,7 @@ int main(void)
 		CK_CASE("30_address_rules", t30_address_rules),
 		CK_CASE("31_discovery_chap", t31_discovery_chap),
 		CK_CASE("32_alert_keys", t32_alert_keys),
+		CK_CASE("33_thin_luns", t33_thin_luns),
 	};
 
 	/* unchecked: runs in the parent, so the temp dir goes even when a test
