@@ -91,6 +91,9 @@ struct raid_io {
 	int result;            /* 0; -EIO: unrecoverable (member failures beyond
 	                        * redundancy); -EILSEQ: COMPARE_WRITE miscompare;
 	                        * -ENOLINK: this node is fenced (raid_vol_ready);
+	                        * -ENOSPC: the store behind the volume is full
+	                        * (or over its quota): the write failed for
+	                        * want of space;
 	                        * other -errno for internal failures */
 	uint64_t miscompare_off; /* with -EILSEQ: byte offset in the range of the
 	                          * first differing byte */

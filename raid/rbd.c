@@ -474,8 +474,11 @@ static void finish(struct raid_io *io, int64_t ret)
 				io->op == RAID_OP_DISCARD ? "discard" :
 				io->op == RAID_OP_MAP_STATUS ? "allocation lookup" : "write",
 				io->len, io->off, strerror((int)-ret));
-		/* the target maps -EIO to a medium error; keep -ENOMEM apart */
-		io->result = ret == -ENOMEM ? -ENOMEM : -EIO;
+		/* the target maps -EIO to a medium error; keep -ENOMEM apart,
+		 * and a full pool (or one over its quota), which is a
+		 * space allocation failure, not a bad medium */
+		io->result = ret == -ENOMEM ? -ENOMEM :
+			     ret == -ENOSPC || ret == -EDQUOT ? -ENOSPC : -EIO;
 	}
 	io->rpriv_u[PHASE] = 0;
 	raid_ioctx_io_done(ctx);

@@ -30,7 +30,7 @@
  * the first discard, so a bad one changes nothing). GET LBA STATUS asks the
  * volume with one RAID_OP_MAP_STATUS (K_MAPSTAT) and answers one descriptor.
  * A write the volume has no space for (-ENOSPC) gets DATA PROTECT, SPACE
- * ALLOCATION FAILED WRITE PROTECT (SBC-3 4.7.3.5), and nothing is written.
+ * ALLOCATION FAILED WRITE PROTECT (SBC-3 4.7.3.5) instead of a medium error.
  *
  * cmd->data_in_len of a READ is set only when its volume read succeeded: a
  * failed or aborted read reports no data-in, so the transport never sends
@@ -192,7 +192,7 @@ static void io_error(struct scsi_cmd *cmd, enum sbc_kind kind, int result)
 		return;
 	}
 	if (result == -ENOSPC) {
-		/* a thin volume's store is full: this write took nothing */
+		/* the volume's store is full: not a bad medium */
 		scsi_sense(cmd, SK_DATA_PROTECT, ASC_SPACE_ALLOC_FAILED);
 		LOG_WARN("scsi", "%s: write refused: the thin volume's storage is full (space allocation failed)",
 			 scsi_cmd_lu(cmd)->name);
