@@ -184,6 +184,11 @@ int raid_vol_resize(struct raid_vol *vol, const struct conf_size *size)
 	return ops_of(vol)->vol_resize(vol, size);
 }
 
+int raid_vol_refresh(struct raid_vol *vol)
+{
+	return ops_of(vol)->vol_refresh ? ops_of(vol)->vol_refresh(vol) : 0;
+}
+
 uint64_t raid_vol_write_failures(const struct raid_vol *vol)
 {
 	return atomic_load_explicit(&vol->write_failures, memory_order_acquire);

@@ -61,6 +61,8 @@ struct raid_vol_backend_ops {
 	/* raid_vol_resize(): the volume grows to @size (raid.h has the
 	 * contract). NULL: -EOPNOTSUPP. */
 	int (*vol_resize)(struct raid_vol *v, const struct conf_size *size);
+	/* raid_vol_refresh(). NULL: 0 */
+	int (*vol_refresh)(struct raid_vol *v);
 
 	/* ---- shared state (raid.h "shared state of a volume") ----
 	 * All set or all NULL; NULL: volumes never shared (raid_vol_shared()

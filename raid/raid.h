@@ -162,6 +162,11 @@ int raid_vol_ready_progress(const struct raid_vol *vol, uint16_t *frac);
  * when the volume table could not be written (the size stays). The reason
  * is logged. Any thread but a reactor's (it waits for the members). */
 int raid_vol_resize(struct raid_vol *vol, const struct conf_size *size);
+/* A volume another node may have grown (raid_vol_shared(); after its
+ * notice on the shared-state channel): re-reads the size from the store.
+ * It only grows; 0 also when unchanged, or the store's -errno. Blocking:
+ * any thread but a reactor's. Volumes never shared: 0, nothing to do. */
+int raid_vol_refresh(struct raid_vol *vol);
 
 /* Deferred write errors (SPC-4 deferred errors): how many times, since the
  * volume was opened, a write-out of data it had already acknowledged failed

@@ -7,6 +7,9 @@
  * reactor thread (librbd images are thread-safe). The image carries rtgt's
  * own state as image metadata, so every node that opens it agrees:
  *   rtgt.uuid   32 hex digits: the volume UUID (base of the LUN's NAA id)
+ *   rtgt.grow   the size before the last grow of a thick image, while the
+ *               new part is being written out (grow_write_out); a start
+ *               that finds it finishes the write-out before serving
  *   rtgt.thick  "done" once the image was written out in full, else the
  *               byte offset reached so far (resumed at the next start);
  *               absent for a thin volume (pool key thick = false). The
@@ -670,6 +673,157 @@ err:
 	return rc;
 }
 
+/* ---- growing ---- */
+
+/* Zeros over [from, to) of a thick image (its grown part), synchronously:
+ * the caller (raid_vol_resize, or a start finishing a grow) is not a
+ * reactor, and the new blocks are not visible to initiators until done. */
+static int grow_write_out(struct rbd_vol *rv, uint64_t from, uint64_t to)
+{
+	static const char zero[512];
+
+	while (from < to) {
+		uint64_t len = to - from < WS_MAX ? to - from : WS_MAX;
+		ssize_t r = rbd_writesame(rv->img, from, len, zero, sizeof(zero), 0);
+
+		if (r < 0)
+			return (int)r;
+		from += len;
+	}
+	return 0;
+}
+
+/* Grows the image of @rv to @bytes (> its size); meta_mu held. Thick:
+ * rtgt.grow records the old size first, so a crash part way leaves the
+ * write-out to the next start (finish_grow); the size becomes visible only
+ * after it. */
+static int grow_locked(struct rbd_vol *rv, uint64_t bytes)
+{
+	struct rbd_pool *rp = rp_of(rv->v.pool);
+	uint64_t old = atomic_load(&rv->v.size);
+	bool thick = rp->thick && !rv->thin;
+	char s[32];
+	int rc;
+
+	if (thick) {
+		snprintf(s, sizeof(s), "%" PRIu64, old);
+		rc = rbd_metadata_set(rv->img, META_GROW, s);
+		if (rc < 0)
+			goto err;
+	}
+	rc = rbd_resize2(rv->img, bytes, false, NULL, NULL);
+	if (rc < 0)
+		goto err;
+	if (thick) {
+		rc = grow_write_out(rv, old, bytes);
+		if (rc < 0)
+			goto err_grown;
+		rc = rbd_metadata_remove(rv->img, META_GROW);
+		if (rc < 0 && rc != -ENOENT)
+			goto err_grown;
+	}
+	rv->v.extent = bytes;
+	atomic_store_explicit(&rv->v.size, bytes, memory_order_release);
+	LOG_INFO(RAID_MOD, "rbd: %s/%s: grown from %" PRIu64 " to %" PRIu64 " bytes%s",
+		 rp->rbd_pool, rv->v.name, old, bytes, thick ? " (written out)" : "");
+	return 0;
+
+err_grown:
+	/* the image is larger, its new part not all written out: rtgt.grow
+	 * stays, and the next start finishes it; the LUN keeps its size */
+	LOG_ERR(RAID_MOD, "rbd: %s/%s: grown to %" PRIu64 " bytes but the new part could not be written out (%s): the LUN stays %" PRIu64
+		" bytes until a restart finishes it", rp->rbd_pool, rv->v.name, bytes,
+		strerror(-rc), old);
+	return rc;
+err:
+	LOG_ERR(RAID_MOD, "rbd: %s/%s: cannot grow to %" PRIu64 " bytes: %s", rp->rbd_pool,
+		rv->v.name, bytes, strerror(-rc));
+	return rc;
+}
+
+/* At open: a grow that did not finish its write-out (rtgt.grow set) is
+ * finished now, before the volume serves. */
+static int finish_grow(struct rbd_vol *rv, uint64_t size)
+{
+	struct rbd_pool *rp = rp_of(rv->v.pool);
+	char s[32], *end;
+	uint64_t from;
+	int rc = rbd_meta_get(rv->img, META_GROW, s, sizeof(s));
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	from = strtoull(s, &end, 10);
+	if (*end || from > size)
+		from = 0;   /* unreadable: the old end is unknown, and zeros there
+			     * would destroy data: only say so */
+	if (!from || rp->thick == false || rv->thin) {
+		if (!from)
+			LOG_WARN(RAID_MOD, "rbd: %s/%s: metadata %s is \"%s\": not writing anything out",
+				 rp->rbd_pool, rv->v.name, META_GROW, s);
+		rc = rbd_metadata_remove(rv->img, META_GROW);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	LOG_INFO(RAID_MOD, "rbd: %s/%s: finishing the write-out of its last grow (%" PRIu64
+		 " to %" PRIu64 " bytes)", rp->rbd_pool, rv->v.name, from, size);
+	rc = grow_write_out(rv, from, size);
+	if (rc == 0)
+		rc = rbd_metadata_remove(rv->img, META_GROW);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+static int raid_rbd_vol_resize(struct raid_vol *v, const struct conf_size *size)
+{
+	struct rbd_vol *rv = rv_of(v);
+	uint64_t cur;
+	int rc = 0;
+
+	if (!size->bytes || size->bytes % 512) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: an rbd volume needs an absolute size, a multiple of 512 bytes",
+			v->pool->name, v->name);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&v->pool->meta_mu);
+	cur = atomic_load(&v->size);
+	if (atomic_load(&rv->prov_state) != PROV_READY) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s is still being written out: grow it once it is ready",
+			v->pool->name, v->name);
+		rc = -EBUSY;
+	} else if (size->bytes < cur) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s is %" PRIu64 " bytes: %" PRIu64
+			" would shrink it, and volumes never shrink", v->pool->name, v->name, cur,
+			size->bytes);
+		rc = -EINVAL;
+	} else if (size->bytes > cur) {
+		rc = grow_locked(rv, size->bytes);
+	}
+	pthread_mutex_unlock(&v->pool->meta_mu);
+	return rc;
+}
+
+/* A peer grew the image: librbd re-reads the header when it was told of
+ * the change (the peer's rbd_resize told every open image before it
+ * returned); the size only ever grows here. */
+static int raid_rbd_vol_refresh(struct raid_vol *v)
+{
+	struct rbd_vol *rv = rv_of(v);
+	uint64_t sz = 0, cur;
+	int rc;
+
+	pthread_mutex_lock(&v->pool->meta_mu);
+	rc = rbd_get_size(rv->img, &sz);
+	cur = atomic_load(&v->size);
+	if (rc == 0 && sz > cur && sz % 512 == 0) {
+		v->extent = sz;
+		atomic_store_explicit(&v->size, sz, memory_order_release);
+		LOG_INFO(RAID_MOD, "rbd: %s/%s: grown by another node from %" PRIu64 " to %" PRIu64
+			 " bytes", rp_of(v->pool)->rbd_pool, v->name, cur, sz);
+	}
+	pthread_mutex_unlock(&v->pool->meta_mu);
+	return rc;
+}
+
 /* ---- volumes ---- */
 
 static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
@@ -695,7 +849,7 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 	pthread_mutex_lock(&p->meta_mu);
 	for (i = 0; i < RAID_MAX_VOLS; i++) {
 		if (p->vols[i] && !strcmp(p->vols[i]->name, name)) {
-			if (p->vols[i]->size != size->bytes ||
+			if (size->bytes > p->vols[i]->size ||
 			    rv_of(p->vols[i])->thin != !!(flags & RAID_VOL_THIN)) {
 				LOG_ERR(RAID_MOD, "pool %s: volume %s opened twice with different sizes or provisioning",
 					p->name, name);
@@ -748,13 +902,6 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 		LOG_ERR(RAID_MOD, "rbd: %s/%s: stat: %s", rp->rbd_pool, name, strerror(-rc));
 		goto err_close;
 	}
-	if (info.size != size->bytes) {
-		LOG_ERR(RAID_MOD, "pool %s: volume %s: image %s/%s is %" PRIu64
-			" bytes but the configuration asks for %" PRIu64, p->name, name,
-			rp->rbd_pool, name, info.size, size->bytes);
-		rc = -EINVAL;
-		goto err_close;
-	}
 	rv->v.size = info.size;
 	rv->v.extent = info.size;
 	rv->obj_bytes = info.obj_size ? info.obj_size : (1u << RBD_ORDER);
@@ -785,6 +932,20 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 	rc = vol_uuid(rp, rv, created);
 	if (rc < 0)
 		goto err_close;
+	rc = finish_grow(rv, info.size);
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "rbd: %s/%s: cannot finish the write-out of its last grow: %s",
+			rp->rbd_pool, name, strerror(-rc));
+		goto err_close;
+	}
+	if (info.size > size->bytes) {
+		/* grown online (rtgtctl resize) and the file not raised yet:
+		 * volumes never shrink */
+		LOG_WARN(RAID_MOD, "pool %s: volume %s: image %s/%s is %" PRIu64
+			 " bytes, more than the %" PRIu64 " the configuration asks for: serving %" PRIu64
+			 " (raise size in the file)", p->name, name, rp->rbd_pool, name, info.size,
+			 size->bytes, info.size);
+	}
 	rc = rbd_prov_checkpoint(rv, &done, &from);
 	if (rc == 0 && !done && rv->thin) {
 		/* a thin LUN's blocks need not exist: the zeros not yet
@@ -807,11 +968,28 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 		LOG_WARN(RAID_MOD, "rbd: %s/%s: existing image was not written out by rtgt (thin); not provisioning it now",
 			 rp->rbd_pool, name);
 	}
+	if (info.size < size->bytes) {
+		/* the file asks for more: grown in place, as a resize would */
+		if (atomic_load(&rv->prov_state) != PROV_READY) {
+			LOG_ERR(RAID_MOD, "pool %s: volume %s: image %s/%s is %" PRIu64
+				" bytes, the configuration asks for %" PRIu64
+				", and it is still being written out: grow it once it is ready (rtgtctl resize)",
+				p->name, name, rp->rbd_pool, name, info.size, size->bytes);
+			rc = -EBUSY;
+			goto err_prov;
+		}
+		rc = grow_locked(rv, size->bytes);
+		if (rc < 0)
+			goto err_close;
+	}
 	p->vols[slot] = &rv->v;
 	*out = &rv->v;
 	pthread_mutex_unlock(&p->meta_mu);
 	rbd_prov_grace(rv);
 	return 0;
+
+err_prov:
+	rbd_prov_stop(rv);
 
 err_close:
 	rbd_close(rv->img);
@@ -1109,6 +1287,8 @@ const struct raid_vol_backend_ops raid_rbd_backend = {
 	.vol_ready = raid_rbd_vol_ready,
 	.vol_write_same_max = raid_rbd_vol_write_same_max,
 	.vol_prov = raid_rbd_vol_prov,
+	.vol_resize = raid_rbd_vol_resize,
+	.vol_refresh = raid_rbd_vol_refresh,
 	.shared_read = rbd_shared_read,
 	.shared_update = rbd_shared_update,
 	.shared_notify = rbd_shared_notify,

@@ -41,6 +41,9 @@
 
 /* image metadata: rtgt.thick ("done" or the offset reached, rbd_prov.c) */
 #define META_THICK "rtgt.thick"
+/* image metadata: rtgt.grow, the size before a grow of a thick image whose
+ * new part is not yet written out (rbd.c, grow) */
+#define META_GROW "rtgt.grow"
 
 enum { PROV_READY = 0, PROV_RUNNING, PROV_FAILED };   /* rbd_vol.prov_state */
 

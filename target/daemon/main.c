@@ -294,10 +294,12 @@ int daemon_lu_grow(struct daemon *d, struct lu_ent *e, const struct conf_size *s
 			 strerror(-rc));
 		return rc;
 	}
-	if (scsi_lu_resized(e->lu))
+	if (scsi_lu_resized(e->lu)) {
 		LOG_INFO(MOD, "volume %s/%s grown from %llu to %llu bytes: initiators are told CAPACITY DATA HAS CHANGED",
 			 e->pool, e->volume, (unsigned long long)before,
 			 (unsigned long long)raid_vol_bytes(e->vol));
+		scsi_lu_grown_share(e->lu);   /* and those of the other nodes */
+	}
 	return 0;
 }
 

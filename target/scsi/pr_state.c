@@ -58,6 +58,13 @@
  * (raid_vol_shared_notify_async), counted in lu->pr_resets_pending until
  * they answered or 3 s passed, and the TMF response waits for that
  * (scsi_resets_pending) while the reactor goes on serving.
+ * A grow of the volume through one node (scsi_lu_grown_share, after
+ * raid_vol_resize and scsi_lu_resized there) is a notify "rtgt-grow
+ * <bytes>": every other node re-reads the volume's size (raid_vol_refresh,
+ * retried for up to 5 s until it reaches <bytes>) on a thread of its own
+ * (grow_main; the watch thread is not held while the store catches up),
+ * counted in lu->pr_grows_pending until done, and raises CAPACITY DATA HAS
+ * CHANGED for its nexuses (scsi_lu_resized).
  * Invariant: pr_check() holds on the installed copy as on a local LU, and
  * every installed blob passed st_parse() (which checks pr_check itself).
  */
@@ -518,6 +525,7 @@ free_buf:
 #define PR_TAG "pr"
 #define PR_MAGIC "rtgt-pr 2\n"
 #define PR_RESET_MAGIC "rtgt-pr-reset "
+#define PR_GROW_MAGIC "rtgt-grow "
 #define PR_IPORT_MAX 511
 #define PR_EV_KEEP 16u          /* changes whose events a blob keeps */
 
@@ -791,12 +799,111 @@ bad:
 		lu->name, len);
 }
 
+/* Its own thread: another node grew the volume to j->bytes. */
+struct grow_job {
+	struct scsi_lu *lu;
+	uint64_t bytes;
+};
+
+static void *grow_main(void *arg)
+{
+	struct grow_job *j = arg;
+	struct scsi_lu *lu = j->lu;
+	struct timespec t = { 0, 100000000 };
+	int rc = 0;
+
+	/* the grower's store told every open image before it returned, but
+	 * the notice of that and this one travel apart: wait for it a while */
+	for (unsigned tries = 0; tries < 50; tries++) {
+		rc = raid_vol_refresh(lu->vol);
+		if (rc < 0 || raid_vol_bytes(lu->vol) >= j->bytes)
+			break;
+		nanosleep(&t, NULL);
+	}
+	if (raid_vol_bytes(lu->vol) < j->bytes)
+		LOG_WARN("scsi", "%s: another node grew the volume to %llu bytes but this node sees %llu (%s)",
+			 lu->name, (unsigned long long)j->bytes,
+			 (unsigned long long)raid_vol_bytes(lu->vol),
+			 rc < 0 ? strerror(-rc) : "not yet");
+	scsi_lu_resized(lu);
+	pthread_mutex_lock(&lu->lock);
+	lu->pr_grows_pending--;
+	pthread_mutex_unlock(&lu->lock);
+	free(j);
+	return NULL;
+}
+
+static void grow_take(struct scsi_lu *lu, const uint8_t *msg, size_t len)
+{
+	char buf[48];
+	unsigned long long bytes;
+	struct grow_job *j;
+	pthread_attr_t a;
+	pthread_t th;
+	int used = 0, rc;
+
+	if (len >= sizeof(buf))
+		goto bad;
+	memcpy(buf, msg, len);
+	buf[len] = '\0';
+	if (sscanf(buf, PR_GROW_MAGIC "%llu\n%n", &bytes, &used) != 1 || used != (int)len ||
+	    bytes % SCSI_BS)
+		goto bad;
+	j = malloc(sizeof(*j));
+	if (!j)
+		goto fail;
+	j->lu = lu;
+	j->bytes = bytes;
+	pthread_mutex_lock(&lu->lock);
+	lu->pr_grows_pending++;
+	pthread_mutex_unlock(&lu->lock);
+	rc = pthread_attr_init(&a);
+	if (rc == 0) {
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		rc = pthread_create(&th, &a, grow_main, j);
+		pthread_attr_destroy(&a);
+	}
+	if (rc == 0)
+		return;
+	pthread_mutex_lock(&lu->lock);
+	lu->pr_grows_pending--;
+	pthread_mutex_unlock(&lu->lock);
+	free(j);
+fail:
+	LOG_ERR("scsi", "%s: another node grew the volume, but this node cannot look (out of resources); a restart shows the new size",
+		lu->name);
+	return;
+bad:
+	LOG_ERR("scsi", "%s: ignoring a malformed grow message from another node (%zu bytes)",
+		lu->name, len);
+}
+
+void scsi_lu_grown_share(struct scsi_lu *lu)
+{
+	char msg[48];
+	int len, rc;
+
+	if (!lu->pr_shared)
+		return;
+	len = snprintf(msg, sizeof(msg), PR_GROW_MAGIC "%llu\n",
+		       (unsigned long long)raid_vol_bytes(lu->vol));
+	rc = raid_vol_shared_notify(lu->vol, PR_TAG, msg, (size_t)len, PR_RESET_NOTIFY_MS);
+	if (rc < 0)
+		LOG_WARN("scsi", "%s: not every other node confirmed the new size: %s", lu->name,
+			 strerror(-rc));
+}
+
 /* Library thread: a change (or reset) made by any node, this one included;
  * the node that made it waits until we return. */
 static void watch_cb(void *arg, const uint8_t *msg, size_t len, bool self)
 {
 	struct scsi_lu *lu = arg;
 
+	if (len >= strlen(PR_GROW_MAGIC) && memcmp(msg, PR_GROW_MAGIC, strlen(PR_GROW_MAGIC)) == 0) {
+		if (!self)
+			grow_take(lu, msg, len);
+		return;
+	}
 	if (len >= strlen(PR_RESET_MAGIC) && memcmp(msg, PR_RESET_MAGIC, strlen(PR_RESET_MAGIC)) == 0) {
 		if (!self)
 			reset_take(lu, msg, len);
@@ -881,14 +988,14 @@ int pr_load(struct scsi_lu *lu)
 
 void pr_free(struct scsi_lu *lu)
 {
-	/* a reset notify still running calls back into @lu: wait for it (at
-	 * most PR_RESET_NOTIFY_MS) */
+	/* a reset notify still running calls back into @lu, a grow taken from
+	 * another node looks at it: wait for them (a few seconds at most) */
 	for (;;) {
 		struct timespec ms = { 0, 10000000 };
 		unsigned n;
 
 		pthread_mutex_lock(&lu->lock);
-		n = lu->pr_resets_pending;
+		n = lu->pr_resets_pending + lu->pr_grows_pending;
 		pthread_mutex_unlock(&lu->lock);
 		if (!n)
 			break;

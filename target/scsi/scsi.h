@@ -137,6 +137,12 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out);
  * CHANGED (SBC-3 4.6, as SPC-4 unit attentions are queued). true when the
  * size changed. Any thread. */
 bool scsi_lu_resized(struct scsi_lu *lu);
+/* After scsi_lu_resized() on the node that grew a shared LU's volume
+ * (raid_vol_shared: an RBD image other nodes serve): tells every other
+ * node, which re-reads the size and raises CAPACITY DATA HAS CHANGED for
+ * its own nexuses. Waits for them, at most 3 s (a warning when one does
+ * not answer). Nothing for a LU that is not shared. Not on a reactor. */
+void scsi_lu_grown_share(struct scsi_lu *lu);
 /* Frees @lu, which no target maps any more; waits for the holders
  * scsi_lu_inflight() counts. */
 void scsi_lu_destroy(struct scsi_lu *lu);

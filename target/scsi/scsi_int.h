@@ -277,6 +277,8 @@ struct scsi_lu {
 	/* resets of this LU whose notify to the other nodes has not yet
 	 * been acknowledged or timed out (pr_lu_reset; lock) */
 	unsigned pr_resets_pending;
+	/* grows by another node being looked at (pr_state.c grow_main; lock) */
+	unsigned pr_grows_pending;
 	/* pr_state.c's scratch LUs only: where pr.c's ua_reg()/abort_reg() record the
 	 * events of a service action; NULL on real LUs */
 	struct pr_rec *pr_rec;

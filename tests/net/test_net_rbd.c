@@ -76,6 +76,14 @@
  *    WriteSame10/16 with UNMAP, ReadCapacity16, Inquiry VPD) on thin LUNs
  *    (scripts/conformance.sh LEVEL=rbd THIN=1): 0 failures, none of them
  *    skipped for want of thin provisioning.
+ * 17 growing a LUN online on two nodes: `rtgtctl resize` through node A
+ *    of an image both serve, under verified I/O from a session on node B:
+ *    that session sees CAPACITY DATA HAS CHANGED once and no other error
+ *    nor wrong byte; another session on B gets the unit attention too and
+ *    READ CAPACITY 16 the new size there; the blocks gained take writes
+ *    through B and read back through A; the thick image is written out to
+ *    its new size (`rbd du`); shrinking is refused; a restart of A with the
+ *    old size in the file serves the grown size (a warning).
  *
  * Without the Ceph packages (or built without librbd) the test prints
  * SKIPPED with the reason and exits 0: it neither passes nor fails anything.
@@ -99,6 +107,7 @@
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
 #include "tests/lib/lun_io.h"
+#include "tests/lib/lun_grow.h"
 #include "tests/lib/net_fixture.h"
 #include "tests/lib/rtgtctl_json.h"
 
@@ -1405,6 +1414,87 @@ START_TEST(t16_conformance_thin)
 }
 END_TEST
 
+START_TEST(t17_grow_two_nodes)
+{
+	struct lg_loader l = { .bytes = 15u << 20 };
+	struct iscsi_context *a, *b;
+	pthread_t th;
+	char vol[64], out[4096];
+	unsigned ops;
+	int ascq, rc;
+	long long used;
+
+	next_vol(vol, sizeof(vol));
+	nf_setup(&D2);
+	write_conf(vol, "16M", NULL);
+	write_conf_d(&D2, vol, "16M", NULL);
+	nf_start(&D);
+	rc = harness_start(&D2);
+	if (rc)
+		harness_dump_log(&D2, stderr, 40);
+	ck_assert_msg(rc == 0, "second node did not start: %s", strerror(-rc));
+	a = login_d(&D);
+	b = login_d(&D2);
+	l.c = login_d(&D2);
+	lg_drain_ua(a, 0);
+	lg_drain_ua(b, 0);
+	lg_drain_ua(l.c, 0);
+	lg_write_read(a, (16u << 20) / 512 - 8, 4096, 7);
+
+	ck_assert_int_eq(pthread_create(&th, NULL, lg_load_main, &l), 0);
+	while (atomic_load(&l.ops) < 20)
+		usleep(10000);
+	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", HARNESS_TARGET, "0", "24M", NULL),
+			 0);
+	ck_assert_msg(strstr(out, "grown to 25165824 bytes"), "rtgtctl said: %s", out);
+	ops = atomic_load(&l.ops);
+	while (atomic_load(&l.ops) < ops + 20)
+		usleep(10000);
+	atomic_store(&l.stop, true);
+	pthread_join(th, NULL);
+	ck_assert_msg(l.errors == 0, "%u errors, first: %s", l.errors, l.first_error);
+	ck_assert_uint_eq(l.wrong, 0);
+	ck_assert_uint_eq(l.ua, 1);
+
+	/* node B: the unit attention, the new size, the new blocks */
+	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_CHECK_CONDITION);
+	ck_assert_int_eq(ascq, LG_ASC_CAP_CHANGED);
+	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_GOOD);
+	ck_assert_uint_eq(lg_capacity(b, 0), (24u << 20) / 512);
+	lg_read_expect(b, (16u << 20) / 512 - 8, 4096, 7);
+	lg_write_read(b, (24u << 20) / 512 - 8, 4096, 9);
+	lg_write_read(b, (16u << 20) / 512, 65536, 8);
+	/* node A: the same */
+	ck_assert_int_eq(lg_tur(a, 0, &ascq), SCSI_STATUS_CHECK_CONDITION);
+	ck_assert_int_eq(ascq, LG_ASC_CAP_CHANGED);
+	ck_assert_uint_eq(lg_capacity(a, 0), (24u << 20) / 512);
+	lg_read_expect(a, (24u << 20) / 512 - 8, 4096, 9);
+	lg_verify_pieces(a, &l);
+	used = cl_image_used(vol);
+	ck_assert_msg(used == 24ll << 20, "rbd du of the grown thick image: %lld", used);
+	/* never shrinks */
+	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", HARNESS_TARGET, "0", "20M", NULL),
+			 1);
+	ck_assert_uint_eq(lg_capacity(a, 0), (24u << 20) / 512);
+	harness_iscsi_logout(a);
+	harness_iscsi_logout(b);
+	harness_iscsi_logout(l.c);
+	ck_assert_int_eq(harness_stop(&D2), 0);
+
+	/* the file still says 16M */
+	nf_stop_expect_0(&D, "after the grow");
+	nf_start(&D);
+	a = login_d(&D);
+	lg_drain_ua(a, 0);
+	ck_assert_uint_eq(lg_capacity(a, 0), (24u << 20) / 512);
+	ck_assert(log_has("more than the 16777216 the configuration asks for"));
+	lg_read_expect(a, (24u << 20) / 512 - 8, 4096, 9);
+	lg_verify_pieces(a, &l);
+	harness_iscsi_logout(a);
+	nf_stop_expect_0(&D, "after the restart");
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1424,6 +1514,7 @@ int main(void)
 		CK_CASE("14_caw_snap_clone", t14_caw_snap_clone, .timeout = 300),
 		CK_CASE("15_thin_unmap", t15_thin_unmap, .timeout = 600),
 		CK_CASE("16_conformance_thin", t16_conformance_thin, .timeout = 900),
+		CK_CASE("17_grow_two_nodes", t17_grow_two_nodes, .timeout = 300),
 	};
 
 	return cl_main("rtgt-rbd", &(struct ck_suite_def){ "net_rbd", CK_CASES(cases),

@@ -34,6 +34,7 @@
 
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/lun_grow.h"
 #include "tests/lib/net_fixture.h"
 #include "tests/lib/rtgtctl_json.h"
 
@@ -41,7 +42,7 @@
 #define INI_A "iqn.2026-11.org.example:a"
 #define INI_B "iqn.2026-11.org.example:b"
 #define MB (1u << 20)
-#define ASC_CAP_CHANGED 0x2a09
+#define LG_ASC_CAP_CHANGED 0x2a09
 
 static struct harness_daemon D;
 
@@ -84,171 +85,6 @@ static struct iscsi_context *login_as(const char *initiator, uint32_t isid)
 	return nf_login(&D, 0, &o);
 }
 
-static uint64_t capacity(struct iscsi_context *c, int lun)
-{
-	struct scsi_task *t = iscsi_readcapacity16_sync(c, lun);
-	struct scsi_readcapacity16 *rc;
-	uint64_t blocks;
-
-	ck_assert_ptr_nonnull(t);
-	ck_assert_int_eq(t->status, SCSI_STATUS_GOOD);
-	rc = scsi_datain_unmarshall(t);
-	ck_assert_ptr_nonnull(rc);
-	blocks = rc->returned_lba + 1;
-	ck_assert_uint_eq(rc->block_length, 512);
-	scsi_free_scsi_task(t);
-	return blocks;
-}
-
-/* TEST UNIT READY: its status, the sense in *@ascq (0 when GOOD). */
-static int tur(struct iscsi_context *c, int lun, int *ascq)
-{
-	struct scsi_task *t = iscsi_testunitready_sync(c, lun);
-	int st;
-
-	ck_assert_ptr_nonnull(t);
-	st = t->status;
-	*ascq = st == SCSI_STATUS_CHECK_CONDITION ? t->sense.ascq : 0;
-	if (st == SCSI_STATUS_CHECK_CONDITION)
-		ck_assert_int_eq(t->sense.key, SCSI_SENSE_UNIT_ATTENTION);
-	scsi_free_scsi_task(t);
-	return st;
-}
-
-/* Pending unit attentions of the nexus taken (power on, ...) until GOOD. */
-static void drain_ua(struct iscsi_context *c, int lun)
-{
-	int ascq;
-
-	for (int i = 0; i < 8; i++)
-		if (tur(c, lun, &ascq) == SCSI_STATUS_GOOD)
-			return;
-	ck_abort_msg("unit attentions never end");
-}
-
-static void pattern(uint8_t *b, size_t len, uint64_t lba, unsigned gen)
-{
-	for (size_t i = 0; i < len; i += 8) {
-		uint64_t v = (lba + i / 512) * 0x9e3779b97f4a7c15ull ^ gen;
-
-		memcpy(b + i, &v, 8);
-	}
-}
-
-static int xfer(struct iscsi_context *c, bool write, uint64_t lba, uint8_t *buf, size_t len,
-		int *ascq)
-{
-	struct scsi_task *t = write ?
-		iscsi_write16_sync(c, 0, lba, buf, (uint32_t)len, 512, 0, 0, 0, 0, 0) :
-		iscsi_read16_sync(c, 0, lba, (uint32_t)len, 512, 0, 0, 0, 0, 0);
-	int st;
-
-	if (!t)
-		return -1;
-	st = t->status;
-	*ascq = st == SCSI_STATUS_CHECK_CONDITION ? t->sense.ascq : 0;
-	if (st == SCSI_STATUS_GOOD && !write) {
-		if (t->datain.size != (int)len)
-			st = -2;
-		else
-			memcpy(buf, t->datain.data, len);
-	}
-	scsi_free_scsi_task(t);
-	return st;
-}
-
-/* Writes and reads back 64 KiB pieces of the first @bytes, one generation
- * a pass; counts the capacity unit attentions it retried past. */
-struct loader {
-	struct iscsi_context *c;
-	uint64_t bytes;
-	atomic_bool stop;
-	atomic_uint ops;
-	unsigned ua, errors, wrong, gen[256];
-	char first_error[200];
-};
-
-static void *load_main(void *arg)
-{
-	struct loader *l = arg;
-	uint8_t w[65536], r[65536];
-	unsigned n = (unsigned)(l->bytes / sizeof(w));
-
-	for (unsigned k = 0; !atomic_load(&l->stop); k++) {
-		unsigned piece = (k * 37u) % n;
-		uint64_t lba = (uint64_t)piece * sizeof(w) / 512;
-		int st, ascq, tries;
-
-		pattern(w, sizeof(w), lba, k + 1);
-		for (tries = 0; tries < 3; tries++) {
-			st = xfer(l->c, true, lba, w, sizeof(w), &ascq);
-			if (st != SCSI_STATUS_CHECK_CONDITION || ascq != ASC_CAP_CHANGED)
-				break;
-			l->ua++;
-		}
-		if (st == SCSI_STATUS_GOOD) {
-			l->gen[piece] = k + 1;
-			for (tries = 0; tries < 3; tries++) {
-				st = xfer(l->c, false, lba, r, sizeof(r), &ascq);
-				if (st != SCSI_STATUS_CHECK_CONDITION || ascq != ASC_CAP_CHANGED)
-					break;
-				l->ua++;
-			}
-		}
-		if (st != SCSI_STATUS_GOOD) {
-			if (!l->errors++)
-				snprintf(l->first_error, sizeof(l->first_error),
-					 "piece %u: status %d ascq 0x%04x", piece, st, ascq);
-		} else if (memcmp(w, r, sizeof(w))) {
-			l->wrong++;
-		}
-		atomic_fetch_add(&l->ops, 1);
-	}
-	return NULL;
-}
-
-/* Every piece the loader wrote holds its last generation. */
-static void verify_pieces(struct iscsi_context *c, const struct loader *l)
-{
-	uint8_t w[65536], r[65536];
-	int ascq;
-
-	for (unsigned piece = 0; piece < l->bytes / sizeof(w); piece++) {
-		uint64_t lba = (uint64_t)piece * sizeof(w) / 512;
-
-		if (!l->gen[piece])
-			continue;
-		pattern(w, sizeof(w), lba, l->gen[piece]);
-		ck_assert_int_eq(xfer(c, false, lba, r, sizeof(r), &ascq), SCSI_STATUS_GOOD);
-		ck_assert_msg(!memcmp(w, r, sizeof(w)), "piece %u lost its data", piece);
-	}
-}
-
-static void write_read(struct iscsi_context *c, uint64_t lba, size_t len, unsigned gen)
-{
-	uint8_t *w = malloc(len), *r = malloc(len);
-	int ascq;
-
-	pattern(w, len, lba, gen);
-	ck_assert_int_eq(xfer(c, true, lba, w, len, &ascq), SCSI_STATUS_GOOD);
-	ck_assert_int_eq(xfer(c, false, lba, r, len, &ascq), SCSI_STATUS_GOOD);
-	ck_assert(!memcmp(w, r, len));
-	free(w);
-	free(r);
-}
-
-static void read_expect(struct iscsi_context *c, uint64_t lba, size_t len, unsigned gen)
-{
-	uint8_t *w = malloc(len), *r = malloc(len);
-	int ascq;
-
-	pattern(w, len, lba, gen);
-	ck_assert_int_eq(xfer(c, false, lba, r, len, &ascq), SCSI_STATUS_GOOD);
-	ck_assert_msg(!memcmp(w, r, len), "data at LBA %llu changed", (unsigned long long)lba);
-	free(w);
-	free(r);
-}
-
 static bool log_has(const char *s)
 {
 	static char buf[1 << 20];
@@ -262,7 +98,7 @@ static bool log_has(const char *s)
 
 START_TEST(t01_resize_under_io)
 {
-	struct loader l = { .bytes = 15 * MB }; /* the last MiB is the test's */
+	struct lg_loader l = { .bytes = 15 * MB }; /* the last MiB is the test's */
 	struct iscsi_context *b;
 	pthread_t th;
 	char out[4096];
@@ -273,12 +109,12 @@ START_TEST(t01_resize_under_io)
 	nf_start(&D);
 	l.c = login_as(INI_A, 1);
 	b = login_as(INI_B, 2);
-	drain_ua(l.c, 0);
-	drain_ua(b, 0);
-	ck_assert_uint_eq(capacity(b, 0), 16 * MB / 512);
-	write_read(b, 16 * MB / 512 - 8, 4096, 7);
+	lg_drain_ua(l.c, 0);
+	lg_drain_ua(b, 0);
+	ck_assert_uint_eq(lg_capacity(b, 0), 16 * MB / 512);
+	lg_write_read(b, 16 * MB / 512 - 8, 4096, 7);
 
-	ck_assert_int_eq(pthread_create(&th, NULL, load_main, &l), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, lg_load_main, &l), 0);
 	while (atomic_load(&l.ops) < 20)
 		usleep(10000);
 	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", IQN, "0", "24M", NULL), 0);
@@ -292,14 +128,14 @@ START_TEST(t01_resize_under_io)
 	ck_assert_uint_eq(l.wrong, 0);
 	ck_assert_uint_eq(l.ua, 1);
 
-	ck_assert_int_eq(tur(b, 0, &ascq), SCSI_STATUS_CHECK_CONDITION);
-	ck_assert_int_eq(ascq, ASC_CAP_CHANGED);
-	ck_assert_int_eq(tur(b, 0, &ascq), SCSI_STATUS_GOOD);
-	ck_assert_uint_eq(capacity(b, 0), 24 * MB / 512);
-	read_expect(b, 16 * MB / 512 - 8, 4096, 7);
-	write_read(b, 16 * MB / 512, 65536, 8);
-	write_read(b, 24 * MB / 512 - 8, 4096, 9);
-	verify_pieces(b, &l);
+	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_CHECK_CONDITION);
+	ck_assert_int_eq(ascq, LG_ASC_CAP_CHANGED);
+	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_GOOD);
+	ck_assert_uint_eq(lg_capacity(b, 0), 24 * MB / 512);
+	lg_read_expect(b, 16 * MB / 512 - 8, 4096, 7);
+	lg_write_read(b, 16 * MB / 512, 65536, 8);
+	lg_write_read(b, 24 * MB / 512 - 8, 4096, 9);
+	lg_verify_pieces(b, &l);
 	harness_iscsi_logout(l.c);
 	harness_iscsi_logout(b);
 
@@ -307,12 +143,12 @@ START_TEST(t01_resize_under_io)
 	nf_stop_expect_0(&D, "after the resize");
 	nf_start(&D);
 	b = login_as(INI_B, 2);
-	drain_ua(b, 0);
-	ck_assert_uint_eq(capacity(b, 0), 24 * MB / 512);
+	lg_drain_ua(b, 0);
+	ck_assert_uint_eq(lg_capacity(b, 0), 24 * MB / 512);
 	ck_assert(log_has("more than the 16777216 the configuration asks for"));
-	read_expect(b, 16 * MB / 512 - 8, 4096, 7);
-	read_expect(b, 24 * MB / 512 - 8, 4096, 9);
-	verify_pieces(b, &l);
+	lg_read_expect(b, 16 * MB / 512 - 8, 4096, 7);
+	lg_read_expect(b, 24 * MB / 512 - 8, 4096, 9);
+	lg_verify_pieces(b, &l);
 	harness_iscsi_logout(b);
 	nf_stop_expect_0(&D, "after the restart");
 }
@@ -327,8 +163,8 @@ START_TEST(t02_refused)
 	write_conf("16M", "8M");
 	nf_start(&D);
 	b = login_as(INI_B, 2);
-	drain_ua(b, 0);
-	drain_ua(b, 1);
+	lg_drain_ua(b, 0);
+	lg_drain_ua(b, 1);
 
 	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", IQN, "0", "8M", NULL), 1);
 	ck_assert_msg(strstr(out, "never shrink"), "rtgtctl said: %s", out);
@@ -346,18 +182,18 @@ START_TEST(t02_refused)
 	ck_assert_msg(strstr(out, "no target named"), "rtgtctl said: %s", out);
 	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", IQN, "0", NULL), 2);
 
-	ck_assert_int_eq(tur(b, 0, &ascq), SCSI_STATUS_GOOD);
-	ck_assert_uint_eq(capacity(b, 0), 16 * MB / 512);
-	ck_assert_uint_eq(capacity(b, 1), 8 * MB / 512);
+	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_GOOD);
+	ck_assert_uint_eq(lg_capacity(b, 0), 16 * MB / 512);
+	ck_assert_uint_eq(lg_capacity(b, 1), 8 * MB / 512);
 	/* w, the last volume, can grow; 0 cannot, w is in its way */
 	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", IQN, "1", "40M", NULL), 0);
-	ck_assert_int_eq(tur(b, 1, &ascq), SCSI_STATUS_CHECK_CONDITION);
-	ck_assert_int_eq(ascq, ASC_CAP_CHANGED);
-	ck_assert_uint_eq(capacity(b, 1), 40 * MB / 512);
-	ck_assert_int_eq(tur(b, 0, &ascq), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(lg_tur(b, 1, &ascq), SCSI_STATUS_CHECK_CONDITION);
+	ck_assert_int_eq(ascq, LG_ASC_CAP_CHANGED);
+	ck_assert_uint_eq(lg_capacity(b, 1), 40 * MB / 512);
+	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_GOOD);
 	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", IQN, "1", "40M", NULL), 0);
 	ck_assert_msg(strstr(out, "already 41943040 bytes"), "rtgtctl said: %s", out);
-	ck_assert_int_eq(tur(b, 1, &ascq), SCSI_STATUS_GOOD);
+	ck_assert_int_eq(lg_tur(b, 1, &ascq), SCSI_STATUS_GOOD);
 	harness_iscsi_logout(b);
 	nf_stop_expect_0(&D, NULL);
 }
@@ -373,8 +209,8 @@ START_TEST(t03_reload)
 	write_conf("16M", NULL);
 	nf_start(&D);
 	b = login_as(INI_B, 2);
-	drain_ua(b, 0);
-	write_read(b, 100, 8192, 11);
+	lg_drain_ua(b, 0);
+	lg_write_read(b, 100, 8192, 11);
 
 	write_conf("20M", NULL);
 	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "reload", "--json", NULL), 0);
@@ -384,18 +220,18 @@ START_TEST(t03_reload)
 	ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(a, 0)),
 			 "p/v 16777216 -> 20971520");
 	json_object_put(r);
-	ck_assert_int_eq(tur(b, 0, &ascq), SCSI_STATUS_CHECK_CONDITION);
-	ck_assert_int_eq(ascq, ASC_CAP_CHANGED);
-	ck_assert_uint_eq(capacity(b, 0), 20 * MB / 512);
-	write_read(b, 20 * MB / 512 - 16, 8192, 12);
+	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_CHECK_CONDITION);
+	ck_assert_int_eq(ascq, LG_ASC_CAP_CHANGED);
+	ck_assert_uint_eq(lg_capacity(b, 0), 20 * MB / 512);
+	lg_write_read(b, 20 * MB / 512 - 16, 8192, 12);
 
 	write_conf("10M", NULL);
 	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "reload", NULL), 0);
 	ck_assert_msg(strstr(out, "never shrink"), "rtgtctl said: %s", out);
-	ck_assert_int_eq(tur(b, 0, &ascq), SCSI_STATUS_GOOD);
-	ck_assert_uint_eq(capacity(b, 0), 20 * MB / 512);
-	read_expect(b, 100, 8192, 11);
-	read_expect(b, 20 * MB / 512 - 16, 8192, 12);
+	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_GOOD);
+	ck_assert_uint_eq(lg_capacity(b, 0), 20 * MB / 512);
+	lg_read_expect(b, 100, 8192, 11);
+	lg_read_expect(b, 20 * MB / 512 - 16, 8192, 12);
 	harness_iscsi_logout(b);
 	nf_stop_expect_0(&D, NULL);
 }
