@@ -448,16 +448,21 @@ static void task_exec(struct iscsi_task *t)
 	scsi_cmd_exec(&t->cmd);
 }
 
-/* Queueing an R2T may close the connection (write error), which aborts
- * and unlinks every task: @t is held by a reference of its own until the
- * loop is done with it, and the loop stops once the task is dead. The
- * connection itself is freed only from a later event-loop callback. */
+/* The R2Ts are written at once (iscsi_conn_flush) instead of at the end
+ * of the wake-up: the initiator sends the burst only once it has the R2T,
+ * and at MaxOutstandingR2T 1 every burst of a large write waits on one.
+ * That write may close the connection (write error), as may running out
+ * of memory, which aborts and unlinks every task: @t is held by a
+ * reference of its own until the loop is done with it, and the loop stops
+ * once the task is dead. The connection itself is freed only from a later
+ * event-loop callback. */
 static void send_r2ts(struct iscsi_task *t)
 {
 	struct iscsi_conn *c = t->conn;
 	uint32_t edtl = t->cmd.edtl;
 	uint32_t max_r2t = c->params.max_outstanding_r2t;
 	unsigned active = 0;
+	bool queued = false;
 
 	if (max_r2t == 0 || max_r2t > ISCSI_TGT_MAX_R2T)
 		max_r2t = ISCSI_TGT_MAX_R2T;
@@ -502,7 +507,10 @@ static void send_r2ts(struct iscsi_task *t)
 		conf_put_be32(tx->hdr + ISCSI_OFF_BUFOFF, slot->off);
 		conf_put_be32(tx->hdr + ISCSI_OFF_DDTL, len);
 		iscsi_conn_queue(c, tx);
+		queued = true;
 	}
+	if (queued)
+		iscsi_conn_flush(c);
 	iscsi_task_put(t);
 }
 

@@ -53,7 +53,15 @@
  * writes each listed queue with one writev once the wake-up's events are
  * handled, so the responses of every command completed in one wake-up
  * leave together (status rides in the last Data-In, cmd.c). A queue the
- * socket did not take waits for EPOLLOUT (want_write) instead.
+ * socket did not take waits for EPOLLOUT (want_write) instead. The
+ * exception is iscsi_conn_flush(), which writes the queue at once: an R2T
+ * (cmd.c, send_r2ts) is what the initiator waits for before it sends the
+ * next burst of a write, so it must not sit behind the rest of the
+ * wake-up (up to RX_READS reads of this conn, the other conns, the member
+ * I/O the ioctx hook does on the reactor). The whole queue goes, in
+ * order, so StatSN, R2TSN and DataSN order on the wire stay those of
+ * queueing. It may run inside the receive path: a write error closes the
+ * conn there, which sets RX_ERROR and ends conn_rx like any other close.
  *
  * Invariants (iscsi_conn_check): rx_got is below the current piece's size;
  * rb_off <= rb_end <= ISCSI_RX_BUF;
@@ -343,6 +351,15 @@ static int tx_flush(struct iscsi_conn *c)
 	tx_want_write(c, false);
 	conn_rx_gate(c);
 	return 0;
+}
+
+int iscsi_conn_flush(struct iscsi_conn *c)
+{
+	/* a queue waiting on EPOLLOUT stays there; CONN_CLOSING keeps its
+	 * last PDU for the prepare hook (no R2T is sent then anyway) */
+	if (c->state != CONN_FFP || !c->txq || c->want_write)
+		return 0;
+	return tx_flush(c);
 }
 
 static void conn_close_timeout(struct ev_loop *loop, struct ev_timer *t, void *arg)

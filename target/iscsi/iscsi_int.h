@@ -453,6 +453,10 @@ struct iscsi_tx *iscsi_tx_new(void);
 /* Finishes a tx whose hdr (48 bytes) and data are filled: DSL, digests,
  * padding; then queues it. */
 void iscsi_conn_queue(struct iscsi_conn *c, struct iscsi_tx *tx);
+/* Writes the queue now rather than at the prepare hook (a PDU the peer
+ * waits on before it can send more, like an R2T). May close the conn:
+ * -EPIPE then. */
+int iscsi_conn_flush(struct iscsi_conn *c);
 /* Fills StatSN (consuming one when @advance), ExpCmdSN and MaxCmdSN. */
 void iscsi_conn_fill_sn(struct iscsi_conn *c, uint8_t *bhs, bool advance);
 void iscsi_conn_send_reject(struct iscsi_conn *c, const uint8_t *bhs, uint8_t reason);
