@@ -171,9 +171,12 @@ tsan-run:
 	@$(SAN_REPORT)
 
 # The fio job set from a real Linux initiator (a qemu guest; minutes):
-# tests/guest/test_guest_fio.sh. Not part of check.
+# tests/guest/test_guest_fio.sh; a thin LUN and an online grow through
+# the kernel's initiator, ext4, fstrim and resize2fs:
+# tests/guest/test_guest_thin.sh. Not part of check.
 guest-check: all
 	tests/guest/test_guest_fio.sh
+	tests/guest/test_guest_thin.sh
 
 lab: deps
 	$(MAKE) all

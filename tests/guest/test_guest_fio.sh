@@ -15,24 +15,10 @@
 # any of that is missing.
 # env: GUEST_DIR (default /tmp/guest), GUEST_KIT (../shared/initiator-guest)
 set -u
-root=$(cd "$(dirname "$0")/../.." && pwd)
-kit=${GUEST_KIT:-$root/../shared/initiator-guest}
-[ -d "$kit" ] || kit=/work/shared/initiator-guest
-G=${GUEST_DIR:-/tmp/guest}
-RTGTD=${RTGTD:-$root/bin/rtgtd} RTGTCTL=${RTGTCTL:-$root/bin/rtgtctl}
-skip() { echo "SKIPPED: $*"; exit 0; }
-fail() { echo "FAIL: $*"; [ -n "${W:-}" ] && tail -20 "$W/rtgtd.log" 2>/dev/null; echo "0%: Checks: $checks, Failures: 1, Errors: 0"; exit 1; }
-checks=0
-ok() { checks=$((checks + 1)); }
+. "$(dirname "$0")/guest_lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespace, veth links)"
 command -v ip >/dev/null || skip "iproute2 missing"
-[ -x "$RTGTD" ] && [ -x "$RTGTCTL" ] || skip "build rtgtd and rtgtctl first (make)"
-if [ ! -f "$G/vmlinuz" ] || [ ! -f "$G/base.cpio" ]; then
-	[ -x "$kit/build.sh" ] || skip "no guest in $G and no $kit/build.sh"
-	echo "building the guest in $G (2-3 minutes)"
-	"$kit/build.sh" "$G" || skip "guest build failed (no Debian package registry?)"
-fi
-command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing"
+guest_ready
 
 W=$(mktemp -d /tmp/rtgt-guest.XXXXXX)
 X=$((20 + $$ % 220)) NS=rtgtg$$ VA=rg$(($$ % 100000))a VB=rg$(($$ % 100000))b

@@ -2,14 +2,17 @@
  * tests/lib/lun_grow.c - see lun_grow.h.
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
 
 #include "tests/lib/lun_grow.h"
+#include "tests/lib/rtgtctl_json.h"
 
 uint64_t lg_capacity(struct iscsi_context *c, int lun)
 {
@@ -124,6 +127,29 @@ void *lg_load_main(void *arg)
 }
 
 /* Every piece the loader wrote holds its last generation. */
+void lg_grow_under_load(struct lg_loader *l, const struct harness_daemon *d, const char *target,
+			const char *size, uint64_t bytes)
+{
+	char out[4096], want[64];
+	pthread_t th;
+	unsigned ops;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, lg_load_main, l), 0);
+	while (atomic_load(&l->ops) < 20)
+		usleep(10000);
+	ck_assert_int_eq(rj_ctl(d, out, sizeof(out), "resize", target, "0", size, NULL), 0);
+	snprintf(want, sizeof(want), "grown to %llu bytes", (unsigned long long)bytes);
+	ck_assert_msg(strstr(out, want), "rtgtctl said: %s", out);
+	ops = atomic_load(&l->ops);
+	while (atomic_load(&l->ops) < ops + 20)
+		usleep(10000);
+	atomic_store(&l->stop, true);
+	pthread_join(th, NULL);
+	ck_assert_msg(l->errors == 0, "%u errors, first: %s", l->errors, l->first_error);
+	ck_assert_uint_eq(l->wrong, 0);
+	ck_assert_uint_eq(l->ua, 1);
+}
+
 void lg_verify_pieces(struct iscsi_context *c, const struct lg_loader *l)
 {
 	uint8_t w[65536], r[65536];

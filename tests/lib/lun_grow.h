@@ -45,6 +45,13 @@ struct lg_loader {
 	char first_error[200];
 };
 void *lg_load_main(void *arg);
+/* Starts @l on a thread, and once it is under way runs `rtgtctl resize
+ * @target 0 @size` on daemon @d (it must say "grown to @bytes bytes"); then
+ * lets the loader go on a while, stops it and asserts it saw no error, no
+ * wrong byte and exactly one CAPACITY DATA HAS CHANGED. */
+struct harness_daemon;
+void lg_grow_under_load(struct lg_loader *l, const struct harness_daemon *d, const char *target,
+			const char *size, uint64_t bytes);
 /* Every piece the loader wrote holds its last generation. */
 void lg_verify_pieces(struct iscsi_context *c, const struct lg_loader *l);
 /* lg_pattern(@gen) written at @lba and read back equal. */

@@ -438,14 +438,17 @@ START_TEST(t04_thin)
 }
 END_TEST
 
-START_TEST(t05_conformance)
+/* scripts/conformance.sh LEVEL=rbd with @env on this cluster, output in
+ * conformance.out of the daemon's directory: must exit 0 (its tail shown
+ * otherwise). */
+static void conformance_rbd(const char *env, const char *what)
 {
-	char cmd[512], line[512];
+	char cmd[900], line[512];
 	int rc;
 
 	snprintf(cmd, sizeof(cmd),
-		 "LEVEL=rbd CEPH_DIR=%s PORT=%u scripts/conformance.sh > %s/conformance.out 2>&1; "
-		 "echo $?", cl_dir(), D.port, D.dir);
+		 "LEVEL=rbd %s CEPH_DIR=%s PORT=%u scripts/conformance.sh > %s/conformance.out 2>&1; "
+		 "echo $?", env, cl_dir(), D.port, D.dir);
 	rc = cl_run_line(line, sizeof(line), "%s", cmd);
 	ck_assert_int_eq(rc, 0);
 	if (strcmp(line, "0") != 0) {
@@ -455,7 +458,12 @@ START_TEST(t05_conformance)
 		if (system(show) != 0)
 			fprintf(stderr, "(no conformance output)\n");
 	}
-	ck_assert_msg(strcmp(line, "0") == 0, "conformance on rbd failed (exit %s)", line);
+	ck_assert_msg(strcmp(line, "0") == 0, "%s failed (exit %s)", what, line);
+}
+
+START_TEST(t05_conformance)
+{
+	conformance_rbd("", "conformance on rbd");
 }
 END_TEST
 
@@ -1398,28 +1406,13 @@ END_TEST
 
 START_TEST(t16_conformance_thin)
 {
-	char cmd[600], line[512];
-	int rc;
+	char cmd[300], line[512];
 
-	snprintf(cmd, sizeof(cmd),
-		 "LEVEL=rbd THIN=1 MIN_PASSED=20 TESTS='ALL.Unmap*,ALL.GetLBAStatus*,ALL.WriteSame10*,"
-		 "ALL.WriteSame16*,ALL.ReadCapacity16*,ALL.Inquiry*' CEPH_DIR=%s PORT=%u "
-		 "scripts/conformance.sh > %s/conformance.out 2>&1; echo $?; "
-		 "grep -a 'thin-provisioning tests skipped' %s/conformance.out", cl_dir(), D.port,
-		 D.dir, D.dir);
-	rc = cl_run_line(line, sizeof(line), "%s", cmd);
-	ck_assert_int_eq(rc, 0);
-	if (strcmp(line, "0") != 0) {
-		char show[600];
-
-		snprintf(show, sizeof(show), "tail -30 %s/conformance.out >&2", D.dir);
-		if (system(show) != 0)
-			fprintf(stderr, "(no conformance output)\n");
-	}
-	ck_assert_msg(strcmp(line, "0") == 0, "thin conformance on rbd failed (exit %s)", line);
+	conformance_rbd("THIN=1 MIN_PASSED=20 TESTS='ALL.Unmap*,ALL.GetLBAStatus*,ALL.WriteSame10*,"
+			"ALL.WriteSame16*,ALL.ReadCapacity16*,ALL.Inquiry*'",
+			"thin conformance on rbd");
 	snprintf(cmd, sizeof(cmd), "grep -a 'skipped' %s/conformance.out | tail -1", D.dir);
-	rc = cl_run_line(line, sizeof(line), "%s", cmd);
-	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(cl_run_line(line, sizeof(line), "%s", cmd), 0);
 	printf("16_conformance_thin: %s\n", line);
 	ck_assert_msg(strstr(line, "thin-provisioning tests skipped: 0"), "%s", line);
 }
@@ -1429,9 +1422,7 @@ START_TEST(t17_grow_two_nodes)
 {
 	struct lg_loader l = { .bytes = 15u << 20 };
 	struct iscsi_context *a, *b;
-	pthread_t th;
 	char vol[64], out[4096];
-	unsigned ops;
 	int ascq, rc;
 	long long used;
 
@@ -1452,20 +1443,7 @@ START_TEST(t17_grow_two_nodes)
 	lg_drain_ua(l.c, 0);
 	lg_write_read(a, (16u << 20) / 512 - 8, 4096, 7);
 
-	ck_assert_int_eq(pthread_create(&th, NULL, lg_load_main, &l), 0);
-	while (atomic_load(&l.ops) < 20)
-		usleep(10000);
-	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", HARNESS_TARGET, "0", "24M", NULL),
-			 0);
-	ck_assert_msg(strstr(out, "grown to 25165824 bytes"), "rtgtctl said: %s", out);
-	ops = atomic_load(&l.ops);
-	while (atomic_load(&l.ops) < ops + 20)
-		usleep(10000);
-	atomic_store(&l.stop, true);
-	pthread_join(th, NULL);
-	ck_assert_msg(l.errors == 0, "%u errors, first: %s", l.errors, l.first_error);
-	ck_assert_uint_eq(l.wrong, 0);
-	ck_assert_uint_eq(l.ua, 1);
+	lg_grow_under_load(&l, &D, HARNESS_TARGET, "24M", 24u << 20);
 
 	/* node B: the unit attention, the new size, the new blocks */
 	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_CHECK_CONDITION);

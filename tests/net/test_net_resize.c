@@ -100,9 +100,6 @@ START_TEST(t01_resize_under_io)
 {
 	struct lg_loader l = { .bytes = 15 * MB }; /* the last MiB is the test's */
 	struct iscsi_context *b;
-	pthread_t th;
-	char out[4096];
-	unsigned ops;
 	int ascq;
 
 	write_conf("16M", NULL);
@@ -114,19 +111,7 @@ START_TEST(t01_resize_under_io)
 	ck_assert_uint_eq(lg_capacity(b, 0), 16 * MB / 512);
 	lg_write_read(b, 16 * MB / 512 - 8, 4096, 7);
 
-	ck_assert_int_eq(pthread_create(&th, NULL, lg_load_main, &l), 0);
-	while (atomic_load(&l.ops) < 20)
-		usleep(10000);
-	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "resize", IQN, "0", "24M", NULL), 0);
-	ck_assert_msg(strstr(out, "grown to 25165824 bytes"), "rtgtctl said: %s", out);
-	ops = atomic_load(&l.ops);
-	while (atomic_load(&l.ops) < ops + 20)
-		usleep(10000);
-	atomic_store(&l.stop, true);
-	pthread_join(th, NULL);
-	ck_assert_msg(l.errors == 0, "%u errors, first: %s", l.errors, l.first_error);
-	ck_assert_uint_eq(l.wrong, 0);
-	ck_assert_uint_eq(l.ua, 1);
+	lg_grow_under_load(&l, &D, IQN, "24M", 24 * MB);
 
 	ck_assert_int_eq(lg_tur(b, 0, &ascq), SCSI_STATUS_CHECK_CONDITION);
 	ck_assert_int_eq(ascq, LG_ASC_CAP_CHANGED);
