@@ -298,6 +298,15 @@ static void *map_thread(void *arg)
 	uint64_t win = (uint64_t)MAP_WINDOW * rv->obj_bytes;
 
 	rc = map_status(rv, io->off, io->len < win ? io->len : win, &unmapped, &run);
+	if (rc < 0) {
+		/* SBC-3's status 0 is "mapped or unknown": not knowing is no
+		 * error for GET LBA STATUS, and says nothing false */
+		LOG_WARN(RAID_MOD, "rbd: %s/%s: allocation lookup at %" PRIu64 ": %s; reported as mapped",
+			 rp_of(rv->v.pool)->rbd_pool, rv->v.name, io->off, strerror(-rc));
+		unmapped = false;
+		run = io->len < win ? io->len : win;
+		rc = 0;
+	}
 	io->unmapped = unmapped;
 	io->map_len = run;
 	io->rpriv_u[RET] = (uint64_t)(int64_t)rc;

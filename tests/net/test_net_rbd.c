@@ -491,15 +491,13 @@ static int multipath_run(const char *test)
 	}
 }
 
-START_TEST(t06_two_nodes)
+/* Nodes D and D2 serving one new 16M image (named into @vol) under the
+ * same target name in the default TPGT, both started. */
+static void same_tpgt_nodes(char *vol, size_t len)
 {
-	static uint8_t a[128 << 10], b[128 << 10];
-	struct iscsi_context *ca, *cb;
-	uint8_t naa_a[16], naa_b[16];
-	char vol[64];
 	int rc;
 
-	next_vol(vol, sizeof(vol));
+	next_vol(vol, len);
 	nf_setup(&D2);
 	write_conf(vol, "16M", NULL);
 	write_conf_d(&D2, vol, "16M", NULL);
@@ -508,6 +506,16 @@ START_TEST(t06_two_nodes)
 	if (rc)
 		harness_dump_log(&D2, stderr, 40);
 	ck_assert_msg(rc == 0, "second node did not start: %s", strerror(-rc));
+}
+
+START_TEST(t06_two_nodes)
+{
+	static uint8_t a[128 << 10], b[128 << 10];
+	struct iscsi_context *ca, *cb;
+	uint8_t naa_a[16], naa_b[16];
+	char vol[64];
+
+	same_tpgt_nodes(vol, sizeof(vol));
 
 	C = ca = login_d(&D);
 	lun_naa(naa_a);
@@ -1289,8 +1297,12 @@ static void thin_lba_status(uint64_t lba, uint64_t *got, uint32_t *n, int *prov)
 	struct scsi_task *t = iscsi_get_lba_status_sync(C, 0, lba, 24);
 	struct scsi_get_lba_status *st;
 
-	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "GET LBA STATUS at %llu: %s",
-		      (unsigned long long)lba, t ? "bad status" : iscsi_get_error(C));
+	if (!t || t->status != SCSI_STATUS_GOOD)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "GET LBA STATUS at %llu: %s (status %d sense %x/%04x)",
+		      (unsigned long long)lba, t ? "bad status" : iscsi_get_error(C),
+		      t ? t->status : -1, t ? (unsigned)t->sense.key : 0u,
+		      t ? (unsigned)t->sense.ascq : 0u);
 	st = scsi_datain_unmarshall(t);
 	ck_assert_msg(st && st->num_descriptors >= 1, "GET LBA STATUS: no descriptor");
 	*got = st->descriptors[0].lba;
@@ -1423,18 +1435,10 @@ START_TEST(t17_grow_two_nodes)
 	struct lg_loader l = { .bytes = 15u << 20 };
 	struct iscsi_context *a, *b;
 	char vol[64], out[4096];
-	int ascq, rc;
+	int ascq;
 	long long used;
 
-	next_vol(vol, sizeof(vol));
-	nf_setup(&D2);
-	write_conf(vol, "16M", NULL);
-	write_conf_d(&D2, vol, "16M", NULL);
-	nf_start(&D);
-	rc = harness_start(&D2);
-	if (rc)
-		harness_dump_log(&D2, stderr, 40);
-	ck_assert_msg(rc == 0, "second node did not start: %s", strerror(-rc));
+	same_tpgt_nodes(vol, sizeof(vol));
 	a = login_d(&D);
 	b = login_d(&D2);
 	l.c = login_d(&D2);
