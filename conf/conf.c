@@ -753,7 +753,7 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 static const char *const pool_keys[] = {
 	"name", "level", "chunk", "members", "spares", "create_size", "direct_io",
 	"rebuild_mbps", "hdd", "ceph_conf", "rbd_pool", "ceph_id", "keyring", "start_degraded",
-	"thick", "provision_mbps", NULL,
+	"thick", "provision_mbps", "thin_threshold", NULL,
 };
 static const char *const hdd_keys[] = { "mbps", "avg_seek_ms", "rpm", "write_cache", NULL };
 
@@ -945,6 +945,12 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 		/* MB/s (10^6 bytes/s), like rebuild_mbps; 0 = unlimited */
 		if (get_uint(v, g, "provision_mbps", where, 0, 1000000, &u) > 0)
 			p->provision_mbps = (unsigned)u;
+		/* a Ceph pool's space is the cluster's: its quotas and
+		 * nearfull warnings are Ceph's own, rtgt counts nothing */
+		s = config_setting_get_member(g, "thin_threshold");
+		if (s)
+			err_at(v, s, "%s: thin_threshold is not valid for an rbd pool: it applies "
+			       "to RAID pools (Ceph pools report their own quotas)", where);
 		return;
 	}
 	if (level_ok) {
@@ -959,6 +965,11 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 				err_at(v, s, "%s: %s is only valid for level rbd", where, *k);
 		}
 	}
+	/* the share of the pool's space its thin volumes may take at which
+	 * their LUs raise THIN PROVISIONING SOFT THRESHOLD REACHED */
+	p->thin_threshold = CONF_THIN_THRESHOLD_DEFAULT;
+	if (get_uint(v, g, "thin_threshold", where, 1, 100, &u) > 0)
+		p->thin_threshold = (unsigned)u;
 	if (!members) {
 		if (!bad)
 			err_at(v, g, "%s: missing required key 'members'", where);
@@ -1806,12 +1817,9 @@ static void parse_luns(struct vctx *v, const config_setting_t *g, const char *tw
 			err_at(v, config_setting_get_member(e, "size"),
 			       "%s: size must be a multiple of 4K", where);
 		get_bool(v, e, "read_only", where, &lun->read_only);
-		if (get_bool(v, e, "thin", where, &lun->thin) > 0 && lun->thin && pool &&
-		    conf_pool_find(v->c, pool) && conf_pool_find(v->c, pool)->level != CONF_RBD)
-			/* RAID volumes are reserved in full at creation */
-			err_at(v, config_setting_get_member(e, "thin"),
-			       "%s: thin = true needs an rbd pool ('%s' is a RAID pool, whose volumes are thick)",
-			       where, pool);
+		/* any pool: an rbd image is thin unless written out, a RAID
+		 * pool's thin volume takes extents as it is written */
+		get_bool(v, e, "thin", where, &lun->thin);
 		if (config_setting_get_member(e, "groups"))
 			parse_lun_groups(v, config_setting_get_member(e, "groups"), where, lun);
 		t->n_luns++;

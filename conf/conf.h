@@ -64,6 +64,10 @@ struct conf_pool {
 	bool start_degraded;       /* start without missing/unusable members when
 	                            * redundancy allows; false: refuse to start */
 	struct conf_hdd hdd;
+	/* RAID pools: thin-provisioning soft threshold, percent of the space
+	 * thin volumes may take (key "thin_threshold", 1..100, default 80);
+	 * 0 on rbd pools, which do not take the key */
+	unsigned thin_threshold;
 	/* rbd only (NULL otherwise) */
 	char *ceph_conf;
 	char *rbd_pool;

@@ -15,6 +15,8 @@
 #define CONF_CHUNK_MIN (4ULL << 10)
 #define CONF_CHUNK_MAX (16ULL << 20)
 #define CONF_CHUNK_DEFAULT (64ULL << 10)
+/* RAID pools' thin_threshold when the key is absent: percent */
+#define CONF_THIN_THRESHOLD_DEFAULT 80
 #define CONF_MAX_LUN 255
 #define CONF_VOLUME_NAME_MAX 63
 #define CONF_CHAP_SECRET_MIN 12

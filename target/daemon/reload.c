@@ -170,6 +170,10 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 		    o->hdd.rpm != n->hdd.rpm || o->hdd.avg_seek_ms != n->hdd.avg_seek_ms ||
 		    o->hdd.write_through != n->hdd.write_through)
 			daemon_jadd_str(restart, "pool %s: direct_io/rebuild_mbps/hdd", n->name);
+		/* read once at pool open (raid_pool_open) */
+		if (o->thin_threshold != n->thin_threshold)
+			daemon_jadd_str(restart, "pool %s: thin_threshold (%u -> %u)", n->name,
+					o->thin_threshold, n->thin_threshold);
 	}
 	/* an open volume's provisioning is fixed (raid_vol_open_ex) */
 	for (unsigned t = 0; t < nc->n_targets; t++)

@@ -716,6 +716,9 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out)
 		snprintf(&lu->serial[2 * i], 3, "%02x", lu->uuid[i]);
 	lu->hdd_rpm = p->hdd_rpm;
 	raid_vol_provisioning(p->vol, &lu->prov);
+	/* crossings before this LU existed (an earlier run) were reported
+	 * then: only new ones are */
+	atomic_init(&lu->thin_events_seen, raid_vol_thin_threshold_events(p->vol));
 	lu->mode.wce = true;
 	rc = pthread_mutex_init(&lu->lock, NULL);
 	if (rc) {

@@ -31,6 +31,9 @@
  * volume with one RAID_OP_MAP_STATUS (K_MAPSTAT) and answers one descriptor.
  * A write the volume has no space for (-ENOSPC) gets DATA PROTECT, SPACE
  * ALLOCATION FAILED WRITE PROTECT (SBC-3 4.7.3.5) instead of a medium error.
+ * After each write-type command on a thin LU, a grown
+ * raid_vol_thin_threshold_events() raises THIN PROVISIONING SOFT THRESHOLD
+ * REACHED (06/38/07) for every nexus (thin_threshold_check).
  *
  * cmd->data_in_len of a READ is set only when its volume read succeeded: a
  * failed or aborted read reports no data-in, so the transport never sends
@@ -173,10 +176,54 @@ bool sbc_medium_ready(struct scsi_cmd *cmd)
 
 /* ---- completion ---- */
 
+/* The kinds that write the medium: take space on a thin volume or give it back */
+static bool kind_writes(enum sbc_kind kind)
+{
+	return kind == K_WRITE || kind == K_WSAME || kind == K_WSAME_VOL || kind == K_CAW ||
+	       kind == K_UNMAP;
+}
+
+/*
+ * Thin provisioning soft threshold (SBC-3 4.7.3.7): when the volume's pool
+ * crossed it since the LU last looked, every I_T nexus of the LU gets THIN
+ * PROVISIONING SOFT THRESHOLD REACHED (06/38/07) on its next command, so
+ * the initiator (Linux logs it and raises a uevent) learns that space is
+ * running short before writes start failing with 07/27/07. Looked at after
+ * the write-type commands, which are what make the pool cross it (UNMAP
+ * too: the count is the pool's, and another LU's writes may have crossed
+ * it); thick LUs cost one test, thin ones an atomic load in the volume.
+ * The compare-exchange moves lu->thin_events_seen forward only: of the
+ * commands completing at once on several reactors, the one that moves it
+ * raises the UA (a second one that moves it further queues the same code,
+ * which scsi_ua_add drops while it is pending).
+ */
+static void thin_threshold_check(struct sbc_ctx *c)
+{
+	struct scsi_lu *lu = scsi_cmd_lu(c->cmd);
+	uint64_t now, seen;
+
+	if (!lu->prov.thin || !kind_writes(c->kind))
+		return;
+	now = raid_vol_thin_threshold_events(lu->vol);
+	seen = atomic_load_explicit(&lu->thin_events_seen, memory_order_relaxed);
+	while (seen < now) {
+		if (!atomic_compare_exchange_weak(&lu->thin_events_seen, &seen, now))
+			continue;   /* @seen is the value now; retried if still behind */
+		pthread_mutex_lock(&lu->lock);
+		scsi_ua_add_all(lu, NULL, ASC_THIN_SOFT_THRESHOLD);
+		pthread_mutex_unlock(&lu->lock);
+		LOG_INFO("scsi", "%s: thin provisioning soft threshold reached: unit attention "
+			 "38/07 to every initiator of the LU", lu->name);
+		return;
+	}
+}
+
 static void ctx_finish(struct sbc_ctx *c)
 {
 	struct scsi_cmd *cmd = c->cmd;
 
+	/* before the completion: the command's LU reference ends there */
+	thin_threshold_check(c);
 	free(c->bounce);
 	free(c);
 	scsi_cmd_complete(cmd);

@@ -129,6 +129,8 @@ enum {
 	ASC_REGISTRATIONS_PREEMPTED = 0x2a05,
 	ASC_CAPACITY_CHANGED = 0x2a09,
 	ASC_CMDS_CLEARED_BY_OTHER = 0x2f00,
+	ASC_THIN_SOFT_THRESHOLD = 0x3807, /* UNIT ATTENTION: thin provisioning soft
+	                                   * threshold reached (SBC-3 4.7.3.7) */
 	ASC_SAVING_NOT_SUPPORTED = 0x3900,
 	ASC_LUNS_CHANGED = 0x3f0e,
 	ASC_INTERNAL_TARGET_FAILURE = 0x4400,
@@ -230,6 +232,12 @@ struct scsi_lu {
 	unsigned hdd_rpm;
 	char serial[33];
 	struct raid_vol_prov prov;      /* the volume's, constant */
+	/* thin LUs: the volume's raid_vol_thin_threshold_events() the LU last
+	 * told its nexuses of (sbc.c thin_threshold_check). Starts at the
+	 * count when the LU is made, so a crossing from before a restart is
+	 * not reported again; moved only by compare-exchange, so one command
+	 * raises each crossing. */
+	_Atomic uint64_t thin_events_seen;
 
 	pthread_mutex_t lock;
 	struct scsi_mode mode;

@@ -1630,18 +1630,69 @@ START_TEST(t33_thin_luns)
 	ck_assert(!c->targets[0].luns[1].thin);
 	ck_assert(!c->targets[0].luns[2].thin);
 	conf_free(c);
-	/* RAID volumes are thick: refused where it is written */
-	c = NULL;
-	ck_assert_int_eq(load_parts(NULL, TWO_POOLS, NULL,
-				    "targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
-				    "  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"10%\";\n"
-				    "    thin = true; } ); } );\n", &c), -EINVAL);
-	ASSERT_ERR(6, "thin = true needs an rbd pool ('tank' is a RAID pool, whose volumes are thick)");
-	ck_assert_uint_eq(err_lines(), 1);
+	/* RAID pools have thin volumes too (raid/thin.c) */
+	c = expect_good(NULL, TWO_POOLS, NULL,
+			"targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
+			"  luns = ( { lun = 0; pool = \"tank\"; volume = \"v\"; size = \"10%\";\n"
+			"    thin = true; } ); } );\n");
+	ck_assert(c->targets[0].luns[0].thin);
+	ck_assert_str_eq(c->targets[0].luns[0].pool, "tank");
+	ck_assert_uint_eq(err_lines(), 0);
+	conf_free(c);
 	expect_bad(NULL, TWO_POOLS, NULL,
 		   "targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
 		   "  luns = ( { lun = 0; pool = \"ceph\"; volume = \"v\"; size = \"1G\"; thin = 1; } ); } );\n",
 		   "thin");
+}
+END_TEST
+
+/* the RAID pools' thin-provisioning soft threshold: default, range, type,
+ * refused on an rbd pool */
+START_TEST(t34_thin_threshold)
+{
+	struct conf *c;
+
+	c = expect_good(NULL, TWO_POOLS, NULL, NULL);
+	ck_assert_uint_eq(c->pools[0].thin_threshold, 80);
+	ck_assert_uint_eq(c->pools[1].thin_threshold, 0);   /* rbd: not used */
+	conf_free(c);
+	c = expect_good(NULL, "pools = ( { name = \"tank\"; level = \"raid5\";"
+			" members = (\"d0\", \"d1\", \"d2\"); thin_threshold = 95; } );\n", NULL, NULL);
+	ck_assert_uint_eq(c->pools[0].thin_threshold, 95);
+	conf_free(c);
+	c = expect_good(NULL, "pools = ( { name = \"tank\"; level = \"raid1\";"
+			" members = (\"a\", \"b\"); thin_threshold = 1; },\n"
+			"          { name = \"big\"; level = \"raid0\"; members = (\"c\");"
+			" thin_threshold = 100; } );\n", NULL, NULL);
+	ck_assert_uint_eq(c->pools[0].thin_threshold, 1);
+	ck_assert_uint_eq(c->pools[1].thin_threshold, 100);
+	conf_free(c);
+
+	/* each refused at its own line */
+	c = NULL;
+	ck_assert_int_eq(load_parts(NULL,
+				    "pools = ( { name = \"z\"; level = \"raid1\"; members = (\"a\", \"b\");\n"
+				    "            thin_threshold = 0; },\n"                       /* 2 */
+				    "          { name = \"o\"; level = \"raid1\"; members = (\"c\", \"d\");\n"
+				    "            thin_threshold = 101; },\n"                     /* 4 */
+				    "          { name = \"s\"; level = \"raid1\"; members = (\"e\", \"f\");\n"
+				    "            thin_threshold = \"80\"; },\n"                  /* 6 */
+				    "          { name = \"ceph\"; level = \"rbd\"; ceph_conf = \"x\"; rbd_pool = \"r\";\n"
+				    "            thin_threshold = 80; } );\n",                  /* 8 */
+				    NULL,
+				    "targets = ( { iqn = \"iqn.2026-11.org.rtgt:a\"; portals = (\"p1\");\n"
+				    "  luns = ( { lun = 0; pool = \"z\"; volume = \"v\"; size = \"10%\"; } ); } );\n",
+				    &c), -EINVAL);
+	ck_assert_ptr_null(c);
+	ASSERT_ERR(2, "pool 'z': thin_threshold = 0 is out of range 1..100");
+	ASSERT_ERR(4, "pool 'o': thin_threshold = 101 is out of range 1..100");
+	ASSERT_ERR(6, "pool 's': thin_threshold must be an integer, not a string");
+	ASSERT_ERR(8, "pool 'ceph': thin_threshold is not valid for an rbd pool: it applies to RAID pools");
+	ck_assert_uint_eq(err_lines(), 4);
+	/* a misspelling is caught like any unknown key */
+	expect_bad(NULL, "pools = ( { name = \"tank\"; level = \"raid1\"; members = (\"a\", \"b\");"
+		   " thin_treshold = 80; } );\n", NULL, NULL,
+		   "unknown key 'thin_treshold' (did you mean 'thin_threshold'?)");
 }
 END_TEST
 
@@ -1681,6 +1732,7 @@ int main(void)
 		CK_CASE("31_discovery_chap", t31_discovery_chap),
 		CK_CASE("32_alert_keys", t32_alert_keys),
 		CK_CASE("33_thin_luns", t33_thin_luns),
+		CK_CASE("34_thin_threshold", t34_thin_threshold),
 	};
 
 	/* unchecked: runs in the parent, so the temp dir goes even when a test

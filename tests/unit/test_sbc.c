@@ -20,6 +20,12 @@
  *    Limits page allows and ANCHOR are refused.
  * 15 a thin volume out of space: the write gets DATA PROTECT, SPACE
  *    ALLOCATION FAILED WRITE PROTECT, and the blocks keep their data.
+ * 16 thin provisioning soft threshold: a crossing the volume counts
+ *    (raid_vol_thin_threshold_events) after a WRITE gives the next command
+ *    of both nexuses UNIT ATTENTION 38/07 once; nothing while the count
+ *    stays; WRITE SAME, COMPARE AND WRITE and UNMAP look too; two
+ *    crossings between looks are one UA; a new LU does not report the
+ *    count it starts with; a thick LU never reports it.
  */
 #include "raid/backend.h"
 #include "tests/unit/scsi_fixture.h"
@@ -435,6 +441,7 @@ static struct {
 	struct raid_vol_backend_ops ops;
 	bool mapped[TH_BLOCKS];
 	bool full;                       /* writes fail with -ENOSPC */
+	uint64_t events;                 /* raid_vol_thin_threshold_events() */
 	unsigned n_disc;
 	uint64_t disc_off[256], disc_len[256];
 } th;
@@ -525,6 +532,12 @@ static void th_prov(const struct raid_vol *v, struct raid_vol_prov *out)
 	out->discard_max = TH_DISCARD_MAX;
 }
 
+static uint64_t th_events(const struct raid_vol *v)
+{
+	(void)v;
+	return th.events;
+}
+
 /* The LU again, on the volume behind the thin shim (everything mapped). */
 static void th_up(void)
 {
@@ -533,6 +546,7 @@ static void th_up(void)
 	th.ops = *fx.pool->ops;
 	th.ops.vol_submit = th_submit;
 	th.ops.vol_prov = th_prov;
+	th.ops.vol_threshold_events = th_events;
 	for (unsigned b = 0; b < TH_BLOCKS; b++)
 		th.mapped[b] = true;
 	fx.pool->ops = &th.ops;
@@ -886,6 +900,113 @@ START_TEST(t15_out_of_space)
 }
 END_TEST
 
+/* The next command of @n: UNIT ATTENTION, THIN PROVISIONING SOFT THRESHOLD
+ * REACHED (@ua) or GOOD */
+static void expect_tur(struct scsi_nexus *n, bool ua)
+{
+	uint8_t tur[6] = { 0 };
+	struct scsi_cmd c = fx_run(n, 0, tur, 6, 0, false);
+
+	if (!ua) {
+		ck_assert_int_eq(c.status, SCSI_GOOD);
+		return;
+	}
+	ck_sense(c, SK_UNIT_ATTENTION, ASC_THIN_SOFT_THRESHOLD);
+	ck_assert_int_eq(c.sense[0], 0x70);
+	ck_assert_int_eq(c.sense[12], 0x38);   /* ASC */
+	ck_assert_int_eq(c.sense[13], 0x07);   /* ASCQ */
+}
+
+START_TEST(t16_thin_threshold_ua)
+{
+	static struct raid_vol_backend_ops thick;
+	uint64_t d[2] = { 256, 128 };
+	uint8_t cdb[16];
+	struct scsi_cmd c;
+
+	/* a thick LU whose backend counts crossings anyway: never told */
+	thick = *fx.pool->ops;
+	thick.vol_threshold_events = th_events;
+	fx_lu_down();
+	fx.pool->ops = &thick;
+	fx_lu_up();
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+	th.events = 1;
+	fill(0, 8, 1);
+	expect_tur(fx.a, false);
+	expect_tur(fx.b, false);
+
+	th_up();
+	ck_assert_uint_eq(th.events, 0);
+	memset(fx.buf, 'A', SCSI_BS);
+	cdb10(cdb, OP_WRITE_10, 64, 1);
+	c = fx_run(fx.a, 0, cdb, 10, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	/* the count grew: a WRITE on A tells A and B, each once */
+	th.events = 1;
+	fill(0, 8, 2);
+	expect_tur(fx.a, true);
+	expect_tur(fx.a, false);
+	expect_tur(fx.b, true);
+	expect_tur(fx.b, false);
+	/* unchanged: further writes raise nothing */
+	fill(8, 8, 3);
+	cdb10(cdb, OP_WRITE_10, 16, 1);
+	c = fx_run(fx.b, 0, cdb, 10, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	expect_tur(fx.a, false);
+	expect_tur(fx.b, false);
+
+	/* the other write-type commands look too */
+	th.events = 2;
+	memset(fx.buf, 0x11, SCSI_BS);
+	cdb16(cdb, OP_WRITE_SAME_16, 128, 16);
+	c = fx_run(fx.a, 0, cdb, 16, SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	expect_tur(fx.a, true);
+	expect_tur(fx.b, true);
+	th.events = 3;
+	memset(cdb, 0, 16);
+	cdb[0] = OP_COMPARE_AND_WRITE;
+	conf_put_be64(&cdb[2], 64);
+	cdb[13] = 1;
+	memset(fx.buf, 'A', SCSI_BS);
+	memset(fx.buf + SCSI_BS, 'B', SCSI_BS);
+	c = fx_run(fx.b, 0, cdb, 16, 2 * SCSI_BS, true);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	expect_tur(fx.a, true);
+	expect_tur(fx.b, true);
+	th.events = 4;
+	c = unmap(d, 1);
+	ck_assert_int_eq(c.status, SCSI_GOOD);
+	expect_tur(fx.a, true);
+	expect_tur(fx.b, true);
+	/* two crossings before the LU looks again: one UA */
+	th.events = 6;
+	fill(0, 8, 4);
+	expect_tur(fx.a, true);
+	expect_tur(fx.a, false);
+	expect_tur(fx.b, true);
+	expect_tur(fx.b, false);
+
+	/* a new LU on the volume (a restart) starts from the count: the
+	 * crossings before it were told by the LU before */
+	th.events = 9;
+	fx_lu_down();
+	fx_lu_up();
+	fx_clear_ua(fx.a);
+	fx_clear_ua(fx.b);
+	fill(0, 8, 5);
+	expect_tur(fx.a, false);
+	expect_tur(fx.b, false);
+	th.events = 10;
+	fill(0, 8, 6);
+	expect_tur(fx.a, true);
+	expect_tur(fx.b, true);
+}
+END_TEST
+
 int main(void)
 {
 	/* one tcase "sbc": each test after the first joins it */
@@ -906,6 +1027,7 @@ int main(void)
 		CK_CASE(NULL, t13_unmap_hostile_lists),
 		CK_CASE(NULL, t14_write_same_unmap),
 		CK_CASE(NULL, t15_out_of_space),
+		CK_CASE(NULL, t16_thin_threshold_ua),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "scsi_sbc", CK_CASES(cases),
