@@ -120,6 +120,11 @@ void raid_vol_provisioning(const struct raid_vol *vol, struct raid_vol_prov *out
 		ops_of(vol)->vol_prov(vol, out);
 }
 
+uint64_t raid_vol_thin_threshold_events(const struct raid_vol *vol)
+{
+	return ops_of(vol)->vol_threshold_events ? ops_of(vol)->vol_threshold_events(vol) : 0;
+}
+
 int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
 {
 	return ops_of(vol)->vol_submit(vol, ctx, io);

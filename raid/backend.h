@@ -58,6 +58,8 @@ struct raid_vol_backend_ops {
 	uint32_t (*vol_phys)(const struct raid_vol *v);
 	/* raid_vol_provisioning(); NULL: thick (all 0) */
 	void (*vol_prov)(const struct raid_vol *v, struct raid_vol_prov *out);
+	/* raid_vol_thin_threshold_events(); NULL: 0 */
+	uint64_t (*vol_threshold_events)(const struct raid_vol *v);
 	/* raid_vol_resize(): the volume grows to @size (raid.h has the
 	 * contract). NULL: -EOPNOTSUPP. */
 	int (*vol_resize)(struct raid_vol *v, const struct conf_size *size);
@@ -103,5 +105,35 @@ int raid_md_pool_replace(struct raid_pool *p, const char *member);
 int raid_md_pool_scrub(struct raid_pool *p, bool repair);
 /* io.c */
 int raid_md_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io);
+/* thin.c: thin volumes (see there). The pool's thin state is made by
+ * raid_thin_pool_load (the first volume open or resize, without meta_mu;
+ * then raid_thin_lock serializes opens and resizes, meta_mu inside it). */
+int raid_thin_pool_load(struct raid_pool *p);
+void raid_thin_pool_free(struct raid_pool *p);
+void raid_thin_lock(struct raid_pool *p);
+void raid_thin_unlock(struct raid_pool *p);
+/* Bytes a thin volume of @bytes needs for its extent map. */
+uint64_t raid_thin_map_bytes(const struct raid_pool *p, uint64_t bytes);
+/* meta_mu held: does [a, b) of the pool hold thin data? *@next: the end
+ * of the first extent of it. */
+bool raid_thin_overlap(const struct raid_pool *p, uint64_t a, uint64_t b, uint64_t *next);
+/* meta_mu held: the volume table changed (regions re-marked). */
+void raid_thin_regions(struct raid_pool *p);
+/* meta_mu held: [a, b) is a region about to be added to the table
+ * (a == b: none). */
+void raid_thin_pending(struct raid_pool *p, uint64_t a, uint64_t b);
+/* Write the empty map of the new thin volume @sv (not in the table yet);
+ * meta_mu not held. */
+int raid_thin_map_init(struct raid_pool *p, const struct raid_sb_vol *sv);
+/* Give the opened volume @v its loaded thin state. */
+int raid_thin_attach(struct raid_pool *p, unsigned slot, struct raid_vol *v);
+void raid_thin_vol_free(struct raid_vol *v);
+int raid_thin_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io);
+void raid_thin_prov(const struct raid_vol *v, struct raid_vol_prov *out);
+uint64_t raid_thin_threshold_events(const struct raid_vol *v);
+/* Thin data bytes taken and the bytes thin volumes may take in all. */
+void raid_thin_usage(struct raid_pool *p, uint64_t *data, uint64_t *cap);
+/* The invariants at the top of thin.c (tests). */
+bool raid_thin_check(struct raid_vol *v);
 
 #endif

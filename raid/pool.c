@@ -1202,6 +1202,7 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 	p->level = cp->level;
 	p->direct_io = cp->direct_io;
 	p->rebuild_mbps = cp->rebuild_mbps;
+	p->thin_threshold = cp->thin_threshold;
 	p->hdd = cp->hdd;
 	if (p->hdd.enabled && (p->hdd.mbps <= 0 || p->hdd.avg_seek_ms < 0 || !p->hdd.rpm)) {
 		LOG_ERR(RAID_MOD, "pool %s: hdd model needs mbps > 0, avg_seek_ms >= 0, rpm > 0", cp->name);
@@ -1378,8 +1379,12 @@ void raid_md_pool_close(struct raid_pool *p)
 		p->retired = m->retired_next;
 		member_close(m);
 	}
-	for (i = 0; i < RAID_MAX_VOLS; i++)
+	for (i = 0; i < RAID_MAX_VOLS; i++) {
+		if (p->vols[i])
+			raid_thin_vol_free(p->vols[i]);
 		free(p->vols[i]);
+	}
+	raid_thin_pool_free(p);
 	raid_slock_destroy(&p->lock);
 	pthread_mutex_destroy(&p->meta_mu);
 	pthread_mutex_destroy(&p->bad_mu);

@@ -134,6 +134,15 @@ struct raid_vol_prov {
 	uint64_t discard_max;  /* largest RAID_OP_DISCARD, bytes (>= gran) */
 };
 void raid_vol_provisioning(const struct raid_vol *vol, struct raid_vol_prov *out);
+/* Thin-provisioning soft threshold (SBC-3 4.7.3.7, RAID pools'
+ * thin_threshold): how many times the space the thin volumes of @vol's pool
+ * take rose from below the pool's threshold (a percentage of the space
+ * thin volumes may take) to it or over it, each time logged once. It never
+ * falls; a caller that remembers the last value it saw tells its initiators
+ * (a THIN PROVISIONING SOFT THRESHOLD REACHED unit attention) when it grew.
+ * 0 on thick volumes and on backends without a threshold. Any thread,
+ * cheap (an atomic load). */
+uint64_t raid_vol_thin_threshold_events(const struct raid_vol *vol);
 /* Largest RAID_OP_WRITE_SAME request in bytes the volume takes; 0 when it has
  * no write-same of its own (RAID pools: the caller writes the pattern). */
 uint64_t raid_vol_write_same_max(const struct raid_vol *vol);

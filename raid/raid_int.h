@@ -205,6 +205,9 @@ struct raid_vol {
 	/* write-outs of acknowledged data that failed (raid_vol_write_failures;
 	 * bumped by raid_sc_done) */
 	_Atomic uint64_t write_failures;
+	/* thin volumes (thin.c): their extent map and request state; owned,
+	 * NULL for thick volumes */
+	struct raid_thin *thin;
 };
 
 /* A sequential read stream on one mirror set (io.c, read balancing). */
@@ -282,6 +285,11 @@ struct raid_pool {
 	pthread_mutex_t bad_mu;
 	_Atomic unsigned n_bad;
 	struct raid_bad bad[RAID_MAX_BAD];
+
+	/* thin volumes (thin.c): the pool's extent allocator, made by the
+	 * first volume open (raid_thin_pool_load); owned, NULL before */
+	struct raid_thin_pool *thin;
+	unsigned thin_threshold;                 /* percent (conf), 0: 80 */
 };
 
 /* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */

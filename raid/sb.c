@@ -139,6 +139,7 @@ void raid_sb_encode(const struct raid_sb *sb, uint8_t *b)
 		put64(v + 80, sb->vols[i].start);
 		put64(v + 88, sb->vols[i].size);
 		put64(v + 96, sb->vols[i].extent);
+		put32(v + 104, sb->vols[i].flags);
 	}
 	put32(b + SB_CRC_OFF, crc32_iscsi(b, (int)SB_CRC_OFF, 0xffffffffu));
 }
@@ -222,6 +223,11 @@ int raid_sb_decode(const uint8_t *b, struct raid_sb *sb, const char **why)
 		sb->vols[i].start = get64(v + 80);
 		sb->vols[i].size = get64(v + 88);
 		sb->vols[i].extent = get64(v + 96);
+		sb->vols[i].flags = get32(v + 104);
+		if (sb->vols[i].flags & ~RAID_SBV_THIN) {
+			*why = "superblock fields out of range";
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -37,8 +37,14 @@ struct raid_sb_vol {
 	uint8_t uuid[16];
 	uint64_t start;           /* logical byte offset in the pool, stripe-aligned */
 	uint64_t size;            /* bytes exposed */
-	uint64_t extent;          /* bytes reserved: size rounded up to the stripe */
+	uint64_t extent;          /* bytes reserved: size rounded up to the stripe;
+	                           * of a thin volume, its extent map (thin.c) */
+	uint32_t flags;           /* RAID_SBV_* */
 };
+/* A thin volume (raid/thin.c): [start, start + extent) holds its extent
+ * map, its data lives in extents of the pool's free space. 0 in
+ * superblocks written before thin volumes existed: thick. */
+#define RAID_SBV_THIN 0x1u
 
 /* Member bytes [a, b) of slot @slot hold no valid data: a row the rebuild
  * could not reconstruct (no redundancy left, or parity not synced). */

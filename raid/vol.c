@@ -48,6 +48,12 @@ static bool size_valid(const struct raid_pool *p, const char *name, const struct
 	return true;
 }
 
+/* The extent for @bytes: rounded up to a full stripe. */
+static uint64_t extent_of(const struct raid_pool *p, uint64_t bytes)
+{
+	return (bytes + p->g.stripe_bytes - 1) / p->g.stripe_bytes * p->g.stripe_bytes;
+}
+
 /* First-fit search for @extent bytes; meta_mu held. */
 static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *start)
 {
@@ -64,6 +70,15 @@ static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *star
 				moved = true;
 			}
 		}
+		{
+			uint64_t next;
+
+			/* thin volumes' extents are not in the table */
+			if (raid_thin_overlap(p, pos, pos + extent, &next)) {
+				pos = extent_of(p, next);
+				moved = true;
+			}
+		}
 		if (!moved)
 			break;
 	}
@@ -71,12 +86,6 @@ static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *star
 		return -ENOSPC;
 	*start = pos;
 	return 0;
-}
-
-/* The extent for @bytes: rounded up to a full stripe. */
-static uint64_t extent_of(const struct raid_pool *p, uint64_t bytes)
-{
-	return (bytes + p->g.stripe_bytes - 1) / p->g.stripe_bytes * p->g.stripe_bytes;
 }
 
 /* Grow table entry @i to @bytes (> its size) in place and write the table;
@@ -92,6 +101,15 @@ static int grow_locked(struct raid_pool *p, unsigned i, uint64_t bytes)
 			p->name, sv->name, (unsigned long long)bytes,
 			(unsigned long long)(p->g.usable - sv->start));
 		return -ENOSPC;
+	}
+	{
+		uint64_t next;
+
+		if (raid_thin_overlap(p, sv->start + sv->extent, sv->start + extent, &next)) {
+			LOG_ERR(RAID_MOD, "pool %s: volume %s cannot grow to %llu bytes: thin volumes' data lies after it (volumes are never moved)",
+				p->name, sv->name, (unsigned long long)bytes);
+			return -ENOSPC;
+		}
 	}
 	for (unsigned k = 0; k < p->sb.n_vols; k++) {
 		const struct raid_sb_vol *o = &p->sb.vols[k];
@@ -115,26 +133,64 @@ static int grow_locked(struct raid_pool *p, unsigned i, uint64_t bytes)
 		sv->extent = old_extent;
 		return rc;
 	}
+	raid_thin_regions(p);
 	LOG_INFO(RAID_MOD, "pool %s: volume %s grown from %llu to %llu bytes", p->name, sv->name,
 		 (unsigned long long)old_size, (unsigned long long)bytes);
 	return 0;
 }
 
-static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
-		       unsigned flags, struct raid_vol **out)
+/* A new thin volume: its map region found, written, then the table entry;
+ * meta_mu held on entry and return, dropped for the map's writes (a member
+ * failing meanwhile takes meta_mu). */
+static int thin_create(struct raid_pool *p, const char *name, uint64_t bytes,
+		       struct raid_sb_vol **out)
+{
+	struct raid_sb_vol nv;
+	uint64_t extent = extent_of(p, raid_thin_map_bytes(p, bytes));
+	int rc;
+
+	memset(&nv, 0, sizeof(nv));
+	rc = find_space(p, extent, &nv.start);
+	if (rc) {
+		LOG_ERR(RAID_MOD, "pool %s: no room for the extent map of thin volume %s (%llu bytes)",
+			p->name, name, (unsigned long long)extent);
+		return rc;
+	}
+	snprintf(nv.name, sizeof(nv.name), "%s", name);
+	if (getrandom(nv.uuid, 16, 0) != 16)
+		return -EIO;
+	nv.size = bytes;
+	nv.extent = extent;
+	nv.flags = RAID_SBV_THIN;
+	raid_thin_pending(p, nv.start, nv.start + extent);
+	pthread_mutex_unlock(&p->meta_mu);
+	rc = raid_thin_map_init(p, &nv);
+	pthread_mutex_lock(&p->meta_mu);
+	if (rc)
+		goto out_unpend;
+	p->sb.vols[p->sb.n_vols] = nv;
+	p->sb.n_vols++;
+	rc = raid_pool_write_sbs_locked(p, false);
+	if (rc) {
+		p->sb.n_vols--;
+		goto out_unpend;
+	}
+	*out = &p->sb.vols[p->sb.n_vols - 1];
+	LOG_INFO(RAID_MOD, "pool %s: created thin volume %s, %llu bytes, extent map at %llu",
+		 p->name, name, (unsigned long long)bytes, (unsigned long long)nv.start);
+out_unpend:
+	raid_thin_pending(p, 0, 0);
+	return rc;
+}
+
+static int open_locked(struct raid_pool *p, const char *name, const struct conf_size *size,
+		       bool thin, struct raid_vol **out)
 {
 	struct raid_sb_vol *sv = NULL;
 	struct raid_vol *v;
 	uint64_t bytes;
 	unsigned i;
 	int rc = 0;
-
-	if (flags & RAID_VOL_THIN) {
-		/* every RAID volume is reserved in full at creation */
-		LOG_ERR(RAID_MOD, "pool %s: volume %s: thin volumes need an rbd pool (RAID pools hold thick volumes only)",
-			p->name, name ? name : "?");
-		return -EOPNOTSUPP;
-	}
 
 	if (!name || !*name || strlen(name) >= sizeof(v->name)) {
 		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
@@ -147,7 +203,18 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 	for (i = 0; i < p->sb.n_vols; i++)
 		if (!strcmp(p->sb.vols[i].name, name))
 			sv = &p->sb.vols[i];
-	if (sv && sv->size < bytes) {
+	if (sv && !!(sv->flags & RAID_SBV_THIN) != thin) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s is %s, the configuration says %s: a volume keeps the provisioning it was created with",
+			p->name, name, thin ? "thick" : "thin", thin ? "thin" : "thick");
+		rc = -EINVAL;
+		goto out_unlock;
+	}
+	if (sv && sv->size < bytes && thin) {
+		LOG_ERR(RAID_MOD, "pool %s: thin volume %s is %llu bytes: growing thin volumes of RAID pools is not supported (the configuration asks for %llu)",
+			p->name, name, (unsigned long long)sv->size, (unsigned long long)bytes);
+		rc = -EOPNOTSUPP;
+		goto out_unlock;
+	} else if (sv && sv->size < bytes) {
 		/* the configuration was raised while the daemon was down */
 		rc = grow_locked(p, (unsigned)(sv - p->sb.vols), bytes);
 		if (rc)
@@ -171,6 +238,12 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 			LOG_ERR(RAID_MOD, "pool %s: volume table full (%u volumes)", p->name, RAID_MAX_VOLS);
 			rc = -ENOSPC;
 			goto out_unlock;
+		}
+		if (thin) {
+			rc = thin_create(p, name, bytes, &sv);
+			if (rc)
+				goto out_unlock;
+			goto open;
 		}
 		rc = find_space(p, extent, &start);
 		if (rc) {
@@ -198,9 +271,11 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 			p->sb.n_vols--;
 			goto out_unlock;
 		}
+		raid_thin_regions(p);
 		LOG_INFO(RAID_MOD, "pool %s: created volume %s, %llu bytes at %llu", p->name, name,
 			 (unsigned long long)bytes, (unsigned long long)start);
 	}
+open:
 	i = (unsigned)(sv - p->sb.vols);
 	if (!p->vols[i]) {
 		v = calloc(1, sizeof(*v));
@@ -214,6 +289,13 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 		v->start = sv->start;
 		atomic_init(&v->size, sv->size);
 		v->extent = sv->extent;
+		if (sv->flags & RAID_SBV_THIN) {
+			rc = raid_thin_attach(p, i, v);
+			if (rc) {
+				free(v);
+				goto out_unlock;
+			}
+		}
 		p->vols[i] = v;
 	} else if (atomic_load(&p->vols[i]->size) < sv->size) {
 		/* open already, and grown just now */
@@ -226,6 +308,19 @@ out_unlock:
 	return rc;
 }
 
+static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
+		       unsigned flags, struct raid_vol **out)
+{
+	int rc = raid_thin_pool_load(p);
+
+	if (rc)
+		return rc;
+	raid_thin_lock(p);
+	rc = open_locked(p, name, size, flags & RAID_VOL_THIN, out);
+	raid_thin_unlock(p);
+	return rc;
+}
+
 static int md_vol_resize(struct raid_vol *v, const struct conf_size *size)
 {
 	struct raid_pool *p = v->pool;
@@ -235,7 +330,16 @@ static int md_vol_resize(struct raid_vol *v, const struct conf_size *size)
 
 	if (!size_valid(p, v->name, size))
 		return -EINVAL;
+	if (v->thin) {
+		LOG_ERR(RAID_MOD, "pool %s: %s is a thin volume: growing thin volumes of RAID pools is not supported",
+			p->name, v->name);
+		return -EOPNOTSUPP;
+	}
 	bytes = want_bytes(p, size);
+	rc = raid_thin_pool_load(p);
+	if (rc)
+		return rc;
+	raid_thin_lock(p);
 	pthread_mutex_lock(&p->meta_mu);
 	cur = atomic_load(&v->size);
 	if (bytes < cur) {
@@ -261,7 +365,15 @@ static int md_vol_resize(struct raid_vol *v, const struct conf_size *size)
 	}
 out_unlock:
 	pthread_mutex_unlock(&p->meta_mu);
+	raid_thin_unlock(p);
 	return rc;
+}
+
+static int md_vol_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io)
+{
+	if (v->thin)
+		return raid_thin_submit(v, ctx, io);
+	return raid_md_vol_submit(v, ctx, io);
 }
 
 static void md_vol_opt(const struct raid_vol *vol, uint32_t *gran, uint32_t *len)
@@ -306,7 +418,9 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.pool_scrub = raid_md_pool_scrub,
 	.pool_replace = raid_md_pool_replace,
 	.vol_open = md_vol_open,
-	.vol_submit = raid_md_vol_submit,
+	.vol_submit = md_vol_submit,
+	.vol_prov = raid_thin_prov,
+	.vol_threshold_events = raid_thin_threshold_events,
 	.vol_opt = md_vol_opt,
 	.vol_phys = md_vol_phys,
 	.vol_resize = md_vol_resize,

@@ -1,0 +1,1446 @@
+/*
+ * raid/thin.c - thin volumes of RAID pools: space taken in extents as it is
+ * written, given back by discards, recorded in a crash-safe extent map.
+ *
+ * Space. The pool's logical space is cut into extents of tp->ext bytes (a
+ * whole number of full stripes, at least 1 MiB): pool extent k is pool
+ * bytes [k * ext, (k + 1) * ext). Each is X_REGION (it overlaps a volume
+ * table region: a thick volume, or a thin volume's map), X_DATA (a thin
+ * volume's map names it) or X_FREE. Thick volumes are still created
+ * first-fit, around thin data (vol.c asks raid_thin_overlap) and their
+ * regions are marked at once (raid_thin_regions), so the two never overlap.
+ *
+ * The extent map of a thin volume of V bytes: an entry per ext bytes of the
+ * volume (0: unallocated, k + 1: pool extent k), MAP_EPB of them to a 4 KiB
+ * block; each block twice (copy c of block b at map + (2b + c) * 4096), each
+ * copy with magic, the volume's UUID, its index, a sequence number and a
+ * CRC32C. A block is rewritten, with FUA, into the copy that does not hold
+ * its newest state, so a torn or failed write leaves the older copy whole;
+ * loading takes the valid copy with the higher sequence. A new volume's map
+ * is written (copy 0, sequence 1, nothing allocated) before the volume
+ * table names it; a block with no valid copy refuses the volume.
+ *
+ * Order of writes (what makes a crash at any point safe):
+ *   allocation: the whole extent (the request's data, zeroes around it)
+ *     with FUA -> the map block naming it, FUA -> the write is acknowledged
+ *     and the entry serves reads. A crash before the map write leaves the
+ *     extent free (its bytes never read); after it, the extent holds only
+ *     what was written or zeroes, never a previous owner's bytes.
+ *   free (a discard covering a whole extent): requests to the extent held,
+ *     those in flight drained -> the map block without it, FUA -> only
+ *     then is the pool extent free in memory: no extent is reused while a
+ *     durable map or a request in flight still points at it.
+ *   A discard of part of an extent writes zeroes there (reads of discarded
+ *   blocks return zeroes: LBPRZ).
+ *
+ * States of a volume extent vx (t->mu):
+ *   UNMAPPED (map[vx] == 0, !busy) --a write--> BUSY, alloc_start()
+ *     --map durable (alloc_mapped)--> MAPPED; --failure--> UNMAPPED
+ *   MAPPED (!busy): reads and writes go straight to the pool extent,
+ *     counted in inflight[vx] --a whole-extent discard--> BUSY, after the
+ *     inflight ones drained free_start() --map durable (free_mapped)-->
+ *     UNMAPPED; --failure--> MAPPED
+ *   A COMPARE_WRITE that is not within one mapped extent also makes its
+ *   extents BUSY (caw_*) for its read, compare and writes.
+ *   A request that finds its extent BUSY is parked and rerun on its own
+ *   thread when the owner lets the extent go (release).
+ * Invariants (thin_check): inflight[vx] > 0 only for a mapped extent; a
+ * non-zero entry names an X_DATA extent that no other entry names; staged
+ * differs from map only for BUSY extents.
+ *
+ * Threads: requests come from any reactor; each piece of a request runs on
+ * its submitting ctx (continuations from other threads arrive through
+ * raid_defer), so a struct tio is touched by one thread only. A map block
+ * write is submitted on the ctx of the piece that started it and wakes the
+ * waiters of other ctxs through raid_defer.
+ */
+#include <errno.h>
+#include <isa-l.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "raid/backend.h"
+#include "raid/ioctx.h"
+#include "raid/parity.h"
+
+#define MAP_BLK      4096u
+#define MAP_HDR      40u
+#define MAP_EPB      1000u                 /* entries per block */
+#define MAP_MAGIC    "RTGTTMAP"
+#define EXT_MIN      (1u << 20)
+#define CRC_OFF      (MAP_BLK - 4u)
+_Static_assert(MAP_HDR + MAP_EPB * 4u <= CRC_OFF, "map block layout");
+
+enum { X_FREE, X_REGION, X_DATA };
+
+struct raid_thin_pool {
+	pthread_mutex_t open_mu;   /* volume opens and resizes, outside meta_mu */
+	pthread_mutex_t mu;        /* used[], counts, hint */
+	struct raid_pool *p;
+	uint64_t ext, n_ext;
+	uint8_t *used;             /* owned, n_ext */
+	uint64_t n_data, n_region;
+	uint64_t hint;             /* next extent to try */
+	uint64_t pend_a, pend_b;   /* a region being created (pool bytes) */
+	bool over;                 /* at or over the threshold */
+	bool full_logged;
+	_Atomic uint64_t thr_events;
+	bool loaded;
+	struct raid_vol bv;        /* the whole pool: thin I/O goes through it */
+	/* thin volumes of the table, loaded but not yet opened; owned */
+	struct raid_thin *loaded_t[RAID_MAX_VOLS];
+};
+
+struct mwait {
+	struct mwait *next;
+	unsigned blk;
+	uint64_t gen;
+	uint64_t vx;
+	uint32_t old;              /* staged[vx] before, restored on failure */
+	int result;
+	struct piece *pc;
+};
+
+struct mblk {
+	uint64_t seq;              /* of the newest durable copy */
+	uint8_t copy;              /* which copy holds it */
+	bool writing;
+	uint64_t gen;              /* changes staged so far */
+};
+
+struct raid_thin {
+	struct raid_thin_pool *tp;
+	struct raid_vol *v;        /* set at open; NULL while only loaded */
+	char name[64];
+	uint8_t uuid[16];
+	uint64_t map_off;          /* pool bytes */
+	uint64_t n_vext, n_blk;
+	pthread_mutex_t mu;
+	uint32_t *map;             /* durable entries */
+	uint32_t *staged;          /* what the next write of a block holds */
+	uint32_t *inflight;
+	uint8_t *busy;
+	struct mblk *blk;
+	struct mwait *mw;          /* waiting for their block to be durable */
+	struct piece *parked;      /* waiting for a busy extent */
+	struct piece *drainers;    /* owners waiting for inflight[vx] == 0 */
+};
+
+struct tio;
+typedef void (*piece_fn)(struct piece *pc, int rc);
+
+struct piece {
+	struct tio *tio;
+	struct piece *next;        /* parked / drainers */
+	uint64_t vx;
+	uint64_t in;               /* bytes into the extent */
+	uint64_t len;
+	uint8_t *buf;              /* into io->buf; NULL: zeroes */
+	uint32_t pext;             /* allocation: the pool extent taken */
+	uint8_t *xbuf;             /* owned: an extent image, zeroes */
+	bool mapped;               /* caw: what the read found */
+	bool owner;                /* holds busy[vx] */
+	piece_fn k;                /* continuation of an owner's step */
+	piece_fn mk;               /* after its map entry is durable (map_set) */
+	piece_fn dfn;              /* what defer_run runs, with drc */
+	int drc;
+	struct raid_io bio;
+	struct mwait mw;
+};
+
+struct tio {
+	struct raid_io *io;
+	struct raid_ioctx *ctx;
+	struct raid_thin *t;
+	unsigned pending;
+	int result;
+	bool in_submit;
+	uint8_t *cmp;              /* caw: what the range holds; owned */
+	unsigned n;
+	struct piece pc[];
+};
+
+struct mwrite {
+	struct raid_io bio;
+	struct raid_thin *t;
+	struct raid_ioctx *ctx;    /* the one it was submitted on */
+	unsigned b;
+	uint64_t gen, seq;
+	uint8_t copy;
+	uint8_t *buf;              /* owned */
+};
+
+static void put32(uint8_t *b, uint32_t v) { memcpy(b, &v, 4); }
+static void put64(uint8_t *b, uint64_t v) { memcpy(b, &v, 8); }
+static uint32_t get32(const uint8_t *b) { uint32_t v; memcpy(&v, b, 4); return v; }
+static uint64_t get64(const uint8_t *b) { uint64_t v; memcpy(&v, b, 8); return v; }
+
+static uint64_t ext_of(const struct raid_pool *p)
+{
+	uint64_t s = p->g.stripe_bytes;
+
+	return (EXT_MIN + s - 1) / s * s;
+}
+
+static uint64_t nblk_of(uint64_t ext, uint64_t bytes)
+{
+	return ((bytes + ext - 1) / ext + MAP_EPB - 1) / MAP_EPB;
+}
+
+uint64_t raid_thin_map_bytes(const struct raid_pool *p, uint64_t bytes)
+{
+	return nblk_of(ext_of(p), bytes) * 2 * MAP_BLK;
+}
+
+/* ---------------- map blocks ---------------- */
+
+static void blk_encode(const struct raid_thin *t, unsigned b, uint64_t seq, const uint32_t *ent,
+		       uint8_t *buf)
+{
+	uint64_t first = (uint64_t)b * MAP_EPB;
+
+	memset(buf, 0, MAP_BLK);
+	memcpy(buf, MAP_MAGIC, 8);
+	put32(buf + 8, b);
+	put64(buf + 16, seq);
+	memcpy(buf + 24, t->uuid, 16);
+	for (uint64_t i = first; i < first + MAP_EPB && i < t->n_vext; i++)
+		put32(buf + MAP_HDR + (i - first) * 4, ent[i]);
+	put32(buf + CRC_OFF, crc32_iscsi(buf, (int)CRC_OFF, 0xffffffffu));
+}
+
+static bool blk_valid(const struct raid_thin *t, unsigned b, const uint8_t *buf)
+{
+	return !memcmp(buf, MAP_MAGIC, 8) && get32(buf + 8) == b &&
+	       !memcmp(buf + 24, t->uuid, 16) &&
+	       get32(buf + CRC_OFF) == crc32_iscsi((unsigned char *)buf, (int)CRC_OFF, 0xffffffffu);
+}
+
+/* ---------------- synchronous I/O (opens only, never a reactor) ---------------- */
+
+static void sync_cb(struct raid_io *io)
+{
+	*(bool *)io->arg = true;
+}
+
+static int sync_io(struct raid_thin_pool *tp, struct raid_ioctx *ctx, enum raid_op op,
+		   uint64_t off, uint64_t len, uint8_t *buf)
+{
+	bool done = false;
+	struct raid_io io = { .op = op, .flags = op == RAID_OP_WRITE ? RAID_IO_FUA : 0,
+			      .off = off, .len = len, .buf = buf, .cb = sync_cb, .arg = &done };
+	int rc = raid_md_vol_submit(&tp->bv, ctx, &io);
+
+	if (rc)
+		return rc;
+	while (!done)
+		raid_ioctx_wait(ctx, 1000);
+	return io.result;
+}
+
+/* ---------------- the pool's extents ---------------- */
+
+static void mark_range(struct raid_thin_pool *tp, uint64_t a, uint64_t b)
+{
+	for (uint64_t k = a / tp->ext; k < tp->n_ext && k * tp->ext < b; k++)
+		if (tp->used[k] == X_FREE) {
+			tp->used[k] = X_REGION;
+			tp->n_region++;
+		}
+}
+
+/* X_REGION marks from the volume table (and the region being created);
+ * tp->mu held, meta_mu held by the caller. A region only ever covers free
+ * extents or its own (raid_thin_overlap is asked first). */
+static void regions_locked(struct raid_thin_pool *tp)
+{
+	struct raid_pool *p = tp->p;
+
+	for (uint64_t k = 0; k < tp->n_ext; k++)
+		if (tp->used[k] == X_REGION)
+			tp->used[k] = X_FREE;
+	tp->n_region = 0;
+	for (unsigned i = 0; i < p->sb.n_vols; i++)
+		mark_range(tp, p->sb.vols[i].start, p->sb.vols[i].start + p->sb.vols[i].extent);
+	if (tp->pend_b)
+		mark_range(tp, tp->pend_a, tp->pend_b);
+}
+
+void raid_thin_regions(struct raid_pool *p)
+{
+	struct raid_thin_pool *tp = p->thin;
+
+	if (!tp)
+		return;
+	pthread_mutex_lock(&tp->mu);
+	regions_locked(tp);
+	pthread_mutex_unlock(&tp->mu);
+}
+
+bool raid_thin_overlap(const struct raid_pool *p, uint64_t a, uint64_t b, uint64_t *next)
+{
+	struct raid_thin_pool *tp = p->thin;
+	bool hit = false;
+
+	if (!tp)
+		return false;
+	pthread_mutex_lock(&tp->mu);
+	for (uint64_t k = a / tp->ext; k < tp->n_ext && k * tp->ext < b; k++)
+		if (tp->used[k] == X_DATA) {
+			*next = (k + 1) * tp->ext;
+			hit = true;
+			break;
+		}
+	pthread_mutex_unlock(&tp->mu);
+	return hit;
+}
+
+void raid_thin_pending(struct raid_pool *p, uint64_t a, uint64_t b)
+{
+	struct raid_thin_pool *tp = p->thin;
+
+	pthread_mutex_lock(&tp->mu);
+	tp->pend_a = a;
+	tp->pend_b = b;
+	regions_locked(tp);
+	pthread_mutex_unlock(&tp->mu);
+}
+
+static unsigned threshold_of(const struct raid_pool *p)
+{
+	return p->thin_threshold ? p->thin_threshold : 80;
+}
+
+/* tp->mu held: after n_data changed */
+static void threshold_locked(struct raid_thin_pool *tp)
+{
+	uint64_t cap = tp->n_ext - tp->n_region;
+	unsigned thr = threshold_of(tp->p);
+	bool over = cap && tp->n_data * 100 >= cap * thr;
+
+	if (over && !tp->over) {
+		atomic_fetch_add(&tp->thr_events, 1);
+		LOG_WARN(RAID_MOD, "pool %s: thin volumes take %llu of %llu MiB (%llu%%), at or over the soft threshold of %u%%",
+			 tp->p->name, (unsigned long long)(tp->n_data * tp->ext >> 20),
+			 (unsigned long long)(cap * tp->ext >> 20),
+			 (unsigned long long)(tp->n_data * 100 / cap), thr);
+	}
+	tp->over = over;
+}
+
+static int ext_take(struct raid_thin_pool *tp, uint32_t *out)
+{
+	int rc = -ENOSPC;
+
+	pthread_mutex_lock(&tp->mu);
+	for (uint64_t i = 0; i < tp->n_ext; i++) {
+		uint64_t k = (tp->hint + i) % tp->n_ext;
+
+		if (tp->used[k] == X_FREE) {
+			tp->used[k] = X_DATA;
+			tp->n_data++;
+			tp->hint = k + 1;
+			*out = (uint32_t)k;
+			tp->full_logged = false;
+			threshold_locked(tp);
+			rc = 0;
+			break;
+		}
+	}
+	if (rc && !tp->full_logged) {
+		tp->full_logged = true;
+		LOG_ERR(RAID_MOD, "pool %s: no free space for thin volumes (%llu MiB all taken): writes that need new space fail with SPACE ALLOCATION FAILED",
+			tp->p->name, (unsigned long long)(tp->n_data * tp->ext >> 20));
+	}
+	pthread_mutex_unlock(&tp->mu);
+	return rc;
+}
+
+static void ext_give(struct raid_thin_pool *tp, uint32_t k)
+{
+	pthread_mutex_lock(&tp->mu);
+	if (tp->used[k] == X_DATA) {
+		tp->used[k] = X_FREE;
+		tp->n_data--;
+		threshold_locked(tp);
+	}
+	pthread_mutex_unlock(&tp->mu);
+}
+
+/* ---------------- loading ---------------- */
+
+static void thin_free(struct raid_thin *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_destroy(&t->mu);
+	free(t->map);
+	free(t->staged);
+	free(t->inflight);
+	free(t->busy);
+	free(t->blk);
+	free(t);
+}
+
+static struct raid_thin *thin_new(struct raid_thin_pool *tp, const struct raid_sb_vol *sv)
+{
+	struct raid_thin *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->tp = tp;
+	snprintf(t->name, sizeof(t->name), "%s", sv->name);
+	memcpy(t->uuid, sv->uuid, 16);
+	t->map_off = sv->start;
+	t->n_vext = (sv->size + tp->ext - 1) / tp->ext;
+	t->n_blk = nblk_of(tp->ext, sv->size);
+	pthread_mutex_init(&t->mu, NULL);
+	t->map = calloc(t->n_vext, 4);
+	t->staged = calloc(t->n_vext, 4);
+	t->inflight = calloc(t->n_vext, 4);
+	t->busy = calloc(t->n_vext, 1);
+	t->blk = calloc(t->n_blk, sizeof(*t->blk));
+	if (!t->map || !t->staged || !t->inflight || !t->busy || !t->blk) {
+		thin_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* Reads the map of table entry @sv into @t and marks its extents; tp->mu
+ * not held (load is single-threaded under open_mu). */
+static int map_load(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct raid_thin *t)
+{
+	const char *pn = tp->p->name;
+	uint64_t bytes = t->n_blk * 2 * MAP_BLK, done = 0;
+	uint8_t *buf = raid_alloc_nz(bytes < (4u << 20) ? bytes : (4u << 20));
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (done < bytes) {
+		uint64_t len = bytes - done < (4u << 20) ? bytes - done : (4u << 20);
+
+		rc = sync_io(tp, ctx, RAID_OP_READ, t->map_off + done, len, buf);
+		if (rc) {
+			LOG_ERR(RAID_MOD, "pool %s: thin volume %s: its extent map could not be read (%s)",
+				pn, t->name, strerror(-rc));
+			goto out_free;
+		}
+		for (uint64_t o = 0; o < len; o += 2 * MAP_BLK) {
+			unsigned b = (unsigned)((done + o) / (2 * MAP_BLK));
+			const uint8_t *c[2] = { buf + o, buf + o + MAP_BLK };
+			int pick = -1;
+
+			for (int i = 0; i < 2; i++)
+				if (blk_valid(t, b, c[i]) &&
+				    (pick < 0 || get64(c[i] + 16) > get64(c[pick] + 16)))
+					pick = i;
+			if (pick < 0) {
+				LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map block %u has no valid copy: the volume is not served",
+					pn, t->name, b);
+				rc = -EUCLEAN;
+				goto out_free;
+			}
+			t->blk[b].seq = get64(c[pick] + 16);
+			t->blk[b].copy = (uint8_t)pick;
+			for (unsigned i = 0; i < MAP_EPB; i++) {
+				uint64_t vx = (uint64_t)b * MAP_EPB + i;
+				uint32_t e = get32(c[pick] + MAP_HDR + i * 4);
+
+				if (vx >= t->n_vext) {
+					if (e) {
+						LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map block %u names an extent past the volume's end",
+							pn, t->name, b);
+						rc = -EUCLEAN;
+						goto out_free;
+					}
+					continue;
+				}
+				if (!e)
+					continue;
+				if (e - 1 >= tp->n_ext || tp->used[e - 1] != X_FREE) {
+					LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map entry %llu names pool extent %u, which is %s: the volume is not served",
+						pn, t->name, (unsigned long long)vx, e - 1,
+						e - 1 >= tp->n_ext ? "past the pool's end" :
+						tp->used[e - 1] == X_DATA ? "named twice" :
+						"another volume's region");
+					rc = -EUCLEAN;
+					goto out_free;
+				}
+				tp->used[e - 1] = X_DATA;
+				tp->n_data++;
+				t->map[vx] = t->staged[vx] = e;
+			}
+		}
+		done += len;
+	}
+out_free:
+	free(buf);
+	return rc;
+}
+
+int raid_thin_pool_load(struct raid_pool *p)
+{
+	struct raid_thin_pool *tp = p->thin;
+	struct raid_sb_vol vols[RAID_MAX_VOLS];
+	struct raid_ioctx *ctx = NULL;
+	unsigned n;
+	int rc = 0;
+
+	if (!tp) {
+		tp = calloc(1, sizeof(*tp));
+		if (!tp)
+			return -ENOMEM;
+		pthread_mutex_init(&tp->open_mu, NULL);
+		pthread_mutex_init(&tp->mu, NULL);
+		tp->p = p;
+		tp->ext = ext_of(p);
+		tp->n_ext = p->g.usable / tp->ext;
+		tp->used = calloc(tp->n_ext ? tp->n_ext : 1, 1);
+		if (!tp->used) {
+			free(tp);
+			return -ENOMEM;
+		}
+		tp->bv.pool = p;
+		snprintf(tp->bv.name, sizeof(tp->bv.name), "%s", "(thin space)");
+		tp->bv.start = 0;
+		atomic_init(&tp->bv.size, tp->n_ext * tp->ext);
+		tp->bv.extent = tp->n_ext * tp->ext;
+		p->thin = tp;
+	}
+	if (tp->loaded)
+		return 0;
+	pthread_mutex_lock(&p->meta_mu);
+	n = p->sb.n_vols;
+	memcpy(vols, p->sb.vols, sizeof(vols[0]) * n);
+	pthread_mutex_lock(&tp->mu);
+	regions_locked(tp);
+	pthread_mutex_unlock(&tp->mu);
+	pthread_mutex_unlock(&p->meta_mu);
+	for (unsigned i = 0; i < n; i++) {
+		struct raid_thin *t;
+
+		if (!(vols[i].flags & RAID_SBV_THIN))
+			continue;
+		if (!ctx && (rc = raid_ioctx_create(&ctx)))
+			goto out_fail;
+		t = thin_new(tp, &vols[i]);
+		if (!t) {
+			rc = -ENOMEM;
+			goto out_fail;
+		}
+		rc = map_load(tp, ctx, t);
+		if (rc) {
+			thin_free(t);
+			goto out_fail;
+		}
+		tp->loaded_t[i] = t;
+	}
+	pthread_mutex_lock(&tp->mu);
+	threshold_locked(tp);
+	pthread_mutex_unlock(&tp->mu);
+	tp->loaded = true;
+	if (ctx)
+		raid_ioctx_destroy(ctx);
+	return 0;
+out_fail:
+	/* a later open tries again from scratch */
+	for (unsigned i = 0; i < RAID_MAX_VOLS; i++) {
+		thin_free(tp->loaded_t[i]);
+		tp->loaded_t[i] = NULL;
+	}
+	memset(tp->used, 0, tp->n_ext);
+	tp->n_data = 0;
+	if (ctx)
+		raid_ioctx_destroy(ctx);
+	return rc;
+}
+
+void raid_thin_lock(struct raid_pool *p)
+{
+	pthread_mutex_lock(&p->thin->open_mu);
+}
+
+void raid_thin_unlock(struct raid_pool *p)
+{
+	pthread_mutex_unlock(&p->thin->open_mu);
+}
+
+int raid_thin_map_init(struct raid_pool *p, const struct raid_sb_vol *sv)
+{
+	struct raid_thin_pool *tp = p->thin;
+	struct raid_ioctx *ctx;
+	struct raid_thin *t = thin_new(tp, sv);
+	uint8_t *buf;
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	buf = raid_alloc_nz(t->n_blk * 2 * MAP_BLK);
+	if (!buf) {
+		thin_free(t);
+		return -ENOMEM;
+	}
+	/* copy 0 of every block valid and empty; copy 1 stays whatever the
+	 * members held (its UUID cannot match) */
+	for (unsigned b = 0; b < t->n_blk; b++) {
+		blk_encode(t, b, 1, t->staged, buf + (uint64_t)b * 2 * MAP_BLK);
+		blk_encode(t, b, 0, t->staged, buf + (uint64_t)b * 2 * MAP_BLK + MAP_BLK);
+		memset(buf + (uint64_t)b * 2 * MAP_BLK + MAP_BLK, 0, 8);   /* no magic */
+		t->blk[b].seq = 1;
+		t->blk[b].copy = 0;
+	}
+	rc = raid_ioctx_create(&ctx);
+	if (!rc) {
+		rc = sync_io(tp, ctx, RAID_OP_WRITE, sv->start, t->n_blk * 2 * MAP_BLK, buf);
+		raid_ioctx_destroy(ctx);
+	}
+	free(buf);
+	if (rc) {
+		LOG_ERR(RAID_MOD, "pool %s: thin volume %s: its extent map could not be written (%s)",
+			p->name, sv->name, strerror(-rc));
+		thin_free(t);
+		return rc;
+	}
+	for (unsigned i = 0; i < RAID_MAX_VOLS; i++)
+		if (!tp->loaded_t[i]) {
+			/* kept by name until raid_thin_attach */
+			tp->loaded_t[i] = t;
+			return 0;
+		}
+	thin_free(t);
+	return -ENOSPC;
+}
+
+int raid_thin_attach(struct raid_pool *p, unsigned slot, struct raid_vol *v)
+{
+	struct raid_thin_pool *tp = p->thin;
+
+	(void)slot;
+	for (unsigned i = 0; i < RAID_MAX_VOLS; i++) {
+		struct raid_thin *t = tp->loaded_t[i];
+
+		if (t && !memcmp(t->uuid, v->uuid, 16)) {
+			tp->loaded_t[i] = NULL;
+			t->v = v;
+			v->thin = t;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+void raid_thin_vol_free(struct raid_vol *v)
+{
+	thin_free(v->thin);
+	v->thin = NULL;
+}
+
+void raid_thin_pool_free(struct raid_pool *p)
+{
+	struct raid_thin_pool *tp = p->thin;
+
+	if (!tp)
+		return;
+	for (unsigned i = 0; i < RAID_MAX_VOLS; i++)
+		thin_free(tp->loaded_t[i]);
+	free(tp->used);
+	pthread_mutex_destroy(&tp->mu);
+	pthread_mutex_destroy(&tp->open_mu);
+	free(tp);
+	p->thin = NULL;
+}
+
+/* ---------------- requests ---------------- */
+
+static void deliver(void *arg)
+{
+	struct tio *ti = arg;
+	struct raid_io *io = ti->io;
+	struct raid_ioctx *ctx = ti->ctx;
+
+	io->result = ti->result;
+	for (unsigned i = 0; i < ti->n; i++)
+		free(ti->pc[i].xbuf);
+	free(ti->cmp);
+	free(ti);
+	raid_ioctx_io_done(ctx);
+	io->cb(io);
+}
+
+static void tio_finish(struct tio *ti)
+{
+	if (ti->in_submit) {
+		/* callbacks never run inside raid_vol_submit() */
+		if (raid_defer(ti->ctx, deliver, ti) == 0)
+			return;
+		LOG_ERR(RAID_MOD, "out of memory deferring a completion");
+	}
+	deliver(ti);
+}
+
+static void piece_done(struct piece *pc, int rc)
+{
+	struct tio *ti = pc->tio;
+
+	if (rc && !ti->result)
+		ti->result = rc;
+	if (--ti->pending == 0)
+		tio_finish(ti);
+}
+
+static void run_dfn(void *arg)
+{
+	struct piece *pc = arg;
+	struct raid_ioctx *ctx = pc->tio->ctx;   /* the tio may be gone after */
+
+	pc->dfn(pc, pc->drc);
+	raid_ioctx_kick(ctx);
+}
+
+/* @fn(pc, rc) on pc's own thread, whichever thread calls this. */
+static void defer_run(struct piece *pc, piece_fn fn, int rc)
+{
+	pc->dfn = fn;
+	pc->drc = rc;
+	if (raid_defer(pc->tio->ctx, run_dfn, pc)) {
+		/* no memory for the hand-over: run it here; what it touches
+		 * is the tio (whose thread is not inside it: it waits for
+		 * this) and the volume's state under t->mu */
+		LOG_ERR(RAID_MOD, "out of memory deferring a thin-volume step");
+		fn(pc, rc);
+	}
+}
+
+static void piece_start(struct piece *pc);
+static void caw_start(struct tio *ti);
+
+static void rerun(void *arg)
+{
+	struct piece *pc = arg;
+	struct raid_ioctx *ctx = pc->tio->ctx;   /* the tio may be gone after */
+
+	if (pc->tio->io->op == RAID_OP_COMPARE_WRITE)
+		caw_start(pc->tio);
+	else
+		piece_start(pc);
+	raid_ioctx_kick(ctx);
+}
+
+/* Let extent @vx go: everything parked is tried again on its thread (what
+ * still finds its extent busy parks again). */
+static void release(struct raid_thin *t, struct piece *owner)
+{
+	struct piece *list;
+
+	pthread_mutex_lock(&t->mu);
+	t->busy[owner->vx] = 0;
+	owner->owner = false;
+	list = t->parked;
+	t->parked = NULL;
+	pthread_mutex_unlock(&t->mu);
+	while (list) {
+		struct piece *pc = list;
+
+		list = pc->next;
+		if (raid_defer(pc->tio->ctx, rerun, pc)) {
+			LOG_ERR(RAID_MOD, "out of memory rerunning a thin-volume request");
+			rerun(pc);
+		}
+	}
+}
+
+/* t->mu held, busy[vx] clear: @pc owns its extent; @k runs (through
+ * defer_run, or by the caller when *@now) once nothing is in flight on it. */
+static void own_locked(struct raid_thin *t, struct piece *pc, piece_fn k, bool *now)
+{
+	t->busy[pc->vx] = 1;
+	pc->owner = true;
+	pc->k = k;
+	*now = t->inflight[pc->vx] == 0;
+	if (!*now) {
+		pc->next = t->drainers;
+		t->drainers = pc;
+	}
+}
+
+static void fast_done(struct raid_io *bio)
+{
+	struct piece *pc = bio->arg;
+	struct raid_thin *t = pc->tio->t;
+	struct piece *drained = NULL;
+
+	pthread_mutex_lock(&t->mu);
+	if (--t->inflight[pc->vx] == 0) {
+		for (struct piece **pp = &t->drainers; *pp; pp = &(*pp)->next)
+			if ((*pp)->vx == pc->vx) {
+				drained = *pp;
+				*pp = drained->next;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (drained)
+		defer_run(drained, drained->k, 0);
+	piece_done(pc, bio->result);
+}
+
+static void sub_submit(struct piece *pc, enum raid_op op, unsigned flags, uint64_t off,
+		       uint64_t len, uint8_t *buf, void (*cb)(struct raid_io *))
+{
+	struct raid_io *b = &pc->bio;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	b->op = op;
+	b->flags = flags;
+	b->off = off;
+	b->len = len;
+	b->buf = buf;
+	b->cb = cb;
+	b->arg = pc;
+	rc = raid_md_vol_submit(&pc->tio->t->tp->bv, pc->tio->ctx, b);
+	if (rc) {
+		/* not for a range inside the pool; never seen */
+		LOG_ERR(RAID_MOD, "thin volume: pool request refused (%s)", strerror(-rc));
+		b->result = rc;
+		cb(b);
+	}
+}
+
+static uint64_t pool_off(const struct raid_thin *t, uint32_t e, uint64_t in)
+{
+	return (uint64_t)(e - 1) * t->tp->ext + in;
+}
+
+/* ---- map block writes ---- */
+
+static void mwrite_submit(struct mwrite *w);
+
+/* t->mu held, !blk[b].writing: the next write of block @b, with every
+ * change staged so far; NULL without memory */
+static struct mwrite *mwrite_prep_locked(struct raid_thin *t, unsigned b, struct raid_ioctx *ctx)
+{
+	struct mwrite *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->buf = raid_alloc_nz(MAP_BLK);
+	if (!w->buf) {
+		free(w);
+		return NULL;
+	}
+	w->t = t;
+	w->ctx = ctx;
+	w->b = b;
+	w->gen = t->blk[b].gen;
+	w->seq = t->blk[b].seq + 1;
+	w->copy = t->blk[b].copy ^ 1;
+	blk_encode(t, b, w->seq, t->staged, w->buf);
+	t->blk[b].writing = true;
+	return w;
+}
+
+/* t->mu held: the waiters of block @b up to @gen, off the list; on
+ * failure their entries go back to what they were */
+static struct mwait *mw_take_locked(struct raid_thin *t, unsigned b, uint64_t gen, int rc)
+{
+	struct mwait *fire = NULL, **pp;
+
+	for (pp = &t->mw; *pp;) {
+		struct mwait *m = *pp;
+
+		if (m->blk == b && m->gen <= gen) {
+			*pp = m->next;
+			m->result = rc;
+			if (rc)
+				t->staged[m->vx] = m->old;
+			m->next = fire;
+			fire = m;
+		} else {
+			pp = &m->next;
+		}
+	}
+	return fire;
+}
+
+static void mw_fire(struct mwait *fire)
+{
+	while (fire) {
+		struct mwait *m = fire;
+
+		fire = m->next;
+		defer_run(m->pc, m->pc->mk, m->result);
+	}
+}
+
+static void mwrite_done(struct raid_io *bio)
+{
+	struct mwrite *w = bio->arg;
+	struct raid_thin *t = w->t;
+	struct mblk *mb = &t->blk[w->b];
+	struct mwait *fire;
+	struct mwrite *next = NULL;
+	int rc = bio->result ? -EIO : 0;
+
+	if (bio->result)
+		LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map block %u could not be written (%s)",
+			t->tp->p->name, t->name, w->b, strerror(-bio->result));
+	pthread_mutex_lock(&t->mu);
+	if (!rc) {
+		mb->seq = w->seq;
+		mb->copy = w->copy;
+	}
+	fire = mw_take_locked(t, w->b, w->gen, rc);
+	mb->writing = false;
+	if (mb->gen > w->gen) {
+		next = mwrite_prep_locked(t, w->b, w->ctx);
+		if (!next)
+			fire = mw_take_locked(t, w->b, mb->gen, -ENOMEM);
+	}
+	pthread_mutex_unlock(&t->mu);
+	free(w->buf);
+	free(w);
+	if (next)
+		mwrite_submit(next);
+	mw_fire(fire);
+}
+
+static void mwrite_submit(struct mwrite *w)
+{
+	struct raid_io *b = &w->bio;
+	struct raid_thin *t = w->t;
+	int rc;
+
+	b->op = RAID_OP_WRITE;
+	b->flags = RAID_IO_FUA;
+	b->off = t->map_off + ((uint64_t)w->b * 2 + w->copy) * MAP_BLK;
+	b->len = MAP_BLK;
+	b->buf = w->buf;
+	b->cb = mwrite_done;
+	b->arg = w;
+	rc = raid_md_vol_submit(&t->tp->bv, w->ctx, b);
+	if (rc) {
+		b->result = rc;
+		mwrite_done(b);
+	}
+}
+
+/* Entry pc->vx (owned by @pc) becomes @val durably; then @mk(pc, 0 or a
+ * negative errno, the entry unchanged) on pc's thread. */
+static void map_set(struct piece *pc, uint32_t val, piece_fn mk)
+{
+	struct raid_thin *t = pc->tio->t;
+	unsigned b = (unsigned)(pc->vx / MAP_EPB);
+	struct mwait *m = &pc->mw, *fire = NULL;
+	struct mwrite *w = NULL;
+
+	pc->mk = mk;
+	pthread_mutex_lock(&t->mu);
+	m->pc = pc;
+	m->vx = pc->vx;
+	m->blk = b;
+	m->old = t->staged[pc->vx];
+	t->staged[pc->vx] = val;
+	m->gen = ++t->blk[b].gen;
+	m->next = t->mw;
+	t->mw = m;
+	if (!t->blk[b].writing) {
+		w = mwrite_prep_locked(t, b, pc->tio->ctx);
+		if (!w)
+			fire = mw_take_locked(t, b, m->gen, -ENOMEM);
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (w)
+		mwrite_submit(w);
+	mw_fire(fire);
+}
+
+/* ---- allocation and freeing (owner steps) ---- */
+
+static void alloc_mapped(struct piece *pc, int rc)
+{
+	struct raid_thin *t = pc->tio->t;
+
+	if (!rc) {
+		pthread_mutex_lock(&t->mu);
+		t->map[pc->vx] = pc->pext + 1;
+		pthread_mutex_unlock(&t->mu);
+	}
+	/* on failure the extent stays taken: a copy of the block that
+	 * failed to be written may name it (the pool is beyond its
+	 * redundancy then); it is free again at the next start */
+	free(pc->xbuf);
+	pc->xbuf = NULL;
+	pc->k(pc, rc);
+}
+
+static void alloc_written(struct raid_io *bio)
+{
+	struct piece *pc = bio->arg;
+
+	if (bio->result) {
+		/* no map names it: free again */
+		ext_give(pc->tio->t->tp, pc->pext);
+		free(pc->xbuf);
+		pc->xbuf = NULL;
+		pc->k(pc, bio->result);
+		return;
+	}
+	map_set(pc, pc->pext + 1, alloc_mapped);
+}
+
+/* Owner of unmapped pc->vx: take a pool extent, write @data (NULL: zeroes)
+ * at pc->in with zeroes around it, map it; @k(pc, rc) after. */
+static void alloc_start(struct piece *pc, piece_fn k, const uint8_t *data)
+{
+	struct raid_thin *t = pc->tio->t;
+	uint64_t ext = t->tp->ext;
+	int rc;
+
+	pc->k = k;
+	rc = ext_take(t->tp, &pc->pext);
+	if (rc) {
+		k(pc, rc);
+		return;
+	}
+	free(pc->xbuf);
+	pc->xbuf = raid_alloc(ext);
+	if (!pc->xbuf) {
+		ext_give(t->tp, pc->pext);
+		k(pc, -ENOMEM);
+		return;
+	}
+	if (data)
+		memcpy(pc->xbuf + pc->in, data, pc->len);
+	sub_submit(pc, RAID_OP_WRITE, RAID_IO_FUA, (uint64_t)pc->pext * ext, ext, pc->xbuf,
+		   alloc_written);
+}
+
+static void owner_done(struct piece *pc, int rc)
+{
+	release(pc->tio->t, pc);
+	piece_done(pc, rc);
+}
+
+static void free_mapped(struct piece *pc, int rc)
+{
+	struct raid_thin *t = pc->tio->t;
+	uint32_t old;
+
+	if (!rc) {
+		pthread_mutex_lock(&t->mu);
+		old = t->map[pc->vx];
+		t->map[pc->vx] = 0;
+		pthread_mutex_unlock(&t->mu);
+		ext_give(t->tp, old - 1);
+	}
+	owner_done(pc, rc);
+}
+
+static void free_go(struct piece *pc, int rc)
+{
+	(void)rc;
+	map_set(pc, 0, free_mapped);
+}
+
+/* Bytes of volume extent @vx inside the volume (the last may be short). */
+static uint64_t vext_len(const struct raid_thin *t, uint64_t vx)
+{
+	uint64_t size = atomic_load_explicit(&t->v->size, memory_order_acquire);
+	uint64_t a = vx * t->tp->ext;
+
+	return size - a < t->tp->ext ? size - a : t->tp->ext;
+}
+
+/* One extent's share of a READ, WRITE or DISCARD, on its tio's thread. */
+static void piece_start(struct piece *pc)
+{
+	struct tio *ti = pc->tio;
+	struct raid_thin *t = ti->t;
+	struct raid_io *io = ti->io;
+	uint32_t e;
+	bool now;
+
+	pthread_mutex_lock(&t->mu);
+	if (t->busy[pc->vx]) {
+		pc->next = t->parked;
+		t->parked = pc;
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
+	e = t->map[pc->vx];
+	switch (io->op) {
+	case RAID_OP_READ:
+		if (!e) {
+			pthread_mutex_unlock(&t->mu);
+			memset(pc->buf, 0, pc->len);
+			piece_done(pc, 0);
+			return;
+		}
+		t->inflight[pc->vx]++;
+		pthread_mutex_unlock(&t->mu);
+		sub_submit(pc, RAID_OP_READ, 0, pool_off(t, e, pc->in), pc->len, pc->buf, fast_done);
+		return;
+	case RAID_OP_WRITE:
+		if (e) {
+			t->inflight[pc->vx]++;
+			pthread_mutex_unlock(&t->mu);
+			sub_submit(pc, RAID_OP_WRITE, io->flags, pool_off(t, e, pc->in), pc->len,
+				   pc->buf, fast_done);
+			return;
+		}
+		own_locked(t, pc, owner_done, &now);   /* unmapped: nothing in flight */
+		pthread_mutex_unlock(&t->mu);
+		alloc_start(pc, owner_done, pc->buf);
+		return;
+	case RAID_OP_DISCARD:
+		if (!e) {
+			pthread_mutex_unlock(&t->mu);
+			piece_done(pc, 0);
+			return;
+		}
+		if (pc->in || pc->len < vext_len(t, pc->vx)) {
+			/* part of an extent: zeroes in place */
+			t->inflight[pc->vx]++;
+			pthread_mutex_unlock(&t->mu);
+			free(pc->xbuf);
+			pc->xbuf = raid_alloc(pc->len);
+			if (!pc->xbuf) {
+				pc->bio.result = -ENOMEM;
+				pc->bio.arg = pc;
+				fast_done(&pc->bio);
+				return;
+			}
+			sub_submit(pc, RAID_OP_WRITE, io->flags, pool_off(t, e, pc->in), pc->len,
+				   pc->xbuf, fast_done);
+			return;
+		}
+		own_locked(t, pc, free_go, &now);
+		pthread_mutex_unlock(&t->mu);
+		if (now)
+			free_go(pc, 0);
+		return;
+	default:
+		pthread_mutex_unlock(&t->mu);
+		piece_done(pc, -EINVAL);
+		return;
+	}
+}
+
+/* ---- COMPARE_WRITE ----
+ * Within one mapped extent: the pool's own COMPARE_WRITE (atomic under its
+ * stripe lock), counted in flight. Otherwise the extents are owned for the
+ * whole operation: read (zeroes where unmapped), compare, write (allocating
+ * where unmapped); nothing else touches them meanwhile. ti->pending counts
+ * the pieces of the current phase. */
+
+static void caw_end(struct tio *ti)
+{
+	for (unsigned i = 0; i < ti->n; i++)
+		if (ti->pc[i].owner)
+			release(ti->t, &ti->pc[i]);
+	tio_finish(ti);
+}
+
+static void caw_step_done(struct piece *pc, int rc)
+{
+	struct tio *ti = pc->tio;
+
+	if (rc && !ti->result)
+		ti->result = rc;
+	if (--ti->pending == 0)
+		caw_end(ti);
+}
+
+static void caw_write_done(struct raid_io *bio)
+{
+	caw_step_done(bio->arg, bio->result);
+}
+
+static void caw_compare(struct tio *ti)
+{
+	struct raid_io *io = ti->io;
+
+	if (ti->result) {
+		caw_end(ti);
+		return;
+	}
+	for (uint64_t i = 0; i < io->len; i++)
+		if (io->buf[i] != ti->cmp[i]) {
+			io->miscompare_off = i;
+			ti->result = -EILSEQ;
+			caw_end(ti);
+			return;
+		}
+	ti->pending = ti->n + 1;
+	for (unsigned i = 0; i < ti->n; i++) {
+		struct piece *pc = &ti->pc[i];
+		uint32_t e;
+
+		pthread_mutex_lock(&ti->t->mu);
+		e = ti->t->map[pc->vx];
+		pthread_mutex_unlock(&ti->t->mu);
+		if (e)
+			sub_submit(pc, RAID_OP_WRITE, io->flags, pool_off(ti->t, e, pc->in), pc->len,
+				   pc->buf + io->len, caw_write_done);
+		else
+			alloc_start(pc, caw_step_done, pc->buf + io->len);
+	}
+	caw_step_done(&ti->pc[0], 0);
+}
+
+static void caw_read_step(struct tio *ti, int rc)
+{
+	if (rc && !ti->result)
+		ti->result = rc;
+	if (--ti->pending == 0)
+		caw_compare(ti);
+}
+
+static void caw_read_done(struct raid_io *bio)
+{
+	struct piece *pc = bio->arg;
+
+	caw_read_step(pc->tio, bio->result);
+}
+
+static void caw_read(struct tio *ti)
+{
+	struct raid_io *io = ti->io;
+
+	ti->cmp = malloc(io->len);
+	if (!ti->cmp) {
+		ti->result = -ENOMEM;
+		caw_end(ti);
+		return;
+	}
+	ti->pending = ti->n + 1;
+	for (unsigned i = 0; i < ti->n; i++) {
+		struct piece *pc = &ti->pc[i];
+		uint8_t *dst = ti->cmp + (pc->buf - io->buf);
+		uint32_t e;
+
+		pthread_mutex_lock(&ti->t->mu);
+		e = ti->t->map[pc->vx];
+		pthread_mutex_unlock(&ti->t->mu);
+		if (e) {
+			sub_submit(pc, RAID_OP_READ, 0, pool_off(ti->t, e, pc->in), pc->len, dst,
+				   caw_read_done);
+		} else {
+			memset(dst, 0, pc->len);
+			caw_read_step(ti, 0);
+		}
+	}
+	caw_read_step(ti, 0);
+}
+
+static void caw_drained(struct piece *pc, int rc)
+{
+	struct tio *ti = pc->tio;
+
+	(void)rc;
+	if (--ti->pending == 0)
+		caw_read(ti);
+}
+
+static void caw_fast_done(struct raid_io *bio)
+{
+	struct piece *pc = bio->arg;
+
+	if (bio->result == -EILSEQ)
+		pc->tio->io->miscompare_off = bio->miscompare_off;
+	fast_done(bio);
+}
+
+static void caw_start(struct tio *ti)
+{
+	struct raid_thin *t = ti->t;
+	struct piece *now_list[2];
+	unsigned n_now = 0;
+
+	pthread_mutex_lock(&t->mu);
+	for (unsigned i = 0; i < ti->n; i++)
+		if (t->busy[ti->pc[i].vx]) {
+			ti->pc[0].next = t->parked;
+			t->parked = &ti->pc[0];
+			pthread_mutex_unlock(&t->mu);
+			return;
+		}
+	if (ti->n == 1 && t->map[ti->pc[0].vx]) {
+		struct piece *pc = &ti->pc[0];
+		uint32_t e = t->map[pc->vx];
+
+		t->inflight[pc->vx]++;
+		pthread_mutex_unlock(&t->mu);
+		ti->pending = 1;
+		sub_submit(pc, RAID_OP_COMPARE_WRITE, ti->io->flags, pool_off(t, e, pc->in), pc->len,
+			   ti->io->buf, caw_fast_done);
+		return;
+	}
+	ti->pending = ti->n;
+	for (unsigned i = 0; i < ti->n; i++) {
+		bool now;
+
+		own_locked(t, &ti->pc[i], caw_drained, &now);
+		if (now)
+			now_list[n_now++] = &ti->pc[i];
+	}
+	pthread_mutex_unlock(&t->mu);
+	for (unsigned i = 0; i < n_now; i++)
+		caw_drained(now_list[i], 0);
+}
+
+static void flush_done(struct raid_io *bio)
+{
+	piece_done(bio->arg, bio->result);
+}
+
+#define DISCARD_MAX (1ull << 30)
+
+int raid_thin_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io)
+{
+	struct raid_thin *t = v->thin;
+	uint64_t ext = t->tp->ext, size = atomic_load_explicit(&v->size, memory_order_acquire);
+	unsigned n = 0;
+	struct tio *ti;
+
+	if (!io || !io->cb || (unsigned)io->op > RAID_OP_MAP_STATUS || io->op == RAID_OP_WRITE_SAME)
+		return -EINVAL;
+	if (io->op != RAID_OP_FLUSH) {
+		if (io->off % 512 || io->len % 512 || io->len == 0)
+			return -EINVAL;
+		if (!io->buf && io->op != RAID_OP_DISCARD && io->op != RAID_OP_MAP_STATUS)
+			return -EINVAL;
+		if (io->off > size || io->len > size - io->off)
+			return -ERANGE;
+		if (io->op == RAID_OP_DISCARD && io->len > DISCARD_MAX)
+			return -EINVAL;
+		if (io->op != RAID_OP_MAP_STATUS)
+			n = (unsigned)((io->off + io->len - 1) / ext - io->off / ext + 1);
+	} else {
+		n = 1;
+	}
+	ti = calloc(1, sizeof(*ti) + n * sizeof(struct piece));
+	if (!ti)
+		return -ENOMEM;
+	ti->io = io;
+	ti->ctx = ctx;
+	ti->t = t;
+	ti->n = n;
+	ti->in_submit = true;
+	io->result = 0;
+	io->miscompare_off = 0;
+	raid_ioctx_io_started(ctx);
+	for (unsigned i = 0; i < n && io->op != RAID_OP_FLUSH; i++) {
+		struct piece *pc = &ti->pc[i];
+		uint64_t vx = io->off / ext + i;
+		uint64_t a = io->off > vx * ext ? io->off : vx * ext;
+		uint64_t b = io->off + io->len < (vx + 1) * ext ? io->off + io->len : (vx + 1) * ext;
+
+		pc->tio = ti;
+		pc->vx = vx;
+		pc->in = a - vx * ext;
+		pc->len = b - a;
+		pc->buf = io->buf ? io->buf + (a - io->off) : NULL;
+	}
+	switch (io->op) {
+	case RAID_OP_FLUSH:
+		ti->pc[0].tio = ti;
+		ti->pending = 1;
+		sub_submit(&ti->pc[0], RAID_OP_FLUSH, 0, 0, 0, NULL, flush_done);
+		break;
+	case RAID_OP_MAP_STATUS: {
+		uint64_t vx = io->off / ext, end = (vx + 1) * ext, lim = io->off + io->len;
+		bool un;
+
+		pthread_mutex_lock(&t->mu);
+		un = !t->map[vx] && !t->busy[vx];
+		while (end < lim) {
+			uint64_t x = end / ext;
+
+			if ((!t->map[x] && !t->busy[x]) != un)
+				break;
+			end += ext;
+		}
+		pthread_mutex_unlock(&t->mu);
+		io->unmapped = un;
+		io->map_len = (end < lim ? end : lim) - io->off;
+		tio_finish(ti);
+		break;
+	}
+	case RAID_OP_COMPARE_WRITE:
+		caw_start(ti);
+		break;
+	default:
+		ti->pending = n + 1;
+		for (unsigned i = 0; i < n; i++)
+			piece_start(&ti->pc[i]);
+		piece_done(&ti->pc[0], 0);
+		break;
+	}
+	/* still valid: a completion inside this call was deferred */
+	ti->in_submit = false;
+	raid_ioctx_kick(ctx);
+	return 0;
+}
+
+void raid_thin_prov(const struct raid_vol *v, struct raid_vol_prov *out)
+{
+	uint64_t ext;
+
+	if (!v->thin)
+		return;
+	ext = v->thin->tp->ext;
+	out->thin = true;
+	out->discard_zeroes = true;
+	out->gran = (uint32_t)ext;
+	out->discard_max = DISCARD_MAX / ext * ext;
+}
+
+uint64_t raid_thin_threshold_events(const struct raid_vol *v)
+{
+	return v->thin ? atomic_load_explicit(&v->thin->tp->thr_events, memory_order_relaxed) : 0;
+}
+
+void raid_thin_usage(struct raid_pool *p, uint64_t *data, uint64_t *cap)
+{
+	struct raid_thin_pool *tp = p->thin;
+
+	*data = *cap = 0;
+	if (!tp)
+		return;
+	pthread_mutex_lock(&tp->mu);
+	*data = tp->n_data * tp->ext;
+	*cap = (tp->n_ext - tp->n_region) * tp->ext;
+	pthread_mutex_unlock(&tp->mu);
+}
+
+bool raid_thin_check(struct raid_vol *v)
+{
+	struct raid_thin *t = v->thin;
+	bool ok = true;
+
+	if (!t)
+		return true;
+	pthread_mutex_lock(&t->tp->mu);
+	pthread_mutex_lock(&t->mu);
+	for (uint64_t vx = 0; vx < t->n_vext; vx++) {
+		uint32_t e = t->map[vx];
+
+		if (t->inflight[vx] && !e)
+			ok = false;
+		if (t->staged[vx] != e && !t->busy[vx])
+			ok = false;
+		if (e && (e - 1 >= t->tp->n_ext || t->tp->used[e - 1] != X_DATA))
+			ok = false;
+		for (uint64_t w = vx + 1; e && w < t->n_vext; w++)
+			if (t->map[w] == e)
+				ok = false;
+	}
+	pthread_mutex_unlock(&t->mu);
+	pthread_mutex_unlock(&t->tp->mu);
+	return ok;
+}
