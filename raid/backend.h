@@ -133,6 +133,8 @@ void raid_thin_prov(const struct raid_vol *v, struct raid_vol_prov *out);
 uint64_t raid_thin_threshold_events(const struct raid_vol *v);
 /* Thin data bytes taken and the bytes thin volumes may take in all. */
 void raid_thin_usage(struct raid_pool *p, uint64_t *data, uint64_t *cap);
+/* Bytes of the pool thin volume @v takes (0 for thick ones). */
+uint64_t raid_thin_allocated(const struct raid_vol *v);
 /* The invariants at the top of thin.c (tests). */
 bool raid_thin_check(struct raid_vol *v);
 

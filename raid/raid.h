@@ -265,7 +265,14 @@ struct raid_pool_info {
 		uint64_t prov_done, prov_total; /* bytes written out / to write */
 		double prov_eta_s;   /* provisioning: < 0 when unknown */
 		int prov_error;      /* failed: negative errno */
+		bool thin;           /* RAID pools: space taken as written */
+		uint64_t allocated;  /* thin: bytes of the pool it takes */
 	} volumes[64];
+	/* RAID pools with thin volumes: the space thin volumes take, what they
+	 * may take in all (the pool less thick volumes and extent maps), and
+	 * the soft threshold in percent; all 0 without thin volumes */
+	uint64_t thin_used_bytes, thin_space_bytes;
+	unsigned thin_threshold;
 	uint64_t scrub_mismatches;
 	const char *scrub_state; /* "idle" | "running" | "done" */
 	/* initial sync of a new pool over members that held data */

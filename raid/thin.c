@@ -125,6 +125,7 @@ struct raid_thin {
 	struct mwait *mw;          /* waiting for their block to be durable */
 	struct piece *parked;      /* waiting for a busy extent */
 	struct piece *drainers;    /* owners waiting for inflight[vx] == 0 */
+	_Atomic uint64_t n_mapped; /* entries of map[] that are not 0 */
 };
 
 struct tio;
@@ -471,6 +472,7 @@ static int map_load(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct ra
 				}
 				tp->used[e - 1] = X_DATA;
 				tp->n_data++;
+				t->n_mapped++;
 				t->map[vx] = t->staged[vx] = e;
 			}
 		}
@@ -967,6 +969,7 @@ static void alloc_mapped(struct piece *pc, int rc)
 	if (!rc) {
 		pthread_mutex_lock(&t->mu);
 		t->map[pc->vx] = pc->pext + 1;
+		t->n_mapped++;
 		pthread_mutex_unlock(&t->mu);
 	}
 	/* on failure the extent stays taken: a copy of the block that
@@ -1034,6 +1037,7 @@ static void free_mapped(struct piece *pc, int rc)
 		pthread_mutex_lock(&t->mu);
 		old = t->map[pc->vx];
 		t->map[pc->vx] = 0;
+		t->n_mapped--;
 		pthread_mutex_unlock(&t->mu);
 		ext_give(t->tp, old - 1);
 	}
@@ -1443,4 +1447,10 @@ bool raid_thin_check(struct raid_vol *v)
 	pthread_mutex_unlock(&t->mu);
 	pthread_mutex_unlock(&t->tp->mu);
 	return ok;
+}
+
+uint64_t raid_thin_allocated(const struct raid_vol *v)
+{
+	return v->thin ? atomic_load_explicit(&v->thin->n_mapped, memory_order_relaxed) *
+			 v->thin->tp->ext : 0;
 }

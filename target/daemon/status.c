@@ -311,6 +311,15 @@ int daemon_status_json(struct daemon *d, struct json_object *reply, bool stats)
 		if (pi->bad_bytes)
 			json_object_object_add(p, "bad_bytes", json_object_new_int64((int64_t)pi->bad_bytes));
 		json_object_object_add(p, "usable_bytes", json_object_new_int64((int64_t)pi->usable_bytes));
+		if (pi->thin_space_bytes) {
+			/* thin volumes of a RAID pool */
+			json_object_object_add(p, "thin_used_bytes",
+					       json_object_new_int64((int64_t)pi->thin_used_bytes));
+			json_object_object_add(p, "thin_space_bytes",
+					       json_object_new_int64((int64_t)pi->thin_space_bytes));
+			json_object_object_add(p, "thin_threshold",
+					       json_object_new_int((int)pi->thin_threshold));
+		}
 		json_object_object_add(p, "chunk", json_object_new_int64((int64_t)pi->chunk));
 		if (!conf_pool_find(d->conf, pi->name))
 			json_object_object_add(p, "configured", json_object_new_boolean(false));
@@ -343,6 +352,11 @@ int daemon_status_json(struct daemon *d, struct json_object *reply, bool stats)
 
 			json_object_object_add(vo, "name", json_object_new_string(pi->volumes[v].name));
 			json_object_object_add(vo, "bytes", json_object_new_int64((int64_t)pi->volumes[v].bytes));
+			if (pi->volumes[v].thin) {
+				json_object_object_add(vo, "thin", json_object_new_boolean(true));
+				json_object_object_add(vo, "allocated_bytes",
+						       json_object_new_int64((int64_t)pi->volumes[v].allocated));
+			}
 			if (pi->volumes[v].state) {
 				/* background preparation (rbd thick provisioning) */
 				const typeof(pi->volumes[0]) *pv = &pi->volumes[v];

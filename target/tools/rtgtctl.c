@@ -324,6 +324,14 @@ static void print_pools(struct json_object *reply, bool counters)
 				printf(", eta %.0f s", json_object_get_double(get(p, "replace_eta_s")));
 			printf("\n");
 		}
+		if (get(p, "thin_space_bytes")) {
+			int64_t used = get_i64(p, "thin_used_bytes"), space = get_i64(p, "thin_space_bytes");
+
+			printf("  thin volumes take %s of %s (%.0f%%, soft threshold %lld%%)\n",
+			       human_bytes(used, b1, sizeof(b1)), human_bytes(space, b2, sizeof(b2)),
+			       space ? (double)used * 100.0 / (double)space : 0.0,
+			       (long long)get_i64(p, "thin_threshold"));
+		}
 		if (get(p, "bad_bytes"))
 			printf("  %s recorded bad (unreadable)\n",
 			       human_bytes(get_i64(p, "bad_bytes"), b1, sizeof(b1)));
@@ -366,6 +374,9 @@ static void print_pools(struct json_object *reply, bool counters)
 
 				printf(" %s (%s", get_str(vo, "name", "?"),
 				       human_bytes(get_i64(vo, "bytes"), b1, sizeof(b1)));
+				if (get(vo, "thin"))
+					printf(", thin, %s allocated",
+					       human_bytes(get_i64(vo, "allocated_bytes"), b2, sizeof(b2)));
 				/* rbd thick provisioning: not ready until written out */
 				if (strcmp(vst, "provisioning") == 0) {
 					printf(", provisioning %.1f%%, %s of ",
