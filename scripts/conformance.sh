@@ -5,9 +5,16 @@
 # multipath family with one URL per portal (127.0.0.1 and 127.0.0.2) on a
 # second, fresh LUN of the same target, which must pass without failures.
 #   env: LEVEL (raid5)  PORT (the first free from 13260)  MIN_PASSED (598)  TESTS (ALL regexp)
-#   THIN=1 (LEVEL=rbd only): both LUNs are thin (thin = true: UNMAP, GET LBA
-#   STATUS, WRITE SAME with UNMAP), so libiscsi's thin-provisioning tests run
-#   instead of being skipped. The summary counts the tests that skipped.
+#   THIN=1: both LUNs are thin (thin = true: UNMAP, GET LBA STATUS, WRITE
+#   SAME with UNMAP), so libiscsi's thin-provisioning tests run instead of
+#   being skipped. The summary counts the tests that skipped. On RAID levels
+#   (4 KiB physical blocks) one assertion of GetLBAStatus.UnmapSingle is
+#   the suite's own bug and reported apart, not counted: its second loop
+#   asks for LBA i+1 and wants the first descriptor at i+8 (i + logical
+#   blocks per physical block), a descriptor that does not hold the LBA
+#   asked for (SBC-3 5.8: the first descriptor holds the starting LBA); with
+#   512-byte physical blocks (rbd) both are i+1 and it passes. Any other
+#   failure, or that test failing elsewhere, counts.
 #   LEVEL=rbd: the LUNs are RBD images on the Ceph cluster of CEPH_DIR (made by
 #   scripts/ceph-cluster.sh), or on a throwaway one started here and stopped
 #   at the end when CEPH_DIR is unset.
@@ -27,7 +34,6 @@ TESTS=${TESTS:-}
 THIN=${THIN:-}
 thin=
 if [ -n "$THIN" ]; then
-	[ "$LEVEL" = rbd ] || { echo "conformance: THIN=1 needs LEVEL=rbd (RAID volumes are thick)" >&2; exit 2; }
 	thin=" thin = true;"
 fi
 IQN=iqn.2026-11.org.rtgt:conformance
@@ -106,6 +112,14 @@ echo "conformance ($LEVEL${THIN:+, thin}): $summary   (columns: Total Ran Passed
 skipped=$(grep -ac "\[SKIPPED\]" var/conformance.log)
 echo "conformance ($LEVEL${THIN:+, thin}): $skipped of them skipped; thin-provisioning tests skipped: $(grep -aiE "\[SKIPPED\]" var/conformance.log | grep -aicE "provisioned|UNMAP is not|LBPU|LBPWS|LBPME|LBPRZ|thin")"
 read -r _ total ran passed failed _ <<<"$summary"
+if [ -n "$THIN" ] && [ "$LEVEL" != rbd ] && [ "${failed:-0}" -ge 1 ]; then
+	fails=$(grep -aE "^ +[0-9]+\. test_" var/conformance.log)
+	if [ "$(grep -c . <<<"$fails")" -eq 1 ] &&
+	   grep -q "test_get_lba_status_unmap_single.c:135 .*lba offset in first descriptor" <<<"$fails"; then
+		echo "conformance: GetLBAStatus.UnmapSingle's assertion at line 135 is the suite's bug with 4 KiB physical blocks (see the top of this script): not counted"
+		failed=$((failed - 1))
+	fi
+fi
 mp_failed=0
 if [ -z "$TESTS" ]; then
 	timeout 600 iscsi-test-cu -d -t ALL.MultipathIO "iscsi://127.0.0.1:$PORT/$IQN/1" \
