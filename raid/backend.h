@@ -122,6 +122,13 @@ void raid_thin_regions(struct raid_pool *p);
 /* meta_mu held: [a, b) is a region about to be added to the table
  * (a == b: none). */
 void raid_thin_pending(struct raid_pool *p, uint64_t a, uint64_t b);
+/* The largest thin volume a map region of @region bytes holds. */
+uint64_t raid_thin_max_bytes(const struct raid_pool *p, uint64_t region);
+/* Growing open thin volume @v to @bytes (within its region): the map
+ * blocks it gains written empty (meta_mu not held), then, once the table
+ * holds the size, its in-memory state and size. */
+int raid_thin_grow_map(struct raid_vol *v, uint64_t bytes);
+int raid_thin_grow_mem(struct raid_vol *v, uint64_t bytes);
 /* Write the empty map of the new thin volume @sv (not in the table yet);
  * meta_mu not held. */
 int raid_thin_map_init(struct raid_pool *p, const struct raid_sb_vol *sv);

@@ -189,9 +189,61 @@ static uint64_t nblk_of(uint64_t ext, uint64_t bytes)
 	return ((bytes + ext - 1) / ext + MAP_EPB - 1) / MAP_EPB;
 }
 
+/* Room for the map of a volume grown to 4 times its size, or to 64 GiB,
+ * whichever is more: a thin volume grows within its map region. */
+#define MAP_ROOM_MIN (64ull << 30)
+
 uint64_t raid_thin_map_bytes(const struct raid_pool *p, uint64_t bytes)
 {
-	return nblk_of(ext_of(p), bytes) * 2 * MAP_BLK;
+	uint64_t room = bytes > UINT64_MAX / 4 ? UINT64_MAX / 2 : bytes * 4;
+
+	if (room < MAP_ROOM_MIN)
+		room = MAP_ROOM_MIN;
+	return nblk_of(ext_of(p), room) * 2 * MAP_BLK;
+}
+
+uint64_t raid_thin_max_bytes(const struct raid_pool *p, uint64_t region)
+{
+	return region / (2 * MAP_BLK) * MAP_EPB * ext_of(p);
+}
+
+/* Arrays sized for @bytes, zero beyond what @t has; t->mu held (or @t not
+ * yet shared). */
+static int arrays_grow(struct raid_thin *t, uint64_t bytes)
+{
+	uint64_t nv = (bytes + t->tp->ext - 1) / t->tp->ext, nb = nblk_of(t->tp->ext, bytes);
+	uint32_t *map = calloc(nv, 4), *staged = calloc(nv, 4), *inflight = calloc(nv, 4);
+	uint8_t *busy = calloc(nv, 1);
+	struct mblk *blk = calloc(nb, sizeof(*blk));
+
+	if (!map || !staged || !inflight || !busy || !blk) {
+		free(map);
+		free(staged);
+		free(inflight);
+		free(busy);
+		free(blk);
+		return -ENOMEM;
+	}
+	memcpy(map, t->map, t->n_vext * 4);
+	memcpy(staged, t->staged, t->n_vext * 4);
+	memcpy(inflight, t->inflight, t->n_vext * 4);
+	memcpy(busy, t->busy, t->n_vext);
+	memcpy(blk, t->blk, t->n_blk * sizeof(*blk));
+	for (uint64_t b = t->n_blk; b < nb; b++)
+		blk[b].seq = 1;       /* as raid_thin_grow wrote them */
+	free(t->map);
+	free(t->staged);
+	free(t->inflight);
+	free(t->busy);
+	free(t->blk);
+	t->map = map;
+	t->staged = staged;
+	t->inflight = inflight;
+	t->busy = busy;
+	t->blk = blk;
+	t->n_vext = nv;
+	t->n_blk = nb;
+	return 0;
 }
 
 /* ---------------- map blocks ---------------- */
@@ -1453,4 +1505,62 @@ uint64_t raid_thin_allocated(const struct raid_vol *v)
 {
 	return v->thin ? atomic_load_explicit(&v->thin->n_mapped, memory_order_relaxed) *
 			 v->thin->tp->ext : 0;
+}
+
+static int sync_write_empty(struct raid_thin_pool *tp, struct raid_thin *t, uint64_t b0,
+			    uint64_t b1)
+{
+	struct raid_ioctx *ctx;
+	uint64_t n = b1 - b0;
+	uint8_t *buf;
+	int rc;
+
+	if (!n)
+		return 0;
+	buf = raid_alloc_nz(n * 2 * MAP_BLK);
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t b = b0; b < b1; b++) {
+		uint8_t *c0 = buf + (b - b0) * 2 * MAP_BLK;
+
+		/* copy 0 valid and empty (the entries of blocks past the
+		 * volume's old end are all 0), copy 1 not a map block */
+		blk_encode(t, (unsigned)b, 1, t->staged, c0);
+		memset(c0 + MAP_HDR, 0, MAP_EPB * 4);
+		put32(c0 + CRC_OFF, crc32_iscsi(c0, (int)CRC_OFF, 0xffffffffu));
+		memset(c0 + MAP_BLK, 0, MAP_BLK);
+	}
+	rc = raid_ioctx_create(&ctx);
+	if (!rc) {
+		rc = sync_io(tp, ctx, RAID_OP_WRITE, t->map_off + b0 * 2 * MAP_BLK, n * 2 * MAP_BLK,
+			     buf);
+		raid_ioctx_destroy(ctx);
+	}
+	free(buf);
+	return rc;
+}
+
+int raid_thin_grow_map(struct raid_vol *v, uint64_t bytes)
+{
+	struct raid_thin *t = v->thin;
+	uint64_t nb = nblk_of(t->tp->ext, bytes);
+	int rc = sync_write_empty(t->tp, t, t->n_blk, nb);
+
+	if (rc)
+		LOG_ERR(RAID_MOD, "pool %s: thin volume %s: its extent map could not be extended (%s)",
+			t->tp->p->name, t->name, strerror(-rc));
+	return rc;
+}
+
+int raid_thin_grow_mem(struct raid_vol *v, uint64_t bytes)
+{
+	struct raid_thin *t = v->thin;
+	int rc;
+
+	pthread_mutex_lock(&t->mu);
+	rc = arrays_grow(t, bytes);
+	if (!rc)
+		atomic_store_explicit(&v->size, bytes, memory_order_release);
+	pthread_mutex_unlock(&t->mu);
+	return rc;
 }

@@ -1,6 +1,8 @@
 /*
- * raid/vol.c - thick volumes: extents of a pool's logical space, recorded in
- * the volume table of every member's superblock.
+ * raid/vol.c - volumes of a RAID pool, recorded in the volume table of every
+ * member's superblock: thick ones are extents of the pool's logical space
+ * (below); a thin one's entry locates its extent map, and its data lives
+ * in extents thin.c hands out (see there).
  *
  * A volume's extent starts on a full-stripe boundary and is its size rounded
  * up to a full stripe, so a volume never shares a stripe (and so a parity
@@ -183,6 +185,48 @@ out_unpend:
 	return rc;
 }
 
+/* Grow open thin volume @v (table entry @i) to @bytes within its map
+ * region: the map blocks it gains written empty, the table written, then
+ * the size published. meta_mu held on entry and return, dropped for the
+ * map's writes. */
+static int thin_grow_locked(struct raid_pool *p, unsigned i, struct raid_vol *v, uint64_t bytes)
+{
+	struct raid_sb_vol *sv = &p->sb.vols[i];
+	uint64_t old = sv->size, max = raid_thin_max_bytes(p, sv->extent);
+	int rc;
+
+	if (bytes > max) {
+		LOG_ERR(RAID_MOD, "pool %s: thin volume %s cannot grow to %llu bytes: its extent map holds at most %llu (4 times the size it was created with, at least 64 GiB)",
+			p->name, sv->name, (unsigned long long)bytes, (unsigned long long)max);
+		return -ENOSPC;
+	}
+	pthread_mutex_unlock(&p->meta_mu);
+	rc = raid_thin_grow_map(v, bytes);
+	pthread_mutex_lock(&p->meta_mu);
+	if (rc)
+		return rc;
+	sv = &p->sb.vols[i];
+	sv->size = bytes;
+	rc = raid_pool_write_sbs_locked(p, false);
+	if (rc) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: the volume table could not be written (%s): size stays %llu bytes",
+			p->name, sv->name, strerror(-rc), (unsigned long long)old);
+		sv->size = old;
+		return rc;
+	}
+	rc = raid_thin_grow_mem(v, bytes);
+	if (rc) {
+		/* the table says the new size: the next start serves it */
+		LOG_ERR(RAID_MOD, "pool %s: thin volume %s grown on disk to %llu bytes but not in memory (%s): it serves %llu until a restart",
+			p->name, sv->name, (unsigned long long)bytes, strerror(-rc),
+			(unsigned long long)old);
+		return rc;
+	}
+	LOG_INFO(RAID_MOD, "pool %s: thin volume %s grown from %llu to %llu bytes", p->name, sv->name,
+		 (unsigned long long)old, (unsigned long long)bytes);
+	return 0;
+}
+
 static int open_locked(struct raid_pool *p, const char *name, const struct conf_size *size,
 		       bool thin, struct raid_vol **out)
 {
@@ -210,10 +254,7 @@ static int open_locked(struct raid_pool *p, const char *name, const struct conf_
 		goto out_unlock;
 	}
 	if (sv && sv->size < bytes && thin) {
-		LOG_ERR(RAID_MOD, "pool %s: thin volume %s is %llu bytes: growing thin volumes of RAID pools is not supported (the configuration asks for %llu)",
-			p->name, name, (unsigned long long)sv->size, (unsigned long long)bytes);
-		rc = -EOPNOTSUPP;
-		goto out_unlock;
+		/* grown below, once open */
 	} else if (sv && sv->size < bytes) {
 		/* the configuration was raised while the daemon was down */
 		rc = grow_locked(p, (unsigned)(sv - p->sb.vols), bytes);
@@ -302,6 +343,12 @@ open:
 		p->vols[i]->extent = sv->extent;
 		atomic_store_explicit(&p->vols[i]->size, sv->size, memory_order_release);
 	}
+	if (thin && p->sb.vols[i].size < bytes) {
+		/* the configuration was raised while the daemon was down */
+		rc = thin_grow_locked(p, i, p->vols[i], bytes);
+		if (rc)
+			goto out_unlock;
+	}
 	*out = p->vols[i];
 out_unlock:
 	pthread_mutex_unlock(&p->meta_mu);
@@ -330,11 +377,6 @@ static int md_vol_resize(struct raid_vol *v, const struct conf_size *size)
 
 	if (!size_valid(p, v->name, size))
 		return -EINVAL;
-	if (v->thin) {
-		LOG_ERR(RAID_MOD, "pool %s: %s is a thin volume: growing thin volumes of RAID pools is not supported",
-			p->name, v->name);
-		return -EOPNOTSUPP;
-	}
 	bytes = want_bytes(p, size);
 	rc = raid_thin_pool_load(p);
 	if (rc)
@@ -356,6 +398,10 @@ static int md_vol_resize(struct raid_vol *v, const struct conf_size *size)
 			break;
 	if (i == p->sb.n_vols) {
 		rc = -ENOENT;
+		goto out_unlock;
+	}
+	if (v->thin) {
+		rc = thin_grow_locked(p, i, v, bytes);
 		goto out_unlock;
 	}
 	rc = grow_locked(p, i, bytes);
