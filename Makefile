@@ -177,6 +177,7 @@ tsan-run:
 guest-check: all
 	tests/guest/test_guest_fio.sh
 	tests/guest/test_guest_thin.sh
+	POOL=raid tests/guest/test_guest_thin.sh
 
 lab: deps
 	$(MAKE) all

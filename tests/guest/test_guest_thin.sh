@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # tests/guest/test_guest_thin.sh - a thin LUN and an online grow seen from
 # the Linux kernel's own initiator: rtgtd on 127.0.0.1 with a thin LUN on
-# an rbd pool (a throwaway Ceph cluster, scripts/ceph-cluster.sh), a Debian
-# guest under qemu (../shared/initiator-guest) logs in through the host
-# address 10.0.2.2 and checks, one numbered line each:
+# an rbd pool (a throwaway Ceph cluster, scripts/ceph-cluster.sh) or, with
+# POOL=raid, on a raid5 pool of three sparse files; a Debian guest under
+# qemu (../shared/initiator-guest) logs in through the host address
+# 10.0.2.2 and checks, one numbered line each:
 #   1 the kernel took the LUN as thin: discard_max_bytes 512 MiB (the Block
-#     Limits page), discard_granularity 4 MiB (the object), provisioning
-#     mode "unmap" and LBPRZ (lbprz 1);
+#     Limits page), discard_granularity 4 MiB (the object; raid5: 1 MiB,
+#     the extent), provisioning mode "unmap" and LBPRZ (lbprz 1);
 #   2 ext4 on it, 256 MiB of data: GET LBA STATUS (sg_get_lba_status) says
 #     the file's first block is mapped;
 #   3 the file removed and fstrim run: it says deallocated, and the host sees
-#     the image's allocation fall (`rbd du`, checked after the guest ends);
+#     the image's allocation fall (`rbd du`; raid: the volume's
+#     allocated_bytes in `rtgtctl status --json`);
 #   4 the host grows the LUN (rtgtctl resize) while the file system is
 #     mounted: a rescan (iscsiadm -m session --rescan) shows the new size,
 #     resize2fs grows the file system online, and a file written into the
@@ -20,14 +22,18 @@
 # make check. Needs root, the Ceph packages, librbd in the build and the
 # guest (built with ../shared/initiator-guest/build.sh GUEST_DIR when
 # missing); prints "SKIPPED: reason" and exits 0 when any of that is missing.
-# env: GUEST_DIR (default /tmp/guest), GUEST_KIT (../shared/initiator-guest)
+# env: GUEST_DIR (default /tmp/guest), GUEST_KIT (../shared/initiator-guest),
+#      POOL (rbd | raid)
 set -u
 . "$(dirname "$0")/guest_lib.sh"
+POOL=${POOL:-rbd}
 [ "$(id -u)" -eq 0 ] || skip "needs root (qemu, the Ceph cluster)"
-[ -f /usr/include/rbd/librbd.h ] || skip "rtgtd is built without librbd (install librbd-dev librados-dev)"
-for c in ceph-mon ceph-osd ceph rbd; do
-	command -v "$c" >/dev/null || skip "Ceph packages missing ($c; scripts/deps.sh installs them)"
-done
+if [ "$POOL" = rbd ]; then
+	[ -f /usr/include/rbd/librbd.h ] || skip "rtgtd is built without librbd (install librbd-dev librados-dev)"
+	for c in ceph-mon ceph-osd ceph rbd; do
+		command -v "$c" >/dev/null || skip "Ceph packages missing ($c; scripts/deps.sh installs them)"
+	done
+fi
 guest_ready
 
 W=$(mktemp -d /tmp/rtgt-gthin.XXXXXX)
@@ -38,15 +44,26 @@ cleanup() {
 	rm -rf "$W"
 }
 trap cleanup EXIT
-"$root/scripts/ceph-cluster.sh" start "$W/ceph" > "$W/ceph.log" 2>&1 || { cat "$W/ceph.log"; fail "no Ceph cluster"; }
+if [ "$POOL" = rbd ]; then
+	"$root/scripts/ceph-cluster.sh" start "$W/ceph" > "$W/ceph.log" 2>&1 || { cat "$W/ceph.log"; fail "no Ceph cluster"; }
+fi
 ok
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 IQN=iqn.2026-11.org.rtgt:gthin
 IMG=gthin$$
+if [ "$POOL" = rbd ]; then
+	pooldef="{ name = \"c\"; level = \"rbd\"; ceph_conf = \"$W/ceph/ceph.conf\"; rbd_pool = \"rbd\";
+            ceph_id = \"rtgt\"; keyring = \"$W/ceph/client.rtgt.keyring\"; }"
+	GRAN=4194304
+else
+	# 64 KiB chunks over 3 members: 128 KiB stripes, 1 MiB extents
+	pooldef="{ name = \"c\"; level = \"raid5\"; chunk = \"64K\";
+            members = ( \"$W/d0.img\", \"$W/d1.img\", \"$W/d2.img\" ); create_size = \"2G\"; }"
+	GRAN=1048576
+fi
 cat > "$W/rtgt.conf" <<CONF
 daemon = { workers = 2; control = "$W/rtgtd.sock"; log_level = "info"; };
-pools = ( { name = "c"; level = "rbd"; ceph_conf = "$W/ceph/ceph.conf"; rbd_pool = "rbd";
-            ceph_id = "rtgt"; keyring = "$W/ceph/client.rtgt.keyring"; } );
+pools = ( $pooldef );
 portals = ( { name = "lo"; listen = "127.0.0.1:$PORT"; } );
 targets = ( { iqn = "$IQN"; portals = ( "lo" );
               luns = ( { lun = 0; pool = "c"; volume = "$IMG"; size = "1G"; thin = true; } );
@@ -58,8 +75,13 @@ for _ in $(seq 100); do [ -S "$W/rtgtd.sock" ] && break; sleep 0.2; done
 "$RTGTCTL" -s "$W/rtgtd.sock" status >/dev/null || fail "rtgtd did not start"
 ok
 du_used() {
-	rbd --conf "$W/ceph/ceph.conf" --name client.admin du --format json "$IMG" 2>/dev/null |
-		grep -o '"used_size":[0-9]*' | head -1 | cut -d: -f2
+	if [ "$POOL" = rbd ]; then
+		rbd --conf "$W/ceph/ceph.conf" --name client.admin du --format json "$IMG" 2>/dev/null |
+			grep -o '"used_size":[0-9]*' | head -1 | cut -d: -f2
+	else
+		"$RTGTCTL" -s "$W/rtgtd.sock" status --json 2>/dev/null |
+			grep -o '"allocated_bytes": *[0-9]*' | head -1 | grep -o '[0-9]*$'
+	fi
 }
 
 # the guest runs it with its /bin/sh (dash): no bashisms
@@ -134,8 +156,8 @@ for _ in $(seq 1400); do
 	fi
 	sleep 1
 done
-echo "rbd du: ${peak:-?} bytes with the file, ${trimmed:-?} after fstrim"
-[ -n "$peak" ] && [ -n "$trimmed" ] || { tail -40 "$W/console.log"; fail "the image never filled and emptied (rbd du ${peak:-?} / ${u:-?})"; }
+echo "$POOL allocation: ${peak:-?} bytes with the file, ${trimmed:-?} after fstrim"
+[ -n "$peak" ] && [ -n "$trimmed" ] || { tail -40 "$W/console.log"; fail "the volume never filled and emptied (${peak:-?} / ${u:-?} bytes allocated)"; }
 ok
 out=$("$RTGTCTL" -s "$W/rtgtd.sock" resize "$IQN" 0 2G 2>&1) || fail "rtgtctl resize: $out"
 echo "host: $out"
@@ -146,7 +168,7 @@ grep -aE "THIN-|fstrim|/mnt" "$W/console.log" | head -20
 [ "$grc" -eq 0 ] || { tail -40 "$W/console.log"; fail "guest script exit $grc"; }
 line() { grep -ao "THIN-$1 .*" "$W/console.log" | tail -1 | tr -d '\r' | cut -d' ' -f2-; }
 read -r dmax dgran pmode tp <<<"$(line 1)"
-[ "$dmax" = 536870912 ] && [ "$dgran" = 4194304 ] && [ "$pmode" = unmap ] ||
+[ "$dmax" = 536870912 ] && [ "$dgran" = "$GRAN" ] && [ "$pmode" = unmap ] ||
 	fail "the kernel did not take the LUN as thin: discard_max_bytes $dmax granularity $dgran mode $pmode"
 [ "$(line RC)" = "lbpme=1, lbprz=1" ] || fail "READ CAPACITY(16) as the guest sees it: $(line RC)"
 ok
@@ -161,5 +183,5 @@ sz=$(line 4)
 read -r fs same <<<"$(line 5)"
 [ "$same" = same ] && [ "$fs" -gt $((1536 << 20)) ] || fail "after resize2fs: size $fs, data $same"
 ok
-echo "guest-thin: $checks checks passed"
+echo "guest-thin ($POOL): $checks checks passed"
 echo "100%: Checks: $checks, Failures: 0, Errors: 0"
