@@ -1440,6 +1440,8 @@ const char *raid_event_kind_name(enum raid_event_kind kind)
 	case RAID_EV_REPLACE_STARTED: return "replace_started";
 	case RAID_EV_REPLACE_DONE: return "replace_done";
 	case RAID_EV_REPLACE_STOPPED: return "replace_stopped";
+	case RAID_EV_THIN_THRESHOLD: return "thin_threshold";
+	case RAID_EV_THIN_FULL: return "thin_full";
 	}
 	return "unknown";
 }

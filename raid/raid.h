@@ -308,6 +308,10 @@ enum raid_event_kind {
 	RAID_EV_REPLACE_STARTED,  /* member: the spare, slot: the one replaced; detail: its path */
 	RAID_EV_REPLACE_DONE,     /* member: the new member, slot; detail: the old one's path */
 	RAID_EV_REPLACE_STOPPED,  /* member: the spare, slot; detail: why (not at shutdown) */
+	RAID_EV_THIN_THRESHOLD,   /* thin volumes' space rose to the soft threshold;
+	                           * count: bytes taken; detail: "N% of M MiB, threshold T%" */
+	RAID_EV_THIN_FULL,        /* no space left for thin volumes: writes needing
+	                           * new space fail; count: bytes taken */
 };
 
 struct raid_event {

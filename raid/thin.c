@@ -373,11 +373,17 @@ static void threshold_locked(struct raid_thin_pool *tp)
 	bool over = cap && tp->n_data * 100 >= cap * thr;
 
 	if (over && !tp->over) {
+		char detail[96];
+		struct raid_event ev = { .kind = RAID_EV_THIN_THRESHOLD, .slot = -1,
+					 .count = tp->n_data * tp->ext, .detail = detail };
+
 		atomic_fetch_add(&tp->thr_events, 1);
-		LOG_WARN(RAID_MOD, "pool %s: thin volumes take %llu of %llu MiB (%llu%%), at or over the soft threshold of %u%%",
-			 tp->p->name, (unsigned long long)(tp->n_data * tp->ext >> 20),
-			 (unsigned long long)(cap * tp->ext >> 20),
-			 (unsigned long long)(tp->n_data * 100 / cap), thr);
+		snprintf(detail, sizeof(detail), "%llu%% of %llu MiB, threshold %u%%",
+			 (unsigned long long)(tp->n_data * 100 / cap),
+			 (unsigned long long)(cap * tp->ext >> 20), thr);
+		LOG_WARN(RAID_MOD, "pool %s: thin volumes take %llu MiB, %s: at or over the soft threshold",
+			 tp->p->name, (unsigned long long)(tp->n_data * tp->ext >> 20), detail);
+		raid_event_emit(tp->p, &ev);
 	}
 	tp->over = over;
 }
@@ -402,9 +408,13 @@ static int ext_take(struct raid_thin_pool *tp, uint32_t *out)
 		}
 	}
 	if (rc && !tp->full_logged) {
+		struct raid_event ev = { .kind = RAID_EV_THIN_FULL, .slot = -1,
+					 .count = tp->n_data * tp->ext };
+
 		tp->full_logged = true;
 		LOG_ERR(RAID_MOD, "pool %s: no free space for thin volumes (%llu MiB all taken): writes that need new space fail with SPACE ALLOCATION FAILED",
 			tp->p->name, (unsigned long long)(tp->n_data * tp->ext >> 20));
+		raid_event_emit(tp->p, &ev);
 	}
 	pthread_mutex_unlock(&tp->mu);
 	return rc;

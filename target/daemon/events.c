@@ -482,6 +482,19 @@ void events_raid_fn(void *arg, const struct raid_event *ev)
 		snprintf(msg, sizeof(msg), "pool %s: replacement of slot %d by %s stopped: %s", ev->pool,
 			 ev->slot, ev->member ? ev->member : "?", ev->detail ? ev->detail : "");
 		break;
+	case RAID_EV_THIN_THRESHOLD:
+		sev = "warning";
+		json_object_object_add(f, "thin_used_bytes", json_object_new_int64((int64_t)ev->count));
+		json_object_object_add(f, "detail", json_object_new_string(ev->detail ? ev->detail : ""));
+		snprintf(msg, sizeof(msg), "pool %s: thin volumes at the soft threshold: %s", ev->pool,
+			 ev->detail ? ev->detail : "");
+		break;
+	case RAID_EV_THIN_FULL:
+		sev = "error";
+		json_object_object_add(f, "thin_used_bytes", json_object_new_int64((int64_t)ev->count));
+		snprintf(msg, sizeof(msg), "pool %s: no space left for thin volumes (%llu MiB taken): writes that need new space fail",
+			 ev->pool, (unsigned long long)(ev->count >> 20));
+		break;
 	case RAID_EV_MEMBER_REMOVED:
 		sev = "warning";
 		snprintf(msg, sizeof(msg), "pool %s: member %s removed", ev->pool,

@@ -66,6 +66,10 @@ static struct json_object *pool_json(const struct raid_pool_info *pi)
 		json_object_object_add(p, "scrub_state", json_object_new_string(pi->scrub_state));
 		add_u64(p, "scrub_mismatches", pi->scrub_mismatches);
 	}
+	if (pi->thin_space_bytes) {
+		add_u64(p, "thin_used_bytes", pi->thin_used_bytes);
+		add_u64(p, "thin_space_bytes", pi->thin_space_bytes);
+	}
 	for (unsigned m = 0; m < pi->n_members && m < 64; m++) {
 		const struct raid_member_info *mi = &pi->members[m];
 		struct json_object *mo = json_object_new_object();

@@ -22,7 +22,8 @@ struct live_lu {
  * "luns" [{pool, volume, exported_as, read/write/other ops and bytes,
  * latency_count, latency_sum_us, latency_hist}] and "pools" [{name, level,
  * state, rebuild_progress, rebuild_eta_s?, sync_progress?, scrub_state?,
- * scrub_mismatches?, members:[{path, state, read/write bytes and ops,
+ * scrub_mismatches?, thin_used_bytes? and thin_space_bytes? (pools with
+ * thin volumes), members:[{path, state, read/write bytes and ops,
  * busy_ns, read_hist, write_hist, read/write_lat_sum_us,
  * read/write_lat_max_us}]}] (member histograms: [[upper bound us, count],
  * ...]).

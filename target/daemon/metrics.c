@@ -460,6 +460,30 @@ static void pool_families(struct buf *b, struct json_object *pools)
 			   jget(p, "rebuild_progress") ?
 			   json_object_get_double(jget(p, "rebuild_progress")) : 0.0);
 	}
+	for (size_t i = 0, any = 0; i < jlen(pools) && !any; i++) {
+		if (!jget(json_object_array_get_idx(pools, i), "thin_space_bytes"))
+			continue;
+		/* pools with thin volumes only */
+		any = 1;
+		family(b, "rtgt_pool_thin_used_bytes", "gauge",
+		       "Bytes of the pool its thin volumes take.");
+		for (size_t k = 0; k < jlen(pools); k++) {
+			struct json_object *p = json_object_array_get_idx(pools, k);
+			const char *lv[] = { "pool", jstr(p, "name"), NULL };
+
+			if (jget(p, "thin_space_bytes"))
+				sample_u64(b, "rtgt_pool_thin_used_bytes", lv, ju(p, "thin_used_bytes"));
+		}
+		family(b, "rtgt_pool_thin_space_bytes", "gauge",
+		       "Bytes the pool's thin volumes may take in all (the pool less thick volumes and extent maps).");
+		for (size_t k = 0; k < jlen(pools); k++) {
+			struct json_object *p = json_object_array_get_idx(pools, k);
+			const char *lv[] = { "pool", jstr(p, "name"), NULL };
+
+			if (jget(p, "thin_space_bytes"))
+				sample_u64(b, "rtgt_pool_thin_space_bytes", lv, ju(p, "thin_space_bytes"));
+		}
+	}
 	family(b, "rtgt_sync_progress_ratio", "gauge",
 	       "Part of a new pool's initial sync done (1 once synced).");
 	for (size_t i = 0; i < jlen(pools); i++) {

@@ -16,7 +16,8 @@
  *    write that finds no space fails with -ENOSPC and changes nothing,
  *    data written before reads back, a discard makes room for it again;
  *    the soft threshold (50%) counts one crossing per rise, none per
- *    write above it, another after falling below and rising again.
+ *    write above it, another after falling below and rising again; one
+ *    thin_threshold event per rise, one thin_full event.
  * 05 thick and thin volumes side by side: a thick volume created while
  *    thin data is spread over the pool goes around it, a grow of a thick
  *    volume into thin data is refused; every volume keeps its own bytes,
@@ -316,6 +317,17 @@ START_TEST(t03_discard_and_reopen)
 }
 END_TEST
 
+static unsigned ev_thr, ev_full;
+
+static void ev_count(void *arg, const struct raid_event *ev)
+{
+	(void)arg;
+	if (ev->kind == RAID_EV_THIN_THRESHOLD)
+		ev_thr++;
+	if (ev->kind == RAID_EV_THIN_FULL)
+		ev_full++;
+}
+
 START_TEST(t04_pool_full)
 {
 	struct raid_ioctx *ctx;
@@ -325,6 +337,7 @@ START_TEST(t04_pool_full)
 	uint8_t *w = malloc(MB), *r = malloc(MB);
 
 	thr = 50;
+	raid_set_event_fn(ev_count, NULL);
 	p = open_pool(CONF_RAID5);
 	v = vol(p, "big", 256 * MB, true);
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
@@ -354,14 +367,19 @@ START_TEST(t04_pool_full)
 	ck_assert_int_eq(rf_io(v, ctx, RAID_OP_WRITE, 200 * MB, 4096, w), -ENOSPC);
 	e0 = raid_vol_thin_threshold_events(v);
 	ck_assert_uint_eq(e0, 1);
+	/* one event each, however many writes found no space */
+	ck_assert_uint_eq(ev_thr, 1);
+	ck_assert_uint_eq(ev_full, 1);
 	/* below the threshold and over it again: one more */
 	ck_assert_int_eq(discard(v, ctx, 0, n * MB), 0);
 	ck_assert_uint_eq(used(p), 0);
 	for (uint64_t i = 0; i < n; i++)
 		wr(v, ctx, (100 + i) * MB, 4096, 60);
 	ck_assert_uint_eq(raid_vol_thin_threshold_events(v), 2);
+	ck_assert_uint_eq(ev_thr, 2);
 	ck_assert(raid_thin_check(v));
 	raid_pool_close(p);
+	raid_set_event_fn(NULL, NULL);
 	raid_ioctx_destroy(ctx);
 	free(w);
 	free(r);
