@@ -112,6 +112,8 @@ int raid_thin_pool_load(struct raid_pool *p);
 void raid_thin_pool_free(struct raid_pool *p);
 void raid_thin_lock(struct raid_pool *p);
 void raid_thin_unlock(struct raid_pool *p);
+/* The pool's thin extent size in bytes (what new thin entries record). */
+uint64_t raid_thin_ext(const struct raid_pool *p);
 /* Bytes a thin volume of @bytes needs for its extent map. */
 uint64_t raid_thin_map_bytes(const struct raid_pool *p, uint64_t bytes);
 /* meta_mu held: does [a, b) of the pool hold thin data? *@next: the end

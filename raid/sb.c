@@ -140,6 +140,7 @@ void raid_sb_encode(const struct raid_sb *sb, uint8_t *b)
 		put64(v + 88, sb->vols[i].size);
 		put64(v + 96, sb->vols[i].extent);
 		put32(v + 104, sb->vols[i].flags);
+		put64(v + 112, sb->vols[i].thin_ext);
 	}
 	put32(b + SB_CRC_OFF, crc32_iscsi(b, (int)SB_CRC_OFF, 0xffffffffu));
 }
@@ -224,7 +225,10 @@ int raid_sb_decode(const uint8_t *b, struct raid_sb *sb, const char **why)
 		sb->vols[i].size = get64(v + 88);
 		sb->vols[i].extent = get64(v + 96);
 		sb->vols[i].flags = get32(v + 104);
-		if (sb->vols[i].flags & ~RAID_SBV_THIN) {
+		sb->vols[i].thin_ext = get64(v + 112);
+		if ((sb->vols[i].flags & ~RAID_SBV_THIN) ||
+		    (sb->vols[i].flags & RAID_SBV_THIN &&
+		     (sb->vols[i].thin_ext == 0 || sb->vols[i].thin_ext % 4096))) {
 			*why = "superblock fields out of range";
 			return -EINVAL;
 		}

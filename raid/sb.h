@@ -40,6 +40,9 @@ struct raid_sb_vol {
 	uint64_t extent;          /* bytes reserved: size rounded up to the stripe;
 	                           * of a thin volume, its extent map (thin.c) */
 	uint32_t flags;           /* RAID_SBV_* */
+	uint64_t thin_ext;        /* RAID_SBV_THIN: bytes of the pool's extents
+	                           * (the same in every thin entry of a pool:
+	                           * fixed once, whatever the geometry later) */
 };
 /* A thin volume (raid/thin.c): [start, start + extent) holds its extent
  * map, its data lives in extents of the pool's free space. 0 in

@@ -199,12 +199,17 @@ uint64_t raid_thin_map_bytes(const struct raid_pool *p, uint64_t bytes)
 
 	if (room < MAP_ROOM_MIN)
 		room = MAP_ROOM_MIN;
-	return nblk_of(ext_of(p), room) * 2 * MAP_BLK;
+	return nblk_of(p->thin->ext, room) * 2 * MAP_BLK;
 }
 
 uint64_t raid_thin_max_bytes(const struct raid_pool *p, uint64_t region)
 {
-	return region / (2 * MAP_BLK) * MAP_EPB * ext_of(p);
+	return region / (2 * MAP_BLK) * MAP_EPB * p->thin->ext;
+}
+
+uint64_t raid_thin_ext(const struct raid_pool *p)
+{
+	return p->thin->ext;
 }
 
 /* Arrays sized for @bytes, zero beyond what @t has; t->mu held (or @t not
@@ -560,7 +565,32 @@ int raid_thin_pool_load(struct raid_pool *p)
 		pthread_mutex_init(&tp->open_mu, NULL);
 		pthread_mutex_init(&tp->mu, NULL);
 		tp->p = p;
-		tp->ext = ext_of(p);
+		/* the extent size is the pool's for good once a thin volume
+		 * recorded it (a later geometry may have other stripes) */
+		{
+			uint64_t rec = 0;
+			const char *odd = NULL;
+
+			pthread_mutex_lock(&p->meta_mu);
+			for (unsigned i = 0; i < p->sb.n_vols; i++) {
+				const struct raid_sb_vol *sv = &p->sb.vols[i];
+
+				if (!(sv->flags & RAID_SBV_THIN))
+					continue;
+				if (rec && sv->thin_ext != rec)
+					odd = sv->name;
+				if (!rec)
+					rec = sv->thin_ext;
+			}
+			pthread_mutex_unlock(&p->meta_mu);
+			if (odd) {
+				LOG_ERR(RAID_MOD, "pool %s: thin volume %s records another extent size than the pool's other thin volumes (%llu bytes): not served",
+					p->name, odd, (unsigned long long)rec);
+				free(tp);
+				return -EUCLEAN;
+			}
+			tp->ext = rec ? rec : ext_of(p);
+		}
 		tp->n_ext = p->g.usable / tp->ext;
 		tp->used = calloc(tp->n_ext ? tp->n_ext : 1, 1);
 		if (!tp->used) {

@@ -164,6 +164,7 @@ static int thin_create(struct raid_pool *p, const char *name, uint64_t bytes,
 	nv.size = bytes;
 	nv.extent = extent;
 	nv.flags = RAID_SBV_THIN;
+	nv.thin_ext = raid_thin_ext(p);
 	raid_thin_pending(p, nv.start, nv.start + extent);
 	pthread_mutex_unlock(&p->meta_mu);
 	rc = raid_thin_map_init(p, &nv);
