@@ -60,6 +60,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "conf/util.h"
 #include "raid/backend.h"
 #include "raid/ioctx.h"
 #include "raid/parity.h"
@@ -728,6 +729,8 @@ int raid_thin_attach(struct raid_pool *p, unsigned slot, struct raid_vol *v)
 
 void raid_thin_vol_free(struct raid_vol *v)
 {
+	if (v->thin)
+		RTGT_CHECK(raid_thin_check(v));
 	thin_free(v->thin);
 	v->thin = NULL;
 }
@@ -991,8 +994,14 @@ static void mwrite_done(struct raid_io *bio)
 	mb->writing = false;
 	if (mb->gen > w->gen) {
 		next = mwrite_prep_locked(t, w->b, w->ctx);
-		if (!next)
-			fire = mw_take_locked(t, w->b, mb->gen, -ENOMEM);
+		if (!next) {
+			/* the changes staged since: failed, after the others */
+			struct mwait *more = mw_take_locked(t, w->b, mb->gen, -ENOMEM), **tail = &fire;
+
+			while (*tail)
+				tail = &(*tail)->next;
+			*tail = more;
+		}
 	}
 	pthread_mutex_unlock(&t->mu);
 	free(w->buf);
@@ -1521,6 +1530,10 @@ bool raid_thin_check(struct raid_vol *v)
 
 	if (!t)
 		return true;
+	uint8_t *seen = calloc(t->tp->n_ext ? t->tp->n_ext : 1, 1);
+
+	if (!seen)
+		return true;   /* nothing to check with */
 	pthread_mutex_lock(&t->tp->mu);
 	pthread_mutex_lock(&t->mu);
 	for (uint64_t vx = 0; vx < t->n_vext; vx++) {
@@ -1530,14 +1543,16 @@ bool raid_thin_check(struct raid_vol *v)
 			ok = false;
 		if (t->staged[vx] != e && !t->busy[vx])
 			ok = false;
-		if (e && (e - 1 >= t->tp->n_ext || t->tp->used[e - 1] != X_DATA))
+		if (!e)
+			continue;
+		if (e - 1 >= t->tp->n_ext || t->tp->used[e - 1] != X_DATA || seen[e - 1])
 			ok = false;
-		for (uint64_t w = vx + 1; e && w < t->n_vext; w++)
-			if (t->map[w] == e)
-				ok = false;
+		else
+			seen[e - 1] = 1;
 	}
 	pthread_mutex_unlock(&t->mu);
 	pthread_mutex_unlock(&t->tp->mu);
+	free(seen);
 	return ok;
 }
 
