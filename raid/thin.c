@@ -977,7 +977,7 @@ static void mwrite_done(struct raid_io *bio)
 {
 	struct mwrite *w = bio->arg;
 	struct raid_thin *t = w->t;
-	struct mblk *mb = &t->blk[w->b];
+	struct mblk *mb;
 	struct mwait *fire;
 	struct mwrite *next = NULL;
 	int rc = bio->result ? -EIO : 0;
@@ -986,6 +986,8 @@ static void mwrite_done(struct raid_io *bio)
 		LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map block %u could not be written (%s)",
 			t->tp->p->name, t->name, w->b, strerror(-bio->result));
 	pthread_mutex_lock(&t->mu);
+	/* under the lock: a grow replaces the arrays (arrays_grow) */
+	mb = &t->blk[w->b];
 	if (!rc) {
 		mb->seq = w->seq;
 		mb->copy = w->copy;
