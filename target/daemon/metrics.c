@@ -437,6 +437,20 @@ static const struct counter_def health_gauges[] = {
 	{ "rtgt_member_media_errors", "media_errors", "NVMe media and data integrity errors." },
 };
 
+/* One gauge per pool that has the field @key (pools with thin volumes). */
+static void thin_family(struct buf *b, struct json_object *pools, const char *name,
+			const char *key, const char *help)
+{
+	family(b, name, "gauge", help);
+	for (size_t k = 0; k < jlen(pools); k++) {
+		struct json_object *p = json_object_array_get_idx(pools, k);
+		const char *lv[] = { "pool", jstr(p, "name"), NULL };
+
+		if (jget(p, key))
+			sample_u64(b, name, lv, ju(p, key));
+	}
+}
+
 static void pool_families(struct buf *b, struct json_object *pools)
 {
 	family(b, "rtgt_pool_state", "gauge", "1 for the pool's current state, 0 for the others.");
@@ -460,30 +474,15 @@ static void pool_families(struct buf *b, struct json_object *pools)
 			   jget(p, "rebuild_progress") ?
 			   json_object_get_double(jget(p, "rebuild_progress")) : 0.0);
 	}
-	for (size_t i = 0, any = 0; i < jlen(pools) && !any; i++) {
-		if (!jget(json_object_array_get_idx(pools, i), "thin_space_bytes"))
-			continue;
-		/* pools with thin volumes only */
-		any = 1;
-		family(b, "rtgt_pool_thin_used_bytes", "gauge",
-		       "Bytes of the pool its thin volumes take.");
-		for (size_t k = 0; k < jlen(pools); k++) {
-			struct json_object *p = json_object_array_get_idx(pools, k);
-			const char *lv[] = { "pool", jstr(p, "name"), NULL };
-
-			if (jget(p, "thin_space_bytes"))
-				sample_u64(b, "rtgt_pool_thin_used_bytes", lv, ju(p, "thin_used_bytes"));
+	for (size_t i = 0; i < jlen(pools); i++)
+		if (jget(json_object_array_get_idx(pools, i), "thin_space_bytes")) {
+			/* pools with thin volumes only */
+			thin_family(b, pools, "rtgt_pool_thin_used_bytes", "thin_used_bytes",
+				    "Bytes of the pool its thin volumes take.");
+			thin_family(b, pools, "rtgt_pool_thin_space_bytes", "thin_space_bytes",
+				    "Bytes the pool's thin volumes may take in all (the pool less thick volumes and extent maps).");
+			break;
 		}
-		family(b, "rtgt_pool_thin_space_bytes", "gauge",
-		       "Bytes the pool's thin volumes may take in all (the pool less thick volumes and extent maps).");
-		for (size_t k = 0; k < jlen(pools); k++) {
-			struct json_object *p = json_object_array_get_idx(pools, k);
-			const char *lv[] = { "pool", jstr(p, "name"), NULL };
-
-			if (jget(p, "thin_space_bytes"))
-				sample_u64(b, "rtgt_pool_thin_space_bytes", lv, ju(p, "thin_space_bytes"));
-		}
-	}
 	family(b, "rtgt_sync_progress_ratio", "gauge",
 	       "Part of a new pool's initial sync done (1 once synced).");
 	for (size_t i = 0; i < jlen(pools); i++) {

@@ -102,3 +102,41 @@ double rf_now_s(void)
 {
 	return (double)conf_mono_ns() / 1e9;
 }
+
+static void *loader_main(void *arg)
+{
+	struct rf_loader *l = arg;
+	struct raid_ioctx *ctx;
+	uint8_t w[16384], r[16384];
+
+	if (raid_ioctx_create(&ctx)) {
+		l->errors++;
+		return NULL;
+	}
+	for (unsigned s = 0; !atomic_load(&l->stop); s++) {
+		uint64_t off = (uint64_t)s * sizeof(w) % l->span;
+
+		for (size_t i = 0; i < sizeof(w); i++)
+			w[i] = (uint8_t)(s * 131u + i * 7u + (i >> 9) + 1);
+		if (rf_io(l->v, ctx, RAID_OP_WRITE, off, sizeof(w), w) ||
+		    rf_io(l->v, ctx, RAID_OP_READ, off, sizeof(r), r))
+			l->errors++;
+		else if (memcmp(w, r, sizeof(w)))
+			l->wrong++;
+		l->rounds++;
+	}
+	raid_ioctx_destroy(ctx);
+	return NULL;
+}
+
+void rf_loader_start(struct rf_loader *l)
+{
+	atomic_store(&l->stop, false);
+	ck_assert_int_eq(pthread_create(&l->th, NULL, loader_main, l), 0);
+}
+
+void rf_loader_stop(struct rf_loader *l)
+{
+	atomic_store(&l->stop, true);
+	pthread_join(l->th, NULL);
+}

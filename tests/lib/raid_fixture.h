@@ -9,6 +9,9 @@
 #ifndef RTGT_TESTS_RAID_FIXTURE_H
 #define RTGT_TESTS_RAID_FIXTURE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,5 +41,19 @@ int rf_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, uint64_t 
 	  uint64_t len, uint8_t *buf);
 /* CLOCK_MONOTONIC in seconds. */
 double rf_now_s(void);
+
+/* A thread that writes 16 KiB blocks of a pattern over the first @span
+ * bytes of @v, one after the other, and reads each back, until stopped:
+ * for tests that change a volume under I/O. Counts rounds, requests that
+ * failed and reads that did not return what was written. */
+struct rf_loader {
+	struct raid_vol *v;
+	uint64_t span;            /* multiple of 16 KiB */
+	_Atomic bool stop;
+	unsigned long rounds, errors, wrong;
+	pthread_t th;
+};
+void rf_loader_start(struct rf_loader *l);
+void rf_loader_stop(struct rf_loader *l);
 
 #endif

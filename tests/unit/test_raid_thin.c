@@ -738,46 +738,16 @@ START_TEST(t09_sigkill)
 }
 END_TEST
 
-struct gloader {
-	struct raid_vol *v;
-	atomic_bool stop;
-	unsigned long rounds, errors, wrong;
-};
-
-static void *gload(void *arg)
-{
-	struct gloader *l = arg;
-	struct raid_ioctx *ctx;
-	uint8_t w[16384], r[16384];
-
-	if (raid_ioctx_create(&ctx))
-		return NULL;
-	for (unsigned s = 0; !atomic_load(&l->stop); s++) {
-		uint64_t off = (uint64_t)(s % 512) * sizeof(w);   /* the first 8 MiB */
-
-		fill(w, sizeof(w), s + 1);
-		if (rf_io(l->v, ctx, RAID_OP_WRITE, off, sizeof(w), w) ||
-		    rf_io(l->v, ctx, RAID_OP_READ, off, sizeof(r), r))
-			l->errors++;
-		else if (memcmp(w, r, sizeof(w)))
-			l->wrong++;
-		l->rounds++;
-	}
-	raid_ioctx_destroy(ctx);
-	return NULL;
-}
-
 START_TEST(t10_grow)
 {
 	struct raid_ioctx *ctx;
 	struct raid_pool *p = open_pool(CONF_RAID5);
-	struct gloader l = { .v = vol(p, "t", 8 * MB, true) };
+	struct rf_loader l = { .v = vol(p, "t", 8 * MB, true), .span = 8 * MB };
 	struct conf_size huge = { .bytes = 1ull << 40 };
-	pthread_t th;
 	struct raid_vol *v;
 
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, gload, &l), 0);
+	rf_loader_start(&l);
 	for (unsigned i = 1; i <= 6; i++) {
 		struct conf_size sz = { .bytes = (8 + 4 * i) * MB };
 
@@ -788,8 +758,7 @@ START_TEST(t10_grow)
 		wr(l.v, ctx, (4 + 4 * i) * MB + 4096, 8192, 100 + i);
 	}
 	usleep(20000);
-	atomic_store(&l.stop, true);
-	pthread_join(th, NULL);
+	rf_loader_stop(&l);
 	ck_assert_uint_gt(l.rounds, 6);
 	ck_assert_uint_eq(l.errors, 0);
 	ck_assert_uint_eq(l.wrong, 0);

@@ -301,44 +301,14 @@ START_TEST(t05_torn_table)
 }
 END_TEST
 
-struct loader {
-	struct raid_vol *v;
-	atomic_bool stop;
-	unsigned long rounds, errors, wrong;
-};
-
-static void *load(void *arg)
-{
-	struct loader *l = arg;
-	struct raid_ioctx *ctx;
-	uint8_t w[16384], r[16384];
-
-	if (raid_ioctx_create(&ctx))
-		return NULL;
-	for (unsigned s = 0; !atomic_load(&l->stop); s++) {
-		uint64_t off = (uint64_t)(s % 256) * sizeof(w);
-
-		fill(w, sizeof(w), s);
-		if (rf_io(l->v, ctx, RAID_OP_WRITE, off, sizeof(w), w) ||
-		    rf_io(l->v, ctx, RAID_OP_READ, off, sizeof(r), r))
-			l->errors++;
-		else if (memcmp(w, r, sizeof(w)))
-			l->wrong++;
-		l->rounds++;
-	}
-	raid_ioctx_destroy(ctx);
-	return NULL;
-}
-
 START_TEST(t06_grow_under_io)
 {
 	struct raid_ioctx *ctx;
 	struct raid_pool *p = open_pool();
-	struct loader l = { .v = open_vol(p, "a", 4 * MB) };
-	pthread_t th;
+	struct rf_loader l = { .v = open_vol(p, "a", 4 * MB), .span = 4 * MB };
 
 	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, load, &l), 0);
+	rf_loader_start(&l);
 	for (unsigned i = 1; i <= 8; i++) {
 		struct conf_size sz = { .bytes = (4 + i) * MB };
 
@@ -347,8 +317,7 @@ START_TEST(t06_grow_under_io)
 		write_check(l.v, ctx, (3 + i) * MB, 64 << 10, 100 + i);
 	}
 	usleep(20000);
-	atomic_store(&l.stop, true);
-	pthread_join(th, NULL);
+	rf_loader_stop(&l);
 	ck_assert_uint_gt(l.rounds, 8);
 	ck_assert_uint_eq(l.errors, 0);
 	ck_assert_uint_eq(l.wrong, 0);
