@@ -116,13 +116,13 @@ void raid_thin_unlock(struct raid_pool *p);
 uint64_t raid_thin_ext(const struct raid_pool *p);
 /* Bytes a thin volume of @bytes needs for its extent map. */
 uint64_t raid_thin_map_bytes(const struct raid_pool *p, uint64_t bytes);
-/* meta_mu held: does [a, b) of the pool hold thin data? *@next: the end
- * of the first extent of it. */
-bool raid_thin_overlap(const struct raid_pool *p, uint64_t a, uint64_t b, uint64_t *next);
-/* meta_mu held: the volume table changed (regions re-marked). */
-void raid_thin_regions(struct raid_pool *p);
-/* meta_mu held: [a, b) is a region about to be added to the table
- * (a == b: none). */
+/* meta_mu held: true when [a, b) of the pool holds thin data (*@next: the
+ * end of its first extent of it); else [a, b) is reserved at once, in the
+ * same hold of the allocator's lock, as the region about to enter the
+ * table, until raid_thin_pending(p, 0, 0). */
+bool raid_thin_reserve(const struct raid_pool *p, uint64_t a, uint64_t b, uint64_t *next);
+/* meta_mu held: [a, b) is the region about to be added to the table
+ * (a == b: none; the table's own regions are re-marked either way). */
 void raid_thin_pending(struct raid_pool *p, uint64_t a, uint64_t b);
 /* The largest thin volume a map region of @region bytes holds. */
 uint64_t raid_thin_max_bytes(const struct raid_pool *p, uint64_t region);

@@ -8,7 +8,8 @@
  * table region: a thick volume, or a thin volume's map), X_DATA (a thin
  * volume's map names it) or X_FREE. Thick volumes are still created
  * first-fit, around thin data (vol.c asks raid_thin_overlap) and their
- * regions are marked at once (raid_thin_regions), so the two never overlap.
+ * regions are reserved in the same hold of the allocator's lock as the
+ * check (raid_thin_reserve), so the two never overlap.
  *
  * The extent map of a thin volume of V bytes: an entry per ext bytes of the
  * volume (0: unallocated, k + 1: pool extent k), MAP_EPB of them to a 4 KiB
@@ -311,7 +312,7 @@ static void mark_range(struct raid_thin_pool *tp, uint64_t a, uint64_t b)
 
 /* X_REGION marks from the volume table (and the region being created);
  * tp->mu held, meta_mu held by the caller. A region only ever covers free
- * extents or its own (raid_thin_overlap is asked first). */
+ * extents or its own (raid_thin_reserve checked first). */
 static void regions_locked(struct raid_thin_pool *tp)
 {
 	struct raid_pool *p = tp->p;
@@ -326,24 +327,15 @@ static void regions_locked(struct raid_thin_pool *tp)
 		mark_range(tp, tp->pend_a, tp->pend_b);
 }
 
-void raid_thin_regions(struct raid_pool *p)
-{
-	struct raid_thin_pool *tp = p->thin;
-
-	if (!tp)
-		return;
-	pthread_mutex_lock(&tp->mu);
-	regions_locked(tp);
-	pthread_mutex_unlock(&tp->mu);
-}
-
-bool raid_thin_overlap(const struct raid_pool *p, uint64_t a, uint64_t b, uint64_t *next)
+bool raid_thin_reserve(const struct raid_pool *p, uint64_t a, uint64_t b, uint64_t *next)
 {
 	struct raid_thin_pool *tp = p->thin;
 	bool hit = false;
 
 	if (!tp)
 		return false;
+	/* the check and the reservation under one hold of the allocator's
+	 * lock: a thin write allocating meanwhile cannot land in [a, b) */
 	pthread_mutex_lock(&tp->mu);
 	for (uint64_t k = a / tp->ext; k < tp->n_ext && k * tp->ext < b; k++)
 		if (tp->used[k] == X_DATA) {
@@ -351,6 +343,11 @@ bool raid_thin_overlap(const struct raid_pool *p, uint64_t a, uint64_t b, uint64
 			hit = true;
 			break;
 		}
+	if (!hit) {
+		tp->pend_a = a;
+		tp->pend_b = b;
+		regions_locked(tp);
+	}
 	pthread_mutex_unlock(&tp->mu);
 	return hit;
 }
@@ -359,6 +356,8 @@ void raid_thin_pending(struct raid_pool *p, uint64_t a, uint64_t b)
 {
 	struct raid_thin_pool *tp = p->thin;
 
+	if (!tp)
+		return;
 	pthread_mutex_lock(&tp->mu);
 	tp->pend_a = a;
 	tp->pend_b = b;

@@ -56,7 +56,8 @@ static uint64_t extent_of(const struct raid_pool *p, uint64_t bytes)
 	return (bytes + p->g.stripe_bytes - 1) / p->g.stripe_bytes * p->g.stripe_bytes;
 }
 
-/* First-fit search for @extent bytes; meta_mu held. */
+/* First-fit search for @extent bytes, reserved against thin allocations
+ * until the caller's raid_thin_pending(p, 0, 0); meta_mu held. */
 static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *start)
 {
 	uint64_t pos = 0;
@@ -72,20 +73,21 @@ static int find_space(const struct raid_pool *p, uint64_t extent, uint64_t *star
 				moved = true;
 			}
 		}
+		if (moved)
+			continue;
+		if (pos + extent > p->g.usable)
+			return -ENOSPC;
+		/* thin volumes' extents are not in the table: a free place is
+		 * reserved against them at once (raid_thin_pending(p, 0, 0)
+		 * once the table holds it, or not) */
 		{
 			uint64_t next;
 
-			/* thin volumes' extents are not in the table */
-			if (raid_thin_overlap(p, pos, pos + extent, &next)) {
-				pos = extent_of(p, next);
-				moved = true;
-			}
+			if (!raid_thin_reserve(p, pos, pos + extent, &next))
+				break;
+			pos = extent_of(p, next);
 		}
-		if (!moved)
-			break;
 	}
-	if (pos + extent > p->g.usable)
-		return -ENOSPC;
 	*start = pos;
 	return 0;
 }
@@ -104,15 +106,6 @@ static int grow_locked(struct raid_pool *p, unsigned i, uint64_t bytes)
 			(unsigned long long)(p->g.usable - sv->start));
 		return -ENOSPC;
 	}
-	{
-		uint64_t next;
-
-		if (raid_thin_overlap(p, sv->start + sv->extent, sv->start + extent, &next)) {
-			LOG_ERR(RAID_MOD, "pool %s: volume %s cannot grow to %llu bytes: thin volumes' data lies after it (volumes are never moved)",
-				p->name, sv->name, (unsigned long long)bytes);
-			return -ENOSPC;
-		}
-	}
 	for (unsigned k = 0; k < p->sb.n_vols; k++) {
 		const struct raid_sb_vol *o = &p->sb.vols[k];
 
@@ -124,10 +117,20 @@ static int grow_locked(struct raid_pool *p, unsigned i, uint64_t bytes)
 			return -ENOSPC;
 		}
 	}
+	if (extent > sv->extent) {
+		uint64_t next;
+
+		if (raid_thin_reserve(p, sv->start + sv->extent, sv->start + extent, &next)) {
+			LOG_ERR(RAID_MOD, "pool %s: volume %s cannot grow to %llu bytes: thin volumes' data lies after it (volumes are never moved)",
+				p->name, sv->name, (unsigned long long)bytes);
+			return -ENOSPC;
+		}
+	}
 	sv->size = bytes;
 	if (extent > sv->extent)
 		sv->extent = extent;
 	rc = raid_pool_write_sbs_locked(p, false);
+	raid_thin_pending(p, 0, 0);
 	if (rc) {
 		LOG_ERR(RAID_MOD, "pool %s: volume %s: the volume table could not be written (%s): size stays %llu bytes",
 			p->name, sv->name, strerror(-rc), (unsigned long long)old_size);
@@ -135,7 +138,6 @@ static int grow_locked(struct raid_pool *p, unsigned i, uint64_t bytes)
 		sv->extent = old_extent;
 		return rc;
 	}
-	raid_thin_regions(p);
 	LOG_INFO(RAID_MOD, "pool %s: volume %s grown from %llu to %llu bytes", p->name, sv->name,
 		 (unsigned long long)old_size, (unsigned long long)bytes);
 	return 0;
@@ -159,13 +161,16 @@ static int thin_create(struct raid_pool *p, const char *name, uint64_t bytes,
 		return rc;
 	}
 	snprintf(nv.name, sizeof(nv.name), "%s", name);
-	if (getrandom(nv.uuid, 16, 0) != 16)
+	if (getrandom(nv.uuid, 16, 0) != 16) {
+		raid_thin_pending(p, 0, 0);
 		return -EIO;
+	}
 	nv.size = bytes;
 	nv.extent = extent;
 	nv.flags = RAID_SBV_THIN;
 	nv.thin_ext = raid_thin_ext(p);
-	raid_thin_pending(p, nv.start, nv.start + extent);
+	/* find_space reserved the region: no thin write takes it while the
+	 * map is written without meta_mu */
 	pthread_mutex_unlock(&p->meta_mu);
 	rc = raid_thin_map_init(p, &nv);
 	pthread_mutex_lock(&p->meta_mu);
@@ -297,6 +302,7 @@ static int open_locked(struct raid_pool *p, const char *name, const struct conf_
 		memset(sv, 0, sizeof(*sv));
 		snprintf(sv->name, sizeof(sv->name), "%s", name);
 		if (getrandom(sv->uuid, 16, 0) != 16) {
+			raid_thin_pending(p, 0, 0);
 			rc = -EIO;
 			goto out_unlock;
 		}
@@ -309,11 +315,11 @@ static int open_locked(struct raid_pool *p, const char *name, const struct conf_
 			/* write_sbs rebuilds p->sb from the pool but keeps vols */
 			rc = raid_pool_write_sbs_locked(p, false);
 		}
+		raid_thin_pending(p, 0, 0);
 		if (rc) {
 			p->sb.n_vols--;
 			goto out_unlock;
 		}
-		raid_thin_regions(p);
 		LOG_INFO(RAID_MOD, "pool %s: created volume %s, %llu bytes at %llu", p->name, name,
 			 (unsigned long long)bytes, (unsigned long long)start);
 	}

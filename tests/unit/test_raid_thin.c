@@ -44,6 +44,9 @@
  * 11 raid0, raid1, raid10 and raid6: a thin volume reads zeroes, takes
  *    writes across an extent boundary, frees a whole extent, and reads the
  *    same after a reopen.
+ * 12 thick volumes created one after another while a thread allocates thin
+ *    extents: every thick and thin byte reads back (a new region and a new
+ *    extent never share space).
  */
 #include <check.h>
 #include <errno.h>
@@ -836,6 +839,64 @@ START_TEST(t11_levels)
 }
 END_TEST
 
+struct filler {
+	struct raid_vol *v;
+	unsigned long written, errors;
+};
+
+/* 64 KiB into every other MiB of the thin volume, each a new extent */
+static void *fill_thin(void *arg)
+{
+	struct filler *f = arg;
+	struct raid_ioctx *ctx;
+	uint8_t *w = malloc(65536);
+
+	if (!w || raid_ioctx_create(&ctx)) {
+		f->errors++;
+		free(w);
+		return NULL;
+	}
+	for (unsigned i = 0; i < 10; i++) {
+		fill(w, 65536, 200 + i);
+		if (rf_io(f->v, ctx, RAID_OP_WRITE, (uint64_t)i * 2 * MB, 65536, w))
+			f->errors++;
+		else
+			f->written++;
+	}
+	raid_ioctx_destroy(ctx);
+	free(w);
+	return NULL;
+}
+
+START_TEST(t12_thick_created_beside_writes)
+{
+	struct raid_ioctx *ctx;
+	struct raid_pool *p = open_pool(CONF_RAID5);
+	struct filler f = { .v = vol(p, "t", 64 * MB, true) };
+	struct raid_vol *k[8];
+	pthread_t th;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, fill_thin, &f), 0);
+	for (unsigned i = 0; i < 8; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "k%u", i);
+		k[i] = vol(p, name, MB, false);
+		wr(k[i], ctx, 0, MB, 100 + i);
+	}
+	pthread_join(th, NULL);
+	ck_assert_uint_eq(f.errors, 0);
+	for (unsigned i = 0; i < 10; i++)
+		rd(f.v, ctx, (uint64_t)i * 2 * MB, 65536, 200 + i);
+	for (unsigned i = 0; i < 8; i++)
+		rd(k[i], ctx, 0, MB, 100 + i);
+	ck_assert(raid_thin_check(f.v));
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -850,6 +911,7 @@ int main(void)
 		CK_CASE("09_sigkill", t09_sigkill),
 		CK_CASE("10_grow", t10_grow),
 		CK_CASE("11_levels", t11_levels),
+		CK_CASE("12_thick_created_beside_writes", t12_thick_created_beside_writes),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_thin", CK_CASES(cases),
