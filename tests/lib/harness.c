@@ -537,6 +537,18 @@ ssize_t harness_read_log(const struct harness_daemon *d, char *buf, size_t len)
 	return n;
 }
 
+unsigned harness_log_count(const struct harness_daemon *d, const char *needle)
+{
+	static char buf[1 << 20];
+	unsigned n = 0;
+
+	if (harness_read_log(d, buf, sizeof(buf)) <= 0)
+		return 0;
+	for (const char *p = buf; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
 void harness_dump_log(const struct harness_daemon *d, FILE *f, unsigned max_lines)
 {
 	static char buf[65536];

@@ -101,6 +101,9 @@ void harness_dump_log(const struct harness_daemon *d, FILE *f, unsigned max_line
 /* Reads d->log (NUL-terminated, at most @len - 1 bytes, the last ones).
  * Returns the byte count or -errno. */
 ssize_t harness_read_log(const struct harness_daemon *d, char *buf, size_t len);
+/* Occurrences of @needle in the last MiB of d->log (appended over every
+ * start of the daemon); 0 when it cannot be read. */
+unsigned harness_log_count(const struct harness_daemon *d, const char *needle);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t harness_now_ms(void);

@@ -165,17 +165,9 @@ static void stop_expect_0(void)
 	nf_stop_expect_0(&D, NULL);
 }
 
-/* Occurrences of @needle in the daemon's log (appended over every start). */
 static unsigned log_count(const char *needle)
 {
-	static char buf[1 << 18];
-	unsigned n = 0;
-
-	if (harness_read_log(&D, buf, sizeof(buf)) <= 0)
-		return 0;
-	for (const char *p = buf; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
+	return harness_log_count(&D, needle);
 }
 
 /* ---- data ---- */
