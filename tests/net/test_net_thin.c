@@ -895,7 +895,10 @@ struct op {
 	uint32_t blk, nblk;
 	uint32_t after;          /* gen after it (0: zeros) */
 	int status;
-	struct scsi_task *task;
+	struct scsi_task *task;  /* answered: what the callback got */
+	/* what iscsi_*_task returned: a task cancelled by the context's
+	 * destruction reaches the callback as NULL and is still ours to free */
+	struct scsi_task *sent;
 	struct unmap_list ul;
 	uint8_t buf[BLK];
 };
@@ -973,14 +976,14 @@ static void op_send(struct model *m, struct op *o)
 	o->task = NULL;
 	if (o->kind == OP_WRITE) {
 		blk_fill(o->buf, o->blk, o->after);
-		ck_assert_msg(iscsi_write16_task(C, 0, (uint64_t)o->blk * BLK / 512, o->buf, BLK, 512,
-						 0, 0, 0, 0, 0, op_cb, o) != NULL,
-			      "cannot queue WRITE 16: %s", iscsi_get_error(C));
+		o->sent = iscsi_write16_task(C, 0, (uint64_t)o->blk * BLK / 512, o->buf, BLK, 512,
+					     0, 0, 0, 0, 0, op_cb, o);
+		ck_assert_msg(o->sent != NULL, "cannot queue WRITE 16: %s", iscsi_get_error(C));
 	} else {
 		o->ul.lba = (uint64_t)o->blk * BLK / 512;
 		o->ul.num = o->nblk * BLK / 512;
-		ck_assert_msg(iscsi_unmap_task(C, 0, 0, 0, &o->ul, 1, op_cb, o) != NULL,
-			      "cannot queue UNMAP: %s", iscsi_get_error(C));
+		o->sent = iscsi_unmap_task(C, 0, 0, 0, &o->ul, 1, op_cb, o);
+		ck_assert_msg(o->sent != NULL, "cannot queue UNMAP: %s", iscsi_get_error(C));
 	}
 }
 
@@ -1005,6 +1008,7 @@ static unsigned op_reap(struct model *m, struct op *o, unsigned *errors, char *f
 		m->inflight[o->blk + i] = -1;
 	scsi_free_scsi_task(o->task);
 	o->task = NULL;
+	o->sent = NULL;
 	return good;
 }
 
@@ -1068,6 +1072,14 @@ static unsigned run_and_kill(struct model *m, unsigned kill_after, unsigned *kin
 	 * model keeps them in flight) */
 	iscsi_destroy_context(C);
 	C = NULL;
+	/* answered but not reaped, or cancelled (the callback got NULL) */
+	for (unsigned s = 0; s < QD; s++) {
+		struct scsi_task *t = ops[s].task ? ops[s].task : ops[s].sent;
+
+		if (t)
+			scsi_free_scsi_task(t);
+		ops[s].task = ops[s].sent = NULL;
+	}
 	for (unsigned i = 0; i < 500 && harness_alive(&D); i++)
 		usleep(10000);
 	ck_assert_msg(!harness_alive(&D), "rtgtd survived SIGKILL");
