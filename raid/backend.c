@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "raid/backend.h"
@@ -77,6 +78,28 @@ int raid_pool_fail(struct raid_pool *pool, const char *member)
 int raid_pool_add_spare(struct raid_pool *pool, const char *path)
 {
 	return pool->ops->pool_add_spare ? pool->ops->pool_add_spare(pool, path) : -ENOTSUP;
+}
+
+int raid_pool_grow(struct raid_pool *pool, const char *path, const char *level, char *err,
+		   size_t errlen)
+{
+	int lvl = -1;   /* the pool's own */
+
+	if (level) {
+		for (int l = CONF_RAID0; l <= CONF_RAID10; l++)
+			if (!strcmp(level, conf_level_name((enum conf_level)l)))
+				lvl = l;
+		if (lvl < 0) {
+			snprintf(err, errlen, "unknown level '%s' (raid0, raid1, raid5, raid6, raid10)",
+				 level);
+			return -EINVAL;
+		}
+	}
+	if (!pool->ops->pool_grow) {
+		snprintf(err, errlen, "not for this kind of pool (Ceph grows its own)");
+		return -EOPNOTSUPP;
+	}
+	return pool->ops->pool_grow(pool, path, lvl, err, errlen);
 }
 
 int raid_pool_remove(struct raid_pool *pool, const char *member)

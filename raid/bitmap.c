@@ -59,6 +59,24 @@ struct raid_bm_waiter {
 
 static void *bm_writer(void *arg);
 static void write_disk(struct raid_pool *p, const uint8_t *bits, uint64_t *failed);
+int raid_bm_write_member(struct raid_pool *p, struct raid_member *m)
+{
+	struct raid_bitmap *bm = &p->bm;
+	int rc = 0;
+
+	if (!bm->region)
+		return 0;   /* raid0: none */
+	pthread_mutex_lock(&bm->mu);
+	if (pwrite(m->fd, bm->disk, bm->bytes, RAID_BITMAP_OFF) != (ssize_t)bm->bytes ||
+	    fdatasync(m->fd))
+		rc = errno ? -errno : -EIO;
+	pthread_mutex_unlock(&bm->mu);
+	if (rc)
+		LOG_ERR(RAID_MOD, "pool %s: member %s: cannot write the bitmap: %s", p->name, m->path,
+			strerror(-rc));
+	return rc;
+}
+
 static void fail_members(struct raid_pool *p, uint64_t failed);
 
 static bool bit(const uint8_t *b, uint64_t i)

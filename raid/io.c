@@ -99,6 +99,8 @@ void raid_io_finish(struct req *rq, int result)
 		return;
 	}
 	rq->io->result = result;
+	if (rq->rs_counted)
+		raid_reshape_done(rq);
 	if (rq->in_submit) {
 		/* Callbacks never run inside raid_vol_submit(). */
 		if (raid_defer(rq->ctx, deliver, rq) == 0)
@@ -168,7 +170,7 @@ void raid_io_start_fsync(struct req *rq, uint64_t mask)
 static void dispatch(struct req *rq)
 {
 	rq->pending = 1;          /* guard until every row/segment is issued */
-	if (raid_geom_is_parity_level(&rq->p->g))
+	if (raid_geom_is_parity_level(rq->g))
 		raid_io_parity_dispatch(rq);
 	else
 		raid_io_mirror_dispatch(rq);
@@ -292,6 +294,7 @@ static void cache_flush_start(struct req *rq, uint64_t min_age_ms)
 		}
 		c->parent = rq;
 		c->p = p;
+		c->g = &p->g;
 		c->ctx = rq->ctx;
 		c->write = true;
 		c->lk.a = rows[i] * p->g.stripe_bytes;
@@ -359,12 +362,56 @@ static void lock_granted(void *arg)
 	raid_ioctx_kick(ctx);
 }
 
-int raid_md_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
+/* After the gate: FLUSH, or the lock (COMPARE_WRITE) and the main phase. */
+static void go_on(struct req *rq)
+{
+	struct raid_pool *p = rq->p;
+	struct raid_io *io = rq->io;
+	uint64_t gran;
+
+	if (io->op == RAID_OP_FLUSH) {
+		rq->write = true;
+		if (p->sc.max)
+			cache_flush_start(rq, 0);   /* then fsync */
+		else
+			raid_io_start_fsync(rq, ~0ull);
+		return;
+	}
+	/* COMPARE_WRITE locks its whole range for read + write; everything
+	 * else locks per row (raid5/6) or per segment (writes on 0/1/10). */
+	if (io->op == RAID_OP_COMPARE_WRITE) {
+		gran = raid_geom_is_parity_level(rq->g) ? rq->g->stripe_bytes : 512;
+		rq->lk.a = rq->loff / gran * gran;
+		rq->lk.b = (rq->loff + rq->len + gran - 1) / gran * gran;
+		rq->lk.excl = true;
+		rq->lk.ctx = rq->ctx;
+		rq->lk.fn = lock_granted;
+		rq->lk.arg = rq;
+		rq->phase = PH_LOCKING;
+		if (!raid_slock_acquire(&p->lock, &rq->lk))
+			return;   /* lock_granted() continues on ctx */
+		rq->locked = true;
+	}
+	start_main(rq);
+}
+
+void raid_io_gate_go(void *arg)
+{
+	struct req *rq = arg;
+	struct raid_ioctx *ctx = rq->ctx;   /* rq may be gone after go_on */
+
+	if (raid_reshape_admit(rq))
+		go_on(rq);
+	raid_ioctx_kick(ctx);
+}
+
+/* @g NULL: through the reshape gate (every request from outside); else
+ * served by @g as it is (the reshape's own copying, reshape.c). */
+static int submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io,
+		  const struct raid_geom *g)
 {
 	struct raid_pool *p = vol->pool;
-	const struct raid_geom *g = &p->g;
 	struct req *rq;
-	bool lock;
 
 	if (!io || !io->cb || (unsigned)io->op > RAID_OP_COMPARE_WRITE)
 		return -EINVAL;
@@ -382,42 +429,28 @@ int raid_md_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid
 	rq->p = p;
 	rq->ctx = ctx;
 	rq->loff = vol->start + io->off;
-	rq->len = io->len;
+	rq->len = io->op == RAID_OP_FLUSH ? 0 : io->len;
 	rq->in_submit = true;
 	io->result = 0;
 	io->miscompare_off = 0;
 	io->rpriv[0] = rq;
 	raid_ioctx_io_started(ctx);
-
-	if (io->op == RAID_OP_FLUSH) {
-		rq->write = true;
-		if (p->sc.max)
-			cache_flush_start(rq, 0);   /* then fsync */
-		else
-			raid_io_start_fsync(rq, ~0ull);
-		goto out;
-	}
-	/* COMPARE_WRITE locks its whole range for read + write; everything
-	 * else locks per row (raid5/6) or per segment (writes on 0/1/10). */
-	lock = io->op == RAID_OP_COMPARE_WRITE;
-	if (lock) {
-		uint64_t gran = raid_geom_is_parity_level(g) ? g->stripe_bytes : 512;
-
-		rq->lk.a = rq->loff / gran * gran;
-		rq->lk.b = (rq->loff + rq->len + gran - 1) / gran * gran;
-		rq->lk.excl = io->op != RAID_OP_READ;
-		rq->lk.ctx = ctx;
-		rq->lk.fn = lock_granted;
-		rq->lk.arg = rq;
-		rq->phase = PH_LOCKING;
-		if (!raid_slock_acquire(&p->lock, &rq->lk))
-			goto out;   /* lock_granted() continues on ctx */
-		rq->locked = true;
-	}
-	start_main(rq);
-out:
+	rq->g = g ? g : &p->g;
+	if (g || raid_reshape_admit(rq))
+		go_on(rq);
 	/* Still valid: a completion inside this call was deferred to ctx. */
 	rq->in_submit = false;
 	raid_ioctx_kick(ctx);
 	return 0;
+}
+
+int raid_md_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
+{
+	return submit(vol, ctx, io, NULL);
+}
+
+int raid_md_vol_submit_geom(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io,
+			    const struct raid_geom *g)
+{
+	return submit(vol, ctx, io, g);
 }

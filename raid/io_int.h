@@ -20,6 +20,9 @@ struct req {
 	struct raid_io *io;
 	struct raid_vol *vol;
 	struct raid_pool *p;
+	/* the layout this request is served by: &p->g, or during a reshape
+	 * (reshape.c) the old or the new one, chosen when it passed the gate */
+	const struct raid_geom *g;
 	struct raid_ioctx *ctx;
 	uint64_t loff, len;       /* pool logical range */
 	bool write;               /* what MAIN/CAW_WRITE does now */
@@ -35,6 +38,11 @@ struct req {
 	struct req *parent;       /* cache-flush child: the FLUSH it works for */
 	bool nofsync;             /* internal cache flush: no fsync after */
 	struct raid_sc_waiter scw; /* FLUSH: waiting for earlier write-outs */
+	/* the reshape gate (reshape.c): counted in epoch rs_epoch until it
+	 * finishes; rs_next links it on the gate's list while it waits */
+	bool rs_counted;
+	unsigned rs_epoch;
+	struct req *rs_next;
 };
 
 /* io.c: request core */

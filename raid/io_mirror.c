@@ -168,7 +168,7 @@ static void seg_read_done(struct raid_mio *mio, int res)
 	if (res < 0) {
 		if (raid_member_read_error(mio->m, res, mio->off))
 			s->bad |= 1ull << s->cur;
-		else if (s->rq->p->g.npar)
+		else if (s->rq->g->npar)
 			raid_member_fail(mio->m, res, "read failed");
 		if (seg_issue_read(s))
 			return;
@@ -419,7 +419,7 @@ static void seg_write_end(struct seg *s)
 	/* a copy's chunks written in full are good again where a rebuild had
 	 * lost them (whole chunks: readability is judged per chunk) */
 	for (unsigned c = 0; atomic_load(&rq->p->n_bad) && c < s->loc.ncopies; c++) {
-		uint64_t ch = rq->p->g.chunk;
+		uint64_t ch = rq->g->chunk;
 		uint64_t a = (s->loc.moff[c] + ch - 1) / ch * ch, b = (s->loc.moff[c] + s->len) / ch * ch;
 
 		if (a < b && s->mio[c].m && s->mio[c].m == rq->p->m[s->loc.dev[c]] &&
@@ -439,7 +439,7 @@ static void seg_start(struct req *rq, uint64_t loff, uint8_t *buf, uint64_t len)
 	struct raid_loc loc;
 	struct seg *s;
 
-	raid_geom_map(&p->g, loff, &loc);
+	raid_geom_map(rq->g, loff, &loc);
 	s = calloc(1, sizeof(*s) + loc.ncopies * sizeof(struct raid_mio));
 	rq->pending++;
 	if (!s) {
@@ -536,7 +536,7 @@ static void seg_write_granted(void *arg)
 
 void raid_io_mirror_dispatch(struct req *rq)
 {
-	const struct raid_geom *g = &rq->p->g;
+	const struct raid_geom *g = rq->g;
 	uint64_t pos = 0;
 
 	while (pos < rq->len) {

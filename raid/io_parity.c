@@ -100,7 +100,7 @@ static void row_finish(struct row *r, int res)
 
 	if (!res && !rq->write) {
 		/* cached rows are newer than the members */
-		const struct raid_geom *g = &rq->p->g;
+		const struct raid_geom *g = rq->g;
 
 		for (unsigned d = 0; d < g->ndata; d++)
 			if (r->ce[d] > r->cs[d])
@@ -136,7 +136,7 @@ static int row_submit(struct row *r, unsigned dev, int op, uint8_t *buf, uint64_
 	mio->m = r->rq->p->m[dev];
 	mio->op = op;
 	mio->buf = buf;
-	mio->off = r->row * r->rq->p->g.chunk + coff;
+	mio->off = r->row * r->rq->g->chunk + coff;
 	mio->len = len;
 	mio->cb = row_io_done;
 	mio->arg = r;
@@ -163,7 +163,7 @@ static void row_after_read(struct row *r);
 
 static void row_stage_done(struct row *r)
 {
-	const struct raid_geom *g = &r->rq->p->g;
+	const struct raid_geom *g = r->rq->g;
 
 	if (r->stage == ST_REPAIR) {
 		row_finish(r, 0);
@@ -214,7 +214,7 @@ static void row_io_done(struct raid_mio *mio, int res)
 	if (res < 0) {
 		if (mio->op == RAID_MIO_READ && raid_member_read_error(mio->m, res, mio->off))
 			r->bad[mio - r->mio] = true;  /* the dev it was issued for */
-		else if (mio->op == RAID_MIO_READ && r->rq->p->g.npar == 0)
+		else if (mio->op == RAID_MIO_READ && r->rq->g->npar == 0)
 			r->tries = MAX_TRIES;     /* raid0: nothing to rebuild from */
 		else
 			raid_member_fail(mio->m, res,
@@ -236,7 +236,7 @@ static void row_plan(struct row *r)
 {
 	struct req *rq = r->rq;
 	struct raid_pool *p = rq->p;
-	const struct raid_geom *g = &p->g;
+	const struct raid_geom *g = rq->g;
 	uint64_t bl = r->hi - r->lo, rowend = r->row * g->chunk + r->hi;
 	unsigned d, i, touched = 0, partial = 0, nmiss;
 	bool full = r->lo == 0 && r->hi == g->chunk;
@@ -337,7 +337,7 @@ static void row_after_read(struct row *r)
 {
 	struct req *rq = r->rq;
 	struct raid_pool *p = rq->p;
-	const struct raid_geom *g = &p->g;
+	const struct raid_geom *g = rq->g;
 	uint64_t bl = r->hi - r->lo;
 	uint8_t *bufs[RAID_MAX_SLOTS];
 	unsigned d, i;
@@ -477,7 +477,7 @@ static void row_writes_go(void *arg);
 /* As seg_write_issue: the bits first, without blocking the reactor. */
 static void row_writes(struct row *r)
 {
-	const struct raid_geom *g = &r->rq->p->g;
+	const struct raid_geom *g = r->rq->g;
 
 	r->stage = ST_WRITE;
 	if (raid_bm_start_async(r->rq->p, r->row * g->chunk + r->lo, r->hi - r->lo, r->rq->ctx,
@@ -499,7 +499,7 @@ static void row_writes_go(void *arg)
 	struct row *r = arg;
 	struct req *rq = r->rq;
 	struct raid_pool *p = rq->p;
-	const struct raid_geom *g = &p->g;
+	const struct raid_geom *g = rq->g;
 	unsigned d, i;
 	int rc;
 
@@ -535,7 +535,7 @@ static void row_writes_go(void *arg)
 /* A row writing out cache entry @e (taken), as part of @rq. */
 void raid_io_ent_row(struct req *rq, struct raid_sc_ent *e)
 {
-	const struct raid_geom *g = &rq->p->g;
+	const struct raid_geom *g = rq->g;
 	struct row *r = calloc(1, sizeof(*r));
 
 	rq->pending++;
@@ -561,7 +561,7 @@ void raid_io_ent_row(struct req *rq, struct raid_sc_ent *e)
 /* Make @r write out cache entry @e instead of its own part. */
 static void row_use_ent(struct row *r, struct raid_sc_ent *e)
 {
-	const struct raid_geom *g = &r->rq->p->g;
+	const struct raid_geom *g = r->rq->g;
 
 	r->ent = e;
 	r->lo = 0;
@@ -577,9 +577,8 @@ static void row_use_ent(struct row *r, struct raid_sc_ent *e)
  * missing than parity, or a member missing while the row may still hold a
  * write cut by a crash (not resynced). The cache must not acknowledge what
  * it could never write out. */
-static bool row_write_refused(struct raid_pool *p, uint64_t row)
+static bool row_write_refused(struct raid_pool *p, const struct raid_geom *g, uint64_t row)
 {
-	const struct raid_geom *g = &p->g;
 	uint64_t rowend = (row + 1) * g->chunk;
 	unsigned i, nmiss = 0;
 
@@ -597,12 +596,12 @@ static bool cache_write(struct row *r, uint64_t x0, uint64_t n, const uint8_t *s
 {
 	struct req *rq = r->rq;
 	struct raid_pool *p = rq->p;
-	uint64_t stripe = p->g.stripe_bytes;
+	uint64_t stripe = rq->g->stripe_bytes;
 	struct raid_sc_ent *e;
 
-	if (!p->sc.max)
-		return false;
-	if (row_write_refused(p, r->row))
+	if (!p->sc.max || atomic_load(&p->sc_off))
+		return false;   /* none, or a reshape runs (reshape.c) */
+	if (row_write_refused(p, rq->g, r->row))
 		return false;   /* row_plan() fails it: never acknowledged from the cache */
 	if (x0 == 0 && n == stripe) {
 		/* supersedes whatever is cached for the row; a write-out all
@@ -638,7 +637,7 @@ static bool cache_write(struct row *r, uint64_t x0, uint64_t n, const uint8_t *s
 /* The row's lock is held (its own or the request's): go. */
 static void row_start(struct row *r)
 {
-	const struct raid_geom *g = &r->rq->p->g;
+	const struct raid_geom *g = r->rq->g;
 
 	if (r->rq->write) {
 		unsigned d0 = 0;
@@ -681,8 +680,8 @@ static void row_lock(struct row *r)
 		row_start(r);
 		return;
 	}
-	r->lk.a = r->row * rq->p->g.stripe_bytes;
-	r->lk.b = r->lk.a + rq->p->g.stripe_bytes;
+	r->lk.a = r->row * rq->g->stripe_bytes;
+	r->lk.b = r->lk.a + rq->g->stripe_bytes;
 	r->lk.excl = rq->write;
 	r->lk.ctx = rq->ctx;
 	r->lk.fn = row_granted;
@@ -695,7 +694,7 @@ static void row_lock(struct row *r)
 
 void raid_io_parity_dispatch(struct req *rq)
 {
-	const struct raid_geom *g = &rq->p->g;
+	const struct raid_geom *g = rq->g;
 	uint64_t pos = 0;
 
 	while (pos < rq->len) {

@@ -27,6 +27,9 @@
 /* The initial sync of a new pool has not finished: member bytes from
  * sb.sync_pos on have never been made consistent (parity, mirrors). */
 #define RAID_SB_SYNCING   0x2u
+/* A reshape (raid/reshape.c) is under way: the superblock's reshape_*
+ * fields say from what and how far. */
+#define RAID_SB_RESHAPE   0x4u
 /* Bad ranges (rows that cannot be reconstructed) kept per pool. */
 #define RAID_MAX_BAD      32u
 

@@ -425,6 +425,9 @@ static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
 	sb->rebuild_slot = UINT32_MAX;
 	sb->rebuild_pos = 0;
 	sb->replace_pos = 0;
+	sb->reshape_level = sb->reshape_n = 0;
+	sb->reshape_pos = sb->backup_pos = 0;
+	sb->backup_len = sb->backup_crc = 0;
 	if (atomic_load(&p->syncing)) {
 		sb->flags |= RAID_SB_SYNCING;
 		sb->sync_pos = atomic_load(&p->sync_cp);
@@ -435,6 +438,7 @@ static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
 	sb->n_bad = atomic_load(&p->n_bad);
 	memcpy(sb->bad, p->bad, sizeof(sb->bad));
 	pthread_mutex_unlock(&p->bad_mu);
+	raid_reshape_sb_fill(p, sb);
 	sb->n_slots = p->n_slots;
 	for (i = 0; i < p->n_slots; i++) {
 		struct raid_member *m = p->m[i];
@@ -978,9 +982,13 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 	uuid_str(p->uuid, u);
 	if (ref->level != (uint32_t)cp->level || ref->chunk != cp->chunk ||
 	    ref->n_members != cp->n_members) {
-		LOG_ERR(RAID_MOD, "pool %s: on-disk pool is %s, %u members, chunk %u; the configuration says %s, %u members, chunk %llu",
+		LOG_ERR(RAID_MOD, "pool %s: on-disk pool is %s, %u members, chunk %u%s; the configuration says %s, %u members, chunk %llu%s",
 			cp->name, level_name((enum conf_level)ref->level), ref->n_members, ref->chunk,
-			level_name(cp->level), cp->n_members, (unsigned long long)cp->chunk);
+			ref->flags & RAID_SB_RESHAPE ? " (being reshaped)" : "",
+			level_name(cp->level), cp->n_members, (unsigned long long)cp->chunk,
+			ref->n_members > cp->n_members
+				? ": after rtgtctl grow or convert, list the new member and the level in the configuration"
+				: "");
 		return -EINVAL;
 	}
 	rc = raid_geom_init(&p->g, cp->level, cp->n_members, cp->chunk, ref->data_size);
@@ -1176,6 +1184,8 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		LOG_WARN(RAID_MOD, "pool %s: was not shut down cleanly: resynchronising in the background",
 			 cp->name);
 	}
+	if (ref->flags & RAID_SB_RESHAPE)
+		return raid_reshape_resume(p, ref);
 	return 0;
 }
 
@@ -1198,6 +1208,7 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		goto err_free;
 	}
 	atomic_store(&p->repl_slot, -1);
+	atomic_store(&p->rebuild_slot, -1);   /* also without a background thread (raid0) */
 	snprintf(p->name, sizeof(p->name), "%s", cp->name);
 	p->level = cp->level;
 	p->direct_io = cp->direct_io;
@@ -1213,6 +1224,7 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 	pthread_mutex_init(&p->meta_mu, NULL);
 	pthread_mutex_init(&p->bad_mu, NULL);
 	raid_slock_init(&p->lock);
+	raid_reshape_init(p);
 	for (i = 0; i < nc; i++) {
 		bool spare = i >= cp->n_members;
 		const char *path = spare ? cp->spares[i - cp->n_members] : cp->members[i];
@@ -1301,6 +1313,15 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 			goto err_members_nocs;
 		}
 		raid_pool_write_sbs(p, false);   /* records the bitmap geometry */
+	} else if (atomic_load(&p->rsh.active)) {
+		/* raid0 has no background thread but for a reshape */
+		rc = raid_bg_start(p);
+		if (rc) {
+			LOG_ERR(RAID_MOD, "pool %s: cannot start the background thread: %s", p->name,
+				strerror(-rc));
+			raid_sc_destroy(&p->sc);
+			goto err_members_nocs;
+		}
 	}
 	*out = p;
 	return 0;
@@ -1328,6 +1349,7 @@ err_cands:
 		member_close(p->m[i]);
 err_free:
 	if (p) {
+		raid_reshape_destroy(p);
 		raid_slock_destroy(&p->lock);
 		pthread_mutex_destroy(&p->meta_mu);
 		pthread_mutex_destroy(&p->bad_mu);
@@ -1385,6 +1407,7 @@ void raid_md_pool_close(struct raid_pool *p)
 		free(p->vols[i]);
 	}
 	raid_thin_pool_free(p);
+	raid_reshape_destroy(p);
 	raid_slock_destroy(&p->lock);
 	pthread_mutex_destroy(&p->meta_mu);
 	pthread_mutex_destroy(&p->bad_mu);
@@ -1442,6 +1465,8 @@ const char *raid_event_kind_name(enum raid_event_kind kind)
 	case RAID_EV_REPLACE_STOPPED: return "replace_stopped";
 	case RAID_EV_THIN_THRESHOLD: return "thin_threshold";
 	case RAID_EV_THIN_FULL: return "thin_full";
+	case RAID_EV_RESHAPE_STARTED: return "reshape_started";
+	case RAID_EV_RESHAPE_DONE: return "reshape_done";
 	}
 	return "unknown";
 }
@@ -1550,6 +1575,7 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	case 2: out->scrub_state = "done"; break;
 	default: out->scrub_state = "idle"; break;
 	}
+	raid_reshape_info(p, out);
 	pthread_mutex_unlock(&p->meta_mu);
 	return 0;
 }
@@ -1609,8 +1635,9 @@ int raid_md_pool_replace(struct raid_pool *p, const char *member)
 		goto out_unlock;
 	}
 	if (atomic_load(&p->repl_slot) >= 0 || atomic_load(&p->rebuild_slot) >= 0 ||
-	    raid_pool_unusable(p) || atomic_load(&p->failed)) {
+	    raid_pool_unusable(p) || atomic_load(&p->failed) || atomic_load(&p->rsh.active)) {
 		LOG_ERR(RAID_MOD, "pool %s: replace %s: %s", p->name, m->path,
+			atomic_load(&p->rsh.active) ? "a reshape is running" :
 			atomic_load(&p->repl_slot) >= 0 ? "a replacement is already running" :
 			atomic_load(&p->rebuild_slot) >= 0 ? "a rebuild is running" :
 							     "the pool is not optimal");
@@ -1719,6 +1746,107 @@ int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
 	LOG_INFO(RAID_MOD, "pool %s: added spare %s", p->name, path);
 	raid_bg_kick(p);
 	return rc;
+}
+
+/*
+ * rtgtctl grow / convert: @path becomes one more raid disk and the data is
+ * reshaped onto it (reshape.c). @level: the level after it (-1: the same) - the pool's own
+ * for raid0/5/6 (more data per row), or raid5 for a raid1 of two members.
+ * Only an optimal, quiet pool is reshaped: every raid disk active, no
+ * rebuild, replacement, initial sync, resync or scrub, no bad range.
+ */
+int raid_md_pool_grow(struct raid_pool *p, const char *path, int level, char *err,
+		      size_t errlen)
+{
+	enum conf_level lvl = level < 0 ? p->level : (enum conf_level)level;
+	struct conf_pool cp;
+	struct cand c;
+	unsigned i, n = p->g.n;
+	uint64_t need;
+	int rc;
+
+	if (lvl == p->level && (lvl == CONF_RAID1 || lvl == CONF_RAID10)) {
+		snprintf(err, errlen, "a %s pool grows by pairs or mirrors, which this version does not reshape: add-spare adds a hot spare",
+			 level_name(lvl));
+		return -EOPNOTSUPP;
+	}
+	if (lvl != p->level && !(p->level == CONF_RAID1 && lvl == CONF_RAID5)) {
+		snprintf(err, errlen, "%s -> %s is not a conversion this version makes (raid1 of two members -> raid5 is)",
+			 level_name(p->level), level_name(lvl));
+		return -EOPNOTSUPP;
+	}
+	if (p->level == CONF_RAID1 && n != 2) {
+		snprintf(err, errlen, "raid1 -> raid5 needs a raid1 of two members (this one has %u)", n);
+		return -EOPNOTSUPP;
+	}
+	if (n + 1 > RAID_MAX_SLOTS || p->n_slots >= RAID_MAX_SLOTS) {
+		snprintf(err, errlen, "no slot left for another member");
+		return -ENOSPC;
+	}
+	if (atomic_load(&p->rsh.active)) {
+		snprintf(err, errlen, "a reshape is already running");
+		return -EALREADY;
+	}
+	if (raid_pool_unusable(p) || atomic_load(&p->failed) || atomic_load(&p->rebuild_slot) >= 0 ||
+	    atomic_load(&p->repl_slot) >= 0 || atomic_load(&p->syncing) || atomic_load(&p->n_bad) ||
+	    p->resync_req || atomic_load(&p->scrub_state) == 1 || atomic_load(&p->scrub_state) == 3 ||
+	    (p->bm.region && atomic_load(&p->bm.n_unsynced))) {
+		snprintf(err, errlen, "the pool must be optimal and quiet: every member active, no rebuild, replacement, sync, resync, scrub or bad range");
+		return -EBUSY;
+	}
+	for (i = 0; i < p->n_slots; i++) {
+		if (p->m[i]->fd >= 0 && (!strcmp(p->m[i]->path, path) ||
+					 (p->m[i]->rpath && !strcmp(p->m[i]->rpath, path)))) {
+			snprintf(err, errlen, "%s is already in the pool", path);
+			return -EEXIST;
+		}
+	}
+	memset(&cp, 0, sizeof(cp));
+	cp.name = p->name;
+	cp.direct_io = p->direct_io;
+	memset(&c, 0, sizeof(c));
+	rc = cand_open(&cp, path, path, &c);
+	if (!rc && c.m->fd < 0)
+		rc = c.open_err ? c.open_err : -ENOENT;
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		member_close(c.m);
+		return rc;
+	}
+	need = RAID_DATA_OFF + p->g.member_bytes;
+	if (c.m->file_bytes < need) {
+		snprintf(err, errlen, "%s is too small (%llu bytes, need %llu)", path,
+			 (unsigned long long)c.m->file_bytes, (unsigned long long)need);
+		member_close(c.m);
+		return -ENOSPC;
+	}
+	if (!c.sbrc && !memcmp(c.sb.pool_uuid, p->uuid, 16)) {
+		snprintf(err, errlen, "%s carries a superblock of this pool (a removed member?): wipe it first", path);
+		member_close(c.m);
+		return -EEXIST;
+	}
+	raid_member_attach(c.m, p);
+	uuid_new(c.m->uuid);
+	if (!p->bg_started) {
+		rc = raid_bg_start(p);   /* raid0 runs none otherwise */
+		if (rc) {
+			snprintf(err, errlen, "no background thread: %s", strerror(-rc));
+			member_close(c.m);
+			return rc;
+		}
+	}
+	rc = raid_reshape_request(p, c.m, lvl);
+	if (rc) {
+		bool in_pool = false;
+
+		snprintf(err, errlen, "the reshape did not start: %s", strerror(-rc));
+		for (i = 0; i < p->n_slots; i++)
+			in_pool |= p->m[i] == c.m;
+		if (!in_pool)
+			member_close(c.m);
+		return rc;
+	}
+	return 0;
 }
 
 /* A slot holder for a removed member: no file, state EMPTY. */

@@ -285,6 +285,15 @@ struct raid_pool_info {
 	bool replacing;
 	double replace_progress; /* 0.0 .. 1.0 */
 	double replace_eta_s;    /* < 0 when unknown */
+	/* a reshape (raid_pool_grow) running: level is the new one */
+	bool reshaping;
+	const char *reshape_from_level;
+	unsigned reshape_from_members;
+	uint64_t reshape_done_bytes, reshape_total_bytes; /* logical bytes moved / to move */
+	double reshape_progress; /* 0.0 .. 1.0 */
+	double reshape_eta_s;    /* < 0 when unknown */
+	int reshape_error;       /* the last window failed (-errno, retried), 0 */
+	bool reshape_restored;   /* this start found a window's copy and put it back */
 };
 
 int raid_pool_info(struct raid_pool *pool, struct raid_pool_info *out);
@@ -312,6 +321,8 @@ enum raid_event_kind {
 	                           * count: bytes taken; detail: "N% of M MiB, threshold T%" */
 	RAID_EV_THIN_FULL,        /* no space left for thin volumes: writes needing
 	                           * new space fail; count: bytes taken */
+	RAID_EV_RESHAPE_STARTED,  /* member: the new raid disk, slot; detail: the new level */
+	RAID_EV_RESHAPE_DONE,     /* detail: the level, count: raid disks now */
 };
 
 struct raid_event {
@@ -353,6 +364,12 @@ int raid_pool_replace(struct raid_pool *pool, const char *member);
  * first); -ENOENT: no such member; -EALREADY: slot already empty;
  * -EOPNOTSUPP: a pool without members of its own. */
 int raid_pool_remove(struct raid_pool *pool, const char *member);
+/* rtgtctl grow / convert: @path joins as one more raid disk and the pool is
+ * reshaped onto it in the background (raid/reshape.c), to @level (NULL: the
+ * pool's own; "raid5" converts a raid1 of two). 0 once the reshape runs
+ * (raid_pool_info: reshaping, progress); -errno with a line in @err. */
+int raid_pool_grow(struct raid_pool *pool, const char *path, const char *level, char *err,
+		   size_t errlen);
 
 /* ---- shared state of a volume ----
  * A volume served by several rtgt nodes at once (the same volume of a

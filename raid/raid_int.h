@@ -190,6 +190,9 @@ bool raid_bm_unsynced(struct raid_pool *p, uint64_t moff, uint64_t len);
 bool raid_bm_region_unsynced(struct raid_pool *p, uint64_t region);
 void raid_bm_synced(struct raid_pool *p, uint64_t region);
 void raid_bm_clear_idle(struct raid_pool *p, bool force);
+/* Write the bitmap as it is on the members to @m (a member about to join
+ * the raid disks) and fdatasync it. */
+int raid_bm_write_member(struct raid_pool *p, struct raid_member *m);
 bool raid_bm_check(struct raid_pool *p);
 
 /* ---- pool, members, volumes (pool.c, vol.c) ---- */
@@ -225,6 +228,43 @@ struct raid_rstream {
 };
 
 struct raid_vol_backend_ops;
+struct req;
+
+/*
+ * A reshape (reshape.c): the pool's data moves from layout go (fewer raid
+ * disks, maybe another level) to gn, from logical byte 0 up, in windows.
+ * Logical bytes below ckpt are in gn and durable; [ckpt, pos) are in gn
+ * but may not be durable yet (a crash redoes them from the old layout,
+ * which still holds them); from pos on they are in go. Requests pass a
+ * gate (raid_reshape_admit): what overlaps [ckpt, gate_end) waits on the
+ * list until the range moved on; the rest is served by gn (below ckpt)
+ * or go (from gate_end on). Every request is counted in the epoch it
+ * was admitted in, so the reshape thread can wait for all admitted
+ * before a gate change (flip the epoch, wait for the old count to drain).
+ */
+struct raid_reshape {
+	_Atomic bool active;      /* a reshape runs: gate requests */
+	_Atomic unsigned epoch;
+	_Atomic unsigned inflight[2];  /* admitted, not finished, by epoch parity */
+	pthread_mutex_t mu;       /* the fields below */
+	struct raid_geom go, gn;  /* old and new layout (gn: member count and
+	                           * level the superblocks now record) */
+	uint64_t ckpt, pos, gate_end; /* logical bytes, ckpt <= pos <= gate_end */
+	uint64_t ckpt_disk;       /* what the superblocks record (>= ckpt while
+	                           * a checkpoint is being made) */
+	uint64_t t_ckpt_ns;       /* the last checkpoint (background thread) */
+	bool all;                 /* gate everything (start and end) */
+	struct req *waiters;      /* held at the gate, in arrival order */
+	struct req *waiters_tail;
+	/* the tail window saved on the new member, recorded in the
+	 * superblocks (backup_len 0: none) */
+	uint64_t backup_pos;
+	uint32_t backup_len, backup_crc;
+	uint64_t t_start_ns, pos_start;   /* for the rate and ETA */
+	_Atomic uint64_t rate;    /* logical bytes/s, measured */
+	_Atomic int error;        /* stopped on an error (-errno), 0 */
+	_Atomic bool restored;    /* a window was put back from its copy since the open */
+};
 
 struct raid_pool {
 	/* what serves the pool (backend.h); set by raid_pool_open, never changes */
@@ -290,6 +330,19 @@ struct raid_pool {
 	 * first volume open (raid_thin_pool_load); owned, NULL before */
 	struct raid_thin_pool *thin;
 	unsigned thin_threshold;                 /* percent (conf), 0: 80 */
+
+	/* a reshape (reshape.c); rsh.active false when none */
+	struct raid_reshape rsh;
+	/* reshape: the stripe cache takes nothing (its rows are of one
+	 * layout); set while it is empty, under the whole-pool gate */
+	_Atomic bool sc_off;
+	/* raid_md_pool_grow hands its new member to the background thread,
+	 * which starts the reshape and answers (bg_mu, grow_cv) */
+	struct raid_member *grow_m;
+	enum conf_level grow_level;
+	int grow_rc;
+	bool grow_done;
+	pthread_cond_t grow_cv;
 };
 
 /* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */
@@ -341,6 +394,35 @@ void raid_bg_stop(struct raid_pool *p);
 void raid_bg_kick(struct raid_pool *p);
 /* Write out stripe-cache rows older than @min_age_ms, waiting on @ctx. */
 int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t min_age_ms);
+
+/* reshape.c */
+void raid_reshape_init(struct raid_pool *p);
+void raid_reshape_destroy(struct raid_pool *p);
+/* Assembly found RAID_SB_RESHAPE in @sb: set the reshape up to resume
+ * (p->g is already the new layout, its usable clamped to the old one). */
+int raid_reshape_resume(struct raid_pool *p, const struct raid_sb *sb);
+/* The superblock's reshape fields. meta_mu held. */
+void raid_reshape_sb_fill(struct raid_pool *p, struct raid_sb *sb);
+/* The background thread's work while a reshape runs: until done, stopped
+ * (bg_stop) or failed. */
+void raid_reshape_run(struct raid_pool *p, struct raid_ioctx *ctx);
+/* Admission of a request (io.c): true when it may go on now (rq->g
+ * chosen); false when it waits at the gate (raid_io_gate_go later runs
+ * it on its ctx). Counts it either way until raid_reshape_done. */
+bool raid_reshape_admit(struct req *rq);
+void raid_reshape_done(struct req *rq);
+/* Start a reshape to @lvl with @nm (opened, attached, in no slot) as the
+ * new raid disk: the background thread does it; returns its result. */
+int raid_reshape_request(struct raid_pool *p, struct raid_member *nm, enum conf_level lvl);
+/* Background thread: a request waiting? start it. */
+void raid_reshape_take_request(struct raid_pool *p, struct raid_ioctx *ctx);
+/* The reshape part of raid_pool_info. */
+void raid_reshape_info(struct raid_pool *p, struct raid_pool_info *out);
+/* io.c: @io served by layout @g as it is, not through the gate. */
+int raid_md_vol_submit_geom(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io,
+			    const struct raid_geom *g);
+/* io.c: a request the gate held goes on (its ctx's thread). */
+void raid_io_gate_go(void *arg);
 
 /* io.c */
 /* Write out cached rows older than @min_age_ms (all with 0); @io->cb runs on

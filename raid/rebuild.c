@@ -1022,8 +1022,8 @@ static void *bg_main(void *arg)
 		bool do_scrub, repair, resync = false;
 
 		pthread_mutex_lock(&p->bg_mu);
-		while (!p->bg_stop && !p->bg_kick && !p->scrub_req &&
-		       !(p->resync_req && !raid_pool_unusable(p))) {
+		while (!p->bg_stop && !p->bg_kick && !p->scrub_req && !p->grow_m &&
+		       !(p->resync_req && !raid_pool_unusable(p) && !atomic_load(&p->rsh.active))) {
 			if (atomic_load(&p->sc.n)) {
 				/* cached rows: look again soon */
 				struct timespec ts;
@@ -1051,6 +1051,19 @@ static void *bg_main(void *arg)
 			break;
 		}
 		p->bg_kick = false;
+		if (p->grow_m || atomic_load(&p->rsh.active)) {
+			/* A reshape first and alone: rebuild, resync and scrub
+			 * work in one layout (reshape.c). A scrub asked for
+			 * meanwhile stays queued. */
+			pthread_mutex_unlock(&p->bg_mu);
+			raid_reshape_take_request(p, ctx);
+			if (atomic_load(&p->rsh.active))
+				raid_reshape_run(p, ctx);
+			raid_bm_clear_idle(p, false);
+			if (!atomic_load(&p->rsh.active))
+				raid_bg_kick(p);   /* what waited for it */
+			continue;
+		}
 		do_scrub = p->scrub_req;
 		repair = p->scrub_repair;
 		p->scrub_req = false;
@@ -1140,8 +1153,10 @@ int raid_md_pool_scrub(struct raid_pool *p, bool repair)
 		LOG_ERR(RAID_MOD, "pool %s: raid0 has nothing to scrub", p->name);
 		return -EINVAL;
 	}
-	if (raid_pool_unusable(p) || atomic_load(&p->rebuild_slot) >= 0) {
-		LOG_ERR(RAID_MOD, "pool %s: scrub needs an optimal pool", p->name);
+	if (raid_pool_unusable(p) || atomic_load(&p->rebuild_slot) >= 0 ||
+	    atomic_load(&p->rsh.active)) {
+		LOG_ERR(RAID_MOD, "pool %s: scrub needs an optimal pool, not rebuilding or reshaping",
+			p->name);
 		return -EBUSY;
 	}
 	/* A resync in progress (state 3) does not refuse it: the request waits

@@ -16,6 +16,10 @@
  * 172 rebuild_slot  176 rebuild_pos (u64)  184 n_slots  188 n_vols
  * 192 sync_pos (u64, meaningful with flag RAID_SB_SYNCING)  200 n_bad
  * 208 replace_pos (u64: bytes copied to the REPLACING slot, made durable)
+ * 216 reshape_level  220 reshape_n (u32: the layout being left, with flag
+ *     RAID_SB_RESHAPE)  224 reshape_pos (u64: logical bytes below it are in
+ *     the new layout, durable)  232 backup_pos (u64)  240 backup_len (u32:
+ *     0 none)  244 backup_crc (u32: CRC32C of the backup)
  * 256 slots[64] x 32: state u32, uuid[16], repl u32 (1 + replaced slot)
  * 2304 vols[64] x 128: name[64], uuid[16], start, size, extent (u64)
  * 10496 bad[32] x 24: slot u32, 4 zero bytes, a, b (u64: member bytes)
@@ -117,6 +121,12 @@ void raid_sb_encode(const struct raid_sb *sb, uint8_t *b)
 	put64(b + 192, sb->sync_pos);
 	put32(b + 200, sb->n_bad);
 	put64(b + 208, sb->replace_pos);
+	put32(b + 216, sb->reshape_level);
+	put32(b + 220, sb->reshape_n);
+	put64(b + 224, sb->reshape_pos);
+	put64(b + 232, sb->backup_pos);
+	put32(b + 240, sb->backup_len);
+	put32(b + 244, sb->backup_crc);
 	for (i = 0; i < sb->n_bad && i < RAID_MAX_BAD; i++) {
 		uint8_t *r = b + SB_BAD_OFF + i * SB_BAD_SIZE;
 
@@ -185,7 +195,16 @@ int raid_sb_decode(const uint8_t *b, struct raid_sb *sb, const char **why)
 	sb->sync_pos = get64(b + 192);
 	sb->n_bad = get32(b + 200);
 	sb->replace_pos = get64(b + 208);
-	if (sb->n_bad > RAID_MAX_BAD) {
+	sb->reshape_level = get32(b + 216);
+	sb->reshape_n = get32(b + 220);
+	sb->reshape_pos = get64(b + 224);
+	sb->backup_pos = get64(b + 232);
+	sb->backup_len = get32(b + 240);
+	sb->backup_crc = get32(b + 244);
+	if (sb->n_bad > RAID_MAX_BAD ||
+	    (sb->flags & RAID_SB_RESHAPE &&
+	     (sb->reshape_level > CONF_RAID10 || sb->reshape_n == 0 ||
+	      sb->reshape_n >= sb->n_members))) {
 		*why = "superblock fields out of range";
 		return -EINVAL;
 	}

@@ -82,6 +82,16 @@ struct raid_sb {
 	uint64_t sync_pos;        /* RAID_SB_SYNCING: initial sync done below */
 	uint32_t n_bad;
 	struct raid_bad bad[RAID_MAX_BAD];
+	/* RAID_SB_RESHAPE (reshape.c): level and n_members are the layout
+	 * being made; these name the one being left and how far it got */
+	uint32_t reshape_level;   /* enum conf_level of the old layout */
+	uint32_t reshape_n;       /* its raid disks (< n_members) */
+	uint64_t reshape_pos;     /* logical bytes: below, new layout, durable */
+	/* a window copied to the new member's tail before it was rewritten
+	 * over its own old place (the first windows only); backup_len 0: none */
+	uint64_t backup_pos;
+	uint32_t backup_len;
+	uint32_t backup_crc;
 };
 
 void raid_sb_encode(const struct raid_sb *sb, uint8_t *buf);   /* RAID_SB_SIZE */

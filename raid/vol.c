@@ -468,6 +468,7 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.pool_fail = raid_md_pool_fail,
 	.pool_add_spare = raid_md_pool_add_spare,
 	.pool_remove = raid_md_pool_remove,
+	.pool_grow = raid_md_pool_grow,
 	.pool_scrub = raid_md_pool_scrub,
 	.pool_replace = raid_md_pool_replace,
 	.vol_open = md_vol_open,

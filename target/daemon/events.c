@@ -495,6 +495,17 @@ void events_raid_fn(void *arg, const struct raid_event *ev)
 		snprintf(msg, sizeof(msg), "pool %s: no space left for thin volumes (%llu MiB taken): writes that need new space fail",
 			 ev->pool, (unsigned long long)(ev->count >> 20));
 		break;
+	case RAID_EV_RESHAPE_STARTED:
+		json_object_object_add(f, "level", json_object_new_string(ev->detail ? ev->detail : ""));
+		snprintf(msg, sizeof(msg), "pool %s: reshape to %s started: %s joins as slot %d", ev->pool,
+			 ev->detail ? ev->detail : "?", ev->member ? ev->member : "?", ev->slot);
+		break;
+	case RAID_EV_RESHAPE_DONE:
+		json_object_object_add(f, "level", json_object_new_string(ev->detail ? ev->detail : ""));
+		json_object_object_add(f, "members", json_object_new_int64((int64_t)ev->count));
+		snprintf(msg, sizeof(msg), "pool %s: reshape done: %s on %llu members", ev->pool,
+			 ev->detail ? ev->detail : "?", (unsigned long long)ev->count);
+		break;
 	case RAID_EV_MEMBER_REMOVED:
 		sev = "warning";
 		snprintf(msg, sizeof(msg), "pool %s: member %s removed", ev->pool,

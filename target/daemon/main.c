@@ -715,6 +715,34 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		return daemon_reload(d, reply, err, errlen);
 	if (!strcmp(cmd, "resize"))
 		return ctl_resize(d, args, reply, err, errlen);
+	if (!strcmp(cmd, "grow") || !strcmp(cmd, "convert")) {
+		/* args: POOL PATH [LEVEL] */
+		const char *a2 = NULL;
+
+		if (args && json_object_is_type(args, json_type_array) &&
+		    json_object_array_length(args) > 2)
+			a2 = json_object_get_string(json_object_array_get_idx(args, 2));
+		p = pool_by_name(d, a0);
+		if (!p) {
+			snprintf(err, errlen, "no pool named '%s'", a0 ? a0 : "");
+			return -ENOENT;
+		}
+		if (!a1 || (!strcmp(cmd, "convert") && !a2)) {
+			snprintf(err, errlen, "usage: %s", !strcmp(cmd, "grow") ? "grow POOL --add PATH"
+							: "convert POOL LEVEL --add PATH");
+			return -EINVAL;
+		}
+		LOG_INFO(MOD, "ctl: %s pool %s%s%s with %s", cmd, a0, a2 ? " to " : "", a2 ? a2 : "", a1);
+		{
+			char why[256] = "";
+
+			rc = raid_pool_grow(p, a1, !strcmp(cmd, "convert") ? a2 : NULL, why, sizeof(why));
+			if (rc)
+				snprintf(err, errlen, "%s %s: %s", cmd, a0, why[0] ? why : strerror(-rc));
+		}
+		daemon_health_sync(d);
+		return rc;
+	}
 	if (!strcmp(cmd, "fail") || !strcmp(cmd, "add-spare") || !strcmp(cmd, "scrub") ||
 	    !strcmp(cmd, "remove") || !strcmp(cmd, "replace")) {
 		p = pool_by_name(d, a0);

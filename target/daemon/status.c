@@ -308,6 +308,25 @@ int daemon_status_json(struct daemon *d, struct json_object *reply, bool stats)
 				json_object_object_add(p, "replace_eta_s",
 						       json_object_new_double(pi->replace_eta_s));
 		}
+		if (pi->reshaping) {
+			/* rtgtctl grow / convert: the data moving to the wider layout */
+			struct json_object *r = json_object_new_object();
+
+			json_object_object_add(r, "from_level", json_object_new_string(pi->reshape_from_level));
+			json_object_object_add(r, "from_members",
+					       json_object_new_int((int)pi->reshape_from_members));
+			json_object_object_add(r, "done_bytes",
+					       json_object_new_int64((int64_t)pi->reshape_done_bytes));
+			json_object_object_add(r, "total_bytes",
+					       json_object_new_int64((int64_t)pi->reshape_total_bytes));
+			json_object_object_add(r, "progress", json_object_new_double(pi->reshape_progress));
+			if (pi->reshape_eta_s >= 0)
+				json_object_object_add(r, "eta_s", json_object_new_double(pi->reshape_eta_s));
+			if (pi->reshape_error)
+				json_object_object_add(r, "error",
+						       json_object_new_string(strerror(-pi->reshape_error)));
+			json_object_object_add(p, "reshape", r);
+		}
 		if (pi->bad_bytes)
 			json_object_object_add(p, "bad_bytes", json_object_new_int64((int64_t)pi->bad_bytes));
 		json_object_object_add(p, "usable_bytes", json_object_new_int64((int64_t)pi->usable_bytes));

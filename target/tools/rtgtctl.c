@@ -49,6 +49,9 @@ static void usage(FILE *f)
 		"  replace POOL MEMBER      copy a working member to a spare, which then takes\n"
 		"                           its place (the pool stays redundant)\n"
 		"  remove POOL MEMBER       detach a faulty or spare member\n"
+		"  grow POOL --add PATH     add a raid disk to a raid0/5/6 pool and reshape onto it\n"
+		"  convert POOL raid5 --add PATH\n"
+		"                           a raid1 of two becomes a raid5 of three (reshape)\n"
 		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
 		"  resize TARGET LUN SIZE   grow a LUN's volume online (SIZE: bytes, K/M/G/T, N%%)\n"
 		"  reload                   re-read the daemon's configuration file and apply it live\n"
@@ -322,6 +325,18 @@ static void print_pools(struct json_object *reply, bool counters)
 			       json_object_get_double(get(p, "replace_progress")) * 100.0);
 			if (get(p, "replace_eta_s"))
 				printf(", eta %.0f s", json_object_get_double(get(p, "replace_eta_s")));
+			printf("\n");
+		}
+		if (get(p, "reshape")) {
+			struct json_object *r = get(p, "reshape");
+
+			printf("  reshape from %s on %lld members: %.1f%% moved", get_str(r, "from_level", "?"),
+			       (long long)get_i64(r, "from_members"),
+			       json_object_get_double(get(r, "progress")) * 100.0);
+			if (get(r, "eta_s"))
+				printf(", eta %.0f s", json_object_get_double(get(r, "eta_s")));
+			if (get(r, "error"))
+				printf(" (stalled: %s; retrying)", get_str(r, "error", "?"));
 			printf("\n");
 		}
 		if (get(p, "thin_space_bytes")) {
@@ -616,6 +631,11 @@ static void print_human(const char *cmd, char **args, struct json_object *reply)
 			printf("pool %s: member %s marked faulty\n", args[0], args[1]);
 		else if (strcmp(cmd, "add-spare") == 0)
 			printf("pool %s: spare %s added\n", args[0], args[1]);
+		else if (strcmp(cmd, "grow") == 0 || strcmp(cmd, "convert") == 0)
+			printf("pool %s: %s joins; reshape%s%s started (status shows the progress).\n"
+			       "Add it to the pool's members%s in the configuration as well.\n",
+			       args[0], args[1], args[2] ? " to " : "", args[2] ? args[2] : "",
+			       args[2] ? " and set its level" : "");
 		else if (strcmp(cmd, "replace") == 0)
 			printf("pool %s: member %s is being copied to a spare (status shows the progress)\n",
 			       args[0], args[1]);
@@ -693,6 +713,19 @@ static const struct command commands[] = {
 	  "\"(removed)\", \"empty\" until a spare rebuilds into it. An active member is\n"
 	  "refused (fail it first). The file may stay in the configuration: a restart\n"
 	  "leaves it out with a warning.\n" },
+	{ "grow", 1, 1, "grow POOL --add PATH",
+	  "Adds PATH (an existing file or device at least as large as the members; a\n"
+	  "relative PATH is taken from the current directory) as one more raid disk\n"
+	  "of a raid0, raid5 or raid6 pool and moves the data onto the wider layout in\n"
+	  "the background while LUNs stay online (status: reshape progress and ETA;\n"
+	  "rate-capped like a rebuild; resumed after a crash or restart from a\n"
+	  "checkpoint in the superblocks). When it is done the pool's usable space has\n"
+	  "grown. Needs an optimal pool. Add PATH to the pool's members in the\n"
+	  "configuration now: a restart checks that the file and the pool agree.\n" },
+	{ "convert", 2, 2, "convert POOL LEVEL --add PATH",
+	  "Changes a pool's level with PATH as an added raid disk: a raid1 of two\n"
+	  "members becomes a raid5 of three (LEVEL raid5), reshaped in the background\n"
+	  "as grow does. Set level and members in the configuration now as well.\n" },
 	{ "scrub", 1, 1, "scrub POOL [--repair]",
 	  "Starts a background check of parity / mirror copies; progress and the\n"
 	  "mismatch count show in status. --repair rewrites what does not match.\n" },
@@ -769,7 +802,7 @@ static const char *opt_value(int argc, char **argv, int *i, char shortc, const c
 int main(int argc, char **argv)
 {
 	const char *sock_opt = NULL, *conf_opt = NULL, *watch_opt = NULL, *ival_opt = NULL,
-		   *count_opt = NULL;
+		   *count_opt = NULL, *add_opt = NULL;
 	struct live_opts lo = { .interval_s = 0, .count = 0 };
 	bool json = false, repair = false, dashdash = false, missing = false, help = false;
 	bool follow = false;
@@ -797,6 +830,8 @@ int main(int argc, char **argv)
 			json = true;
 		} else if (strcmp(a, "--repair") == 0) {
 			repair = true;
+		} else if (!missing && (val = opt_value(argc, argv, &i, 'a', "add", &missing))) {
+			add_opt = val;
 		} else if (strcmp(a, "--follow") == 0 || strcmp(a, "-f") == 0) {
 			follow = true;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -847,6 +882,11 @@ int main(int argc, char **argv)
 		args[i - 1] = pos[i];
 	if (repair && strcmp(cmd->name, "scrub") != 0) {
 		fprintf(stderr, "rtgtctl: --repair only goes with scrub\n");
+		return EXIT_USAGE;
+	}
+	if (!add_opt != (strcmp(cmd->name, "grow") != 0 && strcmp(cmd->name, "convert") != 0)) {
+		fprintf(stderr, add_opt ? "rtgtctl: --add only goes with grow and convert\n"
+					: "rtgtctl: usage: rtgtctl %s\n", cmd->usage);
 		return EXIT_USAGE;
 	}
 	if (follow && strcmp(cmd->name, "events") != 0) {
@@ -923,6 +963,16 @@ int main(int argc, char **argv)
 	if (!req || !jargs)
 		goto nomem;
 	json_object_object_add(req, "cmd", json_object_new_string(cmd->name));
+	if (add_opt) {
+		/* POOL PATH [LEVEL] */
+		spare = absolute(add_opt);
+		if (!spare) {
+			fprintf(stderr, "rtgtctl: %s: %s\n", add_opt, strerror(errno));
+			return EXIT_USAGE;
+		}
+		args[2] = args[1];
+		args[1] = spare;
+	}
 	if (strcmp(cmd->name, "add-spare") == 0) {
 		spare = absolute(args[1]);
 		if (!spare)
