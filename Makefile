@@ -153,11 +153,11 @@ check: deps include-check
 	@$(SAN_REPORT)
 
 # The ThreadSanitizer run of the daemon's concurrency around reload, task
-# management, session reinstatement, an online grow under I/O and thin
-# volumes' extents shared by threads (a few
+# management, session reinstatement, an online grow under I/O, thin
+# volumes' extents shared by threads and a pool reshaped under I/O (a few
 # minutes on 2 cores): bin-tsan/
 # rtgtd and the tests built with TSAN=1, failing on any report.
-TSAN_TESTS := test_net_reload test_net_login test_net_resize test_raid_thin
+TSAN_TESTS := test_net_reload test_net_login test_net_resize test_raid_thin test_raid_reshape
 tsan-check: deps
 	$(MAKE) TSAN=1 bin-tsan/rtgtd bin-tsan/rtgtctl $(TSAN_TESTS:%=bin-tsan/tests/%)
 	@$(MAKE) --no-print-directory TSAN=1 tsan-run
@@ -170,6 +170,7 @@ tsan-run:
 	@CK_RUN_CASE=01_resize_under_io scripts/run-tests.sh tsan $(B)/tests/test_net_resize \
 		|| { $(SAN_REPORT); exit 1; }
 	@scripts/run-tests.sh tsan $(B)/tests/test_raid_thin || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh tsan $(B)/tests/test_raid_reshape || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
 # The fio job set from a real Linux initiator (a qemu guest; minutes):

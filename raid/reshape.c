@@ -36,9 +36,10 @@
  *   RUNNING --every byte of go moved (finish())--> IDLE, p->g = gn
  *   RUNNING --bg_stop: checkpoint at pos--> (pool closed; the superblocks
  *           say RESHAPE) --assembly: raid_reshape_resume--> RUNNING
- *   RUNNING --a window could not be read or written--> RUNNING with
- *           rs.error set, retried each second (the gate still holds the
- *           window: nothing is answered from a half-moved one)
+ *   RUNNING --a window could not be read or written (rewind_gate)-->
+ *           RUNNING with rs.error set, retried each second; meanwhile
+ *           go serves everything from ckpt on again, but a window whose
+ *           copy is on the new member stays held until it is put back
  * While RUNNING: the stripe cache takes nothing (p->sc_off), no rebuild,
  * scrub or resync starts (rebuild.c: they need one layout; a member lost
  * meanwhile is rebuilt, a crash's dirty regions resynced, once the
@@ -610,6 +611,24 @@ static int restore_backup(struct raid_pool *p, struct raid_ioctx *ctx, struct ra
 	return rc;
 }
 
+/* A window failed: until the retry, what it held is served by go again,
+ * whose copy of everything from ckpt on is intact - unless the window had
+ * to be copied to the new member first (its old place may be partly
+ * overwritten): then it stays held until its copy is put back. */
+static void rewind_gate(struct raid_pool *p)
+{
+	struct raid_reshape *rs = &p->rsh;
+
+	pthread_mutex_lock(&rs->mu);
+	if (rs->backup_len) {
+		pthread_mutex_unlock(&rs->mu);
+		return;
+	}
+	rs->pos = rs->gate_end = rs->ckpt;
+	pthread_mutex_unlock(&rs->mu);
+	release(p);
+}
+
 void raid_reshape_run(struct raid_pool *p, struct raid_ioctx *ctx)
 {
 	struct raid_reshape *rs = &p->rsh;
@@ -642,8 +661,10 @@ void raid_reshape_run(struct raid_pool *p, struct raid_ioctx *ctx)
 
 		RTGT_CHECK(rs_check(rs));
 		rc = window(p, ctx, &v, buf, wa, wb);
-		if (rc)
+		if (rc) {
+			rewind_gate(p);
 			goto out_free;
+		}
 		pace(p);
 	}
 	if (rs->pos == end)

@@ -23,6 +23,10 @@
  *    at the end every block holds its last acknowledged write (the one
  *    in flight: old or new), also with any one member lost.
  * 06 raid1 -> raid5, the same.
+ * 07 raid5 3 -> 4 with a hot spare, which moves out of the new raid disk's
+ *    slot and stays a spare; after the reshape a member fails, the spare
+ *    rebuilds it in the new layout: every block right, also after a
+ *    reopen with the new configuration.
  */
 #include <check.h>
 #include <errno.h>
@@ -148,7 +152,10 @@ static void wait_synced(struct raid_pool *p)
 
 	for (int i = 0; i < 3000; i++) {
 		ck_assert_int_eq(raid_pool_info(p, &info), 0);
-		if (!info.syncing)
+		/* the initial sync over the old bytes, and its end (the
+		 * resync state and the regions it left) */
+		if (!info.syncing && atomic_load(&p->scrub_state) != 3 &&
+		    (!p->bm.region || !atomic_load(&p->bm.n_unsynced)))
 			return;
 		usleep(10000);
 	}
@@ -531,6 +538,58 @@ START_TEST(t06_sigkill_raid1_to_raid5)
 }
 END_TEST
 
+START_TEST(t07_spare_moves)
+{
+	struct raid_ioctx *ctx;
+	struct conf_pool cp;
+	struct raid_pool *p = NULL;
+	struct raid_pool_info info;
+	struct raid_vol *v;
+	uint64_t vbytes;
+	unsigned nblk, *seed;
+	char err[256] = "";
+	int i;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	rf_conf_pool(&cp, "rp", CONF_RAID5, CHUNK, members, 3, 0);
+	cp.spares = cp.spare_paths = &members[4];
+	cp.n_spares = 1;
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	wait_synced(p);
+	vbytes = raid_pool_usable_bytes(p) / BS * BS;
+	nblk = (unsigned)(vbytes / BS);
+	seed = calloc(nblk, sizeof(unsigned));
+	v = vol(p, "v", vbytes);
+	write_all(v, ctx, seed, nblk, 300);
+	ck_assert_msg(raid_pool_grow(p, members[3], NULL, err, sizeof(err)) == 0, "%s", err);
+	wait_reshaped(p);
+	ck_assert_int_eq(raid_pool_info(p, &info), 0);
+	ck_assert_uint_eq(info.n_members, 5);
+	ck_assert_str_eq(info.members[3].state, "active");
+	ck_assert_str_eq(info.members[4].state, "spare");
+	verify(v, ctx, seed, nblk, 0, "after the reshape");
+	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
+	for (i = 0; i < 3000; i++) {
+		ck_assert_int_eq(raid_pool_info(p, &info), 0);
+		if (!strcmp(info.state, "optimal"))
+			break;
+		usleep(10000);
+	}
+	ck_assert_str_eq(info.state, "optimal");
+	verify(v, ctx, seed, nblk, 0, "after the rebuild");
+	raid_pool_close(p);
+	rf_conf_pool(&cp, "rp", CONF_RAID5, CHUNK, members, 4, 0);
+	cp.spares = cp.spare_paths = &members[4];
+	cp.n_spares = 1;
+	ck_assert_int_eq(raid_pool_open(&cp, &p), 0);
+	v = vol(p, "v", vbytes);
+	verify(v, ctx, seed, nblk, 0, "after a reopen");
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(seed);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -540,6 +599,7 @@ int main(void)
 		CK_CASE("04_refused", t04_refused),
 		CK_CASE("05_sigkill_raid5", t05_sigkill_raid5),
 		CK_CASE("06_sigkill_raid1_to_raid5", t06_sigkill_raid1_to_raid5),
+		CK_CASE("07_spare_moves", t07_spare_moves),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_reshape", CK_CASES(cases),
