@@ -9,6 +9,9 @@
  *   raid6    left-symmetric with Q right after P: pd = n-1 - r % n,
  *            qd = (pd + 1) % n, data index d on (pd + 2 + d) % n; Q's
  *            coefficient for data index d is 2^d.
+ *            With RAID_LAYOUT_Q_LAST (a raid5 grown into a raid6): the
+ *            first m = n-1 devices are the raid5 - pd = m-1 - r % m, data
+ *            index d on (pd + 1 + d) % m - and qd = n-1 in every row.
  *   raid10   near-2 (md "n2"): logical chunk c has copies at positions 2c and
  *            2c+1, position p lives on device p % n at member chunk p / n; with
  *            an even n this makes devices (0,1), (2,3), ... mirror pairs.
@@ -23,6 +26,19 @@
 bool raid_geom_is_parity_level(const struct raid_geom *g)
 {
 	return g->level == CONF_RAID5 || g->level == CONF_RAID6;
+}
+
+int raid_geom_init_layout(struct raid_geom *g, enum conf_level level, unsigned n, uint64_t chunk,
+			  uint64_t member_bytes, enum raid_layout layout)
+{
+	int rc;
+
+	if (layout != RAID_LAYOUT_DEFAULT && (layout != RAID_LAYOUT_Q_LAST || level != CONF_RAID6))
+		return -EINVAL;
+	rc = raid_geom_init(g, level, n, chunk, member_bytes);
+	if (!rc)
+		g->layout = layout;
+	return rc;
 }
 
 int raid_geom_init(struct raid_geom *g, enum conf_level level, unsigned n, uint64_t chunk,
@@ -45,6 +61,7 @@ int raid_geom_init(struct raid_geom *g, enum conf_level level, unsigned n, uint6
 	if (level == CONF_RAID10 && n % 2)
 		return -EINVAL;
 	g->level = level;
+	g->layout = RAID_LAYOUT_DEFAULT;
 	g->n = n;
 	g->chunk = chunk;
 	g->rows = member_bytes / chunk;
@@ -61,12 +78,22 @@ int raid_geom_init(struct raid_geom *g, enum conf_level level, unsigned n, uint6
 	return 0;
 }
 
+static bool q_last(const struct raid_geom *g)
+{
+	return g->layout == RAID_LAYOUT_Q_LAST;
+}
+
 void raid_geom_parity(const struct raid_geom *g, uint64_t row, int *pdev, int *qdev)
 {
 	int pd = (int)(g->n - 1 - (unsigned)(row % g->n));
 
 	*pdev = -1;
 	*qdev = -1;
+	if (q_last(g)) {
+		*pdev = (int)(g->n - 2 - (unsigned)(row % (g->n - 1)));
+		*qdev = (int)g->n - 1;
+		return;
+	}
 	if (g->level == CONF_RAID5) {
 		*pdev = pd;
 	} else if (g->level == CONF_RAID6) {
@@ -79,6 +106,10 @@ unsigned raid_geom_data_dev(const struct raid_geom *g, uint64_t row, unsigned dd
 {
 	unsigned pd = g->n - 1 - (unsigned)(row % g->n);
 
+	if (q_last(g)) {
+		pd = g->n - 2 - (unsigned)(row % (g->n - 1));
+		return (pd + 1 + dd) % (g->n - 1);
+	}
 	switch (g->level) {
 	case CONF_RAID5: return (pd + 1 + dd) % g->n;
 	case CONF_RAID6: return (pd + 2 + dd) % g->n;
@@ -92,6 +123,14 @@ int raid_geom_dev_dd(const struct raid_geom *g, uint64_t row, unsigned dev)
 {
 	unsigned pd = g->n - 1 - (unsigned)(row % g->n);
 
+	if (q_last(g)) {
+		unsigned m = g->n - 1;
+
+		pd = m - 1 - (unsigned)(row % m);
+		if (dev == m || dev == pd)
+			return -1;
+		return (int)((dev + m - pd - 1) % m);
+	}
 	switch (g->level) {
 	case CONF_RAID5:
 		if (dev == pd)

@@ -11,8 +11,19 @@
 #include "conf/conf.h"
 #include "raid/layout.h"
 
+/* Where a raid6's parity lives (struct raid_geom.layout). */
+enum raid_layout {
+	RAID_LAYOUT_DEFAULT = 0,  /* every level: the layouts of geom.c's top */
+	/* raid6 only: the first n-1 devices are a left-symmetric raid5 (P
+	 * and data exactly where that raid5 has them), Q is on device n-1 in
+	 * every row; what a raid5 becomes by adding a member without moving
+	 * a byte (reshape.c; md's left-symmetric-6) */
+	RAID_LAYOUT_Q_LAST = 1,
+};
+
 struct raid_geom {
 	enum conf_level level;
+	enum raid_layout layout;
 	unsigned n;               /* raid disks */
 	unsigned ndata;           /* data chunks per row (1 for raid1) */
 	unsigned npar;            /* failures tolerated: 0, n-1 (raid1), 1, 2, 1 (raid10) */
@@ -34,6 +45,10 @@ struct raid_loc {
 
 int raid_geom_init(struct raid_geom *g, enum conf_level level, unsigned n, uint64_t chunk,
 		   uint64_t member_bytes);
+/* The same with a layout other than the default (-EINVAL where it does
+ * not apply). */
+int raid_geom_init_layout(struct raid_geom *g, enum conf_level level, unsigned n, uint64_t chunk,
+			  uint64_t member_bytes, enum raid_layout layout);
 /* Map a logical byte offset (< usable). */
 void raid_geom_map(const struct raid_geom *g, uint64_t loff, struct raid_loc *out);
 /* Inverse: logical offset of member byte (dev, moff); -ENOENT for parity. */

@@ -30,6 +30,11 @@
 /* A reshape (raid/reshape.c) is under way: the superblock's reshape_*
  * fields say from what and how far. */
 #define RAID_SB_RESHAPE   0x4u
+/* raid6 with Q on the last raid disk (geom.h RAID_LAYOUT_Q_LAST): a raid5
+ * converted to raid6 (reshape.c). */
+#define RAID_SB_Q_LAST    0x8u
+/* With RAID_SB_RESHAPE: the layout being left is such a raid6. */
+#define RAID_SB_FROM_Q_LAST 0x10u
 /* Bad ranges (rows that cannot be reconstructed) kept per pool. */
 #define RAID_MAX_BAD      32u
 

@@ -416,6 +416,8 @@ static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
 	sb->chunk = (uint32_t)p->g.chunk;
 	sb->n_members = p->g.n;
 	sb->flags = clean ? RAID_SB_CLEAN : 0;
+	if (p->g.layout == RAID_LAYOUT_Q_LAST)
+		sb->flags |= RAID_SB_Q_LAST;
 	sb->events = p->events;
 	sb->data_offset = RAID_DATA_OFF;
 	sb->data_size = p->g.member_bytes;
@@ -991,7 +993,8 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 				: "");
 		return -EINVAL;
 	}
-	rc = raid_geom_init(&p->g, cp->level, cp->n_members, cp->chunk, ref->data_size);
+	rc = raid_geom_init_layout(&p->g, cp->level, cp->n_members, cp->chunk, ref->data_size,
+				   ref->flags & RAID_SB_Q_LAST ? RAID_LAYOUT_Q_LAST : RAID_LAYOUT_DEFAULT);
 	if (rc || ref->data_offset != RAID_DATA_OFF || ref->n_slots < ref->n_members) {
 		LOG_ERR(RAID_MOD, "pool %s: unsupported on-disk geometry", cp->name);
 		return -EINVAL;
@@ -1750,8 +1753,9 @@ int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
 
 /*
  * rtgtctl grow / convert: @path becomes one more raid disk and the data is
- * reshaped onto it (reshape.c). @level: the level after it (-1: the same) - the pool's own
- * for raid0/5/6 (more data per row), or raid5 for a raid1 of two members.
+ * reshaped onto it (reshape.c). @level: the level after it (-1: the same) -
+ * the pool's own for raid0/5/6 (more data per row), raid5 for a raid1 of
+ * two members, raid6 for a raid5 (Q on the new member, nothing moves).
  * Only an optimal, quiet pool is reshaped: every raid disk active, no
  * rebuild, replacement, initial sync, resync or scrub, no bad range.
  */
@@ -1770,8 +1774,9 @@ int raid_md_pool_grow(struct raid_pool *p, const char *path, int level, char *er
 			 level_name(lvl));
 		return -EOPNOTSUPP;
 	}
-	if (lvl != p->level && !(p->level == CONF_RAID1 && lvl == CONF_RAID5)) {
-		snprintf(err, errlen, "%s -> %s is not a conversion this version makes (raid1 of two members -> raid5 is)",
+	if (lvl != p->level && !(p->level == CONF_RAID1 && lvl == CONF_RAID5) &&
+	    !(p->level == CONF_RAID5 && lvl == CONF_RAID6)) {
+		snprintf(err, errlen, "%s -> %s is not a conversion this version makes (raid1 of two members -> raid5 and raid5 -> raid6 are)",
 			 level_name(p->level), level_name(lvl));
 		return -EOPNOTSUPP;
 	}

@@ -70,9 +70,18 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 	return (a + b - 1) / b;
 }
 
+/* raid5 -> raid6 with Q on the new member: every data and P byte stays
+ * where it is, a window's write only rewrites them with the same bytes
+ * (and adds Q): nothing a redo needs is ever overwritten. */
+static bool same_place(const struct raid_reshape *rs)
+{
+	return rs->go.level == CONF_RAID5 && rs->gn.level == CONF_RAID6 &&
+	       rs->gn.layout == RAID_LAYOUT_Q_LAST && rs->gn.n == rs->go.n + 1;
+}
+
 static bool safe(const struct raid_reshape *rs, uint64_t wb, uint64_t ckpt)
 {
-	return div_up(wb, rs->gn.stripe_bytes) <= ckpt / rs->go.stripe_bytes;
+	return same_place(rs) || div_up(wb, rs->gn.stripe_bytes) <= ckpt / rs->go.stripe_bytes;
 }
 
 static uint64_t window_bytes(const struct raid_reshape *rs)
@@ -82,10 +91,18 @@ static uint64_t window_bytes(const struct raid_reshape *rs)
 	return (k ? k : 1) * rs->gn.stripe_bytes;
 }
 
-/* Member offset (data area) of the backup on the new member. */
+/* Member offset (data area) of the backup on the new member: its last
+ * window's worth of bytes, which gn uses only for the space the reshape
+ * adds (room_for_backup). */
 static uint64_t backup_moff(const struct raid_reshape *rs)
 {
-	return rs->gn.member_bytes - window_bytes(rs) / rs->gn.ndata;
+	return rs->gn.member_bytes - window_bytes(rs);
+}
+
+static bool room_for_backup(const struct raid_reshape *rs)
+{
+	return same_place(rs) ||
+	       div_up(rs->go.usable, rs->gn.stripe_bytes) * rs->gn.chunk <= backup_moff(rs);
 }
 
 static bool rs_check(struct raid_reshape *rs)
@@ -232,6 +249,8 @@ void raid_reshape_sb_fill(struct raid_pool *p, struct raid_sb *sb)
 		return;
 	pthread_mutex_lock(&rs->mu);
 	sb->flags |= RAID_SB_RESHAPE;
+	if (rs->go.layout == RAID_LAYOUT_Q_LAST)
+		sb->flags |= RAID_SB_FROM_Q_LAST;
 	sb->reshape_level = (uint32_t)rs->go.level;
 	sb->reshape_n = rs->go.n;
 	sb->reshape_pos = rs->ckpt_disk;
@@ -322,9 +341,20 @@ static int start(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member
 	unsigned n = p->g.n;
 	int rc;
 
-	rc = raid_geom_init(&gn, lvl, n + 1, p->g.chunk, p->g.member_bytes);
+	rc = raid_geom_init_layout(&gn, lvl, n + 1, p->g.chunk, p->g.member_bytes,
+				   p->level == CONF_RAID5 && lvl == CONF_RAID6 ? RAID_LAYOUT_Q_LAST
+										: RAID_LAYOUT_DEFAULT);
 	if (rc)
 		return rc;
+	{
+		struct raid_reshape t = { .go = p->g, .gn = gn };
+
+		if (!room_for_backup(&t)) {
+			LOG_ERR(RAID_MOD, "pool %s: the members are too small for a reshape to %s on %u members (no room for its window copy)",
+				p->name, conf_level_name(lvl), n + 1);
+			return -ENOSPC;
+		}
+	}
 	/* everything quiet, the cache empty and off */
 	pthread_mutex_lock(&rs->mu);
 	rs->all = true;
@@ -406,8 +436,10 @@ int raid_reshape_resume(struct raid_pool *p, const struct raid_sb *sb)
 	int rc;
 
 	rs->gn = p->g;
-	rc = raid_geom_init(&rs->go, (enum conf_level)sb->reshape_level, sb->reshape_n, p->g.chunk,
-			    p->g.member_bytes);
+	rc = raid_geom_init_layout(&rs->go, (enum conf_level)sb->reshape_level, sb->reshape_n,
+				   p->g.chunk, p->g.member_bytes,
+				   sb->flags & RAID_SB_FROM_Q_LAST ? RAID_LAYOUT_Q_LAST
+								   : RAID_LAYOUT_DEFAULT);
 	if (rc || sb->reshape_pos > rs->go.usable ||
 	    (sb->reshape_pos % rs->gn.stripe_bytes && sb->reshape_pos != rs->go.usable) ||
 	    (sb->backup_len && (sb->backup_pos != sb->reshape_pos ||

@@ -2,6 +2,12 @@
  * tests/unit/test_raid_geom.c - geometry of every level and member count:
  * logical -> member/offset -> logical round trips, every member byte used
  * exactly once (or twice for raid10, n times for raid1), md's layouts.
+ *
+ * 01 round trips of every level and 2..8 members.
+ * 02 md's layouts (known rows).
+ * 03 raid6 with Q on the last device (a raid5 grown into a raid6): round
+ *    trips, P where the raid5 of n-1 members has it, Q on device n-1,
+ *    every data byte where that raid5 has it; only for raid6.
  */
 #include <check.h>
 #include <errno.h>
@@ -130,11 +136,56 @@ START_TEST(t02_md_layouts)
 }
 END_TEST
 
+START_TEST(t03_q_last)
+{
+	uint64_t chunk = 4096;
+	struct raid_geom g;
+
+	ck_assert_int_eq(raid_geom_init_layout(&g, CONF_RAID5, 4, chunk, 64 * chunk, RAID_LAYOUT_Q_LAST),
+			 -EINVAL);
+	for (unsigned n = 4; n <= 8; n++) {
+		struct raid_geom r5;
+		uint64_t rows = 3 * n + 1;
+
+		ck_assert_int_eq(raid_geom_init_layout(&g, CONF_RAID6, n, chunk, rows * chunk,
+						       RAID_LAYOUT_Q_LAST), 0);
+		ck_assert_int_eq(raid_geom_init(&r5, CONF_RAID5, n - 1, chunk, rows * chunk), 0);
+		ck_assert_uint_eq(g.usable, r5.usable);
+		for (uint64_t row = 0; row < rows; row++) {
+			int pd, qd, p5, q5;
+
+			raid_geom_parity(&g, row, &pd, &qd);
+			raid_geom_parity(&r5, row, &p5, &q5);
+			ck_assert_int_eq(pd, p5);
+			ck_assert_int_eq(qd, (int)n - 1);
+			ck_assert_int_eq(raid_geom_dev_dd(&g, row, n - 1), -1);
+		}
+		for (uint64_t l = 0; l < g.usable; l += 512) {
+			struct raid_loc a, b;
+			uint64_t back = ~0ull;
+			int pd, qd;
+
+			raid_geom_map(&g, l, &a);
+			raid_geom_map(&r5, l, &b);
+			ck_assert_uint_eq(a.dev[0], b.dev[0]);
+			ck_assert_uint_eq(a.moff[0], b.moff[0]);
+			ck_assert_int_eq(raid_geom_unmap(&g, a.dev[0], a.moff[0], &back), 0);
+			ck_assert_uint_eq(back, l);
+			raid_geom_parity(&g, a.row, &pd, &qd);
+			ck_assert_int_ne((int)a.dev[0], pd);
+			ck_assert_int_ne((int)a.dev[0], qd);
+			ck_assert_int_eq(raid_geom_dev_dd(&g, a.row, a.dev[0]), (int)a.dd);
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
 		CK_CASE("01_round_trip", t01_round_trip, .timeout = 60, .loop_end = 5),
 		CK_CASE("02_md_layouts", t02_md_layouts),
+		CK_CASE("03_q_last", t03_q_last),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_geom", CK_CASES(cases) });

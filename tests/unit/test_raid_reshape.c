@@ -27,6 +27,9 @@
  *    slot and stays a spare; after the reshape a member fails, the spare
  *    rebuilds it in the new layout: every block right, also after a
  *    reopen with the new configuration.
+ * 08 raid5 3 -> raid6 4 (Q on the new member, nothing moves) as 01; then
+ *    each member lost, and pairs of members: every block right.
+ * 09 raid5 3 -> raid6 4 with SIGKILL as 05.
  */
 #include <check.h>
 #include <errno.h>
@@ -235,6 +238,24 @@ static void verify_each_lost(enum conf_level lvl, unsigned n, const unsigned *se
 		verify(v, ctx, seed, nblk, 0, what);
 		raid_pool_close(p);
 	}
+	for (unsigned k = 0; lvl == CONF_RAID6 && k < n; k++) {
+		/* raid6: any two */
+		struct raid_pool *p;
+		struct raid_vol *v;
+		char a[12], b[12], what[48];
+
+		for (unsigned i = 0; i < n; i++)
+			copy_file(saved[i], members[i]);
+		p = open_pool(lvl, n, 0);
+		v = vol(p, "v", vbytes);
+		snprintf(a, sizeof(a), "%u", k);
+		snprintf(b, sizeof(b), "%u", (k + 1 + k / 2) % n);   /* never k */
+		ck_assert_int_eq(raid_pool_fail(p, a), 0);
+		ck_assert_int_eq(raid_pool_fail(p, b), 0);
+		snprintf(what, sizeof(what), "members %s and %s lost", a, b);
+		verify(v, ctx, seed, nblk, 0, what);
+		raid_pool_close(p);
+	}
 	for (unsigned i = 0; i < n; i++)
 		copy_file(saved[i], members[i]);
 	raid_ioctx_destroy(ctx);
@@ -248,7 +269,7 @@ static void grow_online(enum conf_level lvl0, unsigned n0, enum conf_level lvl1,
 	uint64_t u0 = raid_pool_usable_bytes(p), vbytes = u0 / BS * BS, u1;
 	unsigned nblk = (unsigned)(vbytes / BS), *seed = calloc(nblk, sizeof(unsigned));
 	struct rf_loader l = { .span = 2 * MB };
-	struct raid_vol *v, *x;
+	struct raid_vol *v;
 	char err[256] = "";
 	unsigned seen;
 
@@ -272,9 +293,9 @@ static void grow_online(enum conf_level lvl0, unsigned n0, enum conf_level lvl1,
 	verify(v, ctx, seed, nblk, (unsigned)(l.span / BS), "after the reshape");
 	/* the loader's part: write a pattern there too, for what follows */
 	write_all(v, ctx, seed, nblk, 5000);
-	/* new space */
-	x = vol(p, "x", (u1 - vbytes) / 2 / BS * BS);
-	{
+	/* new space (none for raid5 -> raid6) */
+	if (u1 >= vbytes + 4 * BS) {
+		struct raid_vol *x = vol(p, "x", (u1 - vbytes) / 2 / BS * BS);
 		uint8_t *w = malloc(BS), *r = malloc(BS);
 
 		fill(w, BS, 77);
@@ -538,6 +559,18 @@ START_TEST(t06_sigkill_raid1_to_raid5)
 }
 END_TEST
 
+START_TEST(t08_raid5_to_raid6)
+{
+	grow_online(CONF_RAID5, 3, CONF_RAID6, 1.0);
+}
+END_TEST
+
+START_TEST(t09_sigkill_raid5_to_raid6)
+{
+	sigkill_rounds(CONF_RAID5, 3, CONF_RAID6);
+}
+END_TEST
+
 START_TEST(t07_spare_moves)
 {
 	struct raid_ioctx *ctx;
@@ -600,6 +633,8 @@ int main(void)
 		CK_CASE("05_sigkill_raid5", t05_sigkill_raid5),
 		CK_CASE("06_sigkill_raid1_to_raid5", t06_sigkill_raid1_to_raid5),
 		CK_CASE("07_spare_moves", t07_spare_moves),
+		CK_CASE("08_raid5_to_raid6", t08_raid5_to_raid6),
+		CK_CASE("09_sigkill_raid5_to_raid6", t09_sigkill_raid5_to_raid6),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_reshape", CK_CASES(cases),
