@@ -161,7 +161,7 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 		if (o->chunk != n->chunk)
 			daemon_jadd_str(restart, "pool %s: chunk", n->name);
 		if (!strv_eq(o->member_paths, o->n_members, n->member_paths, n->n_members))
-			daemon_jadd_str(restart, "pool %s: members (use rtgtctl fail/add-spare live)",
+			daemon_jadd_str(restart, "pool %s: members (use rtgtctl fail/add-spare/grow live)",
 				 n->name);
 		if (!strv_eq(o->spare_paths, o->n_spares, n->spare_paths, n->n_spares))
 			daemon_jadd_str(restart, "pool %s: spares (use rtgtctl add-spare live)", n->name);
