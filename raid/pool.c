@@ -1470,6 +1470,7 @@ const char *raid_event_kind_name(enum raid_event_kind kind)
 	case RAID_EV_THIN_FULL: return "thin_full";
 	case RAID_EV_RESHAPE_STARTED: return "reshape_started";
 	case RAID_EV_RESHAPE_DONE: return "reshape_done";
+	case RAID_EV_RESHAPE_FAILED: return "reshape_failed";
 	}
 	return "unknown";
 }
@@ -1578,6 +1579,8 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	case 2: out->scrub_state = "done"; break;
 	default: out->scrub_state = "idle"; break;
 	}
+	if (p->bm.region)
+		out->unsynced_bytes = atomic_load(&p->bm.n_unsynced) * p->bm.region;
 	raid_reshape_info(p, out);
 	pthread_mutex_unlock(&p->meta_mu);
 	return 0;
@@ -1640,7 +1643,7 @@ int raid_md_pool_replace(struct raid_pool *p, const char *member)
 	if (atomic_load(&p->repl_slot) >= 0 || atomic_load(&p->rebuild_slot) >= 0 ||
 	    raid_pool_unusable(p) || atomic_load(&p->failed) || atomic_load(&p->rsh.active)) {
 		LOG_ERR(RAID_MOD, "pool %s: replace %s: %s", p->name, m->path,
-			atomic_load(&p->rsh.active) ? "a reshape is running" :
+			atomic_load(&p->rsh.active) || atomic_load(&p->grow_pending) ? "a reshape is running" :
 			atomic_load(&p->repl_slot) >= 0 ? "a replacement is already running" :
 			atomic_load(&p->rebuild_slot) >= 0 ? "a rebuild is running" :
 							     "the pool is not optimal");
@@ -1788,7 +1791,7 @@ int raid_md_pool_grow(struct raid_pool *p, const char *path, int level, char *er
 		snprintf(err, errlen, "no slot left for another member");
 		return -ENOSPC;
 	}
-	if (atomic_load(&p->rsh.active)) {
+	if (atomic_load(&p->rsh.active) || atomic_load(&p->grow_pending)) {
 		snprintf(err, errlen, "a reshape is already running");
 		return -EALREADY;
 	}
@@ -1844,7 +1847,8 @@ int raid_md_pool_grow(struct raid_pool *p, const char *path, int level, char *er
 	if (rc) {
 		bool in_pool = false;
 
-		snprintf(err, errlen, "the reshape did not start: %s", strerror(-rc));
+		snprintf(err, errlen, "%s", rc == -EALREADY ? "a reshape is already running"
+								: strerror(-rc));
 		for (i = 0; i < p->n_slots; i++)
 			in_pool |= p->m[i] == c.m;
 		if (!in_pool)

@@ -280,6 +280,10 @@ struct raid_pool_info {
 	double sync_progress;    /* 0.0 .. 1.0 (1.0 once synced) */
 	double sync_eta_s;       /* < 0 when unknown or not running */
 	uint64_t bad_bytes;      /* member bytes recorded bad (unreadable) */
+	/* member bytes (per member) in regions a crash left to resync, or the
+	 * initial sync has not reached: until then a lost member cannot be
+	 * made up for there (reads there answer MEDIUM ERROR) */
+	uint64_t unsynced_bytes;
 	/* a proactive replacement (raid_pool_replace) running: the member in
 	 * state "replacing" names the one it replaces (members[].replaces) */
 	bool replacing;
@@ -323,6 +327,7 @@ enum raid_event_kind {
 	                           * new space fail; count: bytes taken */
 	RAID_EV_RESHAPE_STARTED,  /* member: the new raid disk, slot; detail: the new level */
 	RAID_EV_RESHAPE_DONE,     /* detail: the level, count: raid disks now */
+	RAID_EV_RESHAPE_FAILED,   /* did not start: member: the file, err, detail: why */
 };
 
 struct raid_event {
@@ -366,8 +371,10 @@ int raid_pool_replace(struct raid_pool *pool, const char *member);
 int raid_pool_remove(struct raid_pool *pool, const char *member);
 /* rtgtctl grow / convert: @path joins as one more raid disk and the pool is
  * reshaped onto it in the background (raid/reshape.c), to @level (NULL: the
- * pool's own; "raid5" converts a raid1 of two). 0 once the reshape runs
- * (raid_pool_info: reshaping, progress); -errno with a line in @err. */
+ * pool's own; "raid5" converts a raid1 of two, "raid6" a raid5). 0 once
+ * the background thread has it (raid_pool_info: reshaping, progress; a
+ * start that fails on I/O posts RAID_EV_RESHAPE_FAILED); -errno with a
+ * line in @err when refused. */
 int raid_pool_grow(struct raid_pool *pool, const char *path, const char *level, char *err,
 		   size_t errlen);
 

@@ -264,6 +264,9 @@ struct raid_reshape {
 	_Atomic uint64_t rate;    /* logical bytes/s, measured */
 	_Atomic int error;        /* stopped on an error (-errno), 0 */
 	_Atomic bool restored;    /* a window was put back from its copy since the open */
+	/* the superblocks record the reshape: from the switch to the new
+	 * layout (start) to its end (finish); meta_mu */
+	bool on_disk;
 };
 
 struct raid_pool {
@@ -337,12 +340,11 @@ struct raid_pool {
 	 * layout); set while it is empty, under the whole-pool gate */
 	_Atomic bool sc_off;
 	/* raid_md_pool_grow hands its new member to the background thread,
-	 * which starts the reshape and answers (bg_mu, grow_cv) */
+	 * which starts the reshape (bg_mu); grow_pending from the hand-over
+	 * to the end of the start */
 	struct raid_member *grow_m;
 	enum conf_level grow_level;
-	int grow_rc;
-	bool grow_done;
-	pthread_cond_t grow_cv;
+	_Atomic bool grow_pending;
 };
 
 /* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */
@@ -412,7 +414,8 @@ void raid_reshape_run(struct raid_pool *p, struct raid_ioctx *ctx);
 bool raid_reshape_admit(struct req *rq);
 void raid_reshape_done(struct req *rq);
 /* Start a reshape to @lvl with @nm (opened, attached, in no slot) as the
- * new raid disk: the background thread does it; returns its result. */
+ * new raid disk: handed to the background thread, which starts it (or
+ * posts reshape_failed); -EALREADY when one is asked for or running. */
 int raid_reshape_request(struct raid_pool *p, struct raid_member *nm, enum conf_level lvl);
 /* Background thread: a request waiting? start it. */
 void raid_reshape_take_request(struct raid_pool *p, struct raid_ioctx *ctx);

@@ -1154,7 +1154,7 @@ int raid_md_pool_scrub(struct raid_pool *p, bool repair)
 		return -EINVAL;
 	}
 	if (raid_pool_unusable(p) || atomic_load(&p->rebuild_slot) >= 0 ||
-	    atomic_load(&p->rsh.active)) {
+	    atomic_load(&p->rsh.active) || atomic_load(&p->grow_pending)) {
 		LOG_ERR(RAID_MOD, "pool %s: scrub needs an optimal pool, not rebuilding or reshaping",
 			p->name);
 		return -EBUSY;

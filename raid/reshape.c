@@ -31,8 +31,10 @@
  * (backup_pos/len/crc); a crash then restores it from there (resume()).
  *
  * States (rs.active, and what the background thread does):
- *   IDLE --raid_md_pool_grow (control thread; checked there, started here:
- *           start())--> RUNNING
+ *   IDLE --raid_md_pool_grow (control thread: checked there, handed over
+ *           by raid_reshape_request; grow_pending until started here:
+ *           start())--> RUNNING, or IDLE again with a reshape_failed
+ *           event when it could not start
  *   RUNNING --every byte of go moved (finish())--> IDLE, p->g = gn
  *   RUNNING --bg_stop: checkpoint at pos--> (pool closed; the superblocks
  *           say RESHAPE) --assembly: raid_reshape_resume--> RUNNING
@@ -121,14 +123,12 @@ void raid_reshape_init(struct raid_pool *p)
 {
 	memset(&p->rsh, 0, sizeof(p->rsh));
 	pthread_mutex_init(&p->rsh.mu, NULL);
-	pthread_cond_init(&p->grow_cv, NULL);
 }
 
 void raid_reshape_destroy(struct raid_pool *p)
 {
 	/* nothing can wait at the gate: every request ended before close */
 	pthread_mutex_destroy(&p->rsh.mu);
-	pthread_cond_destroy(&p->grow_cv);
 }
 
 /* ---------------- the gate ---------------- */
@@ -245,7 +245,8 @@ void raid_reshape_sb_fill(struct raid_pool *p, struct raid_sb *sb)
 {
 	struct raid_reshape *rs = &p->rsh;
 
-	if (!atomic_load(&rs->active))
+	/* not before the pool has its new layout (start) */
+	if (!rs->on_disk)
 		return;
 	pthread_mutex_lock(&rs->mu);
 	sb->flags |= RAID_SB_RESHAPE;
@@ -355,8 +356,15 @@ static int start(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member
 			return -ENOSPC;
 		}
 	}
-	/* everything quiet, the cache empty and off */
+	/* everything quiet, the cache empty and off; the layouts set first
+	 * (status reads them as soon as the reshape is active) */
 	pthread_mutex_lock(&rs->mu);
+	rs->go = p->g;
+	rs->gn = gn;
+	rs->ckpt = rs->pos = rs->gate_end = rs->ckpt_disk = 0;
+	rs->backup_len = 0;
+	rs->t_start_ns = rs->t_ckpt_ns = conf_mono_ns();
+	rs->pos_start = 0;
 	rs->all = true;
 	pthread_mutex_unlock(&rs->mu);
 	atomic_store(&rs->active, true);
@@ -394,17 +402,10 @@ static int start(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member
 	p->m[n] = nm;
 	if (p->n_slots == n)
 		p->n_slots++;
-	pthread_mutex_lock(&rs->mu);
-	rs->go = p->g;
-	rs->gn = gn;
-	rs->ckpt = rs->pos = rs->gate_end = rs->ckpt_disk = 0;
-	rs->backup_len = 0;
-	rs->t_start_ns = rs->t_ckpt_ns = conf_mono_ns();
-	rs->pos_start = 0;
-	pthread_mutex_unlock(&rs->mu);
 	p->g = gn;
 	p->g.usable = rs->go.usable;
 	p->level = lvl;
+	rs->on_disk = true;
 	p->sb_first = nm;   /* its superblock first: see raid_pool_write_sbs_locked */
 	rc = raid_pool_write_sbs_locked(p, false);
 	p->sb_first = NULL;
@@ -477,6 +478,7 @@ int raid_reshape_resume(struct raid_pool *p, const struct raid_sb *sb)
 	rs->t_start_ns = rs->t_ckpt_ns = conf_mono_ns();
 	rs->pos_start = rs->pos;
 	p->g.usable = rs->go.usable;
+	rs->on_disk = true;
 	atomic_store(&p->sc_off, true);
 	atomic_store(&rs->active, true);
 	LOG_INFO(RAID_MOD, "pool %s: resuming the reshape from %s on %u members to %s on %u at %llu of %llu bytes%s",
@@ -501,12 +503,13 @@ static int finish(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_vol *
 	drain(p);
 	pthread_mutex_lock(&p->meta_mu);
 	p->g = rs->gn;
+	rs->on_disk = false;
 	raid_sc_destroy(&p->sc);
 	raid_sc_init(&p->sc, p->g.stripe_bytes, raid_geom_is_parity_level(&p->g) ? 64 : 0);
 	atomic_store(&p->sc_off, false);
 	atomic_store(&rs->active, false);
 	rc = raid_pool_write_sbs_locked(p, false);
-	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_RESHAPE_DONE,
+	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_RESHAPE_DONE, .slot = -1,
 						 .detail = conf_level_name(p->g.level),
 						 .count = p->g.n });
 	pthread_mutex_unlock(&p->meta_mu);
@@ -711,46 +714,56 @@ out_free:
 
 /* ---------------- management ---------------- */
 
+/* Hands @nm to the background thread and returns: the control thread
+ * must not wait for the start, which drains the pool's requests - some
+ * of which may complete only on the thread that called us (rtgtd's
+ * worker 0 answers the control socket and serves connections). */
 int raid_reshape_request(struct raid_pool *p, struct raid_member *nm, enum conf_level lvl)
 {
-	int rc;
-
 	pthread_mutex_lock(&p->bg_mu);
-	if (p->grow_m || atomic_load(&p->rsh.active)) {
+	if (p->grow_m || atomic_load(&p->grow_pending) || atomic_load(&p->rsh.active)) {
 		pthread_mutex_unlock(&p->bg_mu);
 		return -EALREADY;
 	}
 	p->grow_m = nm;
 	p->grow_level = lvl;
-	p->grow_done = false;
+	atomic_store(&p->grow_pending, true);
 	p->bg_kick = true;
 	pthread_cond_signal(&p->bg_cv);
-	while (!p->grow_done)
-		pthread_cond_wait(&p->grow_cv, &p->bg_mu);
-	rc = p->grow_rc;
 	pthread_mutex_unlock(&p->bg_mu);
-	return rc;
+	return 0;
 }
 
 void raid_reshape_take_request(struct raid_pool *p, struct raid_ioctx *ctx)
 {
 	struct raid_member *nm;
 	enum conf_level lvl;
+	char why[96];
 	int rc;
 
 	pthread_mutex_lock(&p->bg_mu);
 	nm = p->grow_m;
 	lvl = p->grow_level;
+	p->grow_m = NULL;
 	pthread_mutex_unlock(&p->bg_mu);
 	if (!nm)
 		return;
 	rc = start(p, ctx, nm, lvl);
-	pthread_mutex_lock(&p->bg_mu);
-	p->grow_m = NULL;
-	p->grow_rc = rc;
-	p->grow_done = true;
-	pthread_cond_broadcast(&p->grow_cv);
-	pthread_mutex_unlock(&p->bg_mu);
+	if (rc && !atomic_load(&p->rsh.active)) {
+		/* never joined: its file stays open until the pool closes, as
+		 * any member that left (a late completion cannot be, though) */
+		snprintf(why, sizeof(why), "%s", strerror(-rc));
+		LOG_ERR(RAID_MOD, "pool %s: the reshape to %s with %s did not start: %s; the pool is as it was",
+			p->name, conf_level_name(lvl), nm->path, why);
+		pthread_mutex_lock(&p->meta_mu);
+		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_RESHAPE_FAILED,
+							 .member = nm->path, .slot = -1, .err = rc,
+							 .detail = why });
+		nm->retired_next = p->retired;
+		p->retired = nm;
+		pthread_mutex_unlock(&p->meta_mu);
+	}
+	atomic_store(&p->grow_pending, false);
 }
 
 void raid_reshape_info(struct raid_pool *p, struct raid_pool_info *out)
@@ -758,8 +771,17 @@ void raid_reshape_info(struct raid_pool *p, struct raid_pool_info *out)
 	struct raid_reshape *rs = &p->rsh;
 	uint64_t rate;
 
-	if (!atomic_load(&rs->active))
+	if (!atomic_load(&rs->active)) {
+		if (atomic_load(&p->grow_pending)) {
+			/* asked for, not started yet */
+			out->reshaping = true;
+			out->reshape_from_level = conf_level_name(p->level);
+			out->reshape_from_members = p->g.n;
+			out->reshape_total_bytes = p->g.usable;
+			out->reshape_eta_s = -1;
+		}
 		return;
+	}
 	pthread_mutex_lock(&rs->mu);
 	out->reshaping = true;
 	out->reshape_from_level = conf_level_name(rs->go.level);

@@ -506,6 +506,12 @@ void events_raid_fn(void *arg, const struct raid_event *ev)
 		snprintf(msg, sizeof(msg), "pool %s: reshape done: %s on %llu members", ev->pool,
 			 ev->detail ? ev->detail : "?", (unsigned long long)ev->count);
 		break;
+	case RAID_EV_RESHAPE_FAILED:
+		sev = "error";
+		json_object_object_add(f, "reason", json_object_new_string(ev->detail ? ev->detail : ""));
+		snprintf(msg, sizeof(msg), "pool %s: the reshape with %s did not start: %s; the pool is as it was",
+			 ev->pool, ev->member ? ev->member : "?", ev->detail ? ev->detail : "");
+		break;
 	case RAID_EV_MEMBER_REMOVED:
 		sev = "warning";
 		snprintf(msg, sizeof(msg), "pool %s: member %s removed", ev->pool,

@@ -780,7 +780,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 			if (rc == -ENOSPC)
 				snprintf(err, errlen, "replace %s %s: no spare (add-spare first)", a0, a1);
 			else if (rc == -EBUSY)
-				snprintf(err, errlen, "replace %s %s: the pool is not optimal, or a rebuild or replacement runs", a0, a1);
+				snprintf(err, errlen, "replace %s %s: the pool is not optimal, or a rebuild, replacement or reshape runs", a0, a1);
 			else if (rc == -EINVAL)
 				snprintf(err, errlen, "replace %s %s: not an active member", a0, a1);
 			else if (rc == -ENOENT)
@@ -811,7 +811,9 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 				 a1 && !strcmp(a1, "--repair") ? " with repair" : "");
 			rc = raid_pool_scrub(p, a1 && !strcmp(a1, "--repair"));
 		}
-		if (rc)
+		if (rc == -EBUSY && !strcmp(cmd, "scrub"))
+			snprintf(err, errlen, "scrub %s: the pool must be optimal, not rebuilding or reshaping", a0);
+		else if (rc)
 			snprintf(err, errlen, "%s %s: %s", cmd, a0, strerror(-rc));
 		return rc;
 	}

@@ -329,6 +329,9 @@ int daemon_status_json(struct daemon *d, struct json_object *reply, bool stats)
 		}
 		if (pi->bad_bytes)
 			json_object_object_add(p, "bad_bytes", json_object_new_int64((int64_t)pi->bad_bytes));
+		if (pi->unsynced_bytes)
+			json_object_object_add(p, "unsynced_bytes",
+					       json_object_new_int64((int64_t)pi->unsynced_bytes));
 		json_object_object_add(p, "usable_bytes", json_object_new_int64((int64_t)pi->usable_bytes));
 		if (pi->thin_space_bytes) {
 			/* thin volumes of a RAID pool */

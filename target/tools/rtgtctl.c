@@ -746,7 +746,7 @@ static const struct command commands[] = {
 	  "member_faulty, member_removed, spare_added, member_slow, member_not_slow,\n"
 	  "member_health, health_replace, health_no_replace, rebuild_started,\n"
 	  "rebuild_done, rebuild_stopped, scrub_done (with its mismatches),\n"
-	  "reshape_started, reshape_done, thin_threshold, thin_full,\n"
+	  "reshape_started, reshape_done, reshape_failed, thin_threshold, thin_full,\n"
 	  "pool_degraded, pool_failed, login_failed. --json: one object a line\n"
 	  "(seq, time, kind, severity, message and the kind's fields), the same\n"
 	  "object daemon.event_exec gets on stdin. --follow: keep printing new\n"

@@ -8,7 +8,9 @@
  * disk that held something else); rebuild_mbps paces each reshape to about
  * 6 s. The loader below writes and reads back a 64 KiB piece in each MiB
  * of LUN 0 from a second session; the rest of the LUN keeps a pattern
- * written before.
+ * written before, and it runs while `grow` / `convert` is answered too
+ * (rtgtd once hung there: the control thread, which serves connections as
+ * well, waited for the reshape's start, which waited for its requests).
  *
  * 01 raid5 of 4 -> 5 under the loader: `rtgtctl grow p --add d4.img`; status
  *    shows "reshape" (from raid5 on 4, total = the old usable bytes, done
@@ -31,7 +33,8 @@
  *    the reshape resumes (status: progress > 0, done at most 17 MiB behind
  *    what was seen before the kill), the whole LUN reads right while it
  *    runs and after it ended (each piece its last acknowledged generation,
- *    the one in flight at the kill that or the new one, whole), x4/3.
+ *    the one in flight at the kill that or the new one, whole), x4/3; then
+ *    the new member failed: the whole LUN still reads right.
  * 04 refused over the control socket ({"cmd","args"} as rtgtctl sends it,
  *    and through rtgtctl: exit 1, the same text), nothing changed (both
  *    pools' level, members and usable bytes, no reshape, no reshape event,
@@ -178,6 +181,21 @@ static void stop_expect_0(void)
 static unsigned log_count(const char *needle)
 {
 	return harness_log_count(&D, needle);
+}
+
+/* `rtgtctl grow p --add D.dir/@file` must start the reshape */
+static void grow_ok(const char *file)
+{
+	char out[4096], path[256];
+	uint64_t t0 = harness_now_ms();
+	int rc = rj_ctl(&D, out, sizeof(out), "grow", "p", "--add",
+			dpath(path, sizeof(path), file), NULL);
+
+	if (rc != 0)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(rc == 0 && strstr(out, "reshape started"),
+		      "rtgtctl grow p --add %s exited %d after %llu ms: %s", path, rc,
+		      (unsigned long long)(harness_now_ms() - t0), out);
 }
 
 /*
@@ -502,8 +520,9 @@ static void *load_main(void *arg)
 			if (!l->errors++) {
 				l->error_after_kill = atomic_load(&l->killed);
 				snprintf(l->first_error, sizeof(l->first_error),
-					 "piece %u gen %u: status %d ascq 0x%04x (%s)", i, k + 1, st, ascq,
-					 st == -1 ? iscsi_get_error(l->c) : "");
+					 "piece %u gen %u: status 0x%x ascq 0x%04x (%s%s)", i, k + 1,
+					 (unsigned)st, ascq, st == -2 ? "a short read" :
+					 "libiscsi's last error: ", st == -2 ? "" : iscsi_get_error(l->c));
 			}
 			if (atomic_load(&l->killed))
 				break;
@@ -607,7 +626,7 @@ START_TEST(t01_grow_raid5)
 	struct watch w = { .from_level = "raid5", .from_n = 4, .total = 3 * DATA };
 	static struct loader l;
 	struct pool_st s;
-	char out[4096], path[256];
+	char out[4096];
 	unsigned ops0, ops1, settled = 0;
 	uint64_t t0, t1;
 	int rc;
@@ -622,10 +641,7 @@ START_TEST(t01_grow_raid5)
 	write_pat(C, 0, 0, V64, 1);
 	loader_start(&l, NPIECE);
 
-	rc = rj_ctl(&D, out, sizeof(out), "grow", "p", "--add", dpath(path, sizeof(path), "d4.img"),
-		    NULL);
-	ck_assert_msg(rc == 0 && strstr(out, "reshape started"), "rtgtctl grow exited %d: %s", rc,
-		      out);
+	grow_ok("d4.img");
 	t0 = harness_now_ms();
 	ops0 = atomic_load(&l.ops);
 	ck_assert_msg(watch_until(&w, 0.02, &s, 60000), "the reshape ended before status showed "
@@ -636,7 +652,7 @@ START_TEST(t01_grow_raid5)
 	/* refused while it runs */
 	rc = rj_ctl(&D, out, sizeof(out), "scrub", "p", NULL);
 	printf("01_grow_raid5: scrub during the reshape: exit %d: %s", rc, out);
-	ck_assert_msg(rc == 1 && strstr(out, "scrub p: Device or resource busy"),
+	ck_assert_msg(rc == 1 && strstr(out, "scrub p: the pool must be optimal, not rebuilding or reshaping"),
 		      "rtgtctl scrub during the reshape exited %d: %s", rc, out);
 	ck_assert_uint_eq(log_count("scrub needs an optimal pool, not rebuilding or reshaping"), 1);
 	rc = rj_ctl(&D, out, sizeof(out), "replace", "p", "d0.img", NULL);
@@ -644,8 +660,8 @@ START_TEST(t01_grow_raid5)
 	ck_assert_msg(rc == 1 && strstr(out, "replace p d0.img:"),
 		      "rtgtctl replace during the reshape exited %d: %s", rc, out);
 	ck_assert_uint_eq(log_count("replace d0.img: a reshape is running"), 1);
-	ck_assert_msg(watch_poll(&w, &s), "the reshape ended during the refusals");
-	ck_assert_msg(strcmp(s.scrub, "running"), "a scrub runs beside the reshape");
+	if (watch_poll(&w, &s))   /* (a slow machine may have finished it meanwhile) */
+		ck_assert_msg(strcmp(s.scrub, "running"), "a scrub runs beside the reshape");
 
 	watch_to_end(&w, &s, 120000);
 	t1 = harness_now_ms();
@@ -711,6 +727,8 @@ START_TEST(t02_convert_raid1)
 
 	rc = rj_ctl(&D, out, sizeof(out), "convert", "p", "raid5", "--add",
 		    dpath(path, sizeof(path), "d2.img"), NULL);
+	if (rc)
+		harness_dump_log(&D, stderr, 30);
 	ck_assert_msg(rc == 0 && strstr(out, "reshape to raid5 started") &&
 		      strstr(out, "and set its level"), "rtgtctl convert exited %d: %s", rc, out);
 	t0 = harness_now_ms();
@@ -721,7 +739,7 @@ START_TEST(t02_convert_raid1)
 	ck_assert_str_eq(s.level, "raid5");
 	ck_assert_uint_eq(s.members, 3);
 	rc = rj_ctl(&D, out, sizeof(out), "scrub", "p", NULL);
-	ck_assert_msg(rc == 1 && strstr(out, "scrub p: Device or resource busy"),
+	ck_assert_msg(rc == 1 && strstr(out, "scrub p: the pool must be optimal, not rebuilding or reshaping"),
 		      "rtgtctl scrub during the conversion exited %d: %s", rc, out);
 
 	watch_to_end(&w, &s, 120000);
@@ -735,7 +753,8 @@ START_TEST(t02_convert_raid1)
 	ck_assert_uint_ge(ops1 - ops0, 20);
 	expect_pool(&s, "raid5", 3, 2 * DATA, "after the conversion");
 	expect_events("d2.img", 2, "raid5");
-	ck_assert_uint_eq(log_count("reshape done: raid5 on 3 members"), 1);
+	ck_assert_uint_eq(log_count("reshape done: raid5 on 3 members, 48234496 bytes usable "
+				    "(was 24117248)"), 1);
 	verify_lun(C, V20, 5, &l, "after the conversion", &settled);
 	stop_expect_0();
 
@@ -768,8 +787,8 @@ START_TEST(t03_sigkill)
 			(uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
 	double at = 0.15 + (double)(seed % 61) / 100.0;   /* 0.15 .. 0.75 */
 	struct pool_st s, seen;
-	char out[4096], path[256];
 	unsigned settled = 0, ops;
+	uint64_t t0;
 
 	printf("03_sigkill: seed %llu (RESHAPE_SEED=%llu repeats it): SIGKILL at %.0f%%\n",
 	       (unsigned long long)seed, (unsigned long long)seed, at * 100);
@@ -780,8 +799,7 @@ START_TEST(t03_sigkill)
 	C = login_isid(0);
 	write_pat(C, 0, 0, V64, 7);
 	loader_start(&l, NPIECE);
-	ck_assert_int_eq(rj_ctl(&D, out, sizeof(out), "grow", "p", "--add",
-				dpath(path, sizeof(path), "d4.img"), NULL), 0);
+	grow_ok("d4.img");
 	ck_assert_msg(watch_until(&w, at, &seen, 60000), "the reshape ended before %.0f%%",
 		      at * 100);
 	ck_assert_msg(seen.progress >= 0.05 && seen.progress <= 0.9,
@@ -823,13 +841,47 @@ START_TEST(t03_sigkill)
 	ck_assert_msg(s.done + (17ll << 20) >= seen.done, "resumed at %lld bytes, %lld were seen "
 		      "done before the kill", (long long)s.done, (long long)seen.done);
 	C = login_isid(0);
+	t0 = harness_now_ms();
 	verify_lun(C, V64, 7, &l, "after the restart", &settled);
+	{
+		bool still = watch_poll(&w, &s);
+
+		if (still)
+			printf("03_sigkill: LUN 0 read back in %.1f s after the restart; the reshape "
+			       "then at %.1f%%\n", (harness_now_ms() - t0) / 1e3, s.progress * 100);
+		else
+			printf("03_sigkill: LUN 0 read back in %.1f s after the restart; the reshape "
+			       "ended meanwhile\n", (harness_now_ms() - t0) / 1e3);
+	}
 	watch_to_end(&w, &s, 120000);
 	printf("03_sigkill: resumed reshape seen in %u status polls in all, %u blocks found with "
 	       "the write in flight done\n", w.samples, settled);
 	expect_pool(&s, "raid5", 5, 4 * DATA, "after the resumed reshape");
 	verify_lun(C, V64, 7, &l, "after the resumed reshape", &settled);
 	ck_assert_uint_le(settled, 2);   /* the one in flight, found in both passes */
+	/* then a member lost: every block still right (from parity), once
+	 * the crash's dirty regions are resynced (after the reshape) */
+	{
+		char out[1024];
+		uint64_t end = harness_now_ms() + 120000;
+		int rc;
+
+		for (;;) {
+			struct json_object *root, *p = rj_status_pool(&D, "p", &root);
+
+			rc = json_object_object_get_ex(p, "unsynced_bytes", NULL);
+			json_object_put(root);
+			if (!rc)
+				break;
+			ck_assert_msg(harness_now_ms() < end, "the resync after the reshape did not end");
+			usleep(50000);
+		}
+		rc = rj_ctl(&D, out, sizeof(out), "fail", "p", "4", NULL);
+
+		ck_assert_msg(rc == 0, "rtgtctl fail p 4: exit %d: %s", rc, out);
+	}
+	verify_lun(C, V64, 7, &l, "with the new member lost", &settled);
+	ck_assert_uint_le(settled, 3);
 	stop_expect_0();
 }
 END_TEST
@@ -850,7 +902,7 @@ START_TEST(t04_refused)
 		{ "convert", "p", "d4.img", "raid7", "convert p: unknown level 'raid7'" },
 		{ "grow", "p", "d0.img", NULL, "/d0.img is already in the pool" },
 		{ "grow", "p", "small.img", NULL,
-		  "/small.img is too small (23068672 bytes, need 25165824)" },
+		  "/small.img is too small (24117248 bytes, need 25165824)" },
 		{ "grow", "p", "none.img", NULL, "/none.img: No such file or directory" },
 		{ "grow", "nope", "d4.img", NULL, "no pool named 'nope'" },
 	};
