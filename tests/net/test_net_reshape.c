@@ -45,6 +45,11 @@
  *    0): a start with the old 4-member configuration exits 1 naming the
  *    reshape and the configuration; with 5 members (unpaced) it resumes,
  *    ends, and the data reads back.
+ * 05 (loop: 0 raid5 4 -> 5, 1 raid1 2 -> raid5 3) rtgt-bench --verify
+ *    stamps the whole LUN; three times during the reshape: a second of
+ *    verified random reads and writes, SIGKILL at a random moment, a start
+ *    with the new members (the reshape resumes, progress > 0); at the end
+ *    rtgt-bench seqread --verify passes, and again with member 0 failed.
  */
 #include <check.h>
 #include <errno.h>
@@ -58,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1003,6 +1009,105 @@ START_TEST(t04_refused)
 }
 END_TEST
 
+/* ---- 05 ---- */
+
+/* bin/rtgt-bench (or $RTGT_BENCH) on LUN 0 with stamps of @seed: its exit
+ * code; its output into @out */
+static int bench(const char *pattern, const char *bs, const char *amount, const char *value,
+		 unsigned seed, char *out, size_t outlen)
+{
+	const char *bin = getenv("RTGT_BENCH") && *getenv("RTGT_BENCH") ? getenv("RTGT_BENCH")
+									 : "bin/rtgt-bench";
+	char url[256], sd[16];
+	char *argv[] = { (char *)bin, "--url", url, "--pattern", (char *)pattern, "--bs", (char *)bs,
+			 "--qd", "8", (char *)amount, (char *)value, "--verify", "--seed", sd,
+			 "--quiet", NULL };
+
+	ck_assert_int_eq(harness_url(url, sizeof(url), D.port, HARNESS_TARGET, 0), 0);
+	snprintf(sd, sizeof(sd), "%u", seed);
+	return harness_run_out(argv, out, outlen, 120000);
+}
+
+START_TEST(t05_sigkill_three)
+{
+	bool r1 = _i == 1;
+	const char *lvl0 = r1 ? "raid1" : "raid5";
+	unsigned n0 = r1 ? 2 : 4, mbps = r1 ? 1 : 2;
+	uint64_t lun_bytes = r1 ? V20 : V64;
+	char lun[128], out[8192], sz[32], seed_msg[64];
+	struct watch w = { .from_level = lvl0, .from_n = n0, .total = (r1 ? 1 : 3) * (int64_t)DATA };
+	struct pool_st s;
+	unsigned seed;
+	int rc;
+
+	ck_assert_int_eq(getrandom(&seed, sizeof(seed), 0), (ssize_t)sizeof(seed));
+	seed = seed % 100000 + 1;
+	snprintf(lun, sizeof(lun), "{ lun = 0; pool = \"p\"; volume = \"v0\"; size = \"%lluM\"; }",
+		 (unsigned long long)(lun_bytes >> 20));
+	snprintf(sz, sizeof(sz), "%lluM", (unsigned long long)(lun_bytes >> 20));
+	write_conf(lvl0, n0, mbps, lun, NULL);
+	random_file(r1 ? "d2.img" : "d4.img", MEMBER, 0x0500 + (unsigned)_i);
+	nf_start(&D);
+	rc = bench("seqwrite", "1M", "--bytes", sz, seed, out, sizeof(out));
+	ck_assert_msg(rc == 0, "rtgt-bench seqwrite --verify: exit %d: %s", rc, out);
+	{
+		char path[256];
+
+		rc = r1 ? rj_ctl(&D, out, sizeof(out), "convert", "p", "raid5", "--add",
+				 dpath(path, sizeof(path), "d2.img"), NULL)
+			: rj_ctl(&D, out, sizeof(out), "grow", "p", "--add",
+				 dpath(path, sizeof(path), "d4.img"), NULL);
+		ck_assert_msg(rc == 0, "grow/convert: exit %d: %s", rc, out);
+	}
+	for (unsigned k = 0; k < 3; k++) {
+		long ms = 100 + (long)((seed * 7919u + k * 3331u) % 700);
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		rc = bench("randrw", "64K", "--time", "1", seed, out, sizeof(out));
+		ck_assert_msg(rc == 0, "round %u: rtgt-bench randrw --verify: exit %d: %s", k, rc, out);
+		nanosleep(&ts, NULL);
+		ck_assert_msg(watch_poll(&w, &s), "round %u: the reshape ended before the kill", k);
+		kill(D.pid, SIGKILL);
+		for (unsigned i = 0; i < 500 && harness_alive(&D); i++)
+			usleep(10000);
+		ck_assert_msg(!harness_alive(&D), "rtgtd survived SIGKILL");
+		write_conf("raid5", n0 + 1, mbps, lun, NULL);
+		nf_start(&D);
+		w.last_done = 0;
+		ck_assert_msg(watch_poll(&w, &s), "round %u: no reshape after the restart", k);
+		printf("05_sigkill_three/%s: seed %u: kill %u at +%ld ms, resumed at %.1f%%\n", lvl0, seed,
+		       k + 1, ms, s.progress * 100);
+		ck_assert_msg(s.progress > 0, "round %u: the reshape resumed from 0", k);
+	}
+	/* to the end, unpaced; the crashes' dirty regions resynced after it */
+	write_conf("raid5", n0 + 1, 0, lun, NULL);
+	ck_assert_int_eq(harness_stop(&D), 0);
+	nf_start(&D);
+	watch_to_end(&w, &s, 120000);
+	expect_pool(&s, "raid5", n0 + 1, (r1 ? 2 : 4) * (int64_t)DATA, "after the reshape");
+	for (uint64_t end = harness_now_ms() + 120000;;) {
+		struct json_object *root, *p = rj_status_pool(&D, "p", &root);
+		bool left = json_object_object_get_ex(p, "unsynced_bytes", NULL);
+
+		json_object_put(root);
+		if (!left)
+			break;
+		ck_assert_msg(harness_now_ms() < end, "the resync after the reshape did not end");
+		usleep(50000);
+	}
+	snprintf(seed_msg, sizeof(seed_msg), "seed %u", seed);
+	rc = bench("seqread", "1M", "--bytes", sz, seed, out, sizeof(out));
+	ck_assert_msg(rc == 0, "%s: rtgt-bench seqread --verify after the reshape: exit %d: %s",
+		      seed_msg, rc, out);
+	rc = rj_ctl(&D, out, sizeof(out), "fail", "p", "0", NULL);
+	ck_assert_msg(rc == 0, "rtgtctl fail p 0: exit %d: %s", rc, out);
+	rc = bench("seqread", "1M", "--bytes", sz, seed, out, sizeof(out));
+	ck_assert_msg(rc == 0, "%s: rtgt-bench seqread --verify with member 0 failed: exit %d: %s",
+		      seed_msg, rc, out);
+	nf_stop_expect_0(&D, NULL);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1010,6 +1115,7 @@ int main(void)
 		CK_CASE("02_convert_raid1", t02_convert_raid1),
 		CK_CASE("03_sigkill", t03_sigkill),
 		CK_CASE("04_refused", t04_refused),
+		CK_CASE("05_sigkill_three", t05_sigkill_three, .loop_end = 2),
 	};
 
 	/* the figures printed survive a failing (forked) case */
