@@ -80,8 +80,8 @@ int raid_pool_add_spare(struct raid_pool *pool, const char *path)
 	return pool->ops->pool_add_spare ? pool->ops->pool_add_spare(pool, path) : -ENOTSUP;
 }
 
-int raid_pool_grow(struct raid_pool *pool, const char *path, const char *level, char *err,
-		   size_t errlen)
+int raid_pool_grow(struct raid_pool *pool, const char *const *paths, unsigned npaths,
+		   const char *level, char *err, size_t errlen)
 {
 	int lvl = -1;   /* the pool's own */
 
@@ -99,7 +99,7 @@ int raid_pool_grow(struct raid_pool *pool, const char *path, const char *level, 
 		snprintf(err, errlen, "not for this kind of pool (Ceph grows its own)");
 		return -EOPNOTSUPP;
 	}
-	return pool->ops->pool_grow(pool, path, lvl, err, errlen);
+	return pool->ops->pool_grow(pool, paths, npaths, lvl, err, errlen);
 }
 
 int raid_pool_remove(struct raid_pool *pool, const char *member)

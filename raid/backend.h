@@ -38,7 +38,7 @@ struct raid_vol_backend_ops {
 	int (*pool_fail)(struct raid_pool *p, const char *member);            /* NULL: -ENOENT */
 	int (*pool_add_spare)(struct raid_pool *p, const char *path);        /* NULL: -ENOTSUP */
 	int (*pool_remove)(struct raid_pool *p, const char *member);          /* NULL: -EOPNOTSUPP */
-	int (*pool_grow)(struct raid_pool *p, const char *path, int lvl, char *err,
+	int (*pool_grow)(struct raid_pool *p, const char *const *paths, unsigned npaths, int lvl, char *err,
 			 size_t errlen);                                      /* NULL: -EOPNOTSUPP */
 	int (*pool_scrub)(struct raid_pool *p, bool repair);                  /* NULL: -ENOTSUP */
 	int (*pool_replace)(struct raid_pool *p, const char *member);         /* NULL: -EOPNOTSUPP */
@@ -102,8 +102,8 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out);
 int raid_md_pool_fail(struct raid_pool *p, const char *member);
 int raid_md_pool_add_spare(struct raid_pool *p, const char *path);
 int raid_md_pool_remove(struct raid_pool *p, const char *member);
-int raid_md_pool_grow(struct raid_pool *p, const char *path, int level, char *err,
-		      size_t errlen);
+int raid_md_pool_grow(struct raid_pool *p, const char *const *paths, unsigned npaths, int level,
+		      char *err, size_t errlen);
 int raid_md_pool_replace(struct raid_pool *p, const char *member);
 /* rebuild.c */
 int raid_md_pool_scrub(struct raid_pool *p, bool repair);

@@ -493,7 +493,8 @@ int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean)
 			if (st != RAID_M_ACTIVE && st != RAID_M_SPARE && st != RAID_M_REBUILDING &&
 			    st != RAID_M_REPLACING)
 				continue;
-			if ((k < p->n_slots) != (st == RAID_M_REBUILDING || m == p->sb_first))
+			if ((k < p->n_slots) != (st == RAID_M_REBUILDING || m == p->sb_first ||
+						 m == p->sb_first2))
 				continue;
 			sb = p->sb;
 			sb.slot = i;
@@ -966,6 +967,35 @@ static bool slot_state_usable(uint32_t st)
  * record as failed (missing or stale). Whether what is left suffices is
  * checked by the caller.
  */
+/*
+ * A grow by a pair (raid10) writes the superblocks of both new members
+ * before the others'; a crash between the two leaves one of them blank
+ * while the newest superblock lists it. Nothing has moved yet then (no
+ * checkpoint, no window copy: the first window records its copy before
+ * it writes anything), so a blank configured member can take the one new
+ * slot still empty; its bytes do not matter yet. True when it did.
+ */
+static bool reshape_adopt(struct raid_pool *p, const struct raid_sb *ref, struct raid_member *m)
+{
+	unsigned s, free_slot = UINT32_MAX, nfree = 0;
+
+	if (!(ref->flags & RAID_SB_RESHAPE) || ref->reshape_pos || ref->backup_len)
+		return false;
+	for (s = ref->reshape_n; s < ref->n_members; s++) {
+		if (!p->m[s] && ref->slots[s].state == RAID_M_ACTIVE) {
+			free_slot = s;
+			nfree++;
+		}
+	}
+	if (nfree != 1)
+		return false;
+	memcpy(m->uuid, ref->slots[free_slot].uuid, 16);
+	m->slot = free_slot;
+	atomic_store(&m->state, RAID_M_ACTIVE);
+	p->m[free_slot] = m;
+	return true;
+}
+
 static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
 		    unsigned nc)
 {
@@ -1077,6 +1107,10 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 			LOG_INFO(RAID_MOD, "pool %s: new spare %s", cp->name, m->path);
 		} else if (c->sbrc == -ENOENT && c->spare) {
 			LOG_ERR(RAID_MOD, "pool %s: spare %s: no free slot: not used", cp->name, m->path);
+		} else if (c->sbrc == -ENOENT && reshape_adopt(p, ref, m)) {
+			LOG_WARN(RAID_MOD, "pool %s: member %s (%s) has no superblock yet: it is taken as new raid disk %u of the reshape, which had not moved anything (a crash while its superblocks were written)",
+				 cp->name, m->path, cand_where(c, w, sizeof(w)), m->slot);
+			c->used = true;
 		} else if (c->sbrc == -ENOENT) {
 			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) has no rtgt superblock (this pool, uuid %s, is on the other members): not used%s",
 				cp->name, m->path, cand_where(c, w, sizeof(w)), u, sd);
@@ -1755,54 +1789,23 @@ int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
 }
 
 /*
- * rtgtctl grow / convert: @path becomes one more raid disk and the data is
- * reshaped onto it (reshape.c). @level: the level after it (-1: the same) -
- * the pool's own for raid0/5/6 (more data per row), raid5 for a raid1 of
- * two members, raid6 for a raid5 (Q on the new member, nothing moves).
- * Only an optimal, quiet pool is reshaped: every raid disk active, no
- * rebuild, replacement, initial sync, resync or scrub, no bad range.
+ * rtgtctl grow / convert: @paths become more raid disks - one, or a pair
+ * for raid10 - and the data is reshaped onto them (reshape.c). @level: the
+ * level after it (-1: the same) - the pool's own for raid0/5/6/10 (more
+ * data per row), raid5 for a raid1 of two members, raid6 for a raid5 (Q on
+ * the new member, nothing moves). Only an optimal, quiet pool is
+ * reshaped: every raid disk active, no rebuild, replacement, initial sync,
+ * resync or scrub, no bad range.
  */
-int raid_md_pool_grow(struct raid_pool *p, const char *path, int level, char *err,
-		      size_t errlen)
+static int grow_open(struct raid_pool *p, const char *path, struct raid_member **out, char *err,
+		     size_t errlen)
 {
-	enum conf_level lvl = level < 0 ? p->level : (enum conf_level)level;
 	struct conf_pool cp;
 	struct cand c;
-	unsigned i, n = p->g.n;
-	uint64_t need;
+	uint64_t need = RAID_DATA_OFF + p->g.member_bytes;
 	int rc;
 
-	if (lvl == p->level && (lvl == CONF_RAID1 || lvl == CONF_RAID10)) {
-		snprintf(err, errlen, "a %s pool grows by pairs or mirrors, which this version does not reshape: add-spare adds a hot spare",
-			 level_name(lvl));
-		return -EOPNOTSUPP;
-	}
-	if (lvl != p->level && !(p->level == CONF_RAID1 && lvl == CONF_RAID5) &&
-	    !(p->level == CONF_RAID5 && lvl == CONF_RAID6)) {
-		snprintf(err, errlen, "%s -> %s is not a conversion this version makes (raid1 of two members -> raid5 and raid5 -> raid6 are)",
-			 level_name(p->level), level_name(lvl));
-		return -EOPNOTSUPP;
-	}
-	if (p->level == CONF_RAID1 && n != 2) {
-		snprintf(err, errlen, "raid1 -> raid5 needs a raid1 of two members (this one has %u)", n);
-		return -EOPNOTSUPP;
-	}
-	if (n + 1 > RAID_MAX_SLOTS || p->n_slots >= RAID_MAX_SLOTS) {
-		snprintf(err, errlen, "no slot left for another member");
-		return -ENOSPC;
-	}
-	if (atomic_load(&p->rsh.active) || atomic_load(&p->grow_pending)) {
-		snprintf(err, errlen, "a reshape is already running");
-		return -EALREADY;
-	}
-	if (raid_pool_unusable(p) || atomic_load(&p->failed) || atomic_load(&p->rebuild_slot) >= 0 ||
-	    atomic_load(&p->repl_slot) >= 0 || atomic_load(&p->syncing) || atomic_load(&p->n_bad) ||
-	    p->resync_req || atomic_load(&p->scrub_state) == 1 || atomic_load(&p->scrub_state) == 3 ||
-	    (p->bm.region && atomic_load(&p->bm.n_unsynced))) {
-		snprintf(err, errlen, "the pool must be optimal and quiet: every member active, no rebuild, replacement, sync, resync, scrub or bad range");
-		return -EBUSY;
-	}
-	for (i = 0; i < p->n_slots; i++) {
+	for (unsigned i = 0; i < p->n_slots; i++) {
 		if (p->m[i]->fd >= 0 && (!strcmp(p->m[i]->path, path) ||
 					 (p->m[i]->rpath && !strcmp(p->m[i]->rpath, path)))) {
 			snprintf(err, errlen, "%s is already in the pool", path);
@@ -1821,7 +1824,6 @@ int raid_md_pool_grow(struct raid_pool *p, const char *path, int level, char *er
 		member_close(c.m);
 		return rc;
 	}
-	need = RAID_DATA_OFF + p->g.member_bytes;
 	if (c.m->file_bytes < need) {
 		snprintf(err, errlen, "%s is too small (%llu bytes, need %llu)", path,
 			 (unsigned long long)c.m->file_bytes, (unsigned long long)need);
@@ -1835,27 +1837,80 @@ int raid_md_pool_grow(struct raid_pool *p, const char *path, int level, char *er
 	}
 	raid_member_attach(c.m, p);
 	uuid_new(c.m->uuid);
+	*out = c.m;
+	return 0;
+}
+
+int raid_md_pool_grow(struct raid_pool *p, const char *const *paths, unsigned npaths, int level,
+		      char *err, size_t errlen)
+{
+	enum conf_level lvl = level < 0 ? p->level : (enum conf_level)level;
+	struct raid_member *nm[2] = { NULL, NULL };
+	unsigned i, n = p->g.n, k = lvl == CONF_RAID10 ? 2 : 1;
+	int rc;
+
+	if (lvl == p->level && lvl == CONF_RAID1) {
+		snprintf(err, errlen, "a raid1 pool is not reshaped (add-spare adds a hot spare; convert makes a raid1 of two a raid5)");
+		return -EOPNOTSUPP;
+	}
+	if (lvl != p->level && !(p->level == CONF_RAID1 && lvl == CONF_RAID5) &&
+	    !(p->level == CONF_RAID5 && lvl == CONF_RAID6)) {
+		snprintf(err, errlen, "%s -> %s is not a conversion this version makes (raid1 of two members -> raid5 and raid5 -> raid6 are)",
+			 level_name(p->level), level_name(lvl));
+		return -EOPNOTSUPP;
+	}
+	if (npaths != k) {
+		snprintf(err, errlen, k == 2 ? "a raid10 pool grows by a mirror pair: give two --add"
+					     : "give one --add (two only for a raid10 pool)");
+		return -EINVAL;
+	}
+	if (npaths == 2 && !strcmp(paths[0], paths[1])) {
+		snprintf(err, errlen, "%s is given twice", paths[0]);
+		return -EINVAL;
+	}
+	if (p->level == CONF_RAID1 && n != 2) {
+		snprintf(err, errlen, "raid1 -> raid5 needs a raid1 of two members (this one has %u)", n);
+		return -EOPNOTSUPP;
+	}
+	if (n + k > RAID_MAX_SLOTS || p->n_slots + k > RAID_MAX_SLOTS) {
+		snprintf(err, errlen, "no slot left for another member");
+		return -ENOSPC;
+	}
+	if (atomic_load(&p->rsh.active) || atomic_load(&p->grow_pending)) {
+		snprintf(err, errlen, "a reshape is already running");
+		return -EALREADY;
+	}
+	if (raid_pool_unusable(p) || atomic_load(&p->failed) || atomic_load(&p->rebuild_slot) >= 0 ||
+	    atomic_load(&p->repl_slot) >= 0 || atomic_load(&p->syncing) || atomic_load(&p->n_bad) ||
+	    p->resync_req || atomic_load(&p->scrub_state) == 1 || atomic_load(&p->scrub_state) == 3 ||
+	    (p->bm.region && atomic_load(&p->bm.n_unsynced))) {
+		snprintf(err, errlen, "the pool must be optimal and quiet: every member active, no rebuild, replacement, sync, resync, scrub or bad range");
+		return -EBUSY;
+	}
+	for (i = 0; i < k; i++) {
+		rc = grow_open(p, paths[i], &nm[i], err, errlen);
+		if (rc)
+			goto out_close;
+	}
 	if (!p->bg_started) {
 		rc = raid_bg_start(p);   /* raid0 runs none otherwise */
 		if (rc) {
 			snprintf(err, errlen, "no background thread: %s", strerror(-rc));
-			member_close(c.m);
-			return rc;
+			goto out_close;
 		}
 	}
-	rc = raid_reshape_request(p, c.m, lvl);
+	rc = raid_reshape_request(p, nm, k, lvl);
 	if (rc) {
-		bool in_pool = false;
-
 		snprintf(err, errlen, "%s", rc == -EALREADY ? "a reshape is already running"
-								: strerror(-rc));
-		for (i = 0; i < p->n_slots; i++)
-			in_pool |= p->m[i] == c.m;
-		if (!in_pool)
-			member_close(c.m);
-		return rc;
+							: strerror(-rc));
+		goto out_close;
 	}
 	return 0;
+
+out_close:
+	for (i = 0; i < k; i++)
+		member_close(nm[i]);
+	return rc;
 }
 
 /* A slot holder for a removed member: no file, state EMPTY. */

@@ -369,14 +369,15 @@ int raid_pool_replace(struct raid_pool *pool, const char *member);
  * first); -ENOENT: no such member; -EALREADY: slot already empty;
  * -EOPNOTSUPP: a pool without members of its own. */
 int raid_pool_remove(struct raid_pool *pool, const char *member);
-/* rtgtctl grow / convert: @path joins as one more raid disk and the pool is
- * reshaped onto it in the background (raid/reshape.c), to @level (NULL: the
+/* rtgtctl grow / convert: @paths join as more raid disks (one; a pair for
+ * raid10) and the pool is reshaped onto them in the background
+ * (raid/reshape.c), to @level (NULL: the
  * pool's own; "raid5" converts a raid1 of two, "raid6" a raid5). 0 once
  * the background thread has it (raid_pool_info: reshaping, progress; a
  * start that fails on I/O posts RAID_EV_RESHAPE_FAILED); -errno with a
  * line in @err when refused. */
-int raid_pool_grow(struct raid_pool *pool, const char *path, const char *level, char *err,
-		   size_t errlen);
+int raid_pool_grow(struct raid_pool *pool, const char *const *paths, unsigned npaths,
+		   const char *level, char *err, size_t errlen);
 
 /* ---- shared state of a volume ----
  * A volume served by several rtgt nodes at once (the same volume of a

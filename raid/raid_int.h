@@ -313,7 +313,7 @@ struct raid_pool {
 	_Atomic uint64_t repl_rate;              /* bytes/s of the copy, measured */
 	/* written first by the next superblock update (meta_mu): the member
 	 * a swap just gave a raid disk slot (see raid_pool_write_sbs_locked) */
-	struct raid_member *sb_first;
+	struct raid_member *sb_first, *sb_first2;
 	_Atomic uint64_t rebuild_rate;           /* bytes/s, measured */
 	_Atomic uint64_t scrub_mismatch;
 	_Atomic int scrub_state;                 /* 0 idle, 1 running, 2 done, 3 resync running */
@@ -342,7 +342,8 @@ struct raid_pool {
 	/* raid_md_pool_grow hands its new member to the background thread,
 	 * which starts the reshape (bg_mu); grow_pending from the hand-over
 	 * to the end of the start */
-	struct raid_member *grow_m;
+	struct raid_member *grow_m[2];
+	unsigned grow_k;                         /* 0: none handed over */
 	enum conf_level grow_level;
 	_Atomic bool grow_pending;
 };
@@ -413,10 +414,11 @@ void raid_reshape_run(struct raid_pool *p, struct raid_ioctx *ctx);
  * it on its ctx). Counts it either way until raid_reshape_done. */
 bool raid_reshape_admit(struct req *rq);
 void raid_reshape_done(struct req *rq);
-/* Start a reshape to @lvl with @nm (opened, attached, in no slot) as the
- * new raid disk: handed to the background thread, which starts it (or
+/* Start a reshape to @lvl with the @k (1, 2 for raid10) members @nm
+ * (opened, attached, in no slot) as new raid disks: handed to the background thread, which starts it (or
  * posts reshape_failed); -EALREADY when one is asked for or running. */
-int raid_reshape_request(struct raid_pool *p, struct raid_member *nm, enum conf_level lvl);
+int raid_reshape_request(struct raid_pool *p, struct raid_member *const *nm, unsigned k,
+			 enum conf_level lvl);
 /* Background thread: a request waiting? start it. */
 void raid_reshape_take_request(struct raid_pool *p, struct raid_ioctx *ctx);
 /* The reshape part of raid_pool_info. */

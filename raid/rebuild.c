@@ -1022,7 +1022,7 @@ static void *bg_main(void *arg)
 		bool do_scrub, repair, resync = false;
 
 		pthread_mutex_lock(&p->bg_mu);
-		while (!p->bg_stop && !p->bg_kick && !p->scrub_req && !p->grow_m &&
+		while (!p->bg_stop && !p->bg_kick && !p->scrub_req && !p->grow_k &&
 		       !(p->resync_req && !raid_pool_unusable(p) && !atomic_load(&p->rsh.active))) {
 			if (atomic_load(&p->sc.n)) {
 				/* cached rows: look again soon */
@@ -1051,7 +1051,7 @@ static void *bg_main(void *arg)
 			break;
 		}
 		p->bg_kick = false;
-		if (p->grow_m || atomic_load(&p->rsh.active)) {
+		if (p->grow_k || atomic_load(&p->rsh.active)) {
 			/* A reshape first and alone: rebuild, resync and scrub
 			 * work in one layout (reshape.c). A scrub asked for
 			 * meanwhile stays queued. */

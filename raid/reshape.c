@@ -332,17 +332,17 @@ static void set_error(struct raid_pool *p, int rc, const char *what, uint64_t a)
 
 /* ---------------- start, resume, finish ---------------- */
 
-/* Start moving to @lvl with new member @nm (attached, not in any slot).
- * Background thread; the control thread checked the pool is optimal. */
-static int start(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member *nm,
-		 enum conf_level lvl)
+/* Start moving to @lvl with the @k new members @nm (attached, in no
+ * slot). Background thread; the control thread checked the pool. */
+static int start(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member *const *nm,
+		 unsigned k, enum conf_level lvl)
 {
 	struct raid_reshape *rs = &p->rsh;
 	struct raid_geom gn;
-	unsigned n = p->g.n;
+	unsigned n = p->g.n, i;
 	int rc;
 
-	rc = raid_geom_init_layout(&gn, lvl, n + 1, p->g.chunk, p->g.member_bytes,
+	rc = raid_geom_init_layout(&gn, lvl, n + k, p->g.chunk, p->g.member_bytes,
 				   p->level == CONF_RAID5 && lvl == CONF_RAID6 ? RAID_LAYOUT_Q_LAST
 										: RAID_LAYOUT_DEFAULT);
 	if (rc)
@@ -352,7 +352,7 @@ static int start(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member
 
 		if (!room_for_backup(&t)) {
 			LOG_ERR(RAID_MOD, "pool %s: the members are too small for a reshape to %s on %u members (no room for its window copy)",
-				p->name, conf_level_name(lvl), n + 1);
+				p->name, conf_level_name(lvl), n + k);
 			return -ENOSPC;
 		}
 	}
@@ -377,43 +377,52 @@ static int start(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_member
 			goto out_ungate;
 	}
 	atomic_store(&p->sc_off, true);
-	rc = raid_bm_write_member(p, nm);
-	if (rc)
-		goto out_cache;
+	for (i = 0; i < k; i++) {
+		rc = raid_bm_write_member(p, nm[i]);
+		if (rc)
+			goto out_cache;
+	}
 
 	pthread_mutex_lock(&p->meta_mu);
-	if (p->n_slots > n) {
-		/* a spare or a free slot sits where the new raid disk goes: it
-		 * moves to the end (no I/O goes to spares); entry first, then
-		 * n_slots (the slot table rule, pool.c) */
-		struct raid_member *sp = p->m[n];
-
-		if (p->n_slots >= RAID_MAX_SLOTS) {
-			pthread_mutex_unlock(&p->meta_mu);
-			rc = -ENOSPC;
-			goto out_cache;
-		}
-		atomic_store(&sp->slot, p->n_slots);
-		p->m[p->n_slots] = sp;
-		p->n_slots++;
+	if (p->n_slots + k > RAID_MAX_SLOTS) {
+		pthread_mutex_unlock(&p->meta_mu);
+		rc = -ENOSPC;
+		goto out_cache;
 	}
-	nm->slot = n;
-	atomic_store(&nm->state, RAID_M_ACTIVE);
-	p->m[n] = nm;
-	if (p->n_slots == n)
-		p->n_slots++;
+	for (i = 0; i < k; i++) {
+		if (p->n_slots > n + i) {
+			/* a spare or a free slot sits where a new raid disk goes:
+			 * it moves to the end (no I/O goes to spares); entry
+			 * first, then n_slots (the slot table rule, pool.c) */
+			struct raid_member *sp = p->m[n + i];
+
+			atomic_store(&sp->slot, p->n_slots);
+			p->m[p->n_slots] = sp;
+			p->n_slots++;
+		}
+		nm[i]->slot = n + i;
+		atomic_store(&nm[i]->state, RAID_M_ACTIVE);
+		p->m[n + i] = nm[i];
+		if (p->n_slots == n + i)
+			p->n_slots++;
+	}
 	p->g = gn;
 	p->g.usable = rs->go.usable;
 	p->level = lvl;
 	rs->on_disk = true;
-	p->sb_first = nm;   /* its superblock first: see raid_pool_write_sbs_locked */
+	/* their superblocks first: see raid_pool_write_sbs_locked */
+	p->sb_first = nm[0];
+	p->sb_first2 = k > 1 ? nm[1] : NULL;
 	rc = raid_pool_write_sbs_locked(p, false);
-	p->sb_first = NULL;
-	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_RESHAPE_STARTED, .member = nm->path,
-						 .slot = (int)n, .detail = conf_level_name(lvl) });
+	p->sb_first = p->sb_first2 = NULL;
+	for (i = 0; i < k; i++)
+		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_RESHAPE_STARTED,
+							 .member = nm[i]->path, .slot = (int)(n + i),
+							 .detail = conf_level_name(lvl) });
 	pthread_mutex_unlock(&p->meta_mu);
-	LOG_INFO(RAID_MOD, "pool %s: reshape to %s on %u members started (new member %s)", p->name,
-		 conf_level_name(lvl), n + 1, nm->path);
+	LOG_INFO(RAID_MOD, "pool %s: reshape to %s on %u members started (new member%s %s%s%s)",
+		 p->name, conf_level_name(lvl), n + k, k > 1 ? "s" : "", nm[0]->path,
+		 k > 1 ? ", " : "", k > 1 ? nm[1]->path : "");
 	pthread_mutex_lock(&rs->mu);
 	rs->all = false;
 	pthread_mutex_unlock(&rs->mu);
@@ -714,18 +723,21 @@ out_free:
 
 /* ---------------- management ---------------- */
 
-/* Hands @nm to the background thread and returns: the control thread
- * must not wait for the start, which drains the pool's requests - some
- * of which may complete only on the thread that called us (rtgtd's
- * worker 0 answers the control socket and serves connections). */
-int raid_reshape_request(struct raid_pool *p, struct raid_member *nm, enum conf_level lvl)
+/* Hands @nm (@k of them) to the background thread and returns: the
+ * control thread must not wait for the start, which drains the pool's
+ * requests - some of which may complete only on the thread that called us
+ * (rtgtd's worker 0 answers the control socket and serves connections). */
+int raid_reshape_request(struct raid_pool *p, struct raid_member *const *nm, unsigned k,
+			 enum conf_level lvl)
 {
 	pthread_mutex_lock(&p->bg_mu);
-	if (p->grow_m || atomic_load(&p->grow_pending) || atomic_load(&p->rsh.active)) {
+	if (p->grow_k || atomic_load(&p->grow_pending) || atomic_load(&p->rsh.active)) {
 		pthread_mutex_unlock(&p->bg_mu);
 		return -EALREADY;
 	}
-	p->grow_m = nm;
+	for (unsigned i = 0; i < k; i++)
+		p->grow_m[i] = nm[i];
+	p->grow_k = k;
 	p->grow_level = lvl;
 	atomic_store(&p->grow_pending, true);
 	p->bg_kick = true;
@@ -736,31 +748,36 @@ int raid_reshape_request(struct raid_pool *p, struct raid_member *nm, enum conf_
 
 void raid_reshape_take_request(struct raid_pool *p, struct raid_ioctx *ctx)
 {
-	struct raid_member *nm;
+	struct raid_member *nm[2];
 	enum conf_level lvl;
+	unsigned k;
 	char why[96];
 	int rc;
 
 	pthread_mutex_lock(&p->bg_mu);
-	nm = p->grow_m;
+	k = p->grow_k;
+	nm[0] = p->grow_m[0];
+	nm[1] = p->grow_m[1];
 	lvl = p->grow_level;
-	p->grow_m = NULL;
+	p->grow_k = 0;
 	pthread_mutex_unlock(&p->bg_mu);
-	if (!nm)
+	if (!k)
 		return;
-	rc = start(p, ctx, nm, lvl);
+	rc = start(p, ctx, nm, k, lvl);
 	if (rc && !atomic_load(&p->rsh.active)) {
-		/* never joined: its file stays open until the pool closes, as
-		 * any member that left (a late completion cannot be, though) */
+		/* they never joined: their files stay open until the pool
+		 * closes, as any member's that left */
 		snprintf(why, sizeof(why), "%s", strerror(-rc));
 		LOG_ERR(RAID_MOD, "pool %s: the reshape to %s with %s did not start: %s; the pool is as it was",
-			p->name, conf_level_name(lvl), nm->path, why);
+			p->name, conf_level_name(lvl), nm[0]->path, why);
 		pthread_mutex_lock(&p->meta_mu);
 		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_RESHAPE_FAILED,
-							 .member = nm->path, .slot = -1, .err = rc,
+							 .member = nm[0]->path, .slot = -1, .err = rc,
 							 .detail = why });
-		nm->retired_next = p->retired;
-		p->retired = nm;
+		for (unsigned i = 0; i < k; i++) {
+			nm[i]->retired_next = p->retired;
+			p->retired = nm[i];
+		}
 		pthread_mutex_unlock(&p->meta_mu);
 	}
 	atomic_store(&p->grow_pending, false);

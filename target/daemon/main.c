@@ -716,7 +716,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 	if (!strcmp(cmd, "resize"))
 		return ctl_resize(d, args, reply, err, errlen);
 	if (!strcmp(cmd, "grow") || !strcmp(cmd, "convert")) {
-		/* args: POOL PATH [LEVEL] */
+		/* args: POOL PATH [PATH | LEVEL] */
 		const char *a2 = NULL;
 
 		if (args && json_object_is_type(args, json_type_array) &&
@@ -728,7 +728,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 			return -ENOENT;
 		}
 		if (!a1 || (!strcmp(cmd, "convert") && !a2)) {
-			snprintf(err, errlen, "usage: %s", !strcmp(cmd, "grow") ? "grow POOL --add PATH"
+			snprintf(err, errlen, "usage: %s", !strcmp(cmd, "grow") ? "grow POOL --add PATH [--add PATH]"
 							: "convert POOL LEVEL --add PATH");
 			return -EINVAL;
 		}
@@ -736,7 +736,12 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		{
 			char why[256] = "";
 
-			rc = raid_pool_grow(p, a1, !strcmp(cmd, "convert") ? a2 : NULL, why, sizeof(why));
+			/* grow: POOL PATH [PATH] (a pair for raid10); convert:
+			 * POOL PATH LEVEL */
+			bool conv = !strcmp(cmd, "convert");
+			const char *paths[2] = { a1, conv ? NULL : a2 };
+
+			rc = raid_pool_grow(p, paths, paths[1] ? 2 : 1, conv ? a2 : NULL, why, sizeof(why));
 			if (rc)
 				snprintf(err, errlen, "%s %s: %s", cmd, a0, why[0] ? why : strerror(-rc));
 		}

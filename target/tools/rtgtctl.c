@@ -49,9 +49,10 @@ static void usage(FILE *f)
 		"  replace POOL MEMBER      copy a working member to a spare, which then takes\n"
 		"                           its place (the pool stays redundant)\n"
 		"  remove POOL MEMBER       detach a faulty or spare member\n"
-		"  grow POOL --add PATH     add a raid disk to a raid0/5/6 pool and reshape onto it\n"
-		"  convert POOL raid5 --add PATH\n"
-		"                           a raid1 of two becomes a raid5 of three (reshape)\n"
+		"  grow POOL --add PATH     add a raid disk to a raid0/5/6 pool (two --add: a mirror\n"
+		"                           pair to a raid10) and reshape onto it\n"
+		"  convert POOL LEVEL --add PATH\n"
+		"                           raid1 of two -> raid5 of three, raid5 -> raid6 (reshape)\n"
 		"  scrub POOL [--repair]    check parity/mirrors, optionally repair mismatches\n"
 		"  resize TARGET LUN SIZE   grow a LUN's volume online (SIZE: bytes, K/M/G/T, N%%)\n"
 		"  reload                   re-read the daemon's configuration file and apply it live\n"
@@ -631,11 +632,15 @@ static void print_human(const char *cmd, char **args, struct json_object *reply)
 			printf("pool %s: member %s marked faulty\n", args[0], args[1]);
 		else if (strcmp(cmd, "add-spare") == 0)
 			printf("pool %s: spare %s added\n", args[0], args[1]);
-		else if (strcmp(cmd, "grow") == 0 || strcmp(cmd, "convert") == 0)
-			printf("pool %s: %s joins; reshape%s%s started (status shows the progress).\n"
-			       "Add it to the pool's members%s in the configuration as well.\n",
-			       args[0], args[1], args[2] ? " to " : "", args[2] ? args[2] : "",
-			       args[2] ? " and set its level" : "");
+		else if (strcmp(cmd, "grow") == 0)
+			printf("pool %s: %s%s%s joins; reshape started (status shows the progress).\n"
+			       "Add %s to the pool's members in the configuration as well.\n",
+			       args[0], args[1], args[2] ? " and " : "", args[2] ? args[2] : "",
+			       args[2] ? "them" : "it");
+		else if (strcmp(cmd, "convert") == 0)
+			printf("pool %s: %s joins; reshape to %s started (status shows the progress).\n"
+			       "Add it to the pool's members and set its level in the configuration as well.\n",
+			       args[0], args[1], args[2]);
 		else if (strcmp(cmd, "replace") == 0)
 			printf("pool %s: member %s is being copied to a spare (status shows the progress)\n",
 			       args[0], args[1]);
@@ -713,10 +718,11 @@ static const struct command commands[] = {
 	  "\"(removed)\", \"empty\" until a spare rebuilds into it. An active member is\n"
 	  "refused (fail it first). The file may stay in the configuration: a restart\n"
 	  "leaves it out with a warning.\n" },
-	{ "grow", 1, 1, "grow POOL --add PATH",
+	{ "grow", 1, 1, "grow POOL --add PATH [--add PATH]",
 	  "Adds PATH (an existing file or device at least as large as the members; a\n"
 	  "relative PATH is taken from the current directory) as one more raid disk\n"
-	  "of a raid0, raid5 or raid6 pool and moves the data onto the wider layout in\n"
+	  "of a raid0, raid5 or raid6 pool (a raid10 takes a mirror pair: two --add)\n"
+	  "and moves the data onto the wider layout in\n"
 	  "the background while LUNs stay online (status: reshape progress and ETA;\n"
 	  "rate-capped like a rebuild; resumed after a crash or restart from a\n"
 	  "checkpoint in the superblocks). When it is done the pool's usable space has\n"
@@ -725,7 +731,9 @@ static const struct command commands[] = {
 	{ "convert", 2, 2, "convert POOL LEVEL --add PATH",
 	  "Changes a pool's level with PATH as an added raid disk: a raid1 of two\n"
 	  "members becomes a raid5 of three (LEVEL raid5), reshaped in the background\n"
-	  "as grow does. Set level and members in the configuration now as well.\n" },
+	  "as grow does; a raid5 becomes a raid6 (LEVEL raid6) with Q on PATH, the\n"
+	  "data staying where it is. Set level and members in the configuration now\n"
+	  "as well.\n" },
 	{ "scrub", 1, 1, "scrub POOL [--repair]",
 	  "Starts a background check of parity / mirror copies; progress and the\n"
 	  "mismatch count show in status. --repair rewrites what does not match.\n" },
@@ -803,13 +811,13 @@ static const char *opt_value(int argc, char **argv, int *i, char shortc, const c
 int main(int argc, char **argv)
 {
 	const char *sock_opt = NULL, *conf_opt = NULL, *watch_opt = NULL, *ival_opt = NULL,
-		   *count_opt = NULL, *add_opt = NULL;
+		   *count_opt = NULL, *add_opt = NULL, *add_opt2 = NULL;
 	struct live_opts lo = { .interval_s = 0, .count = 0 };
 	bool json = false, repair = false, dashdash = false, missing = false, help = false;
 	bool follow = false;
 	const struct command *cmd = NULL;
 	struct json_object *req, *jargs, *reply, *ok;
-	char *sock = NULL, *line, *spare = NULL;
+	char *sock = NULL, *line, *spare = NULL, *spare2 = NULL;
 	char *args[3] = { NULL, NULL, NULL };
 	char *pos[4];
 	const char *txt, *val;
@@ -832,7 +840,14 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--repair") == 0) {
 			repair = true;
 		} else if (!missing && (val = opt_value(argc, argv, &i, 'a', "add", &missing))) {
-			add_opt = val;
+			if (add_opt2) {
+				fprintf(stderr, "rtgtctl: at most two --add\n");
+				return EXIT_USAGE;
+			}
+			if (add_opt)
+				add_opt2 = val;
+			else
+				add_opt = val;
 		} else if (strcmp(a, "--follow") == 0 || strcmp(a, "-f") == 0) {
 			follow = true;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -964,14 +979,19 @@ int main(int argc, char **argv)
 	if (!req || !jargs)
 		goto nomem;
 	json_object_object_add(req, "cmd", json_object_new_string(cmd->name));
+	if (add_opt2 && strcmp(cmd->name, "grow") != 0) {
+		fprintf(stderr, "rtgtctl: convert takes one --add\n");
+		return EXIT_USAGE;
+	}
 	if (add_opt) {
-		/* POOL PATH [LEVEL] */
+		/* grow: POOL PATH [PATH]; convert: POOL PATH LEVEL */
 		spare = absolute(add_opt);
-		if (!spare) {
+		spare2 = add_opt2 ? absolute(add_opt2) : NULL;
+		if (!spare || (add_opt2 && !spare2)) {
 			fprintf(stderr, "rtgtctl: %s: %s\n", add_opt, strerror(errno));
 			return EXIT_USAGE;
 		}
-		args[2] = args[1];
+		args[2] = add_opt2 ? spare2 : args[1];
 		args[1] = spare;
 	}
 	if (strcmp(cmd->name, "add-spare") == 0) {
@@ -1028,6 +1048,7 @@ close_fd:
 free_req:
 	json_object_put(req);
 	free(spare);
+	free(spare2);
 	free(sock);
 	return rc;
 

@@ -50,6 +50,9 @@
  *    verified random reads and writes, SIGKILL at a random moment, a start
  *    with the new members (the reshape resumes, progress > 0); at the end
  *    rtgt-bench seqread --verify passes, and again with member 0 failed.
+ * 06 raid10 4 -> 6 by a mirror pair (two --add) under the loader, x1.5, a
+ *    restart with 6 members, then a member of the new pair failed: every
+ *    block right.
  */
 #include <check.h>
 #include <errno.h>
@@ -902,7 +905,7 @@ struct refusal {
 START_TEST(t04_refused)
 {
 	static const struct refusal rf[] = {
-		{ "grow", "q", "e4.img", NULL, "grow q: a raid10 pool grows by pairs or mirrors" },
+		{ "grow", "q", "e4.img", NULL, "grow q: a raid10 pool grows by a mirror pair: give two --add" },
 		{ "convert", "p", "d4.img", "raid1",
 		  "convert p: raid5 -> raid1 is not a conversion this version makes" },
 		{ "convert", "p", "d4.img", "raid7", "convert p: unknown level 'raid7'" },
@@ -1108,6 +1111,57 @@ START_TEST(t05_sigkill_three)
 }
 END_TEST
 
+/*
+ * 06 raid10 of 4 -> 6 by a mirror pair (`rtgtctl grow p --add d4.img --add
+ *    d5.img`) under the loader: status shows the reshape from raid10 on 4,
+ *    it ends with no loader error, usable x1.5, the pattern intact; a
+ *    start with 6 members serves the same data; with one member of the new
+ *    pair failed every block still reads right.
+ */
+START_TEST(t06_raid10_pair)
+{
+	struct watch w = { .from_level = "raid10", .from_n = 4, .total = 2 * (int64_t)DATA };
+	static struct loader l;
+	struct pool_st s;
+	char out[4096], p4[256], p5[256];
+	unsigned settled = 0;
+	int rc;
+
+	write_conf("raid10", 4, 3, "{ lun = 0; pool = \"p\"; volume = \"v0\"; size = \"40M\"; }",
+		   NULL);
+	random_file("d4.img", MEMBER, 0x0604);
+	random_file("d5.img", MEMBER, 0x0605);
+	nf_start(&D);
+	C = login_isid(0);
+	write_pat(C, 0, 0, 40ull << 20, 6);
+	loader_start(&l, 40);
+	rc = rj_ctl(&D, out, sizeof(out), "grow", "p", "--add", dpath(p4, sizeof(p4), "d4.img"),
+		    "--add", dpath(p5, sizeof(p5), "d5.img"), NULL);
+	if (rc)
+		harness_dump_log(&D, stderr, 30);
+	ck_assert_msg(rc == 0 && strstr(out, "reshape started") && strstr(out, "Add them"),
+		      "rtgtctl grow with a pair exited %d: %s", rc, out);
+	ck_assert_msg(watch_until(&w, 0.02, &s, 60000), "the reshape ended before status showed it");
+	ck_assert_str_eq(s.level, "raid10");
+	ck_assert_uint_eq(s.members, 6);
+	watch_to_end(&w, &s, 120000);
+	loader_stop(&l);
+	expect_pool(&s, "raid10", 6, 3 * (int64_t)DATA, "after the pair grow");
+	verify_lun(C, 40ull << 20, 6, &l, "after the pair grow", &settled);
+	stop_expect_0();
+	write_conf("raid10", 6, 0, "{ lun = 0; pool = \"p\"; volume = \"v0\"; size = \"40M\"; }",
+		   NULL);
+	nf_start(&D);
+	s = pool_status("p");
+	expect_pool(&s, "raid10", 6, 3 * (int64_t)DATA, "after a restart");
+	rc = rj_ctl(&D, out, sizeof(out), "fail", "p", "5", NULL);
+	ck_assert_msg(rc == 0, "rtgtctl fail p 5: exit %d: %s", rc, out);
+	C = login_isid(0);
+	verify_lun(C, 40ull << 20, 6, &l, "with d5.img failed", &settled);
+	stop_expect_0();
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1116,6 +1170,7 @@ int main(void)
 		CK_CASE("03_sigkill", t03_sigkill),
 		CK_CASE("04_refused", t04_refused),
 		CK_CASE("05_sigkill_three", t05_sigkill_three, .loop_end = 2),
+		CK_CASE("06_raid10_pair", t06_raid10_pair),
 	};
 
 	/* the figures printed survive a failing (forked) case */

@@ -30,6 +30,12 @@
  * 08 raid5 3 -> raid6 4 (Q on the new member, nothing moves) as 01; then
  *    each member lost, and pairs of members: every block right.
  * 09 raid5 3 -> raid6 4 with SIGKILL as 05.
+ * 10 raid10 4 -> 6 (a mirror pair) as 01 (usable x1.5).
+ * 11 raid10 4 -> 6 with SIGKILL as 05.
+ * 12 raid10 4 -> 6 where the second new member has no superblock (a crash
+ *    between the two new members' superblock writes, before anything
+ *    moved): it is taken as the new raid disk, the reshape ends, every
+ *    block right.
  */
 #include <check.h>
 #include <errno.h>
@@ -47,12 +53,13 @@
 #include "raid/member.h"
 #include "raid/raid.h"
 #include "raid/raid_int.h"
+#include "raid/sb.h"
 #include "tests/lib/ckmain.h"
 #include "tests/lib/raid_fixture.h"
 
 #define MB (1ull << 20)
 #define MEMBER (16ull * MB + MB)   /* 16 MiB of data after the 1 MiB header */
-#define NM 5u
+#define NM 6u
 #define BS (64u << 10)
 #define CHUNK (64u << 10)
 
@@ -213,6 +220,15 @@ static void write_all(struct raid_vol *v, struct raid_ioctx *ctx, unsigned *seed
 	free(w);
 }
 
+/* raid_pool_grow with the @k members from members[@first] on */
+static int grow(struct raid_pool *p, unsigned first, unsigned k, const char *level, char *err,
+		size_t len)
+{
+	const char *paths[2] = { members[first], k > 1 ? members[first + 1] : NULL };
+
+	return raid_pool_grow(p, paths, k, level, err, len);
+}
+
 /* Each member of the grown pool lost in turn (from saved copies): every
  * block still reads right. */
 static void verify_each_lost(enum conf_level lvl, unsigned n, const unsigned *seed, unsigned nblk,
@@ -262,7 +278,8 @@ static void verify_each_lost(enum conf_level lvl, unsigned n, const unsigned *se
 }
 
 /* 01..03: grow @lvl from @n0 to @lvl1 on n0+1 under a loader. */
-static void grow_online(enum conf_level lvl0, unsigned n0, enum conf_level lvl1, double factor)
+static void grow_online(enum conf_level lvl0, unsigned n0, unsigned k, enum conf_level lvl1,
+			double factor)
 {
 	struct raid_ioctx *ctx;
 	struct raid_pool *p = open_pool(lvl0, n0, 40);
@@ -279,8 +296,8 @@ static void grow_online(enum conf_level lvl0, unsigned n0, enum conf_level lvl1,
 	write_all(v, ctx, seed, nblk, 1000);
 	rf_loader_start(&l);
 	usleep(20000);
-	ck_assert_msg(raid_pool_grow(p, members[n0], lvl1 != lvl0 ? conf_level_name(lvl1) : NULL, err,
-				     sizeof(err)) == 0, "grow: %s", err);
+	ck_assert_msg(grow(p, n0, k, lvl1 != lvl0 ? conf_level_name(lvl1) : NULL, err, sizeof(err)) == 0,
+		      "grow: %s", err);
 	seen = wait_reshaped(p);
 	rf_loader_stop(&l);
 	ck_assert_uint_gt(seen, 0);
@@ -306,32 +323,32 @@ static void grow_online(enum conf_level lvl0, unsigned n0, enum conf_level lvl1,
 		free(r);
 	}
 	raid_pool_close(p);
-	p = open_pool(lvl1, n0 + 1, 0);
+	p = open_pool(lvl1, n0 + k, 0);
 	ck_assert_uint_eq(raid_pool_usable_bytes(p), u1);
 	v = vol(p, "v", vbytes);
 	verify(v, ctx, seed, nblk, 0, "after a reopen");
 	raid_pool_close(p);
 	if (lvl1 != CONF_RAID0)
-		verify_each_lost(lvl1, n0 + 1, seed, nblk, vbytes);
+		verify_each_lost(lvl1, n0 + k, seed, nblk, vbytes);
 	raid_ioctx_destroy(ctx);
 	free(seed);
 }
 
 START_TEST(t01_raid5_grow)
 {
-	grow_online(CONF_RAID5, 4, CONF_RAID5, 4.0 / 3.0);
+	grow_online(CONF_RAID5, 4, 1, CONF_RAID5, 4.0 / 3.0);
 }
 END_TEST
 
 START_TEST(t02_raid1_to_raid5)
 {
-	grow_online(CONF_RAID1, 2, CONF_RAID5, 2.0);
+	grow_online(CONF_RAID1, 2, 1, CONF_RAID5, 2.0);
 }
 END_TEST
 
 START_TEST(t03_raid0_grow)
 {
-	grow_online(CONF_RAID0, 2, CONF_RAID0, 1.5);
+	grow_online(CONF_RAID0, 2, 1, CONF_RAID0, 1.5);
 }
 END_TEST
 
@@ -341,10 +358,17 @@ START_TEST(t04_refused)
 	char err[256];
 	int rc;
 
-	/* raid10: not reshaped */
+	/* raid10 grows by a pair, never by one; raid1 is not reshaped */
 	p = open_pool(CONF_RAID10, 4, 0);
 	wait_synced(p);
-	ck_assert_int_eq(raid_pool_grow(p, members[4], NULL, err, sizeof(err)), -EOPNOTSUPP);
+	ck_assert_int_eq(grow(p, 4, 1, NULL, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "mirror pair"), "%s", err);
+	raid_pool_close(p);
+	garbage(members[0], 21);
+	garbage(members[1], 22);
+	p = open_pool(CONF_RAID1, 2, 0);
+	wait_synced(p);
+	ck_assert_int_eq(grow(p, 4, 1, NULL, err, sizeof(err)), -EOPNOTSUPP);
 	raid_pool_close(p);
 	unlink(members[0]);
 	unlink(members[1]);
@@ -357,16 +381,17 @@ START_TEST(t04_refused)
 	p = open_pool(CONF_RAID5, 4, 0);
 	wait_synced(p);
 	/* raid5 -> raid1, an unknown level, a member of the pool, too small */
-	ck_assert_int_eq(raid_pool_grow(p, members[4], "raid1", err, sizeof(err)), -EOPNOTSUPP);
-	ck_assert_int_eq(raid_pool_grow(p, members[4], "raid7", err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(raid_pool_grow(p, members[2], NULL, err, sizeof(err)), -EEXIST);
+	ck_assert_int_eq(grow(p, 4, 1, "raid1", err, sizeof(err)), -EOPNOTSUPP);
+	ck_assert_int_eq(grow(p, 4, 1, "raid7", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(grow(p, 2, 1, NULL, err, sizeof(err)), -EEXIST);
+	ck_assert_int_eq(grow(p, 4, 2, NULL, err, sizeof(err)), -EINVAL);   /* a pair: raid10 only */
 	ck_assert_int_eq(truncate(members[4], 4 * MB), 0);
-	ck_assert_int_eq(raid_pool_grow(p, members[4], NULL, err, sizeof(err)), -ENOSPC);
+	ck_assert_int_eq(grow(p, 4, 1, NULL, err, sizeof(err)), -ENOSPC);
 	ck_assert_msg(strstr(err, "too small"), "%s", err);
 	garbage(members[4], 15);
 	/* degraded */
 	ck_assert_int_eq(raid_pool_fail(p, "1"), 0);
-	ck_assert_int_eq(raid_pool_grow(p, members[4], NULL, err, sizeof(err)), -EBUSY);
+	ck_assert_int_eq(grow(p, 4, 1, NULL, err, sizeof(err)), -EBUSY);
 	raid_pool_close(p);
 	/* still 4 members on disk */
 	p = try_open(CONF_RAID5, 5, 0, &rc);
@@ -381,8 +406,8 @@ struct kop {
 	uint32_t seed;
 };
 
-static void kid(int fd, enum conf_level lvl0, unsigned n0, enum conf_level lvl1, bool first,
-		unsigned nblk, uint64_t vbytes, unsigned seed)
+static void kid(int fd, enum conf_level lvl0, unsigned n0, unsigned k, enum conf_level lvl1,
+		bool first, unsigned nblk, uint64_t vbytes, unsigned seed)
 {
 	struct raid_ioctx *ctx;
 	struct raid_pool *p = NULL;
@@ -392,7 +417,7 @@ static void kid(int fd, enum conf_level lvl0, unsigned n0, enum conf_level lvl1,
 	uint8_t *w = malloc(BS);
 	char err[256];
 
-	rf_conf_pool(&cp, "rp", first ? lvl0 : lvl1, CHUNK, members, first ? n0 : n0 + 1, 0);
+	rf_conf_pool(&cp, "rp", first ? lvl0 : lvl1, CHUNK, members, first ? n0 : n0 + k, 0);
 	cp.rebuild_mbps = 2;
 	if (raid_pool_open(&cp, &p) || raid_vol_open(p, "v", &sz, &v) || raid_ioctx_create(&ctx))
 		_exit(3);
@@ -400,8 +425,7 @@ static void kid(int fd, enum conf_level lvl0, unsigned n0, enum conf_level lvl1,
 	 * one of the first windows, the ones copied to the new member first */
 	if (first)
 		raid_fault_latency(&p->m[0]->fault, 0, 150000000ull);
-	if (first && raid_pool_grow(p, members[n0], lvl1 != lvl0 ? conf_level_name(lvl1) : NULL, err,
-				    sizeof(err)))
+	if (first && grow(p, n0, k, lvl1 != lvl0 ? conf_level_name(lvl1) : NULL, err, sizeof(err)))
 		_exit(6);
 	srand(seed);
 	for (uint32_t n = 1;; n++) {
@@ -419,7 +443,7 @@ static void kid(int fd, enum conf_level lvl0, unsigned n0, enum conf_level lvl1,
 	}
 }
 
-static void sigkill_rounds(enum conf_level lvl0, unsigned n0, enum conf_level lvl1)
+static void sigkill_rounds(enum conf_level lvl0, unsigned n0, unsigned k, enum conf_level lvl1)
 {
 	struct raid_ioctx *ctx;
 	struct raid_pool *p = open_pool(lvl0, n0, 0);
@@ -456,7 +480,7 @@ static void sigkill_rounds(enum conf_level lvl0, unsigned n0, enum conf_level lv
 		ck_assert_int_ge(pid, 0);
 		if (pid == 0) {
 			close(pfd[0]);
-			kid(pfd[1], lvl0, n0, lvl1, round == 0, nblk, vbytes, seed + round);
+			kid(pfd[1], lvl0, n0, k, lvl1, round == 0, nblk, vbytes, seed + round);
 		}
 		close(pfd[1]);
 		memset(pend, 0, nblk * sizeof(bool));
@@ -490,7 +514,7 @@ static void sigkill_rounds(enum conf_level lvl0, unsigned n0, enum conf_level lv
 		total += acked;
 		/* the reshape resumes where the superblocks say: slowly while
 		 * this round is checked, at full speed in the last */
-		p = open_pool(lvl1, n0 + 1, round < 2 ? 1 : 0);
+		p = open_pool(lvl1, n0 + k, round < 2 ? 1 : 0);
 		ck_assert_int_eq(raid_pool_info(p, &info), 0);
 		printf("%s: round %u: killed after %ld ms, %s at %.1f%%%s\n", __func__, round, ms,
 		       info.reshaping ? "reshape resumes" : "reshape was done",
@@ -538,7 +562,7 @@ static void sigkill_rounds(enum conf_level lvl0, unsigned n0, enum conf_level lv
 	}
 	printf("%s: seed %u, %lu writes acknowledged, %u found half done\n", __func__, seed, total,
 	       torn);
-	verify_each_lost(lvl1, n0 + 1, have, nblk, vbytes);
+	verify_each_lost(lvl1, n0 + k, have, nblk, vbytes);
 	raid_ioctx_destroy(ctx);
 	free(have);
 	free(maybe);
@@ -549,25 +573,100 @@ static void sigkill_rounds(enum conf_level lvl0, unsigned n0, enum conf_level lv
 
 START_TEST(t05_sigkill_raid5)
 {
-	sigkill_rounds(CONF_RAID5, 4, CONF_RAID5);
+	sigkill_rounds(CONF_RAID5, 4, 1, CONF_RAID5);
 }
 END_TEST
 
 START_TEST(t06_sigkill_raid1_to_raid5)
 {
-	sigkill_rounds(CONF_RAID1, 2, CONF_RAID5);
+	sigkill_rounds(CONF_RAID1, 2, 1, CONF_RAID5);
 }
 END_TEST
 
 START_TEST(t08_raid5_to_raid6)
 {
-	grow_online(CONF_RAID5, 3, CONF_RAID6, 1.0);
+	grow_online(CONF_RAID5, 3, 1, CONF_RAID6, 1.0);
 }
 END_TEST
 
 START_TEST(t09_sigkill_raid5_to_raid6)
 {
-	sigkill_rounds(CONF_RAID5, 3, CONF_RAID6);
+	sigkill_rounds(CONF_RAID5, 3, 1, CONF_RAID6);
+}
+END_TEST
+
+START_TEST(t10_raid10_pair)
+{
+	grow_online(CONF_RAID10, 4, 2, CONF_RAID10, 1.5);
+}
+END_TEST
+
+START_TEST(t11_sigkill_raid10_pair)
+{
+	sigkill_rounds(CONF_RAID10, 4, 2, CONF_RAID10);
+}
+END_TEST
+
+/* 12: a crash between the superblock writes of the two new members of a
+ * raid10 pair grow, made by hand: member 4 carries the reshape's first
+ * superblock (raid10 4 -> 6, nothing moved), member 5 none, members 0-3
+ * the one before. The blank member is taken as the new raid disk, the
+ * reshape runs to its end, every block right. */
+START_TEST(t12_pair_half_written)
+{
+	struct raid_ioctx *ctx;
+	struct raid_pool *p = open_pool(CONF_RAID10, 4, 0);
+	uint64_t vbytes = raid_pool_usable_bytes(p) / BS * BS;
+	unsigned nblk = (unsigned)(vbytes / BS), *seed = calloc(nblk, sizeof(unsigned));
+	struct raid_vol *v;
+	struct raid_sb sb;
+	uint8_t *zero = calloc(1, MB);
+	int fd;
+
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	wait_synced(p);
+	v = vol(p, "v", vbytes);
+	write_all(v, ctx, seed, nblk, 900);
+	raid_pool_close(p);
+	fd = open(members[0], O_RDONLY);
+	ck_assert_int_eq(raid_sb_read(fd, &sb), 0);
+	close(fd);
+	ck_assert_uint_eq(sb.n_slots, 4);
+	sb.flags = RAID_SB_RESHAPE;          /* not clean: a crash */
+	sb.reshape_level = CONF_RAID10;
+	sb.reshape_n = 4;
+	sb.reshape_pos = 0;
+	sb.n_members = sb.n_slots = 6;
+	sb.events++;
+	for (unsigned i = 4; i < 6; i++) {
+		sb.slots[i].state = RAID_M_ACTIVE;
+		sb.slots[i].repl = 0;
+		ck_assert_int_eq(getrandom(sb.slots[i].uuid, 16, 0), 16);
+	}
+	sb.slot = 4;
+	memcpy(sb.member_uuid, sb.slots[4].uuid, 16);
+	for (unsigned i = 4; i < 6; i++) {
+		/* header: no superblock; bitmap area clear (start() writes it) */
+		fd = open(members[i], O_WRONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pwrite(fd, zero, MB, 0), (ssize_t)MB);
+		if (i == 4)
+			ck_assert_int_eq(raid_sb_write(fd, &sb), 0);
+		close(fd);
+	}
+	p = open_pool(CONF_RAID10, 6, 0);
+	v = vol(p, "v", vbytes);
+	wait_reshaped(p);
+	ck_assert_uint_eq(raid_pool_usable_bytes(p), 3 * (vbytes / BS * BS) / 2 / CHUNK * CHUNK);
+	verify(v, ctx, seed, nblk, 0, "after the half-written pair");
+	raid_pool_close(p);
+	p = open_pool(CONF_RAID10, 6, 0);
+	v = vol(p, "v", vbytes);
+	verify(v, ctx, seed, nblk, 0, "after a reopen");
+	raid_pool_close(p);
+	raid_ioctx_destroy(ctx);
+	free(zero);
+	free(seed);
 }
 END_TEST
 
@@ -594,7 +693,7 @@ START_TEST(t07_spare_moves)
 	seed = calloc(nblk, sizeof(unsigned));
 	v = vol(p, "v", vbytes);
 	write_all(v, ctx, seed, nblk, 300);
-	ck_assert_msg(raid_pool_grow(p, members[3], NULL, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(grow(p, 3, 1, NULL, err, sizeof(err)) == 0, "%s", err);
 	wait_reshaped(p);
 	ck_assert_int_eq(raid_pool_info(p, &info), 0);
 	ck_assert_uint_eq(info.n_members, 5);
@@ -635,6 +734,9 @@ int main(void)
 		CK_CASE("07_spare_moves", t07_spare_moves),
 		CK_CASE("08_raid5_to_raid6", t08_raid5_to_raid6),
 		CK_CASE("09_sigkill_raid5_to_raid6", t09_sigkill_raid5_to_raid6),
+		CK_CASE("10_raid10_pair", t10_raid10_pair),
+		CK_CASE("11_sigkill_raid10_pair", t11_sigkill_raid10_pair),
+		CK_CASE("12_pair_half_written", t12_pair_half_written),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_reshape", CK_CASES(cases),
