@@ -1,7 +1,8 @@
 /*
  * raid/reshape.c - a pool grows by one member (raid0, raid5, raid6: more
- * data per row) or changes level (raid1 of two members -> raid5 of three)
- * while it serves I/O: md's --grow. The data moves from the old layout go
+ * data per row) or a mirror pair (raid10), or changes level (raid1 of two
+ * members -> raid5 of three; raid5 -> raid6 with Q on the new member,
+ * where nothing moves) while it serves I/O: md's --grow. The data moves from the old layout go
  * to the new layout gn window by window, from logical byte 0 up, on the
  * pool's background thread (rebuild.c calls raid_reshape_run), paced like
  * a rebuild. Logical addresses do not move: a volume's bytes keep their
@@ -26,7 +27,7 @@
  * redo needs is then intact. When it does not hold with ckpt at pos, the
  * checkpoint moves to pos first; when it does not hold even so - the first
  * few windows, whose new place overlaps their own old one - the window is
- * first copied to the tail of the new member (beyond anything gn uses
+ * first copied to the tail of the (first) new member (beyond anything gn uses
  * before the reshape ends), fdatasync'd, and recorded in the superblocks
  * (backup_pos/len/crc); a crash then restores it from there (resume()).
  *
