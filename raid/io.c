@@ -7,6 +7,11 @@
  * cache's write-outs; what the three files share is raid/io_int.h.
  *
  * Request states (struct req.phase), and who moves it:
+ *   (gate)   every request from outside first passes the reshape gate
+ *            (raid_reshape_admit, reshape.c), which picks its layout
+ *            (rq->g) and counts it until raid_io_finish; while a reshape
+ *            moves the range it touches it waits there (phase LOCKING,
+ *            no lock held) and raid_io_gate_go re-runs it on its ctx
  *   LOCKING  --lock granted (raid_vol_submit or lock_granted)--> MAIN
  *   MAIN     --all rows/segments done (sub_done)--> main_done():
  *              COMPARE_WRITE read: compare -> CAW_WRITE (equal) or DONE
