@@ -42,9 +42,11 @@
  * Ceph packages (or built without librbd) it prints SKIPPED with the reason.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,6 +333,54 @@ static long long meta_thick(void)
 	return line[0] >= '0' && line[0] <= '9' ? atoll(line) : -1;
 }
 
+/*
+ * SIGSTOP @pid and wait until every thread of it is stopped: kill()
+ * returns before the signal has reached a thread running on another core,
+ * and a reactor that was still running could take the WRITE sent next
+ * off its socket (and even see it done) before it stops - the "write
+ * waits in A's socket" the cases rely on would not hold.
+ */
+static void stop_now(pid_t pid)
+{
+	char dir[64];
+	uint64_t t0 = harness_now_ms();
+
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	for (;;) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		bool all = d != NULL;
+
+		while (d && (e = readdir(d))) {
+			char path[384], buf[512], *p;
+			FILE *fp;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+			fp = fopen(path, "r");
+			if (!fp)
+				continue;   /* a thread that just ended */
+			buf[0] = '\0';
+			if (!fgets(buf, sizeof(buf), fp))
+				buf[0] = '\0';
+			fclose(fp);
+			/* "tid (comm) S ...": the state after the last ')' */
+			p = strrchr(buf, ')');
+			if (!p || (p[2] != 'T' && p[2] != 't'))
+				all = false;
+		}
+		if (d)
+			closedir(d);
+		if (all)
+			return;
+		ck_assert_msg(harness_now_ms() - t0 < 5000, "rtgtd %d not stopped 5 s after SIGSTOP",
+			      (int)pid);
+		usleep(1000);
+	}
+}
+
 /* Whether `rtgtctl status --json` of @d shows the pool in @state. */
 static bool pool_state_is(const struct harness_daemon *d, const char *state)
 {
@@ -418,7 +468,7 @@ START_TEST(t01_stopped_with_write_in_socket)
 	two_nodes();
 	write_good(CA, off, p1, sizeof(p1), "WRITE through A");
 
-	ck_assert_int_eq(kill(DA.pid, SIGSTOP), 0);
+	stop_now(DA.pid);
 	ck_assert(write_async(CA, off, p2, sizeof(p2), &pa));   /* waits in A's socket */
 	/* A's last renewal came at most 1 s before the stop, B's write 4 s
 	 * after it: held until 10 s after that renewal */
@@ -453,7 +503,7 @@ START_TEST(t02_stopped_with_write_in_librbd)
 
 		msleep(500);
 		answered = pending_wait(CA, &pa, 500);
-		kill(DA.pid, SIGSTOP);
+		stop_now(DA.pid);
 		unpause();
 		ck_assert_msg(sent, "WRITE through A not sent");
 		ck_assert_msg(!answered, "A answered a WRITE on a paused cluster (status %d)",
@@ -486,7 +536,7 @@ START_TEST(t03_thick_takeover)
 	 * (8 in flight at 20 MB/s take 1.6 s); A is stopped with them */
 	cluster_pause(true);
 	msleep(2500);
-	kill(DA.pid, SIGSTOP);
+	stop_now(DA.pid);
 	unpause();
 	ck = meta_thick();
 	ck_assert_msg(ck >= 0, "checkpoint gone after the stop");

@@ -242,7 +242,7 @@ static void verify_each_lost(enum conf_level lvl, unsigned n, const unsigned *se
 	for (unsigned k = 0; k < n; k++) {
 		struct raid_pool *p;
 		struct raid_vol *v;
-		char name[8], what[32];
+		char name[12], what[48];
 
 		for (unsigned i = 0; i < n; i++)
 			copy_file(saved[i], members[i]);
