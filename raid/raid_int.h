@@ -393,6 +393,9 @@ bool raid_pool_beyond_redundancy(struct raid_pool *p);
 /* rebuild.c: the pool's background thread */
 int raid_bg_start(struct raid_pool *p);
 void raid_bg_stop(struct raid_pool *p);
+/* Whether the background thread is asked to stop (bg_stop, under bg_mu):
+ * its long jobs (rebuild, scrub, reshape) look between steps. */
+bool raid_bg_stop_requested(struct raid_pool *p);
 /* Wake the background thread: something changed (failure, spare, scrub). */
 void raid_bg_kick(struct raid_pool *p);
 /* Write out stripe-cache rows older than @min_age_ms, waiting on @ctx. */

@@ -188,7 +188,7 @@ static void bg_lock(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_lk 
 		raid_ioctx_wait(ctx, 100);
 }
 
-static bool stop_requested(struct raid_pool *p)
+bool raid_bg_stop_requested(struct raid_pool *p)
 {
 	bool s;
 
@@ -212,7 +212,7 @@ static void pace(struct raid_pool *p, double t0, uint64_t bytes)
 		double want = (double)bytes / ((double)mbps * 1e6);
 
 		el = (conf_mono_ns() / 1e9) - t0;
-		if (el >= want || stop_requested(p))
+		if (el >= want || raid_bg_stop_requested(p))
 			break;
 		usleep((useconds_t)((want - el > 0.05 ? 0.05 : want - el) * 1e6) + 1);
 	}
@@ -357,7 +357,7 @@ static void rebuild(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 		struct raid_lk lk;
 		int src = -1;
 
-		if (stop_requested(p) || atomic_load(&t->state) != RAID_M_REBUILDING ||
+		if (raid_bg_stop_requested(p) || atomic_load(&t->state) != RAID_M_REBUILDING ||
 		    atomic_load(&p->failed))
 			break;
 		bg_lock(p, ctx, &lk, row * g->stripe_bytes, r1 * g->stripe_bytes);
@@ -491,7 +491,7 @@ out_free:
 		raid_member_fail(t, -errno, "fdatasync of rebuilt data failed");
 		ok = false;
 	}
-	stopping = stop_requested(p);   /* bg_mu: not under meta_mu */
+	stopping = raid_bg_stop_requested(p);   /* bg_mu: not under meta_mu */
 	pthread_mutex_lock(&p->meta_mu);
 	if (atomic_load(&t->state) == RAID_M_REBUILDING)
 		atomic_store(&t->rebuild_cp, atomic_load(&t->rebuild_pos));
@@ -656,7 +656,7 @@ static void replace(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 		struct raid_lk lk;
 		bool abort = false;
 
-		if (stop_requested(p) || atomic_load(&t->state) != RAID_M_REPLACING ||
+		if (raid_bg_stop_requested(p) || atomic_load(&t->state) != RAID_M_REPLACING ||
 		    atomic_load(&old->state) != RAID_M_ACTIVE || atomic_load(&p->failed))
 			break;
 		bg_lock(p, ctx, &lk, row * g->stripe_bytes, r1 * g->stripe_bytes);
@@ -707,7 +707,7 @@ static void replace(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_mem
 	}
 	if (row >= g->rows && repl_swap(p, ctx, t, old, (unsigned)s))
 		goto out_free;
-	stopped = stop_requested(p);
+	stopped = raid_bg_stop_requested(p);
 	/* stopped part way (shutdown): the checkpoint, to go on at the next start */
 	if (atomic_load(&t->state) == RAID_M_REPLACING && !rebuild_checkpoint(p, t))
 		stopped = false;
@@ -855,7 +855,7 @@ static void scrub(struct raid_pool *p, struct raid_ioctx *ctx, bool repair, bool
 		if (!(bufs[i] = raid_alloc(step)))
 			goto out;
 	LOG_INFO(RAID_MOD, "pool %s: %s%s started", p->name, what, repair && !resync ? " (repair)" : "");
-	while (row < g->rows && !stop_requested(p)) {
+	while (row < g->rows && !raid_bg_stop_requested(p)) {
 		uint64_t r1 = row + k > g->rows ? g->rows : row + k, nb = (r1 - row) * g->chunk;
 		struct raid_mio mio[RAID_MAX_SLOTS];
 		struct bgio io = { 0, 0, 0 };

@@ -535,16 +535,6 @@ static int finish(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_vol *
 
 /* ---------------- the copy ---------------- */
 
-static bool stop_requested(struct raid_pool *p)
-{
-	bool s;
-
-	pthread_mutex_lock(&p->bg_mu);
-	s = p->bg_stop;
-	pthread_mutex_unlock(&p->bg_mu);
-	return s;
-}
-
 /* Sleep so that the member bytes written since the start stay under the
  * rebuild cap (rebuild_mbps, 10^6 bytes/s per member written). */
 static void pace(struct raid_pool *p)
@@ -562,7 +552,7 @@ static void pace(struct raid_pool *p)
 		double want = (double)(done / rs->gn.ndata) / ((double)mbps * 1e6);
 
 		el = (double)(conf_mono_ns() - rs->t_start_ns) / 1e9;
-		if (el >= want || stop_requested(p))
+		if (el >= want || raid_bg_stop_requested(p))
 			break;
 		usleep((useconds_t)((want - el > 0.05 ? 0.05 : want - el) * 1e6) + 1);
 	}
@@ -701,7 +691,7 @@ void raid_reshape_run(struct raid_pool *p, struct raid_ioctx *ctx)
 	pthread_mutex_lock(&rs->mu);
 	rs->pos = rs->ckpt;
 	pthread_mutex_unlock(&rs->mu);
-	while (rs->pos < end && !stop_requested(p) && !atomic_load(&p->failed)) {
+	while (rs->pos < end && !raid_bg_stop_requested(p) && !atomic_load(&p->failed)) {
 		uint64_t wa = rs->pos, wb = wa + W < end ? wa + W : end;
 
 		RTGT_CHECK(rs_check(rs));
