@@ -996,6 +996,31 @@ static bool reshape_adopt(struct raid_pool *p, const struct raid_sb *ref, struct
 	return true;
 }
 
+/*
+ * A member must hold the superblocks, the bitmap and the whole member data
+ * area the superblock records. A file truncated or a superblock whose
+ * data_size was damaged would otherwise put volumes past the end of the
+ * member: reads there return nothing (a file) or fail (a device) while the
+ * pool believes the blocks exist. False, and the error logged, when not.
+ */
+static bool cand_fits(const struct raid_pool *p, const struct conf_pool *cp,
+		      const struct cand *c, const char *sd)
+{
+	const struct raid_member *m = c->m;
+	char w[32];
+
+	if (m->file_bytes >= RAID_DATA_OFF && m->file_bytes - RAID_DATA_OFF >= p->g.member_bytes)
+		return true;
+	LOG_ERR(RAID_MOD, "pool %s: %s %s (%s) holds %llu bytes, the pool's members need %llu (superblocks and %llu data bytes): not used%s",
+		cp->name, c->spare ? "spare" : "member", m->path, cand_where(c, w, sizeof(w)),
+		(unsigned long long)m->file_bytes,
+		p->g.member_bytes > UINT64_MAX - RAID_DATA_OFF
+			? (unsigned long long)UINT64_MAX
+			: (unsigned long long)(RAID_DATA_OFF + p->g.member_bytes),
+		(unsigned long long)p->g.member_bytes, sd);
+	return false;
+}
+
 static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
 		    unsigned nc)
 {
@@ -1066,6 +1091,10 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 				replaced ? "replaced" : raid_mstate_name((int)st));
 			continue;
 		}
+		if (!cand_fits(p, cp, c, sd)) {
+			problems++;
+			continue;
+		}
 		if (p->m[c->sb.slot]) {
 			LOG_ERR(RAID_MOD, "pool %s: member %s (%s) duplicates slot %u (held by %s): not used%s",
 				cp->name, m->path, cand_where(c, w, sizeof(w)), c->sb.slot,
@@ -1097,6 +1126,10 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 
 		if (c->used || m->fd < 0 || !c->sbrc)
 			continue;
+		if (c->sbrc == -ENOENT && !cand_fits(p, cp, c, c->spare ? "" : sd)) {
+			problems += !c->spare;
+			continue;
+		}
 		if (c->sbrc == -ENOENT && c->spare && p->n_slots < RAID_MAX_SLOTS) {
 			/* A blank spare joins the pool: nothing on it is trusted. */
 			uuid_new(m->uuid);

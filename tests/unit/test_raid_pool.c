@@ -27,6 +27,10 @@
  * 11 bad ranges: adjacent ones merge, a full table merges ranges of one slot
  *    (never forgets a byte), a member is not readable there and the bitmap
  *    reports them unsynced; they survive a restart (superblock)
+ * 12 a member smaller than the data area its superblock records (a file
+ *    truncated, or data_size damaged with a valid checksum on every member):
+ *    refused with the sizes named, start_degraded leaves the short member
+ *    out unwritten; a damaged size on all members never starts the pool
  */
 #include <check.h>
 #include <errno.h>
@@ -631,6 +635,82 @@ START_TEST(t11_bad_ranges)
 }
 END_TEST
 
+/* Rewrites both superblock copies of @path with data_size = @ds; returns
+ * the size it recorded before. */
+static uint64_t set_data_size(const char *path, uint64_t ds)
+{
+	uint8_t *b = raid_alloc(RAID_SB_SIZE);
+	struct raid_sb sb;
+	uint64_t old;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(raid_sb_read(fd, &sb), 0);
+	old = sb.data_size;
+	sb.data_size = ds;
+	raid_sb_encode(&sb, b);
+	for (unsigned i = 0; i < 2; i++)
+		ck_assert_int_eq(pwrite(fd, b, RAID_SB_SIZE, (off_t)RAID_SB_COPY_OFF(i)),
+				 RAID_SB_SIZE);
+	close(fd);
+	free(b);
+	return old;
+}
+
+START_TEST(t12_member_too_small)
+{
+	struct raid_pool *p;
+	char keep[128];
+	uint64_t ds = 0;
+	int fd;
+
+	mkconf(&cp, paths, "s", CONF_RAID1, 2);
+	make_pool_with_data(&cp, 9);
+	/* member 1 cut to half its data area */
+	fd = open(paths[1], O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, RAID_DATA_OFF + MEMBER_BYTES / 2), 0);
+	close(fd);
+	snprintf(keep, sizeof(keep), "%s/keep.img", tmpdir);
+	copy_file(paths[1], keep);
+	ck_assert_int_lt(open_logged(&cp, &p), 0);
+	ck_assert_ptr_null(p);
+	has_line("s1.img (slot 1) holds ");
+	has_line("the pool's members need ");
+	cp.start_degraded = true;
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_str_eq(pstate(p), "degraded");
+	ck_assert_str_ne(mstate(p, 1), "active");
+	check_data(p, 9);
+	raid_pool_close(p);
+	ck_assert_msg(same_file(paths[1], keep), "the short member was written");
+	rf_paths_drop(paths, MAXM);
+
+	/* every superblock claims 2.5 PB of data: nothing may start (nor
+	 * size anything after that claim) */
+	cp.start_degraded = false;
+	mkconf(&cp, paths, "d", CONF_RAID1, 2);
+	make_pool_with_data(&cp, 10);
+	for (unsigned i = 0; i < 2; i++)
+		ds = set_data_size(paths[i], 0x9000100445000ull);
+	ck_assert_int_lt(open_logged(&cp, &p), 0);
+	has_line("d0.img (slot 0) holds ");
+	has_line("d1.img (slot 1) holds ");
+	cp.start_degraded = true;
+	ck_assert_int_lt(open_logged(&cp, &p), 0);
+	ck_assert_ptr_null(p);
+	/* the sizes restored, the pool is whole again */
+	cp.start_degraded = false;
+	for (unsigned i = 0; i < 2; i++)
+		set_data_size(paths[i], ds);
+	ck_assert_int_eq(open_logged(&cp, &p), 0);
+	ck_assert_str_eq(pstate(p), "optimal");
+	check_data(p, 10);
+	raid_pool_close(p);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -645,6 +725,7 @@ int main(void)
 		CK_CASE("09_remove_faulty_restart", t09_remove_faulty_restart),
 		CK_CASE("10_remove_active_refused", t10_remove_active_refused),
 		CK_CASE("11_bad_ranges", t11_bad_ranges),
+		CK_CASE("12_member_too_small", t12_member_too_small),
 	};
 
 	return ck_main(&(struct ck_suite_def){
