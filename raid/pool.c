@@ -998,25 +998,34 @@ static bool reshape_adopt(struct raid_pool *p, const struct raid_sb *ref, struct
 
 /*
  * A member must hold the superblocks, the bitmap and the whole member data
- * area the superblock records. A file truncated or a superblock whose
- * data_size was damaged would otherwise put volumes past the end of the
- * member: reads there return nothing (a file) or fail (a device) while the
- * pool believes the blocks exist. False, and the error logged, when not.
+ * area of the pool. A file truncated or a superblock whose data_size was
+ * damaged would otherwise put volumes past the end of the member: reads
+ * there return nothing (a file) or fail (a device) while the pool believes
+ * the blocks exist. The one size rule for assembly, spares and grows.
  */
+static uint64_t member_need(const struct raid_pool *p)
+{
+	/* saturates: at assembly member_bytes is still a hostile claim */
+	return p->g.member_bytes > UINT64_MAX - RAID_DATA_OFF ? UINT64_MAX
+							      : RAID_DATA_OFF + p->g.member_bytes;
+}
+
+static bool member_holds(const struct raid_pool *p, const struct raid_member *m)
+{
+	return m->file_bytes >= RAID_DATA_OFF && m->file_bytes - RAID_DATA_OFF >= p->g.member_bytes;
+}
+
+/* member_holds() at assembly: false, and the error logged, when not. */
 static bool cand_fits(const struct raid_pool *p, const struct conf_pool *cp,
 		      const struct cand *c, const char *sd)
 {
-	const struct raid_member *m = c->m;
 	char w[32];
 
-	if (m->file_bytes >= RAID_DATA_OFF && m->file_bytes - RAID_DATA_OFF >= p->g.member_bytes)
+	if (member_holds(p, c->m))
 		return true;
 	LOG_ERR(RAID_MOD, "pool %s: %s %s (%s) holds %llu bytes, the pool's members need %llu (superblocks and %llu data bytes): not used%s",
-		cp->name, c->spare ? "spare" : "member", m->path, cand_where(c, w, sizeof(w)),
-		(unsigned long long)m->file_bytes,
-		p->g.member_bytes > UINT64_MAX - RAID_DATA_OFF
-			? (unsigned long long)UINT64_MAX
-			: (unsigned long long)(RAID_DATA_OFF + p->g.member_bytes),
+		cp->name, c->spare ? "spare" : "member", c->m->path, cand_where(c, w, sizeof(w)),
+		(unsigned long long)c->m->file_bytes, (unsigned long long)member_need(p),
 		(unsigned long long)p->g.member_bytes, sd);
 	return false;
 }
@@ -1780,10 +1789,9 @@ int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
 		member_close(c.m);
 		return rc;
 	}
-	if (c.m->file_bytes < RAID_DATA_OFF + p->g.member_bytes) {
+	if (!member_holds(p, c.m)) {
 		LOG_ERR(RAID_MOD, "pool %s: spare %s is too small (%llu bytes, need %llu)", p->name, path,
-			(unsigned long long)c.m->file_bytes,
-			(unsigned long long)(RAID_DATA_OFF + p->g.member_bytes));
+			(unsigned long long)c.m->file_bytes, (unsigned long long)member_need(p));
 		member_close(c.m);
 		return -ENOSPC;
 	}
@@ -1835,7 +1843,6 @@ static int grow_open(struct raid_pool *p, const char *path, struct raid_member *
 {
 	struct conf_pool cp;
 	struct cand c;
-	uint64_t need = RAID_DATA_OFF + p->g.member_bytes;
 	int rc;
 
 	for (unsigned i = 0; i < p->n_slots; i++) {
@@ -1857,9 +1864,9 @@ static int grow_open(struct raid_pool *p, const char *path, struct raid_member *
 		member_close(c.m);
 		return rc;
 	}
-	if (c.m->file_bytes < need) {
+	if (!member_holds(p, c.m)) {
 		snprintf(err, errlen, "%s is too small (%llu bytes, need %llu)", path,
-			 (unsigned long long)c.m->file_bytes, (unsigned long long)need);
+			 (unsigned long long)c.m->file_bytes, (unsigned long long)member_need(p));
 		member_close(c.m);
 		return -ENOSPC;
 	}
