@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conf/util.h"
 #include "raid/backend.h"
 
 static const struct raid_vol_backend_ops *const backends[] = {
@@ -60,8 +61,16 @@ int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 
 void raid_pool_close(struct raid_pool *pool)
 {
-	if (pool)
-		pool->ops->pool_close(pool);
+	if (!pool)
+		return;
+	/* the caller waited for raid_pool_holds() to reach 0 */
+	RTGT_CHECK(atomic_load(&pool->holds) == 0);
+	pool->ops->pool_close(pool);
+}
+
+unsigned raid_pool_holds(const struct raid_pool *pool)
+{
+	return atomic_load(&((struct raid_pool *)pool)->holds);
 }
 
 int raid_pool_info(struct raid_pool *pool, struct raid_pool_info *out)
@@ -150,6 +159,8 @@ uint64_t raid_vol_thin_threshold_events(const struct raid_vol *vol)
 
 int raid_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
 {
+	if (io)
+		io->hold = NULL;    /* only the RAID backend's mapped reads set it */
 	return ops_of(vol)->vol_submit(vol, ctx, io);
 }
 

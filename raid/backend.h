@@ -109,6 +109,10 @@ int raid_md_pool_replace(struct raid_pool *p, const char *member);
 int raid_md_pool_scrub(struct raid_pool *p, bool repair);
 /* io.c */
 int raid_md_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io);
+/* The same for a thick volume's own requests: RAID_IO_MAP honoured (io.c,
+ * "mapped reads"); raid_md_vol_submit never lends member memory, so what
+ * thin.c reads through it is always copied. */
+int raid_md_vol_submit_thick(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io);
 /* thin.c: thin volumes (see there). The pool's thin state is made by
  * raid_thin_pool_load (the first volume open or resize, without meta_mu;
  * then raid_thin_lock serializes opens and resizes, meta_mu inside it). */

@@ -72,6 +72,112 @@ static bool req_check(const struct req *rq)
 	return true;
 }
 
+/* ---------------- mapped reads: the hold ---------------- */
+
+/*
+ * A RAID_IO_MAP read (raid.h) whose segments came back as addresses in
+ * members' mappings (io_mirror.c, mlayer.h RAID_MIO_READ_MAP) keeps, past
+ * its completion, what makes those addresses the volume's bytes: a
+ * reference to each mapping, and its count in the reshape gate (a reshape
+ * moves data only once every request it drained has ended, so a range
+ * lent out is not moved under the reader). Thin volumes never lend (an
+ * extent can be freed and handed to another volume); parity levels never
+ * do (their reads may be reconstructions). States: COLLECTING (rq->hold,
+ * pieces added as segments end) -> HELD (io->hold, the caller's, from the
+ * callback on; pieces sorted) -> released (raid_io_hold_release).
+ */
+#define HOLD_PIECES 64u
+
+struct raid_io_hold {
+	struct raid_pool *p;      /* whose gate counts it while rs_counted */
+	unsigned rs_epoch;
+	bool rs_counted;
+	unsigned n;
+	struct raid_io_piece piece[HOLD_PIECES];
+	struct raid_mmap *map[HOLD_PIECES];   /* a reference each */
+};
+
+int raid_io_map_piece(struct req *rq, uint8_t *dst, uint64_t len, struct raid_member *m,
+		      const uint8_t *addr)
+{
+	struct raid_mmap *mm = atomic_load(&m->map);
+	struct raid_io_hold *h = rq->hold;
+
+	if (!mm)
+		return -EIO;    /* never: a mapped read had the mapping */
+	if (!h) {
+		h = rq->hold = calloc(1, sizeof(*h));
+		if (h)
+			h->p = rq->p;
+	}
+	if (!h || h->n == HOLD_PIECES)
+		return raid_mmap_copy(mm, addr, len, dst);
+	raid_mmap_get(mm);
+	h->map[h->n] = mm;
+	h->piece[h->n].off = (uint64_t)(dst - rq->data);
+	h->piece[h->n].len = len;
+	h->piece[h->n].addr = addr;
+	h->n++;
+	return 0;
+}
+
+static void hold_free(struct raid_io_hold *h)
+{
+	for (unsigned i = 0; i < h->n; i++)
+		raid_mmap_put(h->map[i]);
+	free(h);
+}
+
+/* COLLECTING -> HELD: pieces in ascending order; the request's gate count
+ * moves to the hold. */
+static void hold_keep(struct req *rq)
+{
+	struct raid_io_hold *h = rq->hold;
+
+	for (unsigned i = 1; i < h->n; i++) {
+		struct raid_io_piece pc = h->piece[i];
+		struct raid_mmap *mm = h->map[i];
+		unsigned j = i;
+
+		for (; j > 0 && h->piece[j - 1].off > pc.off; j--) {
+			h->piece[j] = h->piece[j - 1];
+			h->map[j] = h->map[j - 1];
+		}
+		h->piece[j] = pc;
+		h->map[j] = mm;
+	}
+	h->rs_counted = rq->rs_counted;
+	h->rs_epoch = rq->rs_epoch;
+	rq->rs_counted = false;
+	atomic_fetch_add(&h->p->holds, 1);
+	rq->io->hold = h;
+	rq->hold = NULL;
+}
+
+unsigned raid_io_hold_pieces(const struct raid_io_hold *h, const struct raid_io_piece **out)
+{
+	*out = h ? h->piece : NULL;
+	return h ? h->n : 0;
+}
+
+int raid_io_hold_copy(const struct raid_io_hold *h, unsigned i, uint64_t from, uint64_t len,
+		      uint8_t *dst)
+{
+	if (!h || i >= h->n || from > h->piece[i].len || len > h->piece[i].len - from)
+		return -EINVAL;
+	return raid_mmap_copy(h->map[i], h->piece[i].addr + from, len, dst);
+}
+
+void raid_io_hold_release(struct raid_io_hold *h)
+{
+	if (!h)
+		return;
+	if (h->rs_counted)
+		raid_reshape_leave(h->p, h->rs_epoch);
+	atomic_fetch_sub(&h->p->holds, 1);
+	hold_free(h);
+}
+
 /* ---------------- completion ---------------- */
 
 static void deliver(void *arg)
@@ -104,6 +210,13 @@ void raid_io_finish(struct req *rq, int result)
 		return;
 	}
 	rq->io->result = result;
+	if (rq->hold && result == 0)
+		hold_keep(rq);
+	if (rq->hold) {
+		/* failed: the caller sends nothing of it */
+		hold_free(rq->hold);
+		rq->hold = NULL;
+	}
 	if (rq->rs_counted)
 		raid_reshape_done(rq);
 	if (rq->in_submit) {
@@ -413,7 +526,7 @@ void raid_io_gate_go(void *arg)
 /* @g NULL: through the reshape gate (every request from outside); else
  * served by @g as it is (the reshape's own copying, reshape.c). */
 static int submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io,
-		  const struct raid_geom *g)
+		  const struct raid_geom *g, bool map_ok)
 {
 	struct raid_pool *p = vol->pool;
 	struct req *rq;
@@ -438,7 +551,9 @@ static int submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *
 	rq->in_submit = true;
 	io->result = 0;
 	io->miscompare_off = 0;
+	io->hold = NULL;
 	io->rpriv[0] = rq;
+	rq->map = map_ok && !g && io->op == RAID_OP_READ && (io->flags & RAID_IO_MAP);
 	raid_ioctx_io_started(ctx);
 	rq->g = g ? g : &p->g;
 	if (g || raid_reshape_admit(rq))
@@ -451,11 +566,16 @@ static int submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *
 
 int raid_md_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
 {
-	return submit(vol, ctx, io, NULL);
+	return submit(vol, ctx, io, NULL, false);
+}
+
+int raid_md_vol_submit_thick(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io)
+{
+	return submit(vol, ctx, io, NULL, true);
 }
 
 int raid_md_vol_submit_geom(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *io,
 			    const struct raid_geom *g)
 {
-	return submit(vol, ctx, io, g);
+	return submit(vol, ctx, io, g, false);
 }

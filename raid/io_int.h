@@ -43,6 +43,11 @@ struct req {
 	bool rs_counted;
 	unsigned rs_epoch;
 	struct req *rs_next;
+	/* RAID_IO_MAP honoured (a thick volume's READ from outside): segments
+	 * may lend out member memory; hold collects it (owned, NULL until
+	 * the first piece; handed to io->hold by raid_io_finish) */
+	bool map;
+	struct raid_io_hold *hold;
 };
 
 /* io.c: request core */
@@ -53,6 +58,11 @@ void raid_io_sub_done(struct req *rq);
 void raid_io_cache_sub_done(struct req *rq);
 /* The request is done with @result: lock released, io->cb called. */
 void raid_io_finish(struct req *rq, int result);
+/* A mapped read of @len bytes into @dst (inside rq->data) came back as
+ * @addr in member @m's mapping: the piece is lent out in rq->hold, or,
+ * when it cannot be, copied into @dst. 0, or -errno when neither worked. */
+int raid_io_map_piece(struct req *rq, uint8_t *dst, uint64_t len, struct raid_member *m,
+		      const uint8_t *addr);
 /* fsync every member in @mask the request may have written (FUA, FLUSH). */
 void raid_io_start_fsync(struct req *rq, uint64_t mask);
 

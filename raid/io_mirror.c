@@ -165,6 +165,8 @@ static void seg_read_done(struct raid_mio *mio, int res)
 
 	atomic_fetch_sub(&mio->m->rd_pending, 1);
 	RTGT_CHECK(seg_check(s));
+	if (res >= 0 && mio->mapped)
+		res = raid_io_map_piece(s->rq, s->buf, s->len, mio->m, mio->mapped);
 	if (res < 0) {
 		if (raid_member_read_error(mio->m, res, mio->off))
 			s->bad |= 1ull << s->cur;
@@ -383,7 +385,10 @@ static bool seg_issue_read(struct seg *s)
 		atomic_fetch_add(&m->rd_pending, 1);
 		atomic_store(&m->rd_head, s->loc.moff[c] + s->len);
 		mio->m = m;
-		mio->op = RAID_MIO_READ;
+		/* a thick volume's read may be answered from the member's
+		 * memory (io.c, "mapped reads"); the repair's re-read below
+		 * never is: it writes what it read */
+		mio->op = s->rq->map ? RAID_MIO_READ_MAP : RAID_MIO_READ;
 		mio->buf = s->buf;
 		mio->off = s->loc.moff[c];
 		mio->len = s->len;

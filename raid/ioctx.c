@@ -545,6 +545,15 @@ static int uring_submit(struct raid_mlayer *l, struct raid_ioctx *ctx, struct ra
 	mio->alone = false;
 	if (mio->fd < 0)
 		return -ENODEV;
+	if (mio->op == RAID_MIO_READ && mio->map_addr && mio->base + mio->off >= mio->base &&
+	    mio->base + mio->off <= mio->map_len && mio->len <= mio->map_len - mio->base - mio->off &&
+	    mio->len <= INT32_MAX) {
+		/* a mapped read (raid/mlayer.h): nothing to read, done like an
+		 * inline one, its callback in the next run of the ctx */
+		mio->mapped = mio->map_addr + mio->base + mio->off;
+		inl_push(ctx, mio, (int)mio->len);
+		return 0;
+	}
 	if (mio->direct && mio->op != RAID_MIO_FSYNC) {
 		if ((mio->off % ALIGN) || (mio->len % ALIGN)) {
 			/* O_DIRECT needs device-block alignment of offset and

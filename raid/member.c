@@ -22,9 +22,13 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "conf/util.h"
 #include "raid/member.h"
@@ -151,11 +155,96 @@ int raid_mio_submit(struct raid_ioctx *ctx, struct raid_mio *mio)
 	return member_submit_one(ctx, mio);
 }
 
+/* ---------------- the mapping of a memory-backed member ---------------- */
+
+void raid_mmap_get(struct raid_mmap *mm)
+{
+	atomic_fetch_add_explicit(&mm->refs, 1, memory_order_relaxed);
+}
+
+void raid_mmap_put(struct raid_mmap *mm)
+{
+	if (!mm || atomic_fetch_sub_explicit(&mm->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	munmap((void *)mm->addr, mm->len);
+	close(mm->fd);
+	free(mm);
+}
+
+int raid_mmap_copy(const struct raid_mmap *mm, const uint8_t *addr, uint64_t len, uint8_t *dst)
+{
+	uint64_t off = (uint64_t)(addr - mm->addr), done = 0;
+
+	if (addr < mm->addr || off > mm->len || len > mm->len - off)
+		return -EINVAL;
+	while (done < len) {
+		ssize_t r = pread(mm->fd, dst + done, len - done, (off_t)(off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;    /* the file was cut short */
+		done += (uint64_t)r;
+	}
+	return 0;
+}
+
+/*
+ * The mapping of @m, made on first use: NULL when it cannot be had (the
+ * caller then reads as usual). Any reactor may get here first; the loser
+ * of the race unmaps its own. One mmap of the whole file costs no memory
+ * until pages are touched, and tmpfs pages are the file's storage, so a
+ * mapped read sees exactly what a read() would.
+ */
+static struct raid_mmap *member_map(struct raid_member *m)
+{
+	struct raid_mmap *mm = atomic_load_explicit(&m->map, memory_order_acquire), *none = NULL;
+	struct stat st;
+	int err = EINVAL;
+	void *a;
+
+	if (mm || atomic_load(&m->map_failed))
+		return mm;
+	mm = calloc(1, sizeof(*mm));
+	if (!mm)
+		return NULL;
+	mm->fd = fcntl(m->fd_buf, F_DUPFD_CLOEXEC, 0);
+	if (mm->fd < 0 || fstat(mm->fd, &st) < 0) {
+		err = errno;
+		goto fail;
+	}
+	if (st.st_size <= 0)
+		goto fail;
+	a = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, mm->fd, 0);
+	if (a == MAP_FAILED) {
+		err = errno;
+		goto fail;
+	}
+	mm->addr = a;
+	mm->len = (uint64_t)st.st_size;
+	atomic_init(&mm->refs, 1);
+	if (atomic_compare_exchange_strong(&m->map, &none, mm))
+		return mm;
+	raid_mmap_put(mm);
+	return none;
+fail:
+	if (!atomic_exchange(&m->map_failed, true))
+		LOG_WARN(RAID_MOD, "member %s: cannot map the file for reads (%s): reading it instead",
+		 m->path, strerror(err));
+	if (mm->fd >= 0)
+		close(mm->fd);
+	free(mm);
+	return NULL;
+}
+
 static int member_submit_one(struct raid_ioctx *ctx, struct raid_mio *mio)
 {
 	struct raid_member *m = mio->m;
 	const struct raid_pool *p = m->pool;
 	bool direct = p && p->direct_io;
+	bool map = mio->op == RAID_MIO_READ_MAP;
 
 	mio->depth = 0;
 	mio->t_sub_ns = conf_mono_ns();
@@ -169,6 +258,20 @@ static int member_submit_one(struct raid_ioctx *ctx, struct raid_mio *mio)
 	mio->inl_ok = m->mem && !(p && (p->hdd.enabled || p->direct_io));
 	if (mio->fd < 0)
 		return -ENODEV;
+	/* mapped reads under the same rule as inline I/O: the page cache of
+	 * a memory-backed member is its storage, nothing to model or bypass */
+	mio->map_addr = NULL;
+	mio->map_len = 0;
+	mio->mapped = NULL;
+	if (map) {
+		struct raid_mmap *mm = mio->inl_ok ? member_map(m) : NULL;
+
+		mio->op = RAID_MIO_READ;
+		if (mm) {
+			mio->map_addr = mm->addr;
+			mio->map_len = mm->len;
+		}
+	}
 	return raid_mlayer_submit(&m->io, ctx, mio);
 }
 
@@ -223,6 +326,7 @@ void raid_member_io_init(struct raid_member *m)
 
 void raid_member_io_fini(struct raid_member *m)
 {
+	raid_mmap_put(atomic_exchange(&m->map, NULL));
 	raid_hdd_fini(&m->hdd);
 }
 

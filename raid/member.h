@@ -20,6 +20,28 @@
 
 struct raid_pool;
 
+/*
+ * A memory-backed member's file mapped read-only and shared (member.c,
+ * raid_member_map): RAID_MIO_READ_MAP reads answer with addresses in it,
+ * and a request's hold (io.c, struct raid_io_hold) keeps a reference for
+ * every piece it lends out, so the mapping outlives the member if need be.
+ * It holds a descriptor of its own for raid_mmap_copy: a read of the file,
+ * which reports a file cut short as an error where touching the mapping
+ * would raise SIGBUS.
+ */
+struct raid_mmap {
+	_Atomic unsigned refs;
+	const uint8_t *addr;
+	uint64_t len;             /* the file's size when it was mapped */
+	int fd;                   /* owned (dup of the member's buffered fd) */
+};
+
+void raid_mmap_get(struct raid_mmap *mm);
+void raid_mmap_put(struct raid_mmap *mm);
+/* Copies @len bytes at @addr (inside @mm) to @dst by reading the file:
+ * 0, or -EIO / -errno when it could not give them all. */
+int raid_mmap_copy(const struct raid_mmap *mm, const uint8_t *addr, uint64_t len, uint8_t *dst);
+
 #define RAID_LAT_BUCKETS RAID_MEMBER_LAT_BUCKETS      /* up to 2^31 us (~36 min): the last one is open-ended */
 struct raid_member {
 	struct raid_pool *pool;
@@ -35,6 +57,11 @@ struct raid_member {
 	 * hand every request to a worker thread (no non-blocking attempt on
 	 * such files); small I/O is then done inline (ioctx.c) */
 	bool mem;
+	/* mem members: the file's mapping, made by the first RAID_MIO_READ_MAP
+	 * read (member.c), one reference held by the member until
+	 * raid_member_io_fini; NULL before, and always on other members */
+	struct raid_mmap *_Atomic map;
+	_Atomic bool map_failed;  /* said once; such a member is read as before */
 	_Atomic uint64_t rd_bytes, wr_bytes, rd_ops, wr_ops;
 	_Atomic uint64_t rebuild_pos; /* REBUILDING, REPLACING: data bytes below are valid */
 	_Atomic uint64_t rebuild_cp;  /* the part of rebuild_pos made durable

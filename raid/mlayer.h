@@ -37,7 +37,11 @@ struct raid_member;
 struct raid_mio;
 struct raid_mlayer;
 
-enum { RAID_MIO_READ, RAID_MIO_WRITE, RAID_MIO_FSYNC };
+/* RAID_MIO_READ_MAP: a read that may be answered with the address of the
+ * bytes in the member's memory instead of a copy into buf (mio->mapped).
+ * Only the top layer (member.c) sees it: it turns it into RAID_MIO_READ
+ * with map_addr set where the member allows it, NULL elsewhere. */
+enum { RAID_MIO_READ, RAID_MIO_WRITE, RAID_MIO_FSYNC, RAID_MIO_READ_MAP };
 
 typedef void (*raid_mio_fn)(struct raid_mio *mio, int res);
 
@@ -77,6 +81,14 @@ struct raid_mio {
 	uint64_t base;            /* device offset of the data area */
 	bool direct;              /* O_DIRECT: alignment rules, bounce buffers */
 	bool inl_ok;              /* memory-backed: small runs may be done inline */
+	/* a RAID_MIO_READ_MAP read: the member file mapped read-only, shared,
+	 * from device offset 0 for map_len bytes; NULL otherwise (set by the
+	 * top layer on every submission) */
+	const uint8_t *map_addr;
+	uint64_t map_len;
+	/* set by the bottom layer instead of reading when the whole range
+	 * lies in map_addr: where the bytes are (buf untouched); else NULL */
+	const uint8_t *mapped;
 	uint64_t t_sub_ns;        /* CLOCK_MONOTONIC at submission (latency) */
 	uint64_t t_dev_ns;        /* when the device finished it (bottom layer) */
 	/* bottom layer (ioctx.c) */

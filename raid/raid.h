@@ -73,6 +73,44 @@ enum raid_op {
 #define RAID_SAME_BLOCK 512u  /* RAID_OP_WRITE_SAME pattern size */
 
 #define RAID_IO_FUA 0x1u    /* durable on every member before completion */
+/* READ only, a hint: pieces of the result may be left where they are, in
+ * the memory of members on tmpfs/ramfs, instead of being copied into buf
+ * (io->hold, below). Taken on thick volumes of raid0/1/10 pools whose
+ * members are memory-backed (no HDD model, no O_DIRECT); ignored
+ * elsewhere, and the whole result is then in buf as without it. */
+#define RAID_IO_MAP 0x2u
+
+/* One piece of a RAID_IO_MAP read that was not copied into buf: the bytes
+ * [off, off + len) of the request are at addr, in a member's memory. */
+struct raid_io_piece {
+	uint64_t off;
+	uint64_t len;
+	const uint8_t *addr;
+};
+
+/*
+ * What a RAID_IO_MAP read left in members' memory, owned by the caller
+ * from the callback on; NULL when every byte is in buf. Its pieces' bytes
+ * are the volume's at the moment they are read (a write to the range
+ * after the completion shows through, as it would in a later read), and
+ * the hold keeps them that volume's: no reshape moves the range and no
+ * member mapping goes away until raid_io_hold_release(). Hold it only
+ * briefly (the target layer: until the reactor's next write to the
+ * socket), since a reshape waits for it. Reading a piece's address may
+ * fault when the member file was cut short behind the pool's back: the
+ * kernel then refuses the copy (EFAULT from writev), and
+ * raid_io_hold_copy() reports the error instead.
+ */
+struct raid_io_hold;
+/* The pieces, in ascending off, none overlapping; returns their count. */
+unsigned raid_io_hold_pieces(const struct raid_io_hold *h, const struct raid_io_piece **out);
+/* Copies @len bytes of piece @i from @from (bytes into the piece) to @dst
+ * with a read of the member: 0, or -EIO / -errno when the member could not
+ * give them all. */
+int raid_io_hold_copy(const struct raid_io_hold *h, unsigned i, uint64_t from, uint64_t len,
+		      uint8_t *dst);
+/* Ends the hold and frees it (NULL: nothing). Any thread. */
+void raid_io_hold_release(struct raid_io_hold *h);
 
 struct raid_io {
 	/* filled by the caller */
@@ -99,6 +137,7 @@ struct raid_io {
 	                          * first differing byte */
 	uint64_t map_len;        /* RAID_OP_MAP_STATUS, see there */
 	bool unmapped;
+	struct raid_io_hold *hold; /* RAID_IO_MAP reads, see there; else NULL */
 
 	/* raid-private; do not touch */
 	void *rpriv[8];
@@ -198,6 +237,10 @@ uint64_t raid_vol_write_failures(const struct raid_vol *vol);
 int raid_pool_open(const struct conf_pool *cp, struct raid_pool **out);
 /* Flush and mark clean; waits for background work to stop. */
 void raid_pool_close(struct raid_pool *pool);
+/* Mapped reads of the pool's volumes whose hold (struct raid_io_hold) is
+ * not released yet. raid_pool_close() needs 0: a caller that found no
+ * command inside the pool's volumes and then 0 here may close it. */
+unsigned raid_pool_holds(const struct raid_pool *pool);
 
 /* Open the volume @name, creating it thick (reserved in full, recorded in the
  * pool metadata) if it does not exist. An existing volume must match @size

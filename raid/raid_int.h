@@ -279,6 +279,10 @@ struct raid_pool {
 	unsigned rebuild_mbps;
 	struct conf_hdd hdd;                     /* lab timing model (hdd.enabled) */
 	uint8_t uuid[16];
+	/* mapped reads' holds not yet released (io.c, struct raid_io_hold):
+	 * raised before the request's callback, so a caller that sees no
+	 * command inside the pool's volumes and then no hold may close it */
+	_Atomic unsigned holds;
 	/* The slot table: written under meta_mu, read without it by the I/O
 	 * path, the bitmap writer and the background thread, so every entry
 	 * (and n_slots) is atomic; see the rule at the top of pool.c. */
@@ -417,6 +421,9 @@ void raid_reshape_run(struct raid_pool *p, struct raid_ioctx *ctx);
  * it on its ctx). Counts it either way until raid_reshape_done. */
 bool raid_reshape_admit(struct req *rq);
 void raid_reshape_done(struct req *rq);
+/* The count of a request admitted in @epoch ends (raid_reshape_done for a
+ * request whose hold outlived it: io.c, struct raid_io_hold). */
+void raid_reshape_leave(struct raid_pool *p, unsigned epoch);
 /* Start a reshape to @lvl with the @k (1, 2 for raid10) members @nm
  * (opened, attached, in no slot) as new raid disks: handed to the background thread, which starts it (or
  * posts reshape_failed); -EALREADY when one is asked for or running. */

@@ -177,10 +177,15 @@ bool raid_reshape_admit(struct req *rq)
 	return true;
 }
 
+void raid_reshape_leave(struct raid_pool *p, unsigned epoch)
+{
+	atomic_fetch_sub(&p->rsh.inflight[epoch & 1], 1);
+}
+
 void raid_reshape_done(struct req *rq)
 {
 	rq->rs_counted = false;
-	atomic_fetch_sub(&rq->p->rsh.inflight[rq->rs_epoch & 1], 1);
+	raid_reshape_leave(rq->p, rq->rs_epoch);
 }
 
 /* Every request admitted so far has finished (those admitted from now on

@@ -426,7 +426,7 @@ static int md_vol_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid
 {
 	if (v->thin)
 		return raid_thin_submit(v, ctx, io);
-	return raid_md_vol_submit(v, ctx, io);
+	return raid_md_vol_submit_thick(v, ctx, io);
 }
 
 static void md_vol_opt(const struct raid_vol *vol, uint32_t *gran, uint32_t *len)

@@ -233,6 +233,9 @@ static void pools_retire(struct daemon *d, struct json_object *removed,
 		for (unsigned j = 0; j < d->n_lus; j++)
 			if (!strcmp(d->lus[j]->pool, pe->name))
 				busy += scsi_lu_inflight(d->lus[j]->lu);
+		/* after the commands: a read's hold is taken before it leaves
+		 * its LU (raid_pool_holds) */
+		busy += raid_pool_holds(pe->pool);
 		if (busy) {
 			LOG_WARN(MOD, "reload: pool %s no longer configured but %u command(s) still "
 				      "inside its volumes: left open until the next reload",

@@ -191,6 +191,7 @@ static void task_free(struct iscsi_task *t)
 	c->buf_bytes -= t->cmd.buf_len;
 	atomic_fetch_sub(&c->srv->buf_bytes, t->cmd.buf_len);
 	cmd_buf_put(c->w, t->cmd.buf, t->cmd.buf_len);
+	scsi_cmd_data_release(&t->cmd);
 	free(t);
 	iscsi_conn_task_released(c);
 }
@@ -199,6 +200,35 @@ void iscsi_task_put(struct iscsi_task *t)
 {
 	if (--t->refs == 0)
 		task_free(t);
+}
+
+void iscsi_task_tx_unmapped(struct iscsi_tx *tx)
+{
+	struct iscsi_task *t = tx->task;
+
+	if (!tx->mapped)
+		return;
+	tx->mapped = false;
+	t->conn->n_mapped--;
+	if (--t->mapped_tx == 0)
+		scsi_cmd_data_release(&t->cmd);
+}
+
+int iscsi_task_tx_fetch(struct iscsi_tx *tx)
+{
+	struct iscsi_task *t = tx->task;
+	uint32_t off = conf_get_be32(tx->hdr + ISCSI_OFF_BUFOFF), poff, plen;
+	const uint8_t *addr;
+	int rc;
+
+	if (!scsi_cmd_data_piece(&t->cmd, tx->map_piece, &poff, &plen, &addr))
+		return -EINVAL;
+	rc = scsi_cmd_data_fetch(&t->cmd, tx->map_piece, off - poff, tx->dlen, t->cmd.buf + off);
+	if (rc)
+		return rc;
+	tx->data = t->cmd.buf + off;
+	iscsi_task_tx_unmapped(tx);
+	return 0;
 }
 
 static void task_unlink(struct iscsi_task *t)
@@ -401,6 +431,10 @@ int iscsi_cmd_prepare(struct iscsi_conn *c, struct iscsi_req *req)
 		 * command's data. */
 		t->cmd.buf = cmd_buf_get(c->w, edtl,
 					 !t->cmd.dir_write && !scsi_cdb_fills_data_in(t->cmd.cdb));
+		/* data-in may leave from the volume's memory (queue_datain);
+		 * not under a data digest, which is computed when queued and
+		 * must cover exactly the bytes that are sent later */
+		t->cmd.data_in_map = !c->ddigest;
 		if (!t->cmd.buf)
 			return -ENOMEM;
 		t->cmd.buf_len = edtl;
@@ -716,12 +750,15 @@ static bool queue_datain(struct iscsi_task *t, uint32_t data_len, bool with_stat
 	struct iscsi_conn *c = t->conn;
 	uint32_t max = c->params.max_xmit_dsl ? c->params.max_xmit_dsl : 8192;
 	uint32_t burst = c->params.max_burst;
-	uint32_t off = 0;
+	uint32_t off = 0, poff = 0, plen = 0;
+	unsigned pi = 0;
+	const uint8_t *paddr = NULL;
+	bool have = scsi_cmd_data_piece(&t->cmd, 0, &poff, &plen, &paddr);
 
 	while (off < data_len) {
 		struct iscsi_tx *tx = iscsi_tx_new();
 		uint32_t seg = data_len - off;
-		bool last;
+		bool last, in_piece;
 
 		if (!tx) {
 			iscsi_conn_close(c, "out of memory");
@@ -732,6 +769,15 @@ static bool queue_datain(struct iscsi_task *t, uint32_t data_len, bool with_stat
 		/* never cross a MaxBurstLength boundary inside one PDU */
 		if (burst && seg > burst - off % burst)
 			seg = burst - off % burst;
+		/* nor the edge of a piece left in the volume's memory
+		 * (cmd.data_hold): a PDU's data is one piece or the buffer */
+		while (have && poff + plen <= off)
+			have = scsi_cmd_data_piece(&t->cmd, ++pi, &poff, &plen, &paddr);
+		in_piece = have && poff <= off;
+		if (in_piece && seg > poff + plen - off)
+			seg = poff + plen - off;
+		else if (!in_piece && have && seg > poff - off)
+			seg = poff - off;
 		last = off + seg >= data_len;
 		tx->hdr[0] = ISCSI_OP_DATA_IN;
 		tx->hdr[1] = iscsi_datain_final(off, seg, data_len, burst) ? ISCSI_FLAG_FINAL : 0;
@@ -750,6 +796,13 @@ static bool queue_datain(struct iscsi_task *t, uint32_t data_len, bool with_stat
 		conf_put_be32(tx->hdr + ISCSI_OFF_DATASN, t->datain_pdus++);
 		conf_put_be32(tx->hdr + ISCSI_OFF_BUFOFF, off);
 		tx->data = t->cmd.buf + off;
+		if (in_piece) {
+			tx->data = paddr + (off - poff);
+			tx->mapped = true;
+			tx->map_piece = (uint16_t)pi;
+			t->mapped_tx++;
+			c->n_mapped++;
+		}
 		tx->dlen = seg;
 		tx->task = t;
 		t->refs++;
@@ -825,6 +878,8 @@ static void task_respond(struct iscsi_task *t)
 	task_unlink(t);
 	if (data_len > 0 && !queue_datain(t, data_len, piggyback, res_flags, res_count))
 		goto out;
+	if (!t->mapped_tx)
+		scsi_cmd_data_release(&t->cmd);    /* no piece inside data_len */
 	if (!piggyback)
 		queue_response(t, res_flags, res_count);
 out:
@@ -842,6 +897,7 @@ static void cmd_done(struct scsi_cmd *cmd)
 	if (t->dead || scsi_cmd_aborted(cmd) || c->state != CONN_FFP) {
 		/* aborted: RFC 7143 4.2.3.3, no response for it */
 		t->dead = true;
+		scsi_cmd_data_release(cmd);
 		task_unlink(t);
 		iscsi_task_put(t);
 		if (c->state != CONN_CLEANUP) {

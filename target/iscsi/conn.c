@@ -164,8 +164,10 @@ struct iscsi_tx *iscsi_tx_new(void)
 
 static void tx_free(struct iscsi_tx *tx)
 {
-	if (tx->task)
+	if (tx->task) {
+		iscsi_task_tx_unmapped(tx);
 		iscsi_task_put(tx->task);
+	}
 	free(tx->own);
 	free(tx);
 }
@@ -396,8 +398,8 @@ void iscsi_conn_send(struct iscsi_conn *c, struct iscsi_tx *tx)
 	/* Written by iscsi_worker_prepare() once this wake-up's events are
 	 * handled, with whatever else they queued; a queue the socket did
 	 * not take waits for EPOLLOUT. */
-	if (!c->want_write)
-		conn_pend(c);
+	if (!c->want_write || tx->mapped)
+		conn_pend(c);    /* mapped data: conn_unmap in this wake-up */
 	conn_rx_gate(c);
 }
 
@@ -1003,6 +1005,32 @@ static void conn_io(struct ev_loop *loop, int fd, uint32_t events, void *arg)
 
 /* ---------------- once per wake-up ---------------- */
 
+/*
+ * What this wake-up's writev left of Data-In sent from the volume's memory
+ * (cmd.c, queue_datain) is fetched into the tasks' buffers, which ends
+ * their holds: a hold never outlives the wake-up that made it, so a peer
+ * that stops reading keeps nothing of the volume's but its own buffers,
+ * and a reshape waits for no socket. A fetch that fails (the member file
+ * cut short behind the pool's back) closes the connection: the status
+ * in the last Data-In must not reach the initiator without all its data.
+ */
+static void conn_unmap(struct iscsi_conn *c)
+{
+	for (struct iscsi_tx *tx = c->txq; tx && c->n_mapped; tx = tx->next) {
+		int rc;
+
+		if (!tx->mapped)
+			continue;
+		rc = iscsi_task_tx_fetch(tx);
+		if (rc) {
+			LOG_ERR(MOD, "%s: ITT 0x%x: reading the volume for Data-In failed (%s)",
+				c->peer_str, tx->task->itt, strerror(-rc));
+			iscsi_conn_close(c, "volume read failed");
+			return;
+		}
+	}
+}
+
 bool iscsi_worker_prepare(struct ev_loop *loop, void *arg)
 {
 	struct iscsi_wstate *w = arg;
@@ -1021,6 +1049,8 @@ bool iscsi_worker_prepare(struct ev_loop *loop, void *arg)
 			conn_rx(c);
 		if (c->state != CONN_CLEANUP && c->txq && !c->want_write)
 			tx_flush(c);
+		if (c->state != CONN_CLEANUP && c->n_mapped)
+			conn_unmap(c);
 		if (c->state != CONN_CLEANUP)
 			iscsi_conn_drain_check(c);
 	}

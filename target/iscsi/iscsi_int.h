@@ -193,6 +193,11 @@ struct iscsi_tx {
 	uint32_t sent;                 /* bytes of this PDU already written */
 	struct iscsi_task *task;       /* holds a reference while queued, may be NULL */
 	bool close_after;              /* close the connection once written */
+	/* data is piece map_piece of task->cmd.data_hold (the volume's
+	 * memory), not the task's buffer: sent by this wake-up's writev or
+	 * fetched into the buffer right after it (conn.c, conn_unmap) */
+	bool mapped;
+	uint16_t map_piece;
 };
 
 /* ---------------- requests (PDUs that carry a CmdSN) ---------------- */
@@ -266,6 +271,8 @@ struct iscsi_task {
 	uint32_t r2tsn;                /* R2Ts sent */
 	uint32_t datain_pdus;          /* Data-In PDUs sent */
 	uint64_t exec_us;              /* monotonic us when handed to scsi, 0: never */
+	unsigned mapped_tx;            /* queued tx with mapped data; cmd.data_hold
+	                                * is released when it drops to 0 */
 	struct iscsi_r2t r2t[ISCSI_TGT_MAX_R2T];
 };
 
@@ -343,6 +350,7 @@ struct iscsi_conn {
 	 * ISCSI_TXQ_OWN_MAX reading pauses (rx_paused) until the peer reads:
 	 * a peer sending NOP-Outs but never reading cannot grow it. */
 	size_t txq_own;
+	unsigned n_mapped;             /* tx in the queue with mapped data */
 	bool rx_paused;
 	bool want_write;
 	/* on w->pend (pprev/pnext): a flush or an rx resume is due */
@@ -534,6 +542,12 @@ int iscsi_dataout_prepare(struct iscsi_conn *c, const char **why);
 void iscsi_dataout_done(struct iscsi_conn *c);
 struct iscsi_task *iscsi_task_find(struct iscsi_conn *c, uint32_t itt);
 void iscsi_task_put(struct iscsi_task *t);
+/* @tx (mapped data) leaves the queue or gets a copy in the buffer: the
+ * last such tx of its task ends the task's data hold. */
+void iscsi_task_tx_unmapped(struct iscsi_tx *tx);
+/* Fetches mapped @tx's data into its task's buffer and points it there:
+ * 0, or -errno when the volume's storage could not give it. */
+int iscsi_task_tx_fetch(struct iscsi_tx *tx);
 void iscsi_task_abort(struct iscsi_task *t, uint32_t tmf_id);
 /* Connection teardown: every task is aborted; those inside scsi are
  * unlinked and freed by their completion. */

@@ -1392,8 +1392,37 @@ void scsi_cmd_complete(struct scsi_cmd *cmd)
 		cmd->sense_len = 0;
 		cmd->data_in_len = 0;
 	}
+	if (cmd->data_hold && (cmd->status != SCSI_GOOD || !cmd->data_in_len))
+		scsi_cmd_data_release(cmd);    /* nothing of it is sent */
 	cmd_release_lu(cmd);
 	cmd->done(cmd);
+}
+
+bool scsi_cmd_data_piece(const struct scsi_cmd *cmd, unsigned i, uint32_t *off, uint32_t *len,
+			 const uint8_t **addr)
+{
+	const struct raid_io_piece *pc;
+	unsigned n = raid_io_hold_pieces(cmd->data_hold, &pc);
+
+	if (i >= n)
+		return false;
+	/* pieces lie inside the read, which is at most SCSI_MAX_XFER */
+	*off = (uint32_t)pc[i].off;
+	*len = (uint32_t)pc[i].len;
+	*addr = pc[i].addr;
+	return true;
+}
+
+int scsi_cmd_data_fetch(const struct scsi_cmd *cmd, unsigned i, uint32_t from, uint32_t len,
+			uint8_t *dst)
+{
+	return raid_io_hold_copy(cmd->data_hold, i, from, len, dst);
+}
+
+void scsi_cmd_data_release(struct scsi_cmd *cmd)
+{
+	raid_io_hold_release(cmd->data_hold);
+	cmd->data_hold = NULL;
 }
 
 /*

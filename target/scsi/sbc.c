@@ -285,6 +285,10 @@ static void ctx_step(struct sbc_ctx *c)
 		c->io.op = RAID_OP_READ;
 		c->io.len = len;
 		c->io.buf = c->bounce ? c->bounce : cmd->buf;
+		/* the transport may send straight from the volume's memory
+		 * (raid.h RAID_IO_MAP); a bounce copy is a copy anyway */
+		if (cmd->data_in_map && !c->bounce)
+			c->io.flags |= RAID_IO_MAP;
 		break;
 	case K_WRITE:
 		c->io.op = RAID_OP_WRITE;
@@ -399,8 +403,11 @@ static void io_done(struct raid_io *io)
 		memcpy(cmd->buf, c->bounce, c->copy_len); /* EDTL not block multiple */
 	/* only now does the buffer hold what the transport may send: a read
 	 * that fails or is aborted leaves data_in_len at 0 */
-	if (c->kind == K_READ)
+	if (c->kind == K_READ) {
 		cmd->data_in_len = c->data_in;
+		cmd->data_hold = io->hold;    /* scsi_cmd_complete drops it unless GOOD */
+		io->hold = NULL;
+	}
 	if (c->kind == K_VERIFY && c->bytchk) {
 		/* offset of this piece within the data-out buffer */
 		uint64_t done_bytes = io->off - (c->end - cmd->spriv_u[0]);

@@ -25,6 +25,7 @@
 
 struct raid_vol;
 struct raid_ioctx;
+struct raid_io_hold;
 
 struct scsi_lu;
 struct scsi_target;
@@ -63,6 +64,9 @@ struct scsi_cmd {
 	struct raid_ioctx *ioctx;  /* the calling thread's I/O context */
 	void (*done)(struct scsi_cmd *cmd); /* exactly once; may run inside exec */
 	void *tpriv;               /* transport's */
+	/* The transport can send data-in from memory it does not own, within
+	 * the wake-up that completes the command (data_hold below). */
+	bool data_in_map;
 	/* Set (from any thread) by task management; scsi stops early when it
 	 * sees it and completes with status TASK ABORTED. Only through
 	 * scsi_cmd_abort() / scsi_cmd_aborted(). */
@@ -78,6 +82,12 @@ struct scsi_cmd {
 	 * CDB (blocks * block size, or the allocation length clipped to what
 	 * exists); the transport reports edtl - xfer_len as residual. */
 	uint32_t xfer_len;
+	/* With data_in_map, on GOOD only: pieces of the data-in that are not
+	 * in buf but in the volume's memory (scsi_cmd_data_piece); the
+	 * transport sends them from there or fetches them into buf, then
+	 * releases them with scsi_cmd_data_release() before its reactor
+	 * sleeps again (a volume reshape waits for it). NULL: all in buf. */
+	struct raid_io_hold *data_hold;
 
 	/* ---- scsi-private ---- */
 	void *spriv[8];
@@ -99,6 +109,19 @@ static inline bool scsi_cmd_aborted(const struct scsi_cmd *cmd)
 {
 	return atomic_load_explicit(&((struct scsi_cmd *)cmd)->aborted, memory_order_acquire);
 }
+
+/* Data-in left in the volume's memory (scsi_cmd.data_hold): piece @i's
+ * bytes [*off, *off + *len) of the data-in are at *addr; false past the
+ * last piece. Pieces come in ascending order and never overlap. */
+bool scsi_cmd_data_piece(const struct scsi_cmd *cmd, unsigned i, uint32_t *off, uint32_t *len,
+			 const uint8_t **addr);
+/* Copies @len bytes of piece @i from @from (bytes into the piece) into
+ * @dst by a read of the volume's storage: 0, or -errno (the storage went
+ * away behind the pool's back: the data-in cannot be completed). */
+int scsi_cmd_data_fetch(const struct scsi_cmd *cmd, unsigned i, uint32_t from, uint32_t len,
+			uint8_t *dst);
+/* Ends data_hold (NULL: nothing). */
+void scsi_cmd_data_release(struct scsi_cmd *cmd);
 
 /* SAM status codes */
 #define SCSI_GOOD 0x00
