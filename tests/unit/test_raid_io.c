@@ -11,7 +11,8 @@
  * old bytes with GOOD, writes into the row are refused) and counts one
  * deferred error (raid_vol_write_failures); mirror reads in a
  * region not resynced always return the resync's source copy; a member
- * write that cannot be submitted fails the member.
+ * write that cannot be submitted fails the member; reads that lend member
+ * memory (RAID_IO_MAP) give the volume's bytes and hold what keeps them so.
  */
 #include <check.h>
 #include <dirent.h>
@@ -1291,6 +1292,171 @@ START_TEST(t17_flush_threads)
 }
 END_TEST
 
+/*
+ * 18: RAID_IO_MAP reads (io.c "mapped reads") on members in /dev/shm, every
+ * shape, a member failed on the redundant ones: every byte of a read is
+ * the volume's, either in buf or at a piece's address (and the same
+ * through raid_io_hold_copy); pieces are sorted, disjoint, inside the
+ * read and really not copied (buf keeps its poison there); only
+ * raid0/1/10 lend pieces; the hold is counted in the pool and in the
+ * reshape gate until released. On the first shape: the same pool on /tmp
+ * (not memory) lends nothing, a read error on the copy lent out falls
+ * back to the other copy or fails on raid0, and a member file cut short
+ * behind the pool's back makes raid_io_hold_copy fail instead of
+ * returning short data.
+ */
+static int map_read(struct raid_vol *v, struct raid_ioctx *ctx, uint64_t off, uint64_t len,
+		    uint8_t *buf, struct raid_io_hold **hold)
+{
+	struct raid_io io;
+	int done = 0, rc;
+
+	memset(&io, 0, sizeof(io));
+	io.op = RAID_OP_READ;
+	io.flags = RAID_IO_MAP;
+	io.off = off;
+	io.len = len;
+	io.buf = buf;
+	io.cb = io_cb;
+	io.arg = &done;
+	rc = raid_vol_submit(v, ctx, &io);
+	if (rc)
+		return rc;
+	while (!done)
+		ck_assert_int_ge(raid_ioctx_wait(ctx, 5000), 0);
+	*hold = io.hold;
+	ck_assert(io.result == 0 || !io.hold);
+	return io.result;
+}
+
+/* Checks one mapped read of [off, off + len) against @shadow; returns how
+ * many pieces it lent. */
+static unsigned map_check(struct raid_pool *p, struct raid_vol *v, struct raid_ioctx *ctx,
+			  const uint8_t *shadow, uint64_t off, uint64_t len, uint8_t *buf)
+{
+	struct raid_io_hold *h = NULL;
+	const struct raid_io_piece *pc;
+	uint64_t at = 0;
+	unsigned n;
+	uint8_t *tmp = malloc(len);
+
+	memset(buf, 0xa5, len);
+	ck_assert_int_eq(map_read(v, ctx, off, len, buf, &h), 0);
+	n = raid_io_hold_pieces(h, &pc);
+	ck_assert_uint_eq(raid_pool_holds(p), h ? 1 : 0);
+	ck_assert_uint_eq(atomic_load(&p->rsh.inflight[0]) + atomic_load(&p->rsh.inflight[1]),
+			  h ? 1 : 0);
+	for (unsigned i = 0; i < n; i++) {
+		ck_assert_uint_ge(pc[i].off, at);
+		ck_assert_uint_gt(pc[i].len, 0);
+		ck_assert_uint_le(pc[i].off + pc[i].len, len);
+		/* the gap before it came through buf */
+		ck_assert(memcmp(buf + at, shadow + off + at, pc[i].off - at) == 0);
+		ck_assert_msg(memcmp(pc[i].addr, shadow + off + pc[i].off, pc[i].len) == 0,
+			      "piece %u at %llu differs", i, (unsigned long long)(off + pc[i].off));
+		for (uint64_t b = 0; b < pc[i].len; b++)
+			if (buf[pc[i].off + b] != 0xa5)
+				ck_abort_msg("piece %u was copied into buf", i);
+		ck_assert_int_eq(raid_io_hold_copy(h, i, 0, pc[i].len, tmp), 0);
+		ck_assert(memcmp(tmp, shadow + off + pc[i].off, pc[i].len) == 0);
+		at = pc[i].off + pc[i].len;
+	}
+	ck_assert(memcmp(buf + at, shadow + off + at, len - at) == 0);
+	ck_assert_int_eq(raid_io_hold_copy(h, n, 0, 512, tmp), -EINVAL);
+	raid_io_hold_release(h);
+	ck_assert_uint_eq(raid_pool_holds(p), 0);
+	ck_assert_uint_eq(atomic_load(&p->rsh.inflight[0]) + atomic_load(&p->rsh.inflight[1]), 0);
+	free(tmp);
+	return n;
+}
+
+static void map_shm_dir(void)
+{
+	rm_tmpdir();
+	snprintf(tmpdir, sizeof(tmpdir), "/dev/shm/rtgt-raid-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+START_TEST(t18_mapped_reads)
+{
+	bool mirror = shapes[_i].level == CONF_RAID0 || shapes[_i].level == CONF_RAID1 ||
+		      shapes[_i].level == CONF_RAID10;
+	struct tpool t;
+	struct raid_pool *p;
+	struct raid_vol *v;
+	struct raid_ioctx *ctx;
+	uint8_t *shadow, *buf = malloc(1u << 20);
+	unsigned lent = 0;
+
+	map_shm_dir();
+	srandom(1800 + (unsigned)_i);
+	tp_init(&t, "mr", shapes[_i].level, shapes[_i].n, shapes[_i].chunk);
+	ck_assert_int_eq(raid_ioctx_create(&ctx), 0);
+	ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+	ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+	shadow = calloc(1, raid_vol_bytes(v));
+	scribble(v, ctx, shadow, 40);
+	for (unsigned k = 0; k < 40; k++) {
+		uint64_t size = raid_vol_bytes(v);
+		uint64_t len = k % 2 ? (1u << 20) : 512 * (1 + rnd() % 600);
+		uint64_t off = (rnd() % ((size - len) / 512)) * 512;
+
+		unsigned n = map_check(p, v, ctx, shadow, off, len, buf);
+
+		if (mirror)
+			ck_assert_uint_ge(n, 1);
+		else
+			ck_assert_uint_eq(n, 0);
+		lent += n;
+		if (k == 20 && shapes[_i].level != CONF_RAID0) {
+			/* degraded: the survivors lend, reconstructions never */
+			ck_assert_int_eq(raid_pool_fail(p, "0"), 0);
+		}
+	}
+	ck_assert_uint_eq(lent > 0, mirror);
+	if (_i == 0) {
+		struct raid_io_hold *h = NULL;
+		const struct raid_io_piece *pc;
+		struct raid_loc loc;
+		struct raid_member *m;
+
+		/* a read error on a lent copy: raid0 fails the read */
+		raid_geom_map(&p->g, 0, &loc);
+		m = p->m[loc.dev[0]];
+		raid_fault_read_error(&m->fault, loc.moff[0], 512);
+		ck_assert_int_eq(map_read(v, ctx, 0, 65536, buf, &h), -EIO);
+		ck_assert_ptr_null(h);
+		ck_assert_uint_eq(raid_pool_holds(p), 0);
+		raid_fault_clear(&m->fault);
+		/* the member file cut short while a piece is lent out */
+		ck_assert_int_eq(map_read(v, ctx, 0, 65536, buf, &h), 0);
+		ck_assert_uint_ge(raid_io_hold_pieces(h, &pc), 1);
+		ck_assert_int_eq(truncate(t.paths[loc.dev[0]], RAID_DATA_OFF), 0);
+		ck_assert_int_eq(raid_io_hold_copy(h, 0, 0, pc[0].len, buf), -EIO);
+		raid_io_hold_release(h);
+	}
+	raid_pool_close(p);
+	tp_free(&t);
+	free(shadow);
+	if (_i == 0) {
+		/* the same shape on a disk file system: nothing is lent */
+		rm_tmpdir();
+		setup();
+		tp_init(&t, "mr", shapes[_i].level, shapes[_i].n, shapes[_i].chunk);
+		ck_assert_int_eq(raid_pool_open(&t.cp, &p), 0);
+		ck_assert_int_eq(raid_vol_open(p, "v", &full, &v), 0);
+		shadow = calloc(1, raid_vol_bytes(v));
+		scribble(v, ctx, shadow, 10);
+		ck_assert_uint_eq(map_check(p, v, ctx, shadow, 0, 1u << 20, buf), 0);
+		raid_pool_close(p);
+		tp_free(&t);
+		free(shadow);
+	}
+	raid_ioctx_destroy(ctx);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	const int nshapes = (int)(sizeof(shapes) / sizeof(shapes[0]));
@@ -1316,6 +1482,7 @@ int main(void)
 		CK_CASE("16_write_submit_failure", t16_write_submit_failure, .loop_end = 2,
 			.timeout = 60),
 		CK_CASE("17_flush_threads", t17_flush_threads, .timeout = 120),
+		CK_CASE("18_mapped_reads", t18_mapped_reads, .loop_end = nshapes, .timeout = 60),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "raid_io", CK_CASES(cases),
