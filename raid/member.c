@@ -184,8 +184,11 @@ int raid_mmap_copy(const struct raid_mmap *mm, const uint8_t *addr, uint64_t len
 			continue;
 		if (r < 0)
 			return -errno;
-		if (r == 0)
-			return -EIO;    /* the file was cut short */
+		if (r == 0) {
+			/* the file was cut short behind the pool's back */
+			atomic_store(&((struct raid_mmap *)mm)->stale, true);
+			return -EIO;
+		}
 		done += (uint64_t)r;
 	}
 	return 0;
@@ -205,8 +208,10 @@ static struct raid_mmap *member_map(struct raid_member *m)
 	int err = EINVAL;
 	void *a;
 
-	if (mm || atomic_load(&m->map_failed))
-		return mm;
+	if (mm)
+		return atomic_load(&mm->stale) ? NULL : mm;
+	if (atomic_load(&m->map_failed))
+		return NULL;
 	mm = calloc(1, sizeof(*mm));
 	if (!mm)
 		return NULL;

@@ -34,6 +34,10 @@ struct raid_mmap {
 	const uint8_t *addr;
 	uint64_t len;             /* the file's size when it was mapped */
 	int fd;                   /* owned (dup of the member's buffered fd) */
+	/* the file turned out shorter than len (raid_mmap_copy met its end):
+	 * nothing is lent from it any more, reads go to the file and meet
+	 * the short file as a read error, which redundancy can repair */
+	_Atomic bool stale;
 };
 
 void raid_mmap_get(struct raid_mmap *mm);

@@ -281,6 +281,8 @@ static void tx_want_write(struct iscsi_conn *c, bool on)
 	conn_update_events(c);
 }
 
+static void conn_unmap(struct iscsi_conn *c);
+
 /* Writes as much of the queue as the socket takes. Returns -EPIPE when the
  * conn was closed here. */
 static int tx_flush(struct iscsi_conn *c)
@@ -320,6 +322,16 @@ static int tx_flush(struct iscsi_conn *c)
 				tx_want_write(c, true);
 				conn_rx_gate(c);
 				return 0;
+			}
+			if (errno == EFAULT && c->n_mapped) {
+				/* data lent by the volume could not be read (a
+				 * member file cut short): fetch every piece into
+				 * the buffers, which fails and closes the conn
+				 * on the bad one, and retire that mapping */
+				conn_unmap(c);
+				if (c->state == CONN_CLEANUP)
+					return -EPIPE;
+				continue;
 			}
 			iscsi_conn_close(c, "write error");
 			return -EPIPE;

@@ -2,16 +2,21 @@
  * tests/net/test_net_io.c - end to end I/O through libiscsi against a real
  * bin/rtgtd: capacity, write/read round trips of random data at several
  * offsets and sizes, persistence across a restart (data and VPD 0x83), two
- * concurrent sessions, and out-of-range reads.
+ * concurrent sessions, out-of-range reads, and a read sent from the
+ * members' memory to a peer that stops reading.
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <iscsi/iscsi.h>
 #include <iscsi/scsi-lowlevel.h>
@@ -19,6 +24,7 @@
 #include "tests/lib/ckmain.h"
 #include "tests/lib/harness.h"
 #include "tests/lib/net_fixture.h"
+#include "tests/lib/raw_login.h"
 
 static struct harness_daemon D;
 
@@ -476,6 +482,125 @@ START_TEST(t07_queued_commands)
 }
 END_TEST
 
+/*
+ * 08: Data-In sent from the members' memory (raid0 on /dev/shm: the read
+ * lends pieces of the member mappings, raid/io.c "mapped reads") to a
+ * peer that stops reading. A 16 MiB READ fills the socket; while the
+ * peer reads nothing, a second session overwrites the range; the stalled
+ * read then returns, GOOD, every byte as it was when the read completed:
+ * what the socket did not take in the read's wake-up was fetched into
+ * the task's buffer there (target/iscsi/conn.c conn_unmap), not left
+ * pointing at the member, which would now send the newer data.
+ */
+static int connect_small_rcvbuf(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), small = 4096;
+
+	ck_assert_int_ge(fd, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static bool member_mapped(pid_t pid)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, " r--s ") && strstr(line, "d0.img"))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+START_TEST(t08_stalled_reader_mapped)
+{
+	enum { LEN = 16u << 20, STEP = 1u << 20 };
+	uint8_t *old = malloc(LEN), *new = malloc(LEN), *got = calloc(1, LEN);
+	uint8_t pdu[48 + 16] = { 0 }, bhs[HARNESS_BHS_LEN], *seg = malloc(1u << 20);
+	struct iscsi_context *c;
+	struct rl_conn r;
+	uint64_t blocks, covered = 0;
+	uint32_t bs;
+	bool status = false;
+	int fd;
+
+	/* members on tmpfs, where reads may lend member memory */
+	harness_fini(&D);
+	setenv("RTGT_TEST_TMP", "/dev/shm", 1);
+	nf_setup(&D);
+	start_std("raid0");
+	c = login(0);
+	nf_capacity(c, &blocks, &bs);
+	ck_assert_uint_ge(blocks * bs, LEN);
+	harness_fill_random(old, LEN, 8001);
+	harness_fill_random(new, LEN, 8002);
+	for (uint32_t o = 0; o < LEN; o += STEP)
+		write16(c, o / bs, old + o, STEP, bs);
+
+	fd = connect_small_rcvbuf(D.port);
+	rl_open(&r, fd, 0x38);
+	ck_assert_int_eq(rl_login(&r, HARNESS_INITIATOR, HARNESS_TARGET), RL_OK);
+	/* TEST UNIT READY takes the new nexus's unit attention */
+	pdu[0] = 0x01;
+	pdu[1] = 0x80 | 0x01;
+	harness_put_be32(pdu + 16, 0x5150);
+	harness_put_be32(pdu + 24, r.cmdsn++);
+	harness_put_be32(pdu + 28, r.expstatsn);
+	ck_assert_int_eq(harness_tcp_send(fd, pdu, 48), 0);
+	ck_assert_int_ge(harness_recv_pdu(fd, bhs, seg, 1u << 20, RL_WAIT_MS), 0);
+	ck_assert_uint_eq(bhs[0] & 0x3f, 0x21);
+	/* SCSI Command: F, R, simple; LUN 0; EDTL 16 MiB; READ(16) of it */
+	pdu[1] = 0x80 | 0x40 | 0x01;
+	harness_put_be32(pdu + 16, 0x5151);
+	harness_put_be32(pdu + 20, LEN);
+	harness_put_be32(pdu + 24, r.cmdsn++);
+	harness_put_be32(pdu + 28, harness_get_be32(bhs + 24) + 1);
+	pdu[32] = 0x88;
+	harness_put_be32(pdu + 32 + 10, LEN / bs);
+	ck_assert_int_eq(harness_tcp_send(fd, pdu, 48), 0);
+	/* the read completes and fills the socket; the peer reads nothing */
+	usleep(300 * 1000);
+	ck_assert_msg(member_mapped(D.pid), "rtgtd never mapped a member on /dev/shm (%s)", D.dir);
+	for (uint32_t o = 0; o < LEN; o += STEP)
+		write16(c, o / bs, new + o, STEP, bs);
+	while (!status) {
+		ssize_t n = harness_recv_pdu(fd, bhs, seg, 1u << 20, RL_WAIT_MS);
+		uint32_t off = harness_get_be32(bhs + 40);
+
+		ck_assert_int_ge(n, 0);
+		ck_assert_uint_eq(bhs[0] & 0x3f, 0x25);    /* Data-In */
+		ck_assert_uint_eq(harness_get_be32(bhs + 16), 0x5151);
+		ck_assert_uint_le((uint64_t)off + (uint64_t)n, LEN);
+		memcpy(got + off, seg, (size_t)n);
+		covered += (uint64_t)n;
+		if (bhs[1] & 0x01) {
+			status = true;
+			ck_assert_uint_eq(bhs[3], 0);    /* GOOD */
+		}
+	}
+	ck_assert_uint_eq(covered, LEN);
+	for (uint32_t o = 0; o < LEN; o += 512)
+		ck_assert_msg(!memcmp(got + o, old + o, 512),
+			      "byte %u of the stalled read is not what the volume held when it "
+			      "completed (%s)", o, !memcmp(got + o, new + o, 512) ? "a later write" : "garbage");
+	close(fd);
+	harness_iscsi_logout(c);
+	nf_stop_expect_0(&D, NULL);
+	free(old);
+	free(new);
+	free(got);
+	free(seg);
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -486,6 +611,7 @@ int main(void)
 		CK_CASE("05_two_sessions", t05_two_sessions),
 		CK_CASE("06_read_beyond_end", t06_read_beyond_end),
 		CK_CASE("07_queued_commands", t07_queued_commands),
+		CK_CASE("08_stalled_reader_mapped", t08_stalled_reader_mapped, .timeout = 60),
 	};
 
 	return ck_main(&(struct ck_suite_def){
