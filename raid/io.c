@@ -9,7 +9,8 @@
  * Request states (struct req.phase), and who moves it:
  *   (gate)   every request from outside first passes the reshape gate
  *            (raid_reshape_admit, reshape.c), which picks its layout
- *            (rq->g) and counts it until raid_io_finish; while a reshape
+ *            (rq->g) and counts it until raid_io_finish (a mapped read:
+ *            until its hold is released, "mapped reads" below); while a reshape
  *            moves the range it touches it waits there (phase LOCKING,
  *            no lock held) and raid_io_gate_go re-runs it on its ctx
  *   LOCKING  --lock granted (raid_vol_submit or lock_granted)--> MAIN

@@ -41,7 +41,10 @@
  * redone mio by mio (inline again), so an error lands on its own mio; a
  * mio still short after that continues through the ring (complete_mio).
  * Larger runs keep going through the ring (writes on its workers: the copy
- * then runs on another core).
+ * then runs on another core). A read that the member layer gave a mapping
+ * (mio->map_addr, raid/mlayer.h RAID_MIO_READ_MAP) is not read at all:
+ * mio->mapped points into the mapping and it waits on ctx->inl like an
+ * inline one.
  *
  * Polled mode (raid_ioctx_set_polled): the owner calls raid_ioctx_poll()
  * before every sleep, so raid_ioctx_kick() only notes that a kick is due

@@ -16,6 +16,11 @@
  *
  * References (refs): one for membership of conn->tasks, one while inside
  * scsi, one per queued Data-In/Response PDU pointing at the task's buffer.
+ * A READ's data may come back partly lent by the volume (cmd.data_hold,
+ * pieces in the members' memory): queue_datain cuts Data-In at piece
+ * edges and points those PDUs at the pieces (mapped_tx counts them); the
+ * hold ends when the last of them is written or fetched into the buffer
+ * (conn.c conn_unmap, in the same wake-up), or with the task.
  *
  * Data-Out acceptance (ERL 0, DataPDUInOrder/DataSequenceInOrder honoured
  * as Yes): the unsolicited sequence (TTT 0xffffffff) covers

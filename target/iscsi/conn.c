@@ -62,6 +62,12 @@
  * order, so StatSN, R2TSN and DataSN order on the wire stay those of
  * queueing. It may run inside the receive path: a write error closes the
  * conn there, which sets RX_ERROR and ends conn_rx like any other close.
+ * A tx whose data the volume lent (mapped: cmd.c queue_datain, the
+ * task's scsi data_hold) always puts its conn on the pend list, and the
+ * prepare hook fetches whatever of it the writev left into the task's
+ * buffer (conn_unmap): lent memory is read only within the wake-up that
+ * completed the command. Invariant: n_mapped counts the mapped tx of the
+ * queue, and is 0 whenever the prepare hook has passed the conn.
  *
  * Invariants (iscsi_conn_check): rx_got is below the current piece's size;
  * rb_off <= rb_end <= ISCSI_RX_BUF;
