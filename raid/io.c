@@ -87,15 +87,13 @@ static bool req_check(const struct req *rq)
  * pieces added as segments end) -> HELD (io->hold, the caller's, from the
  * callback on; pieces sorted) -> released (raid_io_hold_release).
  */
-#define HOLD_PIECES 64u
-
 struct raid_io_hold {
 	struct raid_pool *p;      /* whose gate counts it while rs_counted */
 	unsigned rs_epoch;
 	bool rs_counted;
 	unsigned n;
-	struct raid_io_piece piece[HOLD_PIECES];
-	struct raid_mmap *map[HOLD_PIECES];   /* a reference each */
+	struct raid_io_piece piece[RAID_HOLD_PIECES];
+	struct raid_mmap *map[RAID_HOLD_PIECES];   /* a reference each */
 };
 
 int raid_io_map_piece(struct req *rq, uint8_t *dst, uint64_t len, struct raid_member *m,
@@ -111,7 +109,7 @@ int raid_io_map_piece(struct req *rq, uint8_t *dst, uint64_t len, struct raid_me
 		if (h)
 			h->p = rq->p;
 	}
-	if (!h || h->n == HOLD_PIECES)
+	if (!h || h->n == RAID_HOLD_PIECES)
 		return raid_mmap_copy(mm, addr, len, dst);
 	raid_mmap_get(mm);
 	h->map[h->n] = mm;

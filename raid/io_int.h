@@ -48,7 +48,12 @@ struct req {
 	 * the first piece; handed to io->hold by raid_io_finish) */
 	bool map;
 	struct raid_io_hold *hold;
+	unsigned map_issued;      /* segment reads issued as RAID_MIO_READ_MAP */
 };
+
+/* At most this many pieces per mapped read: the segments issued beyond it
+ * are read into the buffer as usual (io_mirror.c). */
+#define RAID_HOLD_PIECES 64u
 
 /* io.c: request core */
 /* A row or segment of @rq ended (its result already in rq->result). */

@@ -388,7 +388,13 @@ static bool seg_issue_read(struct seg *s)
 		/* a thick volume's read may be answered from the member's
 		 * memory (io.c, "mapped reads"); the repair's re-read below
 		 * never is: it writes what it read */
-		mio->op = s->rq->map ? RAID_MIO_READ_MAP : RAID_MIO_READ;
+		mio->op = RAID_MIO_READ;
+		if (s->rq->map && s->rq->map_issued < RAID_HOLD_PIECES) {
+			/* past the hold's room a piece would be copied with a
+			 * pread on this thread: read it the usual way instead */
+			s->rq->map_issued++;
+			mio->op = RAID_MIO_READ_MAP;
+		}
 		mio->buf = s->buf;
 		mio->off = s->loc.moff[c];
 		mio->len = s->len;
