@@ -154,8 +154,9 @@ check: deps include-check
 
 # The ThreadSanitizer run of the daemon's concurrency around reload, task
 # management, session reinstatement, an online grow under I/O, thin
-# volumes' extents shared by threads and a pool reshaped under I/O (a few
-# minutes on 2 cores): bin-tsan/
+# volumes' extents shared by threads and a pool reshaped under I/O, and
+# the reload run again with members on tmpfs, where reads lend member
+# memory (raid/README.md "Mapped reads") (a few minutes on 2 cores): bin-tsan/
 # rtgtd and the tests built with TSAN=1, failing on any report.
 TSAN_TESTS := test_net_reload test_net_login test_net_resize test_raid_thin test_raid_reshape
 tsan-check: deps
@@ -165,6 +166,8 @@ tsan-check: deps
 tsan-run:
 	@$(SAN_PRE)
 	@scripts/run-tests.sh tsan $(B)/tests/test_net_reload || { $(SAN_REPORT); exit 1; }
+	@RTGT_TEST_TMP=/dev/shm scripts/run-tests.sh tsan-shm $(B)/tests/test_net_reload \
+		|| { $(SAN_REPORT); exit 1; }
 	@CK_RUN_CASE=09_session_reinstatement scripts/run-tests.sh tsan $(B)/tests/test_net_login \
 		|| { $(SAN_REPORT); exit 1; }
 	@CK_RUN_CASE=01_resize_under_io scripts/run-tests.sh tsan $(B)/tests/test_net_resize \
