@@ -104,8 +104,11 @@ static void io_cb(struct raid_io *io)
 	*(int *)io->arg = 1;
 }
 
-static int do_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, unsigned flags,
-		 uint64_t off, uint64_t len, uint8_t *buf, uint64_t *mis)
+/* One request, waited for; *hold gets what a RAID_IO_MAP read lent (the
+ * caller releases it), hold NULL: nothing may be lent. */
+static int do_io_hold(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, unsigned flags,
+		      uint64_t off, uint64_t len, uint8_t *buf, uint64_t *mis,
+		      struct raid_io_hold **hold)
 {
 	struct raid_io io;
 	int done = 0, rc;
@@ -127,7 +130,18 @@ static int do_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, un
 	ck_assert_uint_eq(raid_ioctx_inflight(ctx), 0);
 	if (mis)
 		*mis = io.miscompare_off;
+	ck_assert(io.result == 0 || !io.hold);
+	if (hold)
+		*hold = io.hold;
+	else
+		ck_assert_ptr_null(io.hold);
 	return io.result;
+}
+
+static int do_io(struct raid_vol *v, struct raid_ioctx *ctx, enum raid_op op, unsigned flags,
+		 uint64_t off, uint64_t len, uint8_t *buf, uint64_t *mis)
+{
+	return do_io_hold(v, ctx, op, flags, off, len, buf, mis, NULL);
 }
 
 static uint64_t rnd(void)
@@ -1308,25 +1322,7 @@ END_TEST
 static int map_read(struct raid_vol *v, struct raid_ioctx *ctx, uint64_t off, uint64_t len,
 		    uint8_t *buf, struct raid_io_hold **hold)
 {
-	struct raid_io io;
-	int done = 0, rc;
-
-	memset(&io, 0, sizeof(io));
-	io.op = RAID_OP_READ;
-	io.flags = RAID_IO_MAP;
-	io.off = off;
-	io.len = len;
-	io.buf = buf;
-	io.cb = io_cb;
-	io.arg = &done;
-	rc = raid_vol_submit(v, ctx, &io);
-	if (rc)
-		return rc;
-	while (!done)
-		ck_assert_int_ge(raid_ioctx_wait(ctx, 5000), 0);
-	*hold = io.hold;
-	ck_assert(io.result == 0 || !io.hold);
-	return io.result;
+	return do_io_hold(v, ctx, RAID_OP_READ, RAID_IO_MAP, off, len, buf, NULL, hold);
 }
 
 /* Checks one mapped read of [off, off + len) against @shadow; returns how
@@ -1400,7 +1396,6 @@ START_TEST(t18_mapped_reads)
 		uint64_t size = raid_vol_bytes(v);
 		uint64_t len = k % 2 ? (1u << 20) : 512 * (1 + rnd() % 600);
 		uint64_t off = (rnd() % ((size - len) / 512)) * 512;
-
 		unsigned n = map_check(p, v, ctx, shadow, off, len, buf);
 
 		if (mirror)
