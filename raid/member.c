@@ -218,14 +218,14 @@ static struct raid_mmap *member_map(struct raid_member *m)
 	mm->fd = fcntl(m->fd_buf, F_DUPFD_CLOEXEC, 0);
 	if (mm->fd < 0 || fstat(mm->fd, &st) < 0) {
 		err = errno;
-		goto fail;
+		goto free_map;
 	}
 	if (st.st_size <= 0)
-		goto fail;
+		goto free_map;
 	a = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, mm->fd, 0);
 	if (a == MAP_FAILED) {
 		err = errno;
-		goto fail;
+		goto free_map;
 	}
 	mm->addr = a;
 	mm->len = (uint64_t)st.st_size;
@@ -234,7 +234,7 @@ static struct raid_mmap *member_map(struct raid_member *m)
 		return mm;
 	raid_mmap_put(mm);
 	return none;
-fail:
+free_map:
 	if (!atomic_exchange(&m->map_failed, true))
 		LOG_WARN(RAID_MOD, "member %s: cannot map the file for reads (%s): reading it instead",
 		 m->path, strerror(err));
