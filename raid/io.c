@@ -105,9 +105,13 @@ int raid_io_map_piece(struct req *rq, uint8_t *dst, uint64_t len, struct raid_me
 	if (!mm)
 		return -EIO;    /* never: a mapped read had the mapping */
 	if (!h) {
-		h = rq->hold = calloc(1, sizeof(*h));
-		if (h)
+		/* not zeroed: 2 KiB per read, of which only n entries are
+		 * ever looked at; hold_keep sets the rest */
+		h = rq->hold = malloc(sizeof(*h));
+		if (h) {
 			h->p = rq->p;
+			h->n = 0;
+		}
 	}
 	if (!h || h->n == RAID_HOLD_PIECES)
 		return raid_mmap_copy(mm, addr, len, dst);

@@ -22,9 +22,10 @@ struct raid_pool;
 
 /*
  * A memory-backed member's file mapped read-only and shared (member.c,
- * raid_member_map): RAID_MIO_READ_MAP reads answer with addresses in it,
- * and a request's hold (io.c, struct raid_io_hold) keeps a reference for
- * every piece it lends out, so the mapping outlives the member if need be.
+ * member_map, on the first RAID_MIO_READ_MAP read): such reads answer
+ * with addresses in it, and a request's hold (io.c, struct raid_io_hold)
+ * keeps a reference for every piece it lends out, so the mapping outlives
+ * the member if need be.
  * It holds a descriptor of its own for raid_mmap_copy: a read of the file,
  * which reports a file cut short as an error where touching the mapping
  * would raise SIGBUS.
