@@ -36,9 +36,7 @@ RULES = {
     "conf": [],
     "net": ["conf"],
     "raid": ["conf"],
-    # iscsi_text.h: the iSCSI name rules, for the TransportIDs and the
-    # initiator ports a reservation names (pr.c)
-    "target/scsi": ["raid", "conf", "target/iscsi/iscsi_text.h"],
+    "target/scsi": ["raid", "conf"],
     "target/iscsi": ["net", "target/scsi", "conf"],
     "target/daemon": ["conf", "net", "raid", "target/scsi", "target/iscsi"],
     # rtgtctl: conf_load() for daemon.control, and the control protocol

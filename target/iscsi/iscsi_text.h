@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "target/scsi/iscsi_name.h"
+
 /* ---- key=value lists ("k=v\0k=v\0...") ---- */
 
 struct iscsi_kv {
@@ -168,23 +170,7 @@ int iscsi_text_decode_binary(const char *s, uint8_t *out, size_t max, size_t *le
  * -ENOSPC. */
 int iscsi_text_encode_hex(const uint8_t *in, size_t n, char *out, size_t outsz);
 
-/* RFC 7143 4.2.7: an iSCSI name is at most 223 bytes. */
-#define ISCSI_NAME_MAX 223
-
-/* Whether @name is a syntactically valid iqn./eui./naa. name as RFC 7143
- * 4.2.7 and RFC 3722 define it: 1..ISCSI_NAME_MAX bytes; "iqn." yyyy-mm "."
- * reversed domain [":" anything], of lower-case letters, digits, '-', '.'
- * and ':' only (the stringprep profile maps upper case to lower, so an
- * upper-case letter means an unprepared name); "eui." and 16 hex digits;
- * "naa." and 16 or 32 hex digits. No byte outside those ever passes, so a
- * valid name has no space, comma, quote, backslash or control byte. */
-bool iscsi_name_valid(const char *name);
-/* iscsi_name_valid() after the RFC 3722 profile's case mapping: what a peer
- * may call itself or a target. An initiator that sends
- * "iqn.1991-05.com.microsoft:HOST" means the lower-case name (targets and
- * ACLs compare names ignoring case); eui./naa. digits are hex of either
- * case. Login refuses every other name before it becomes an I_T nexus, a
- * registrant in the reservation state or a log field. */
-bool iscsi_name_ok(const char *name);
+/* iSCSI names (ISCSI_NAME_MAX, iscsi_name_valid(), iscsi_name_ok()) live in
+ * target/scsi/iscsi_name.h: the TransportIDs of a reservation carry them too. */
 
 #endif

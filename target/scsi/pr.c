@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "target/iscsi/iscsi_text.h"
+#include "target/scsi/iscsi_name.h"
 #include "target/scsi/pr_int.h"
 #include "target/scsi/scsi_int.h"
 
