@@ -5,6 +5,8 @@
  * taken from it (latencies, timeouts, rate limits) stay right across a clock
  * change. The three units are one reading each, truncated: callers that
  * compare readings must take them in the same unit.
+ *
+ * Layer: conf helpers (conf/README.md "Layers"). May call: libc only.
  */
 #include <time.h>
 

@@ -12,6 +12,9 @@
  * itself: whether a member exists is the raid layer's business at start-up.
  *
  * There is no state machine here: one pass, one result.
+ *
+ * Layer: configuration, the top of conf/ (conf/README.md "Layers").
+ * May call: the conf helpers (log.c, net.c), libconfig, libc.
  */
 #include <arpa/inet.h>
 #include <errno.h>

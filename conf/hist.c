@@ -12,6 +12,8 @@
  * it the slice of that power. Both scales of the project (raid's plain log2
  * and target/'s eighths) are the same function with another sub_bits, so
  * their buckets, bounds and percentiles are unchanged by sharing it.
+ *
+ * Layer: conf helpers (conf/README.md "Layers"). May call: libc only.
  */
 #include <errno.h>
 #include <string.h>

@@ -11,6 +11,8 @@
  * the log through plain "%s", so every byte outside 0x20..0x7e (and '\\')
  * becomes \xNN here, once for every caller; a line is always one line of
  * printable ASCII.
+ *
+ * Layer: conf helpers (conf/README.md "Layers"). May call: libc only.
  */
 #include <errno.h>
 #include <pthread.h>

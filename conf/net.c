@@ -3,6 +3,8 @@
  * and "v6/len" networks and matching a peer address against one.
  *
  * No state machine: pure functions.
+ *
+ * Layer: conf helpers (conf/README.md "Layers"). May call: libc only.
  */
 #include <arpa/inet.h>
 #include <errno.h>

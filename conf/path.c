@@ -6,6 +6,8 @@
  * missing directory. The daemon calls this only for files it is about to
  * create itself (new members, the control socket), never for members that
  * must already exist, whose absence is the error to report.
+ *
+ * Layer: conf helpers (conf/README.md "Layers"). May call: libc only.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -3,6 +3,8 @@
  *
  * No state machine lives here. The counter is the only state: one atomic
  * that any thread may bump, read by the daemon's status and metrics.
+ *
+ * Layer: conf helpers (conf/README.md "Layers"). May call: log.c, libc.
  */
 #include <stdatomic.h>
 #include <stdio.h>

@@ -22,6 +22,9 @@
  *     of timer processing;
  *   - fds[fd].fn != NULL exactly for the fds registered with epoll by a
  *     caller (the internal timerfd and callfd are not in the table).
+ *
+ * Layer: net, reactor and sockets (net/README.md "Layers"). May call:
+ * conf/ (clock, RTGT_CHECK), libc, Linux system calls; not sock.c.
  */
 #include <errno.h>
 #include <pthread.h>

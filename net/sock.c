@@ -1,5 +1,8 @@
 /*
  * net/sock.c - TCP socket helpers for portals and connections.
+ *
+ * Layer: net, reactor and sockets (net/README.md "Layers"). May call:
+ * libc and socket system calls only; not ev.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -18,6 +18,9 @@
  *
  * Invariants (iscsi_chap_check): state is one of the above; mutual_done
  * only in DONE.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"), its key rules. May call: text.c, conf/, libcrypto.
  */
 #include <errno.h>
 #include <string.h>

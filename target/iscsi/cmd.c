@@ -44,6 +44,10 @@
  * only for GOOD / CONDITION MET and only the data_in_len bytes scsi wrote;
  * other buffers than a write's and a READ's (scsi_cdb_fills_data_in) are
  * zeroed at allocation.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"). May call: the other files of target/iscsi, target/scsi,
+ * net/, conf/.
  */
 #include <errno.h>
 #include <stdlib.h>

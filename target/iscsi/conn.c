@@ -88,6 +88,10 @@
  * keepalive of a normal session, idle close of a discovery session after
  * daemon.discovery_idle_timeout_s without a Text request), close_timer
  * (CONN_CLOSING or draining). conn_close cancels them all.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"). May call: the other files of target/iscsi, target/scsi,
+ * net/, conf/.
  */
 #include <errno.h>
 #include <stdlib.h>

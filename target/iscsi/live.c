@@ -13,6 +13,10 @@
  * The socket is queried only while the session's sock_fd is set: the
  * connection clears it under the same lock before it closes the fd, so the
  * query never reaches a closed or reused descriptor.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"). May call: the other files of target/iscsi, target/scsi,
+ * net/, conf/.
  */
 #include <arpa/inet.h>
 #include <errno.h>

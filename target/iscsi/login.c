@@ -42,6 +42,10 @@
  * Invariants (login_check): stage is SECURITY or OPERATIONAL while the
  * login runs; auth_done is set before leaving SECURITY; the collected text
  * never exceeds LOGIN_TEXT_MAX; held iff conn->auth_timer is armed.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"). May call: the other files of target/iscsi, target/scsi,
+ * net/, conf/.
  */
 #include <errno.h>
 #include <stdatomic.h>

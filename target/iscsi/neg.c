@@ -21,6 +21,9 @@
  * Invariants (iscsi_neg_check): every value in n->p lies in its RFC range;
  * n->seen only has bits of known keys; DECLARED implies
  * p.max_recv_dsl == lim.max_recv_dsl.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"), its key rules. May call: text.c, conf/.
  */
 #include <errno.h>
 #include <stddef.h>

@@ -4,6 +4,9 @@
  *
  * No state machine lives here: iscsi_bhs_check() is a pure function of the
  * 48 bytes, the connection phase and the negotiated receive limit.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"), its wire rules. May call: conf/, isa-l; no other file here.
  */
 #include <isa-l/crc.h>
 

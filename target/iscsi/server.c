@@ -27,6 +27,10 @@
  * n_evicting + n_discovery <= n_conns (both are conns the max_connections
  * count leaves out); n_sessions equals the registry length; the login
  * list only holds listed conns; a listener fd is >= 0 only while RUNNING.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"). May call: the other files of target/iscsi, target/scsi,
+ * net/, conf/.
  */
 #include <errno.h>
 #include <json-c/json.h>

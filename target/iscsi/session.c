@@ -28,6 +28,10 @@
  * Invariants (iscsi_session_check): every pending CmdSN lies in
  * (ExpCmdSN, MaxCmdSN] and the list is strictly increasing; n_pending
  * counts it; MaxCmdSN >= ExpCmdSN - 1.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"). May call: the other files of target/iscsi, target/scsi,
+ * net/, conf/.
  */
 #include <errno.h>
 #include <stdlib.h>

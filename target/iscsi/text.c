@@ -8,6 +8,10 @@
  * an iscsi_textbuf only grows (or becomes sticky-failed with error =
  * -ENOMEM, after which every add is a no-op so callers check once at the
  * end).
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"), its key rules. May call: libc and conf/util.h's
+ * inline helpers; no other file here.
  */
 #include <ctype.h>
 #include <errno.h>

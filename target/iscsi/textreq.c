@@ -14,6 +14,10 @@
  *         11.10.4: a new request resets the exchange)
  *
  * Invariant (textop_check): out_off <= out_len; ttt never 0xffffffff.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"). May call: the other files of target/iscsi, target/scsi,
+ * net/, conf/.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -19,6 +19,10 @@
  *
  * Aborted tasks never get a response of their own: the TMF response comes
  * after all of them ended, as RFC 7143 4.2.3.3 asks.
+ *
+ * Layer: target/iscsi, one protocol module (target/iscsi/README.md
+ * "Layers"). May call: the other files of target/iscsi, target/scsi,
+ * net/, conf/.
  */
 #include <errno.h>
 #include <stdlib.h>
