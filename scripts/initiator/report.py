@@ -23,8 +23,10 @@ import csv
 import json
 import os
 import shutil
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
+import barchart  # noqa: E402  (scripts/lab/barchart.py, the lab's chart)
 
 JOBS = ("seqwrite-1m", "seqread-1m", "randrw70-4k")
 # seed-results.md section 1, as scripts/lab.sh has them: (number for the
@@ -190,41 +192,21 @@ def chart(out, label, res, pub):
     if not shutil.which("gnuplot"):
         print("report.py: gnuplot not found: no PNG chart (apt-get install gnuplot-nox)", file=sys.stderr)
         return
-    dat = os.path.join(out, "chart.dat")
 
     def v(x):
-        return "?" if x is None else f"{x:.1f}"
-    with open(dat, "w") as f:
-        f.write("# label write read pub_write pub_read iops\n")
-        f.write(f'"{label}" {v(res.get("seqwrite-1m", {}).get("write_mbps"))} '
-                f'{v(res.get("seqread-1m", {}).get("read_mbps"))} {v(pub.get("seqwrite-1m", (None,))[0])} '
-                f'{v(pub.get("seqread-1m", (None,))[0])} {v(res.get("randrw70-4k", {}).get("iops"))}\n')
-    gp = f'''set terminal pngcairo size 1200,900 font "sans,10"
-set output "{os.path.join(out, 'report.png')}"
-set datafile missing "?"
-set multiplot layout 2,1 title "rtgt from a real initiator: {label}"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set grid ytics
-set key outside right top
-set xtics noenhanced
-set ylabel "MB/s"
-set yrange [0:*]
-set title "1 MiB sequential, qd 8 per path (published: seed-results.md; 350-400 shown as 375)"
-plot "{dat}" using 2:xtic(1) title "write" lc rgb "#1f77b4", "" using 3 title "read" lc rgb "#ff7f0e", \\
-     "" using 4 title "published write" lc rgb "#aec7e8", "" using 5 title "published read" lc rgb "#ffbb78"
-set ylabel "IOPS"
-set title "4 KiB random 70% read, qd 32 per path"
-plot "{dat}" using 6:xtic(1) title "random 70/30" lc rgb "#2ca02c"
-unset multiplot
-'''
-    r = subprocess.run(["gnuplot"], input=gp, text=True, capture_output=True)
-    if r.returncode:
-        print(f"report.py: gnuplot failed: {r.stderr.strip()[:300]}", file=sys.stderr)
+        return None if x is None else f"{x:.1f}"
+    png = os.path.join(out, "report.png")
+    why = barchart.draw(
+        png, [(label, v(res.get("seqwrite-1m", {}).get("write_mbps")),
+               v(res.get("seqread-1m", {}).get("read_mbps")), v(pub.get("seqwrite-1m", (None,))[0]),
+               v(pub.get("seqread-1m", (None,))[0]), v(res.get("randrw70-4k", {}).get("iops")))],
+        f"rtgt from a real initiator: {label}",
+        "1 MiB sequential, qd 8 per path (published: seed-results.md; 350-400 shown as 375)",
+        "4 KiB random 70% read, qd 32 per path")
+    if why:
+        print(f"report.py: gnuplot failed: {why.strip()[:300]}", file=sys.stderr)
     else:
-        print(f"report.py: chart {os.path.join(out, 'report.png')}", file=sys.stderr)
+        print(f"report.py: chart {png}", file=sys.stderr)
 
 
 if __name__ == "__main__":

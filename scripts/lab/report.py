@@ -25,9 +25,9 @@ import datetime
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
+
+import barchart
 
 WORKLOADS = ("seqwrite", "seqread", "randrw")
 WL_NAME = {"seqwrite": "1M seq write qd8", "seqread": "1M seq read qd8",
@@ -361,46 +361,22 @@ class Lab:
     def chart(self, out_png):
         """gnuplot's bar chart; None or what went wrong."""
         m = self.m
-        with tempfile.TemporaryDirectory(prefix="rtgt-lab-chart.") as tmp:
-            dat = os.path.join(tmp, "chart.dat")
-            with open(dat, "w") as f:
-                f.write("# label write read pub_write pub_read iops\n")
-                for c in self.configs:
-                    k = c["key"]
-
-                    def q(x):
-                        return "?" if x is None or x == "" else txt(x)
-                    f.write(f'"{k}" {q(self.mbps(k + "|seqwrite"))} {q(self.mbps(k + "|seqread"))} '
-                            f'{q(PUB.get(k + "|seqwrite", ("", ""))[0])} '
-                            f'{q(PUB.get(k + "|seqread", ("", ""))[0])} '
-                            f'{q(self.run(k + "|randrw").iops)}\n')
-            gp = f'''set terminal pngcairo size 1200,900 font "sans,10"
-set output "{out_png}"
-set datafile missing "?"
-set multiplot layout 2,1 title "rtgt NAS lab: {m['links']} x {m['rate']} links, 4 members, HDD model {m.get('hdd') or 'off'} (active: {m['hdd_active']}), {m['time']} s runs"
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.85 border -1
-set boxwidth 0.9
-set grid ytics
-set key outside right top
-set xtics rotate by -20 noenhanced
-set ylabel "MB/s"
-set yrange [0:*]
-set title "1 MiB sequential, qd 8 per session (published: seed-results.md; 350-400 shown as 375)"
-plot "{dat}" using 2:xtic(1) title "write" lc rgb "#1f77b4", \\
-     "" using 3 title "read" lc rgb "#ff7f0e", \\
-     "" using 4 title "published write" lc rgb "#aec7e8", \\
-     "" using 5 title "published read" lc rgb "#ffbb78"
-set ylabel "IOPS"
-set title "4 KiB random 70% read, qd 32 per session (published order: RAID10 > RAID5 > RAID6)"
-plot "{dat}" using 6:xtic(1) title "random 70/30" lc rgb "#2ca02c"
-unset multiplot
-'''
-            p = subprocess.run(["gnuplot"], input=gp, capture_output=True, text=True)
-            if p.returncode != 0:
-                return "\n".join((p.stdout + p.stderr).splitlines()[:3])
-        return None
+        def q(x):
+            return None if x is None or x == "" else txt(x)
+        rows = []
+        for c in self.configs:
+            k = c["key"]
+            rows.append((k, q(self.mbps(k + "|seqwrite")), q(self.mbps(k + "|seqread")),
+                         q(PUB.get(k + "|seqwrite", ("", ""))[0]),
+                         q(PUB.get(k + "|seqread", ("", ""))[0]),
+                         q(self.run(k + "|randrw").iops)))
+        return barchart.draw(
+            out_png, rows,
+            f"rtgt NAS lab: {m['links']} x {m['rate']} links, 4 members, HDD model "
+            f"{m.get('hdd') or 'off'} (active: {m['hdd_active']}), {m['time']} s runs",
+            "1 MiB sequential, qd 8 per session (published: seed-results.md; 350-400 shown as 375)",
+            "4 KiB random 70% read, qd 32 per session (published order: RAID10 > RAID5 > RAID6)",
+            xtics="rotate by -20 noenhanced")
 
 
 def report(argv):

@@ -199,8 +199,30 @@ def t05_helpers():
     check("05 p50: failed run", p50 == "\n", p50)
 
 
+def t06_chart():
+    """the bar chart (scripts/lab/barchart.py, shared with the initiator
+    report), a failed run leaving a gap rather than failing the chart"""
+    if not shutil.which("gnuplot"):
+        print("SKIP 06: gnuplot is not installed (scripts/deps.sh installs gnuplot-nox)")
+        return
+
+    def fail_one(fig):
+        fig["raid6-1L|seqread"] = None
+    runs, meta, out = lab(fail_one)
+    rc, _, err = run("report", "--runs", runs, "--meta", meta, "--out", out)
+    png = os.path.join(out, "results.png")
+    head = open(png, "rb").read(8) if os.path.exists(png) else b""
+    check("06 report with chart exit 0", rc == 0, err)
+    check("06 results.png is a PNG", head == b"\x89PNG\r\n\x1a\n", repr(head))
+    sys.path.insert(0, os.path.join(ROOT, "scripts", "lab"))
+    import barchart
+    why = barchart.draw(os.path.join(out, "bad.png"), [("x", "1", "2", None, "", "3")],
+                        'a "quote" breaks the script', "s", "r")
+    check("06 a gnuplot error is returned, not raised", why, repr(why))
+
+
 def cleanup():
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-main((t01_tables, t02_checks, t03_failed_run, t04_json, t05_helpers), cleanup)
+main((t01_tables, t02_checks, t03_failed_run, t04_json, t05_helpers, t06_chart), cleanup)
