@@ -1,7 +1,12 @@
 /*
  * target/scsi/lu.c - logical units, targets and I_T nexuses; the command
- * dispatcher with its opcode table; sense building; unit attentions; task
- * management.
+ * dispatcher with its opcode table; task management.
+ *
+ * Layer: the dispatcher, the top of target/scsi (target/scsi/README.md
+ * "Layers"). May call: every other file of target/scsi (sbc.c, spc.c,
+ * pr_out.c, pr.c, pr_state.c, sense.c, task.c), raid/raid.h, conf/. Nothing
+ * in target/scsi calls it: its handlers are reached only through the
+ * opcode table.
  *
  * Command life cycle (one scsi_cmd, single owner thread):
  *
@@ -27,26 +32,6 @@
  * Invariants (scsi_lu_check()): lu->n_inflight equals the length of
  * lu->inflight and is at most lu->refs; every UA queue holds at most
  * SCSI_UA_MAX entries.
- *
- * Unit attention per (LU, nexus): created on the nexus's first command to
- * the LU holding POWER ON, RESET OCCURRED; events append (duplicates and
- * overflow dropped); a reporting command pops the oldest.
- *
- * Deferred errors (SPC-4 4.5.5 rule c: the write-back cache cannot tell
- * whose write a failed write-out held, so every I_T nexus of the LU is
- * told): the volume counts write-outs of acknowledged data that failed
- * (raid_vol_write_failures(), raid.h); each (LU, nexus) record keeps the
- * count it was last told of (wfail_seen), starting at the count when the
- * record is made. States per record: CLEAR (wfail_seen == count) --a
- * failure bumps the count--> PENDING --the nexus's next command that
- * reports UAs (not INQUIRY, REPORT LUNS; after its pending UAs, before
- * reservation conflicts) gets CHECK CONDITION with the deferred sense and
- * is not executed, or REQUEST SENSE returns that sense with GOOD--> CLEAR
- * (wfail_seen = count: several failures in between are one report, SPC's
- * "only the last error"). A record dropped while PENDING (the session
- * ended) leaves its wfail_seen on lu->dfr_gone under the initiator port
- * and relative target port names, and the next record of that I_T nexus
- * (the session coming back) starts from it instead of the current count.
  *
  * LUN views (per-initiator masking and mapping): every nexus holds its
  * resolved view (nexus->vlu/vtl/vro), built from the target's LUN map and
@@ -345,323 +330,6 @@ const struct scsi_op *scsi_op_lookup(uint8_t opcode)
 	const struct scsi_op *op = &ops[opcode];
 
 	return op->fn || op->sa ? op : NULL;
-}
-
-/* ---- sense ---- */
-
-unsigned scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t code, bool info_valid,
-			  uint64_t info, bool sks_valid, const uint8_t sks[3])
-{
-	memset(out, 0, SCSI_SENSE_MAX);
-	if (desc) {
-		unsigned len = 8;
-
-		out[0] = 0x72;
-		out[1] = key & 0x0f;
-		out[2] = (uint8_t)(code >> 8);
-		out[3] = (uint8_t)code;
-		if (info_valid) {
-			out[len] = 0x00;        /* information descriptor */
-			out[len + 1] = 0x0a;
-			out[len + 2] = 0x80;    /* VALID */
-			conf_put_be64(&out[len + 4], info);
-			len += 12;
-		}
-		if (sks_valid) {
-			out[len] = 0x02;        /* sense key specific descriptor */
-			out[len + 1] = 0x06;
-			memcpy(&out[len + 4], sks, 3);
-			len += 8;
-		}
-		out[7] = (uint8_t)(len - 8);
-		return len;
-	}
-	out[0] = 0x70;
-	out[2] = key & 0x0f;
-	if (info_valid) {
-		out[0] |= 0x80;
-		/* fixed format holds 32 bits; SBC says to use descriptor format
-		 * for anything larger, which the initiator can select */
-		conf_put_be32(&out[3], (uint32_t)info);
-	}
-	out[7] = 10;
-	out[12] = (uint8_t)(code >> 8);
-	out[13] = (uint8_t)code;
-	if (sks_valid)
-		memcpy(&out[15], sks, 3);
-	return 18;
-}
-
-struct scsi_lu *scsi_cmd_lu(const struct scsi_cmd *cmd)
-{
-	return cmd->spriv[0];
-}
-
-static bool lu_d_sense(struct scsi_lu *lu)
-{
-	bool d;
-
-	if (!lu)
-		return false;
-	pthread_mutex_lock(&lu->lock);
-	d = lu->mode.d_sense;
-	pthread_mutex_unlock(&lu->lock);
-	return d;
-}
-
-void scsi_sense(struct scsi_cmd *cmd, uint8_t key, uint16_t code)
-{
-	cmd->status = SCSI_CHECK_CONDITION;
-	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, lu_d_sense(scsi_cmd_lu(cmd)), key,
-						   code, false, 0, false, NULL);
-}
-
-void scsi_sense_info(struct scsi_cmd *cmd, uint8_t key, uint16_t code, uint64_t info)
-{
-	cmd->status = SCSI_CHECK_CONDITION;
-	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, lu_d_sense(scsi_cmd_lu(cmd)), key,
-						   code, true, info, false, NULL);
-}
-
-void scsi_sense_field(struct scsi_cmd *cmd, uint16_t code, bool cd, uint16_t byte, int bit)
-{
-	uint8_t sks[3];
-
-	sks[0] = 0x80 | (cd ? 0x40 : 0);
-	if (bit >= 0 && bit < 8)
-		sks[0] |= 0x08 | (uint8_t)bit;
-	conf_put_be16(&sks[1], byte);
-	cmd->status = SCSI_CHECK_CONDITION;
-	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, lu_d_sense(scsi_cmd_lu(cmd)),
-						   SK_ILLEGAL_REQUEST, code, false, 0, true, sks);
-}
-
-void scsi_set_sense(struct scsi_cmd *cmd, uint8_t key, uint8_t asc, uint8_t ascq)
-{
-	cmd->status = SCSI_CHECK_CONDITION;
-	cmd->sense_len = (uint8_t)scsi_sense_build(cmd->sense, false, key,
-						   (uint16_t)(asc << 8 | ascq), false, 0, false,
-						   NULL);
-}
-
-void scsi_reply(struct scsi_cmd *cmd, const void *data, uint32_t len, uint32_t alloc_len)
-{
-	uint32_t n = len < alloc_len ? len : alloc_len;
-
-	cmd->xfer_len = n;
-	if (n > cmd->buf_len)
-		n = cmd->buf_len;
-	if (n)
-		memcpy(cmd->buf, data, n);
-	cmd->data_in_len = n;
-}
-
-/* ---- LUN field ---- */
-
-uint64_t scsi_lun_decode(const uint8_t lun[8])
-{
-	switch (lun[0] >> 6) {
-	case 0: /* peripheral device addressing: bus 0 only */
-		if (lun[0] & 0x3f)
-			return UINT64_MAX;
-		return lun[1];
-	case 1: /* flat space addressing */
-		return (uint64_t)(lun[0] & 0x3f) << 8 | lun[1];
-	default:
-		return UINT64_MAX;
-	}
-}
-
-void scsi_lun_encode(uint64_t lun, uint8_t out[8])
-{
-	memset(out, 0, 8);
-	if (lun < 256) {
-		out[1] = (uint8_t)lun;
-	} else {
-		out[0] = (uint8_t)(0x40 | ((lun >> 8) & 0x3f));
-		out[1] = (uint8_t)lun;
-	}
-}
-
-/* ---- deferred errors ---- */
-
-static uint64_t lu_wfail(const struct scsi_lu *lu)
-{
-	return lu->vol ? raid_vol_write_failures(lu->vol) : 0;
-}
-
-static bool dfr_match(const struct scsi_dfr_gone *g, const struct scsi_nexus *n)
-{
-	return g->rel_port == n->rel_port && !strcmp(g->iport, n->iport);
-}
-
-/* Where a new record of @n starts: what its I_T nexus's previous session
- * left pending (taken off the list), else the current count. lu->lock. */
-static uint64_t dfr_inherit(struct scsi_lu *lu, const struct scsi_nexus *n)
-{
-	struct scsi_dfr_gone **gp;
-
-	if (n && n->iport)
-		for (gp = &lu->dfr_gone; *gp; gp = &(*gp)->next)
-			if (dfr_match(*gp, n)) {
-				struct scsi_dfr_gone *g = *gp;
-				uint64_t seen = g->wfail_seen;
-
-				*gp = g->next;
-				lu->n_dfr_gone--;
-				free(g->iport);
-				free(g);
-				return seen;
-			}
-	return lu_wfail(lu);
-}
-
-/* @n's record goes away with a deferred error still pending (@seen behind
- * the count): keep it for the I_T nexus's next session. lu->lock. */
-static void dfr_remember(struct scsi_lu *lu, const struct scsi_nexus *n, uint64_t seen)
-{
-	struct scsi_dfr_gone *g, **gp;
-
-	for (gp = &lu->dfr_gone; *gp; gp = &(*gp)->next)
-		if (dfr_match(*gp, n)) {
-			(*gp)->wfail_seen = seen;
-			return;
-		}
-	g = calloc(1, sizeof(*g));
-	if (g)
-		g->iport = strdup(n->iport);
-	if (!g || !g->iport) {
-		free(g);
-		LOG_WARN("scsi", "%s: %s: out of memory: a pending deferred error is dropped with the session",
-			 lu->name, n->iport);
-		return;
-	}
-	g->rel_port = n->rel_port;
-	g->wfail_seen = seen;
-	g->next = lu->dfr_gone;
-	lu->dfr_gone = g;
-	if (++lu->n_dfr_gone > SCSI_DFR_GONE_MAX) {
-		/* drop the oldest: the list's tail */
-		for (gp = &lu->dfr_gone; (*gp)->next; gp = &(*gp)->next)
-			;
-		free((*gp)->iport);
-		free(*gp);
-		*gp = NULL;
-		lu->n_dfr_gone--;
-	}
-}
-
-bool scsi_deferred_pending(struct scsi_lu *lu, struct scsi_ua *ua)
-{
-	uint64_t now = lu_wfail(lu);
-
-	if (ua->wfail_seen == now)
-		return false;
-	ua->wfail_seen = now;
-	return true;
-}
-
-bool scsi_deferred_take(struct scsi_lu *lu, struct scsi_nexus *n)
-{
-	struct scsi_ua *ua;
-	bool got = false;
-
-	pthread_mutex_lock(&lu->lock);
-	ua = scsi_ua_get(lu, n, true);
-	if (ua)
-		got = scsi_deferred_pending(lu, ua);
-	pthread_mutex_unlock(&lu->lock);
-	return got;
-}
-
-unsigned scsi_deferred_sense(uint8_t *out, bool desc)
-{
-	unsigned len = scsi_sense_build(out, desc, SK_MEDIUM_ERROR, ASC_WRITE_ERROR, false, 0,
-					false, NULL);
-
-	out[0] = desc ? 0x73 : 0x71;   /* deferred error, VALID (fixed) clear */
-	return len;
-}
-
-/* ---- unit attentions ---- */
-
-struct scsi_ua *scsi_ua_get(struct scsi_lu *lu, struct scsi_nexus *n, bool create)
-{
-	struct scsi_ua *ua;
-
-	for (ua = lu->uas; ua; ua = ua->next)
-		if (ua->nexus == n)
-			return ua;
-	if (!create)
-		return NULL;
-	ua = calloc(1, sizeof(*ua));
-	if (!ua)
-		return NULL;
-	ua->nexus = n;
-	ua->q[ua->n++] = ASC_POWER_ON_RESET;
-	ua->wfail_seen = dfr_inherit(lu, n);
-	ua->next = lu->uas;
-	lu->uas = ua;
-	return ua;
-}
-
-void scsi_ua_add(struct scsi_ua *ua, uint16_t code)
-{
-	unsigned i;
-
-	for (i = 0; i < ua->n; i++)
-		if (ua->q[i] == code)
-			return;
-	if (ua->n < SCSI_UA_MAX)
-		ua->q[ua->n++] = code;
-}
-
-void scsi_ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t code)
-{
-	struct scsi_ua *ua;
-
-	for (ua = lu->uas; ua; ua = ua->next)
-		if (ua->nexus != except)
-			scsi_ua_add(ua, code);
-}
-
-static void ua_pop(struct scsi_ua *ua, uint16_t *code)
-{
-	*code = ua->q[0];
-	memmove(&ua->q[0], &ua->q[1], (ua->n - 1) * sizeof(ua->q[0]));
-	ua->n--;
-}
-
-bool scsi_lu_resized(struct scsi_lu *lu)
-{
-	uint64_t nb = raid_vol_bytes(lu->vol) >> SCSI_BS_SHIFT;
-	bool grew = false;
-
-	pthread_mutex_lock(&lu->lock);
-	if (nb > atomic_load(&lu->nblocks)) {
-		atomic_store_explicit(&lu->nblocks, nb, memory_order_release);
-		scsi_ua_add_all(lu, NULL, ASC_CAPACITY_CHANGED);
-		grew = true;
-	}
-	pthread_mutex_unlock(&lu->lock);
-	if (grew)
-		LOG_INFO("scsi", "%s: capacity now %llu blocks", lu->name, (unsigned long long)nb);
-	return grew;
-}
-
-bool scsi_ua_take(struct scsi_lu *lu, struct scsi_nexus *n, uint16_t *code)
-{
-	struct scsi_ua *ua;
-	bool got = false;
-
-	pthread_mutex_lock(&lu->lock);
-	ua = scsi_ua_get(lu, n, true);
-	if (ua && ua->n) {
-		ua_pop(ua, code);
-		got = true;
-	}
-	pthread_mutex_unlock(&lu->lock);
-	return got;
 }
 
 bool scsi_lu_check(struct scsi_lu *lu)
@@ -971,18 +639,6 @@ uint64_t scsi_nexus_target_lun(struct scsi_nexus *n, uint64_t lun)
 	return tl;
 }
 
-unsigned scsi_view_luns(struct scsi_target *t, struct scsi_nexus *n, uint16_t *out)
-{
-	unsigned cnt = 0;
-
-	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < SCSI_MAX_LUNS; i++)
-		if (n ? n->vlu[i] != NULL : t->luns[i] != NULL)
-			out[cnt++] = (uint16_t)i;
-	pthread_mutex_unlock(&t->lock);
-	return cnt;
-}
-
 /* ---- targets ---- */
 
 int scsi_target_create(const char *iqn, struct scsi_target **out)
@@ -1239,22 +895,12 @@ void scsi_nexus_destroy(struct scsi_nexus *n)
 		}
 	for (i = 0; i < SCSI_MAX_LUNS; i++) {
 		struct scsi_lu *lu = t->luns[i];
-		struct scsi_ua **up;
 
 		if (!lu)
 			continue;
 		pthread_mutex_lock(&lu->lock);
 		pr_nexus_gone(lu, n);
-		for (up = &lu->uas; *up; up = &(*up)->next)
-			if ((*up)->nexus == n) {
-				struct scsi_ua *dead = *up;
-
-				*up = dead->next;
-				if (dead->wfail_seen != lu_wfail(lu))
-					dfr_remember(lu, n, dead->wfail_seen);
-				free(dead);
-				break;
-			}
+		scsi_ua_drop(lu, n);
 		pthread_mutex_unlock(&lu->lock);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -1281,7 +927,7 @@ static struct scsi_lu *target_lu(struct scsi_target *t, uint64_t lun)
  * The reference is taken under the target lock that guards the map: a
  * reload unmaps the LU under that lock and frees it only once no reference
  * is left (scsi_lu_inflight(), scsi_lu_destroy()), so a holder can never see
- * the LU freed under it, whatever it does between lookup and lu_put().
+ * the LU freed under it, whatever it does between lookup and scsi_lu_put().
  */
 static struct scsi_lu *lu_get(struct scsi_target *t, uint64_t lun)
 {
@@ -1319,110 +965,10 @@ static struct scsi_lu *lu_get_view(struct scsi_target *t, struct scsi_nexus *n, 
 	return lu;
 }
 
-static void lu_put(struct scsi_lu *lu)
-{
-	if (lu)
-		atomic_fetch_sub_explicit(&lu->refs, 1, memory_order_release);
-}
-
-/* Drops the command's reference before done: done may free the command,
- * and the transport never looks at the LU. */
-static void cmd_release_lu(struct scsi_cmd *cmd)
-{
-	lu_put(cmd->spriv[0]);
-	cmd->spriv[0] = NULL;
-}
-
 static void finish_early(struct scsi_cmd *cmd)
 {
-	cmd_release_lu(cmd);
+	scsi_cmd_release_lu(cmd);
 	cmd->done(cmd);
-}
-
-/* spriv_u[6]: 1 when the command reached its LU through a read-only
- * mapping of its nexus's view. */
-#define SPRIV_VIEW_RO 6
-
-bool scsi_cmd_view_ro(const struct scsi_cmd *cmd)
-{
-	return cmd->spriv_u[SPRIV_VIEW_RO] != 0;
-}
-
-/* spriv_u[7]: CLOCK_MONOTONIC microseconds when the command entered the
- * device server, for the LU's latency histogram. */
-#define SPRIV_START_US 7
-
-static void lu_count(struct scsi_lu *lu, const struct scsi_cmd *cmd)
-{
-	uint64_t start = cmd->spriv_u[SPRIV_START_US], now = conf_mono_us();
-
-	if (cmd->dir_read) {
-		atomic_fetch_add(&lu->st_read_ops, 1);
-		atomic_fetch_add(&lu->st_read_bytes, cmd->data_in_len);
-	} else if (cmd->dir_write) {
-		atomic_fetch_add(&lu->st_write_ops, 1);
-		if (cmd->status == SCSI_GOOD)
-			atomic_fetch_add(&lu->st_write_bytes, cmd->xfer_len);
-	} else {
-		atomic_fetch_add(&lu->st_other_ops, 1);
-	}
-	conf_hist_record(&lu->st_lat, (now > start ? now - start : 0) * 1000u);
-}
-
-void scsi_cmd_complete(struct scsi_cmd *cmd)
-{
-	struct scsi_lu *lu = scsi_cmd_lu(cmd);
-
-	if (lu && cmd->spriv[1]) {
-		lu_count(lu, cmd);
-		pthread_mutex_lock(&lu->lock);
-		if (cmd->sprev)
-			cmd->sprev->snext = cmd->snext;
-		else
-			lu->inflight = cmd->snext;
-		if (cmd->snext)
-			cmd->snext->sprev = cmd->sprev;
-		cmd->snext = cmd->sprev = NULL;
-		lu->n_inflight--;
-		pthread_mutex_unlock(&lu->lock);
-		cmd->spriv[1] = NULL;
-	}
-	if (scsi_cmd_aborted(cmd)) {
-		cmd->status = SCSI_TASK_ABORTED;
-		cmd->sense_len = 0;
-		cmd->data_in_len = 0;
-	}
-	if (cmd->data_hold && (cmd->status != SCSI_GOOD || !cmd->data_in_len))
-		scsi_cmd_data_release(cmd);    /* nothing of it is sent */
-	cmd_release_lu(cmd);
-	cmd->done(cmd);
-}
-
-bool scsi_cmd_data_piece(const struct scsi_cmd *cmd, unsigned i, uint32_t *off, uint32_t *len,
-			 const uint8_t **addr)
-{
-	const struct raid_io_piece *pc;
-	unsigned n = raid_io_hold_pieces(cmd->data_hold, &pc);
-
-	if (i >= n)
-		return false;
-	/* pieces lie inside the read, which is at most SCSI_MAX_XFER */
-	*off = (uint32_t)pc[i].off;
-	*len = (uint32_t)pc[i].len;
-	*addr = pc[i].addr;
-	return true;
-}
-
-int scsi_cmd_data_fetch(const struct scsi_cmd *cmd, unsigned i, uint32_t from, uint32_t len,
-			uint8_t *dst)
-{
-	return raid_io_hold_copy(cmd->data_hold, i, from, len, dst);
-}
-
-void scsi_cmd_data_release(struct scsi_cmd *cmd)
-{
-	raid_io_hold_release(cmd->data_hold);
-	cmd->data_hold = NULL;
 }
 
 /*
@@ -1547,7 +1093,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 	pthread_mutex_lock(&lu->lock);
 	ua = scsi_ua_get(lu, cmd->nexus, true);
 	if (ua && ua->n && !(op->flags & OPF_NO_UA)) {
-		ua_pop(ua, &code);
+		scsi_ua_pop(ua, &code);
 		pthread_mutex_unlock(&lu->lock);
 		scsi_sense(cmd, SK_UNIT_ATTENTION, code);
 		goto early;
@@ -1636,14 +1182,14 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 		/* TST=000: one task set per nexus, so both only touch ours */
 		abort_matching(lu, by);
 		pthread_mutex_unlock(&lu->lock);
-		lu_put(lu);
+		scsi_lu_put(lu);
 		return 0;
 	case SCSI_TMF_LUN_RESET:
 		lu = lu_get_view(t, by, lun, &ro);
 		if (!lu)
 			return -ENOENT;
 		lu_reset(lu, ASC_BUS_DEVICE_RESET, false);
-		lu_put(lu);
+		scsi_lu_put(lu);
 		return 0;
 	case SCSI_TMF_TARGET_WARM_RESET:
 	case SCSI_TMF_TARGET_COLD_RESET:
@@ -1653,7 +1199,7 @@ int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum sc
 			lu = lu_get_view(t, by, i, &ro);
 			if (lu)
 				lu_reset(lu, ASC_POWER_ON_RESET, true);
-			lu_put(lu);
+			scsi_lu_put(lu);
 		}
 		return 0;
 	}
@@ -1677,7 +1223,7 @@ static unsigned lu_counter_sum(struct scsi_target *t, uint64_t lun, size_t field
 		pthread_mutex_lock(&lu->lock);
 		n += *(const unsigned *)((const char *)lu + field);
 		pthread_mutex_unlock(&lu->lock);
-		lu_put(lu);
+		scsi_lu_put(lu);
 	}
 	return n;
 }
@@ -1751,19 +1297,8 @@ int scsi_target_remove_lu(struct scsi_target *t, uint64_t lun)
 	 * nexus at the same address must not inherit their state. */
 	pthread_mutex_lock(&gone->lock);
 	for (struct scsi_nexus *n = t->nexuses; n; n = n->next) {
-		struct scsi_ua **up;
-
 		pr_nexus_gone(gone, n);
-		for (up = &gone->uas; *up; up = &(*up)->next)
-			if ((*up)->nexus == n) {
-				struct scsi_ua *dead = *up;
-
-				*up = dead->next;
-				if (dead->wfail_seen != lu_wfail(gone))
-					dfr_remember(gone, n, dead->wfail_seen);
-				free(dead);
-				break;
-			}
+		scsi_ua_drop(gone, n);
 	}
 	pthread_mutex_unlock(&gone->lock);
 	/* the LUs still in each changed view tell the change */

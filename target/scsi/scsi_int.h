@@ -177,7 +177,7 @@ struct scsi_ua {
 	uint16_t q[SCSI_UA_MAX];        /* asc << 8 | ascq */
 	unsigned n;
 	/* deferred errors: the volume's raid_vol_write_failures() this
-	 * nexus was last told of (see "Deferred errors" at the top of lu.c) */
+	 * nexus was last told of (see "Deferred errors" at the top of sense.c) */
 	uint64_t wfail_seen;
 	struct scsi_ua *next;
 };
@@ -363,7 +363,15 @@ struct scsi_op {
 
 const struct scsi_op *scsi_op_lookup(uint8_t opcode);
 
-/* ---- helpers (lu.c) ---- */
+/* spriv_u[] slots the dispatcher fills for task.c and the handlers. */
+/* 1 when the command reached its LU through a read-only mapping of its
+ * nexus's view. */
+#define SPRIV_VIEW_RO 6
+/* CLOCK_MONOTONIC microseconds when the command entered the device server,
+ * for the LU's latency histogram. */
+#define SPRIV_START_US 7
+
+/* ---- task.c: a command's plumbing ---- */
 
 struct scsi_lu *scsi_cmd_lu(const struct scsi_cmd *cmd);
 /* The command reached its LU through a read-only mapping. */
@@ -371,6 +379,19 @@ bool scsi_cmd_view_ro(const struct scsi_cmd *cmd);
 /* The LUN numbers @n sees (all of @t's with @n NULL), ascending, into
  * @out (SCSI_MAX_LUNS entries); returns how many. */
 unsigned scsi_view_luns(struct scsi_target *t, struct scsi_nexus *n, uint16_t *out);
+/* Completes @cmd: drops it from the in-flight list and calls cmd->done. */
+void scsi_cmd_complete(struct scsi_cmd *cmd);
+/* Drops a reference lu_get() (lu.c) took; NULL is a no-op. */
+void scsi_lu_put(struct scsi_lu *lu);
+/* Drops the command's LU reference before done: done may free the
+ * command, and the transport never looks at the LU. */
+void scsi_cmd_release_lu(struct scsi_cmd *cmd);
+/* Copies @len bytes of reply data, clipped to the allocation length and
+ * the buffer, and sets xfer_len/data_in_len. */
+void scsi_reply(struct scsi_cmd *cmd, const void *data, uint32_t len, uint32_t alloc_len);
+
+/* ---- sense.c: sense data, unit attentions, deferred errors ---- */
+
 /* Fills status/sense in the LU's current sense format; code = asc<<8|ascq. */
 void scsi_sense(struct scsi_cmd *cmd, uint8_t key, uint16_t code);
 /* Same with the INFORMATION field set. */
@@ -381,21 +402,22 @@ void scsi_sense_field(struct scsi_cmd *cmd, uint16_t code, bool cd, uint16_t byt
 /* Builds sense bytes into @out (>= SCSI_SENSE_MAX) and returns their length. */
 unsigned scsi_sense_build(uint8_t *out, bool desc, uint8_t key, uint16_t code, bool info_valid,
 			  uint64_t info, bool sks_valid, const uint8_t sks[3]);
-/* Completes @cmd: drops it from the in-flight list and calls cmd->done. */
-void scsi_cmd_complete(struct scsi_cmd *cmd);
-/* Copies @len bytes of reply data, clipped to the allocation length and
- * the buffer, and sets xfer_len/data_in_len. */
-void scsi_reply(struct scsi_cmd *cmd, const void *data, uint32_t len, uint32_t alloc_len);
 
 /* Unit attentions; caller holds lu->lock. */
 struct scsi_ua *scsi_ua_get(struct scsi_lu *lu, struct scsi_nexus *n, bool create);
 void scsi_ua_add(struct scsi_ua *ua, uint16_t code);
 /* To every known nexus but @except (may be NULL). */
 void scsi_ua_add_all(struct scsi_lu *lu, const struct scsi_nexus *except, uint16_t code);
+/* Pops the oldest of @ua's pending UAs (there is one) into *@code. */
+void scsi_ua_pop(struct scsi_ua *ua, uint16_t *code);
+/* Drops @n's record on @lu (the nexus goes away, or the LU leaves its
+ * target), keeping a pending deferred error for the I_T nexus's next
+ * session (lu->dfr_gone). */
+void scsi_ua_drop(struct scsi_lu *lu, const struct scsi_nexus *n);
 /* REQUEST SENSE: pops the oldest pending UA of @n; false if none. Takes
  * lu->lock itself. */
 bool scsi_ua_take(struct scsi_lu *lu, struct scsi_nexus *n, uint16_t *code);
-/* Deferred errors (top of lu.c): true, once, when the volume's write-out
+/* Deferred errors (top of sense.c): true, once, when the volume's write-out
  * failures moved since @ua's nexus was last told (and records it told).
  * Caller holds lu->lock. */
 bool scsi_deferred_pending(struct scsi_lu *lu, struct scsi_ua *ua);
@@ -405,6 +427,9 @@ bool scsi_deferred_take(struct scsi_lu *lu, struct scsi_nexus *n);
  * response code 71h (fixed) or 73h (descriptor, @desc), MEDIUM ERROR,
  * WRITE ERROR (03/0c/00), no INFORMATION; returns its length. */
 unsigned scsi_deferred_sense(uint8_t *out, bool desc);
+
+/* ---- lu.c ---- */
+
 /* Invariant check of the command/UA state machine in lu.c (takes the lock). */
 bool scsi_lu_check(struct scsi_lu *lu);
 
