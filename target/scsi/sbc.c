@@ -139,41 +139,6 @@ static bool write_through(struct scsi_lu *lu)
 	return wt;
 }
 
-/* ---- readiness ---- */
-
-/*
- * A volume still being prepared (thick provisioning of an rbd image) has no
- * medium yet: media access gets NOT READY, LOGICAL UNIT IS IN PROCESS OF
- * BECOMING READY (SBC-3 4.x, SPC-4 TEST UNIT READY), so an initiator never
- * reads zeros it did not write nor has its data overwritten by them; if the
- * preparation failed, NOT READY, MANUAL INTERVENTION REQUIRED (the operator
- * has to fix the cluster and restart). While it is being prepared the sense
- * carries the PROGRESS INDICATION (SPC-4 4.5.2.4.4: how much of the volume
- * is written out, in 65536ths), the same REQUEST SENSE returns. INQUIRY,
- * REPORT LUNS, READ CAPACITY and the others that do not touch the medium
- * keep working. A node fenced from the volume's shared storage (rbd: its
- * lease lapsed while a peer serves the image too, or the cluster
- * blocklisted it; raid/rbd_fence.c) answers NOT READY, LOGICAL UNIT NOT
- * ACCESSIBLE, TARGET PORT IN UNAVAILABLE STATE (02/04/0C): the initiator
- * fails this path over to the peer node's.
- */
-bool sbc_medium_ready(struct scsi_cmd *cmd)
-{
-	uint16_t frac;
-	int rc = raid_vol_ready_progress(scsi_cmd_lu(cmd)->vol, &frac);
-
-	if (rc == 0)
-		return true;
-	/* scsi_sense picks the LU's sense format (D_SENSE); the same sense
-	 * is then rebuilt in that format with the progress indication */
-	scsi_sense(cmd, SK_NOT_READY, rc == -EINPROGRESS ? ASC_BECOMING_READY :
-				      rc == -ENOLINK ? ASC_PORT_UNAVAILABLE : ASC_NOT_READY_MANUAL);
-	cmd->sense_len = (uint8_t)spc_not_ready_sense(cmd->sense, (cmd->sense[0] & 0x7f) == 0x72,
-						      rc, frac);
-	scsi_cmd_complete(cmd);
-	return false;
-}
-
 /* ---- completion ---- */
 
 /* The kinds that write the medium: take space on a thin volume or give it back */
@@ -520,7 +485,7 @@ void sbc_read(struct scsi_cmd *cmd)
 	uint32_t n, len;
 	struct sbc_ctx *c;
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (!rw_checks(cmd, lba, n, cmd->cdb[0] != OP_READ_6))
@@ -553,7 +518,7 @@ void sbc_write(struct scsi_cmd *cmd)
 	uint32_t n, len;
 	struct sbc_ctx *c;
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (!rw_checks(cmd, lba, n, op != OP_WRITE_6))
@@ -592,7 +557,7 @@ void sbc_verify(struct scsi_cmd *cmd)
 	struct sbc_ctx *c;
 	uint64_t need;
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (!rw_checks(cmd, lba, n, true))
@@ -638,7 +603,7 @@ void sbc_write_same(struct scsi_cmd *cmd)
 	uint32_t n, piece, i;
 	struct sbc_ctx *c;
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	lba = ws16 ? conf_get_be64(&cmd->cdb[2]) : conf_get_be32(&cmd->cdb[2]);
 	n = ws16 ? conf_get_be32(&cmd->cdb[10]) : conf_get_be16(&cmd->cdb[7]);
@@ -725,7 +690,7 @@ void sbc_compare_write(struct scsi_cmd *cmd)
 	uint32_t n = cmd->cdb[13];
 	struct sbc_ctx *c;
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	if (cmd->cdb[1] >> 5) {
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 7);
@@ -771,7 +736,7 @@ void sbc_sync_cache(struct scsi_cmd *cmd)
 	uint32_t n;
 	struct sbc_ctx *c;
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (out_of_range(scsi_cmd_lu(cmd), lba, n)) {
@@ -789,7 +754,7 @@ void sbc_prefetch(struct scsi_cmd *cmd)
 	uint64_t lba;
 	uint32_t n;
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	decode_lba(cmd->cdb, &lba, &n);
 	if (out_of_range(scsi_cmd_lu(cmd), lba, n)) {
@@ -855,7 +820,7 @@ void sbc_get_lba_status(struct scsi_cmd *cmd)
 	uint64_t left, nb = atomic_load_explicit(&lu->nblocks, memory_order_acquire);
 	uint8_t d[24];
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	if (lba >= nb) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LBA_OUT_OF_RANGE);
@@ -895,7 +860,7 @@ void sbc_unmap(struct scsi_cmd *cmd)
 	uint64_t total = 0;
 	struct sbc_ctx *c;
 
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	if (cmd->cdb[1] & 0x01) {  /* ANCHOR: ANC_SUP=0 */
 		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 1, 0);

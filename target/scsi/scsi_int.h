@@ -427,6 +427,18 @@ bool scsi_deferred_take(struct scsi_lu *lu, struct scsi_nexus *n);
  * response code 71h (fixed) or 73h (descriptor, @desc), MEDIUM ERROR,
  * WRITE ERROR (03/0c/00), no INFORMATION; returns its length. */
 unsigned scsi_deferred_sense(uint8_t *out, bool desc);
+/* Sense data of a volume that is not ready (@ready: raid_vol_ready_progress()
+ * < 0) into @out (>= SCSI_SENSE_MAX), fixed or descriptor format (@desc);
+ * returns its length. NOT READY, IN PROCESS OF BECOMING READY (02/04/01)
+ * with the sense-key specific PROGRESS INDICATION @frac (SKSV set) while it
+ * is prepared, NOT READY, MANUAL INTERVENTION REQUIRED (02/04/03) after a
+ * failure, NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN
+ * UNAVAILABLE STATE (02/04/0C) while this node is fenced from the volume's
+ * shared storage (@ready -ENOLINK). */
+unsigned scsi_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac);
+/* true when the LU's volume serves I/O; otherwise completes @cmd with NOT
+ * READY (becoming ready / manual intervention required) and returns false. */
+bool scsi_medium_ready(struct scsi_cmd *cmd);
 
 /* ---- lu.c ---- */
 
@@ -436,15 +448,6 @@ bool scsi_lu_check(struct scsi_lu *lu);
 /* ---- spc.c ---- */
 void spc_test_unit_ready(struct scsi_cmd *cmd);
 void spc_request_sense(struct scsi_cmd *cmd);
-/* Sense data of a volume that is not ready (@ready: raid_vol_ready_progress()
- * < 0) into @out (>= SCSI_SENSE_MAX), fixed or descriptor format (@desc);
- * returns its length. NOT READY, IN PROCESS OF BECOMING READY (02/04/01)
- * with the sense-key specific PROGRESS INDICATION @frac (SKSV set) while it
- * is prepared, NOT READY, MANUAL INTERVENTION REQUIRED (02/04/03) after a
- * failure, NOT READY, LOGICAL UNIT NOT ACCESSIBLE, TARGET PORT IN
- * UNAVAILABLE STATE (02/04/0C) while this node is fenced from the volume's
- * shared storage (@ready -ENOLINK). */
-unsigned spc_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac);
 void spc_inquiry(struct scsi_cmd *cmd);
 void spc_mode_sense(struct scsi_cmd *cmd);
 void spc_mode_select(struct scsi_cmd *cmd);
@@ -469,9 +472,6 @@ void sbc_read_capacity10(struct scsi_cmd *cmd);
 void sbc_read_capacity16(struct scsi_cmd *cmd);
 void sbc_get_lba_status(struct scsi_cmd *cmd);
 void sbc_unmap(struct scsi_cmd *cmd);
-/* true when the LU's volume serves I/O; otherwise completes @cmd with NOT
- * READY (becoming ready / manual intervention required) and returns false. */
-bool sbc_medium_ready(struct scsi_cmd *cmd);
 
 /* ---- pr.c (SPC-4 semantics) and pr_state.c (APTPL file, shared state) ---- */
 void pr_reserve6(struct scsi_cmd *cmd);

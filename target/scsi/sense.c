@@ -325,3 +325,54 @@ bool scsi_ua_take(struct scsi_lu *lu, struct scsi_nexus *n, uint16_t *code)
 	pthread_mutex_unlock(&lu->lock);
 	return got;
 }
+
+/* ---- readiness ---- */
+
+unsigned scsi_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac)
+{
+	uint8_t sks[3];
+
+	if (ready == -ENOLINK)
+		return scsi_sense_build(out, desc, SK_NOT_READY, ASC_PORT_UNAVAILABLE, false, 0,
+					false, NULL);
+	if (ready != -EINPROGRESS)
+		return scsi_sense_build(out, desc, SK_NOT_READY, ASC_NOT_READY_MANUAL, false, 0,
+					false, NULL);
+	/* SPC-4 4.5.2.4.4: SKSV, then the fraction done of 65536 */
+	sks[0] = 0x80;
+	conf_put_be16(&sks[1], frac);
+	return scsi_sense_build(out, desc, SK_NOT_READY, ASC_BECOMING_READY, false, 0, true, sks);
+}
+
+/*
+ * A volume still being prepared (thick provisioning of an rbd image) has no
+ * medium yet: media access gets NOT READY, LOGICAL UNIT IS IN PROCESS OF
+ * BECOMING READY (SBC-3 4.x, SPC-4 TEST UNIT READY), so an initiator never
+ * reads zeros it did not write nor has its data overwritten by them; if the
+ * preparation failed, NOT READY, MANUAL INTERVENTION REQUIRED (the operator
+ * has to fix the cluster and restart). While it is being prepared the sense
+ * carries the PROGRESS INDICATION (SPC-4 4.5.2.4.4: how much of the volume
+ * is written out, in 65536ths), the same REQUEST SENSE returns. INQUIRY,
+ * REPORT LUNS, READ CAPACITY and the others that do not touch the medium
+ * keep working. A node fenced from the volume's shared storage (rbd: its
+ * lease lapsed while a peer serves the image too, or the cluster
+ * blocklisted it; raid/rbd_fence.c) answers NOT READY, LOGICAL UNIT NOT
+ * ACCESSIBLE, TARGET PORT IN UNAVAILABLE STATE (02/04/0C): the initiator
+ * fails this path over to the peer node's.
+ */
+bool scsi_medium_ready(struct scsi_cmd *cmd)
+{
+	uint16_t frac;
+	int rc = raid_vol_ready_progress(scsi_cmd_lu(cmd)->vol, &frac);
+
+	if (rc == 0)
+		return true;
+	/* scsi_sense picks the LU's sense format (D_SENSE); the same sense
+	 * is then rebuilt in that format with the progress indication */
+	scsi_sense(cmd, SK_NOT_READY, rc == -EINPROGRESS ? ASC_BECOMING_READY :
+				      rc == -ENOLINK ? ASC_PORT_UNAVAILABLE : ASC_NOT_READY_MANUAL);
+	cmd->sense_len = (uint8_t)scsi_not_ready_sense(cmd->sense, (cmd->sense[0] & 0x7f) == 0x72,
+						      rc, frac);
+	scsi_cmd_complete(cmd);
+	return false;
+}

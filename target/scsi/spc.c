@@ -20,7 +20,7 @@
  *
  * All handlers complete synchronously; none touches the volume (TEST UNIT
  * READY and REQUEST SENSE only ask whether it is ready and how far its
- * preparation got, raid_vol_ready_progress, spc_not_ready_sense).
+ * preparation got, raid_vol_ready_progress, scsi_not_ready_sense).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,7 +54,7 @@ static void done_good(struct scsi_cmd *cmd)
 void spc_test_unit_ready(struct scsi_cmd *cmd)
 {
 	/* NOT READY while the volume is being written out (rbd thick) */
-	if (!sbc_medium_ready(cmd))
+	if (!scsi_medium_ready(cmd))
 		return;
 	done_good(cmd);
 }
@@ -77,22 +77,6 @@ void spc_prevent_allow(struct scsi_cmd *cmd)
 {
 	/* not removable (RMB=0): nothing to lock */
 	done_good(cmd);
-}
-
-unsigned spc_not_ready_sense(uint8_t *out, bool desc, int ready, uint16_t frac)
-{
-	uint8_t sks[3];
-
-	if (ready == -ENOLINK)
-		return scsi_sense_build(out, desc, SK_NOT_READY, ASC_PORT_UNAVAILABLE, false, 0,
-					false, NULL);
-	if (ready != -EINPROGRESS)
-		return scsi_sense_build(out, desc, SK_NOT_READY, ASC_NOT_READY_MANUAL, false, 0,
-					false, NULL);
-	/* SPC-4 4.5.2.4.4: SKSV, then the fraction done of 65536 */
-	sks[0] = 0x80;
-	conf_put_be16(&sks[1], frac);
-	return scsi_sense_build(out, desc, SK_NOT_READY, ASC_BECOMING_READY, false, 0, true, sks);
 }
 
 /*
@@ -118,7 +102,7 @@ void spc_request_sense(struct scsi_cmd *cmd)
 	else if (scsi_deferred_take(lu, cmd->nexus))
 		len = scsi_deferred_sense(data, desc);   /* lu.c, "Deferred errors" */
 	else if ((ready = raid_vol_ready_progress(lu->vol, &frac)) != 0)
-		len = spc_not_ready_sense(data, desc, ready, frac);
+		len = scsi_not_ready_sense(data, desc, ready, frac);
 	else
 		len = scsi_sense_build(data, desc, SK_NO_SENSE, ASC_NONE, false, 0, false, NULL);
 	scsi_reply(cmd, data, len, cmd->cdb[4]);

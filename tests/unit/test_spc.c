@@ -421,7 +421,7 @@ START_TEST(t11_not_ready_sense)
 	unsigned len;
 
 	/* becoming ready, fixed format: SKSV + progress in bytes 15..17 */
-	len = spc_not_ready_sense(d, false, -EINPROGRESS, 0x8000);
+	len = scsi_not_ready_sense(d, false, -EINPROGRESS, 0x8000);
 	ck_assert_uint_eq(len, 18);
 	ck_assert_uint_eq(d[0], 0x70);
 	ck_assert_uint_eq(d[2] & 0x0f, SK_NOT_READY);
@@ -430,7 +430,7 @@ START_TEST(t11_not_ready_sense)
 	ck_assert_uint_eq(d[15], 0x80);
 	ck_assert_uint_eq(conf_get_be16(&d[16]), 0x8000);
 	/* descriptor format: a sense key specific descriptor (02h, 6 bytes) */
-	len = spc_not_ready_sense(d, true, -EINPROGRESS, 0x1234);
+	len = scsi_not_ready_sense(d, true, -EINPROGRESS, 0x1234);
 	ck_assert_uint_eq(len, 16);
 	ck_assert_uint_eq(d[0], 0x72);
 	ck_assert_uint_eq(d[1] & 0x0f, SK_NOT_READY);
@@ -441,13 +441,13 @@ START_TEST(t11_not_ready_sense)
 	ck_assert_uint_eq(d[12], 0x80);
 	ck_assert_uint_eq(conf_get_be16(&d[13]), 0x1234);
 	/* a failed preparation: manual intervention, no progress */
-	len = spc_not_ready_sense(d, false, -EIO, 0x1234);
+	len = scsi_not_ready_sense(d, false, -EIO, 0x1234);
 	ck_assert_uint_eq(len, 18);
 	ck_assert_uint_eq(d[2] & 0x0f, SK_NOT_READY);
 	ck_assert_uint_eq(conf_get_be16(&d[12]), ASC_NOT_READY_MANUAL);
 	ck_assert_uint_eq(d[15], 0);
 	ck_assert_uint_eq(conf_get_be16(&d[16]), 0);
-	len = spc_not_ready_sense(d, true, -EIO, 0);
+	len = scsi_not_ready_sense(d, true, -EIO, 0);
 	ck_assert_uint_eq(len, 8);
 	ck_assert_uint_eq(conf_get_be16(&d[2]), ASC_NOT_READY_MANUAL);
 	ck_assert_uint_eq(d[7], 0);
