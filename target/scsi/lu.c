@@ -150,6 +150,8 @@ static uint64_t xf_compare_write(const uint8_t *cdb)
 	return 2ull * cdb[13] * SCSI_BS;
 }
 
+static void report_opcodes(struct scsi_cmd *cmd);
+
 #define DIR_IN(f) .dir = XFER_IN, .xfer = (f)
 #define DIR_OUT(f) .dir = XFER_OUT, .xfer = (f)
 
@@ -168,7 +170,7 @@ static const struct scsi_op maint_in_ops[32] = {
 	[MI_REPORT_TPGS] = { .fn = spc_report_tpgs, .cdb_len = 12, DIR_IN(xf_be32_6),
 		.flags = OPF_RES2_OK | OPF_RCTD, .name = "REPORT TARGET PORT GROUPS",
 		.usage = { 0xa3, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
-	[MI_REPORT_OPCODES] = { .fn = spc_report_opcodes, .cdb_len = 12, DIR_IN(xf_be32_6),
+	[MI_REPORT_OPCODES] = { .fn = report_opcodes, .cdb_len = 12, DIR_IN(xf_be32_6),
 		.flags = OPF_RES2_OK | OPF_RCTD, .name = "REPORT SUPPORTED OPERATION CODES",
 		.usage = { 0xa3, 0x1f, 0x87, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x07 } },
 	[MI_REPORT_TMFS] = { .fn = spc_report_tmfs, .cdb_len = 12, DIR_IN(xf_be32_6),
@@ -325,11 +327,121 @@ static const struct scsi_op ops[256] = {
 			   0x07 } },
 };
 
-const struct scsi_op *scsi_op_lookup(uint8_t opcode)
+static const struct scsi_op *op_lookup(uint8_t opcode)
 {
 	const struct scsi_op *op = &ops[opcode];
 
 	return op->fn || op->sa ? op : NULL;
+}
+
+/* ---- REPORT SUPPORTED OPERATION CODES ---- */
+
+/* The handler of the table itself: it reads the table, so it is here, not
+ * among the handlers of spc.c that the table points to. */
+
+static unsigned put_timeouts(uint8_t *d)
+{
+	memset(d, 0, 12);
+	conf_put_be16(&d[0], 0x0a);
+	conf_put_be32(&d[4], 1);     /* nominal: 1 s */
+	conf_put_be32(&d[8], 30);    /* recommended: 30 s */
+	return 12;
+}
+
+static unsigned put_cmd_desc(uint8_t *d, uint8_t opcode, const struct scsi_op *o, bool sa,
+			     uint8_t sav, bool rctd)
+{
+	memset(d, 0, 8);
+	d[0] = opcode;
+	conf_put_be16(&d[2], sa ? sav : 0);
+	d[5] = (uint8_t)((rctd ? 0x02 : 0) | (sa ? 0x01 : 0));
+	conf_put_be16(&d[6], o->cdb_len);
+	if (rctd)
+		return 8 + put_timeouts(&d[8]);
+	return 8;
+}
+
+/* Whether @o exists on the command's LU (the dispatcher's OPF_THIN rule). */
+static bool op_here(struct scsi_cmd *cmd, const struct scsi_op *o)
+{
+	const struct scsi_lu *lu = scsi_cmd_lu(cmd);
+
+	return !(o->flags & OPF_THIN) || (lu && lu->prov.thin);
+}
+
+static void report_opcodes(struct scsi_cmd *cmd)
+{
+	uint8_t opt = cmd->cdb[2] & 0x07, req_op = cmd->cdb[3];
+	bool rctd = cmd->cdb[2] & 0x80;
+	uint16_t req_sa = conf_get_be16(&cmd->cdb[4]);
+	uint32_t alloc = conf_get_be32(&cmd->cdb[6]);
+	uint8_t one[64];
+	const struct scsi_op *o, *s;
+	unsigned p = 4, i, j;
+
+	if (opt == 0) {
+		uint8_t *buf = malloc(4 + 20 * 512);
+
+		if (!buf) {
+			scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
+			return scsi_cmd_complete(cmd);
+		}
+		for (i = 0; i < 256; i++) {
+			o = op_lookup((uint8_t)i);
+			if (!o || !op_here(cmd, o))
+				continue;
+			if (!o->sa) {
+				p += put_cmd_desc(&buf[p], (uint8_t)i, o, false, 0, rctd);
+				continue;
+			}
+			for (j = 0; j < o->n_sa; j++) {
+				s = &o->sa[j];
+				if (s->fn)
+					p += put_cmd_desc(&buf[p], (uint8_t)i, s, true, (uint8_t)j,
+							  rctd);
+			}
+		}
+		conf_put_be32(&buf[0], p - 4);
+		scsi_reply(cmd, buf, p, alloc);
+		free(buf);
+		return scsi_cmd_complete(cmd);
+	}
+	if (opt > 3) {
+		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
+		return scsi_cmd_complete(cmd);
+	}
+	o = op_lookup(req_op);
+	if (o && !op_here(cmd, o))
+		o = NULL;
+	if (o && o->sa) {
+		if (opt == 1) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
+			return scsi_cmd_complete(cmd);
+		}
+		s = req_sa < o->n_sa && o->sa[req_sa].fn ? &o->sa[req_sa] : NULL;
+	} else {
+		if (o && opt == 2) {
+			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
+			return scsi_cmd_complete(cmd);
+		}
+		s = o;
+	}
+	memset(one, 0, sizeof(one));
+	if (!s) {
+		one[1] = 0x01;  /* not supported */
+		p = 4;
+	} else {
+		one[1] = (uint8_t)((rctd ? 0x80 : 0) | 0x03);
+		conf_put_be16(&one[2], s->cdb_len);
+		memcpy(&one[4], s->usage, s->cdb_len);
+		if (o->sa)
+			one[5] = (uint8_t)((s->usage[1] & 0xe0) | req_sa);
+		p = 4 + s->cdb_len;
+		if (rctd)
+			p += put_timeouts(&one[p]);
+	}
+	scsi_reply(cmd, one, p, alloc);
+	scsi_cmd_complete(cmd);
 }
 
 bool scsi_lu_check(struct scsi_lu *lu)
@@ -1047,7 +1159,7 @@ void scsi_cmd_exec(struct scsi_cmd *cmd)
 	lu = lu_get_view(cmd->target, cmd->nexus, cmd->lun, &ro);
 	cmd->spriv[0] = lu;
 	cmd->spriv_u[SPRIV_VIEW_RO] = ro;
-	op = scsi_op_lookup(cmd->cdb[0]);
+	op = op_lookup(cmd->cdb[0]);
 	if (!lu && !(op && (op->flags & OPF_ANY_LUN))) {
 		scsi_sense(cmd, SK_ILLEGAL_REQUEST, ASC_LUN_NOT_SUPPORTED);
 		goto early;

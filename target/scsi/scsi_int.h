@@ -361,8 +361,6 @@ struct scsi_op {
 	unsigned n_sa;
 };
 
-const struct scsi_op *scsi_op_lookup(uint8_t opcode);
-
 /* spriv_u[] slots the dispatcher fills for task.c and the handlers. */
 /* 1 when the command reached its LU through a read-only mapping of its
  * nexus's view. */
@@ -452,7 +450,6 @@ void spc_inquiry(struct scsi_cmd *cmd);
 void spc_mode_sense(struct scsi_cmd *cmd);
 void spc_mode_select(struct scsi_cmd *cmd);
 void spc_report_luns(struct scsi_cmd *cmd);
-void spc_report_opcodes(struct scsi_cmd *cmd);
 void spc_report_tmfs(struct scsi_cmd *cmd);
 void spc_report_tpgs(struct scsi_cmd *cmd);
 void spc_start_stop(struct scsi_cmd *cmd);

@@ -1,8 +1,9 @@
 /*
  * target/scsi/spc.c - SPC-4 primary commands: INQUIRY and VPD pages, MODE
- * SENSE/SELECT, REPORT LUNS, REQUEST SENSE, REPORT SUPPORTED OPERATION CODES
- * / TASK MANAGEMENT FUNCTIONS, REPORT TARGET PORT GROUPS and the no-op
- * medium commands of a non-removable disk.
+ * SENSE/SELECT, REPORT LUNS, REQUEST SENSE, REPORT SUPPORTED TASK
+ * MANAGEMENT FUNCTIONS, REPORT TARGET PORT GROUPS and the no-op medium
+ * commands of a non-removable disk. REPORT SUPPORTED OPERATION CODES
+ * reports the opcode table, so it lives beside it in lu.c.
  *
  * Mode parameters state machine (per LU, under lu->lock):
  *   DEFAULT --MODE SELECT that changes a changeable bit (spc_mode_select)--> MODIFIED
@@ -561,113 +562,6 @@ void spc_report_luns(struct scsi_cmd *cmd)
 	}
 	conf_put_be32(&d[0], 8 * n);
 	scsi_reply(cmd, d, 8 + 8 * n, alloc);
-	scsi_cmd_complete(cmd);
-}
-
-/* ---- REPORT SUPPORTED OPERATION CODES ---- */
-
-static unsigned put_timeouts(uint8_t *d)
-{
-	memset(d, 0, 12);
-	conf_put_be16(&d[0], 0x0a);
-	conf_put_be32(&d[4], 1);     /* nominal: 1 s */
-	conf_put_be32(&d[8], 30);    /* recommended: 30 s */
-	return 12;
-}
-
-static unsigned put_cmd_desc(uint8_t *d, uint8_t opcode, const struct scsi_op *o, bool sa,
-			     uint8_t sav, bool rctd)
-{
-	memset(d, 0, 8);
-	d[0] = opcode;
-	conf_put_be16(&d[2], sa ? sav : 0);
-	d[5] = (uint8_t)((rctd ? 0x02 : 0) | (sa ? 0x01 : 0));
-	conf_put_be16(&d[6], o->cdb_len);
-	if (rctd)
-		return 8 + put_timeouts(&d[8]);
-	return 8;
-}
-
-/* Whether @o exists on the command's LU (the dispatcher's OPF_THIN rule). */
-static bool op_here(struct scsi_cmd *cmd, const struct scsi_op *o)
-{
-	const struct scsi_lu *lu = scsi_cmd_lu(cmd);
-
-	return !(o->flags & OPF_THIN) || (lu && lu->prov.thin);
-}
-
-void spc_report_opcodes(struct scsi_cmd *cmd)
-{
-	uint8_t opt = cmd->cdb[2] & 0x07, req_op = cmd->cdb[3];
-	bool rctd = cmd->cdb[2] & 0x80;
-	uint16_t req_sa = conf_get_be16(&cmd->cdb[4]);
-	uint32_t alloc = conf_get_be32(&cmd->cdb[6]);
-	uint8_t one[64];
-	const struct scsi_op *o, *s;
-	unsigned p = 4, i, j;
-
-	if (opt == 0) {
-		uint8_t *buf = malloc(4 + 20 * 512);
-
-		if (!buf) {
-			scsi_sense(cmd, SK_HARDWARE_ERROR, ASC_INTERNAL_TARGET_FAILURE);
-			return scsi_cmd_complete(cmd);
-		}
-		for (i = 0; i < 256; i++) {
-			o = scsi_op_lookup((uint8_t)i);
-			if (!o || !op_here(cmd, o))
-				continue;
-			if (!o->sa) {
-				p += put_cmd_desc(&buf[p], (uint8_t)i, o, false, 0, rctd);
-				continue;
-			}
-			for (j = 0; j < o->n_sa; j++) {
-				s = &o->sa[j];
-				if (s->fn)
-					p += put_cmd_desc(&buf[p], (uint8_t)i, s, true, (uint8_t)j,
-							  rctd);
-			}
-		}
-		conf_put_be32(&buf[0], p - 4);
-		scsi_reply(cmd, buf, p, alloc);
-		free(buf);
-		return scsi_cmd_complete(cmd);
-	}
-	if (opt > 3) {
-		scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
-		return scsi_cmd_complete(cmd);
-	}
-	o = scsi_op_lookup(req_op);
-	if (o && !op_here(cmd, o))
-		o = NULL;
-	if (o && o->sa) {
-		if (opt == 1) {
-			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
-			return scsi_cmd_complete(cmd);
-		}
-		s = req_sa < o->n_sa && o->sa[req_sa].fn ? &o->sa[req_sa] : NULL;
-	} else {
-		if (o && opt == 2) {
-			scsi_sense_field(cmd, ASC_INVALID_FIELD_IN_CDB, true, 2, 2);
-			return scsi_cmd_complete(cmd);
-		}
-		s = o;
-	}
-	memset(one, 0, sizeof(one));
-	if (!s) {
-		one[1] = 0x01;  /* not supported */
-		p = 4;
-	} else {
-		one[1] = (uint8_t)((rctd ? 0x80 : 0) | 0x03);
-		conf_put_be16(&one[2], s->cdb_len);
-		memcpy(&one[4], s->usage, s->cdb_len);
-		if (o->sa)
-			one[5] = (uint8_t)((s->usage[1] & 0xe0) | req_sa);
-		p = 4 + s->cdb_len;
-		if (rctd)
-			p += put_timeouts(&one[p]);
-	}
-	scsi_reply(cmd, one, p, alloc);
 	scsi_cmd_complete(cmd);
 }
 
