@@ -40,6 +40,18 @@ struct pr_rec {
 	int err;                        /* -ENOMEM while recording */
 };
 
+/* PERSISTENT RESERVE OUT service actions (SPC-4 6.16.2) */
+enum {
+	PRO_REGISTER = 0,
+	PRO_RESERVE = 1,
+	PRO_RELEASE = 2,
+	PRO_CLEAR = 3,
+	PRO_PREEMPT = 4,
+	PRO_PREEMPT_ABORT = 5,
+	PRO_REGISTER_IGNORE = 6,
+	PRO_REGISTER_MOVE = 7,
+};
+
 /* One PERSISTENT RESERVE OUT, its parameters checked (pr_out()). */
 struct prout {
 	struct scsi_cmd *cmd;
