@@ -3,9 +3,9 @@
  * which byte strings are iSCSI names, before and after the stringprep
  * profile's case mapping.
  *
- * Layer: the lowest of target/scsi (target/README.md "Layers"). May call:
- * libc only. Called by target/iscsi/login.c (InitiatorName, TargetName)
- * and target/scsi/pr.c (TransportIDs).
+ * Layer: names, the lowest of target/scsi (target/scsi/README.md
+ * "Layers"). May call: libc only. Called by target/iscsi/login.c
+ * (InitiatorName, TargetName) and target/scsi/pr.c (TransportIDs).
  *
  * State: none.
  */

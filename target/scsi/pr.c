@@ -29,6 +29,11 @@
  * a shared LU) and when a change becomes the LU's is pr_state.c's; this
  * file runs the service actions on whatever LU it is given, real or a
  * scratch copy (pr_int.h).
+ *
+ * Layer: reservations, under the handlers (target/scsi/README.md
+ * "Layers"). May call: sense.c, task.c, iscsi_name.c. Called by lu.c
+ * (PERSISTENT RESERVE IN, RESERVE/RELEASE, conflict checks, nexus loss),
+ * pr_out.c and pr_state.c; it calls none of them.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * through the cluster for a shared LU (pr_shared_out(), which completes
  * the command later).
  *
- * Layer: PR command (target/scsi/README.md "Layers"). May call:
+ * Layer: handlers (target/scsi/README.md "Layers"). May call:
  * pr_state.c, pr.c, sense.c, task.c, conf/. Called by lu.c's opcode table
  * only.
  */

@@ -67,6 +67,11 @@
  * CHANGED for its nexuses (scsi_lu_resized).
  * Invariant: pr_check() holds on the installed copy as on a local LU, and
  * every installed blob passed st_parse() (which checks pr_check itself).
+ *
+ * Layer: reservations, above pr.c (target/scsi/README.md "Layers"). May
+ * call: pr.c, sense.c, task.c, raid/raid.h, conf/. Called by pr_out.c
+ * (pr_local_out, pr_shared_out) and lu.c (load, free, reset); it calls
+ * neither.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -39,6 +39,10 @@
  * failed or aborted read reports no data-in, so the transport never sends
  * the part of cmd->buf the read did not fill. The dispatcher (lu.c) has
  * already checked that a data-out command came with all its data-out.
+ *
+ * Layer: handlers (target/scsi/README.md "Layers"). May call: sense.c,
+ * task.c, raid/raid.h, conf/. Reached from lu.c only through the opcode
+ * table; it completes through scsi_cmd_complete() (task.c), never lu.c.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * attentions pending per (LU, nexus), deferred errors, and the NOT READY
  * answer of a volume that is not serving I/O.
  *
- * Layer: sense and unit attentions (target/scsi/README.md "Layers"). May
- * call: task.c, raid/raid.h, conf/.
+ * Layer: sense: sense data and unit attentions (target/scsi/README.md
+ * "Layers"). May call: task.c, raid/raid.h, conf/.
  *
  * Unit attention per (LU, nexus): created on the nexus's first command to
  * the LU holding POWER ON, RESET OCCURRED; events append (duplicates and

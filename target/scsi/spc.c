@@ -22,6 +22,10 @@
  * All handlers complete synchronously; none touches the volume (TEST UNIT
  * READY and REQUEST SENSE only ask whether it is ready and how far its
  * preparation got, raid_vol_ready_progress, scsi_not_ready_sense).
+ *
+ * Layer: handlers (target/scsi/README.md "Layers"). May call: sense.c,
+ * task.c, raid/raid.h, conf/. Reached from lu.c only through the opcode
+ * table; it completes through scsi_cmd_complete() (task.c), never lu.c.
  */
 #include <errno.h>
 #include <stdio.h>

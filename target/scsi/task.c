@@ -5,9 +5,9 @@
  * volume memory a read holds for the transport, the LUN field, the LUNs a
  * nexus's view holds.
  *
- * Layer: command plumbing, the bottom of target/scsi (target/scsi/README.md
- * "Layers"). May call: raid/raid.h, conf/. Knows nothing of opcodes, sense
- * data or reservations.
+ * Layer: command, the bottom of the command path (target/scsi/README.md
+ * "Layers"; only iscsi_name.c is lower). May call: raid/raid.h, conf/.
+ * Knows nothing of opcodes, sense data or reservations.
  */
 #include <stdatomic.h>
 #include <string.h>
