@@ -100,6 +100,7 @@ $(B)/rtgtd: $(D_OBJS) $(O)/librtgt.a
 	$(CC) $(LDFLAGS) -o $@ $(D_OBJS) $(O)/librtgt.a $(LDLIBS)
 
 $(B)/rtgtctl: $(O)/target/tools/rtgtctl.o $(O)/target/tools/rtgtctl_live.o \
+		$(O)/target/tools/ctlclient.o \
 		$(O)/target/tools/rtgtctl_events.o $(O)/librtgt.a
 	@mkdir -p $(B)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
