@@ -24,7 +24,7 @@
  *            conns no longer served are closed), log level applied, pools
  *            no LUN uses any more closed when idle.
  *
- * What the assembly does (pools, LUs, targets) is main.c's, shared through
+ * What the assembly does (pools, LUs, targets) is entries.c's, shared through
  * daemon_int.h; this file decides what changes and in which order.
  */
 #include <errno.h>
