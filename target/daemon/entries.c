@@ -4,9 +4,9 @@
  * configured target, the members handed to the health thread. Used at
  * start-up by main.c and by the reload's PREPARE and COMMIT (reload.c).
  *
- * Layer: entries (target/daemon/README.md "Layers"), rtgtd only (D_SRCS),
- * below main.c and reload.c. May call: access.c, health.c, conf/, raid/,
- * target/scsi/, libc. Calls neither main.c nor reload.c.
+ * Layer: helpers (target/daemon/README.md "Layers"), rtgtd only (D_SRCS),
+ * below main.c and reload.c, beside status.c. May call: access.c, health.c,
+ * conf/, raid/, target/scsi/, libc. Calls neither main.c nor reload.c.
  */
 #include <errno.h>
 #include <stdio.h>

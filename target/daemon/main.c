@@ -33,6 +33,11 @@
  *
  * Invariant (daemon_check): every pool, LU and target entry has its object;
  * d->cur has one target per d->conf target, each a live entry with that IQN.
+ *
+ * Layer: entry (target/daemon/README.md "Layers"), the top: the entry
+ * point, called by nothing in the folder. May call: every other file of
+ * target/daemon, conf/, net/, raid/, target/scsi/, target/iscsi/, json-c,
+ * libc.
  */
 #include <errno.h>
 #include <getopt.h>
