@@ -67,7 +67,8 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 # rtgtd's own files (daemon_int.h): linked into bin/rtgtd only
-D_SRCS    := target/daemon/main.c target/daemon/reload.c target/daemon/status.c
+D_SRCS    := target/daemon/main.c target/daemon/reload.c target/daemon/status.c \
+             target/daemon/entries.c
 LIB_SRCS  := $(wildcard conf/*.c net/*.c raid/*.c target/scsi/*.c target/iscsi/*.c) \
              $(filter-out $(D_SRCS),$(wildcard target/daemon/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/%.o)
@@ -100,6 +101,7 @@ $(B)/rtgtd: $(D_OBJS) $(O)/librtgt.a
 	$(CC) $(LDFLAGS) -o $@ $(D_OBJS) $(O)/librtgt.a $(LDLIBS)
 
 $(B)/rtgtctl: $(O)/target/tools/rtgtctl.o $(O)/target/tools/rtgtctl_live.o \
+		$(O)/target/tools/ctlclient.o \
 		$(O)/target/tools/rtgtctl_events.o $(O)/librtgt.a
 	@mkdir -p $(B)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

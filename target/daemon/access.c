@@ -2,6 +2,9 @@
  * target/daemon/access.c - LUN masking and mapping from the configuration
  * to the SCSI target (see access.h). No state: each call builds the views
  * from the configuration and hands them to target/scsi, which copies them.
+ *
+ * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * conf/, target/scsi/, libc. Calls no other file of target/daemon.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,9 +1,10 @@
 /*
  * target/daemon/daemon_int.h - private to rtgtd's own files: main.c
- * (assembly, workers, monitoring, control dispatch, signals, shutdown),
- * reload.c (the live reload) and status.c (status, stats, live, events and
- * the metrics snapshot). The three are linked into bin/rtgtd only, never
- * into librtgt.a: they are the daemon, not a library.
+ * (start-up, workers, monitoring, control dispatch, signals, shutdown),
+ * reload.c (the live reload), status.c (status, stats, live, events and
+ * the metrics snapshot) and entries.c (the entries: pools, LUs, targets,
+ * used by main.c and reload.c). The four are linked into bin/rtgtd only,
+ * never into librtgt.a: they are the daemon, not a library.
  *
  * Everything here runs on workers[0]'s thread (start-up, every control
  * request, SIGHUP) unless its comment says otherwise, so the entries below
@@ -84,7 +85,7 @@ struct daemon {
 	bool snap_abort;                 /* stopping: snapshots give up */
 };
 
-/* ---- main.c: assembly (start-up and the reload's PREPARE and COMMIT) ---- */
+/* ---- entries.c: assembly (start-up and the reload's PREPARE and COMMIT) ---- */
 
 /* The invariant of the top of main.c. */
 bool daemon_check(const struct daemon *d);

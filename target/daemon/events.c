@@ -26,6 +26,10 @@
  * (the daemon starts no other children, and the thread has nothing else to
  * do meanwhile). Events pushed out of the ring before the hook got to them
  * are counted in hook_skipped and the hook goes on with the oldest kept.
+ *
+ * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * conf/, raid/ and target/iscsi/ (event types), json-c, libc. Calls no
+ * other file of the folder.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -28,6 +28,9 @@
  *   ATA 5/197/198, SCSI grown defects, NVMe media
  *   errors > 0                                      -> WARNING
  *   otherwise                                       -> PASSED
+ *
+ * Layer: health (target/daemon/README.md "Layers"). May call: events.c,
+ * conf/, libc. Calls nothing above it (entries.c hands it the member list).
  */
 #include <errno.h>
 #include <fcntl.h>

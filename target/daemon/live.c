@@ -7,6 +7,10 @@
  * MB/s and IOPS, the histograms' difference the interval's p50/p99, the
  * latency sum's growth over the time the mean number of commands in
  * service (queue depth), a member's busy_ns growth its busy share.
+ *
+ * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * raid/, target/scsi/, target/iscsi/, conf/, json-c, libc. Calls no other
+ * file of the folder.
  */
 #include <errno.h>
 #include <json-c/json.h>

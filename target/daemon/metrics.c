@@ -20,6 +20,10 @@
  * rtgt's own buckets (log-linear for LUNs and sessions, log2 for members)
  * all end on powers of two, so each lands whole in one bound (a value
  * exactly on a bound is counted one bound up).
+ *
+ * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * net/, conf/, libc. Gets the snapshot only through the metrics_snapshot_fn
+ * given to metrics_start() (status.c's), never by a call up.
  */
 #include <arpa/inet.h>
 #include <errno.h>

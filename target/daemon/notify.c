@@ -7,6 +7,9 @@
  * VAR=value assignments, one datagram per update. We only ever send, so a
  * fresh SOCK_CLOEXEC | SOCK_NONBLOCK socket per message is enough: readiness
  * and stopping are announced once each.
+ *
+ * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * conf/, libc. Calls no other file of the folder.
  */
 #include <errno.h>
 #include <stddef.h>

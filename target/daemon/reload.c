@@ -24,8 +24,13 @@
  *            conns no longer served are closed), log level applied, pools
  *            no LUN uses any more closed when idle.
  *
- * What the assembly does (pools, LUs, targets) is main.c's, shared through
+ * What the assembly does (pools, LUs, targets) is entries.c's, shared through
  * daemon_int.h; this file decides what changes and in which order.
+ *
+ * Layer: reload (target/daemon/README.md "Layers"), rtgtd only (D_SRCS),
+ * above entries.c and status.c, below main.c. May call: entries.c,
+ * status.c, access.c, events.c, notify.c, raid/, target/scsi/,
+ * target/iscsi/, conf/, json-c, libc. Never calls main.c.
  */
 #include <errno.h>
 #include <json-c/json.h>

@@ -5,6 +5,11 @@
  * configuration may change, and handed over under d->snap_mu). Reads the
  * daemon's entries (daemon_int.h), changes nothing but the metrics
  * requests' state.
+ *
+ * Layer: helpers (target/daemon/README.md "Layers"), rtgtd only (D_SRCS),
+ * below main.c and reload.c, beside entries.c. May call: events.c,
+ * health.c, live.c, metrics.c, raid/, target/scsi/, target/iscsi/, conf/,
+ * json-c, libc. Calls neither main.c nor reload.c.
  */
 #include <errno.h>
 #include <json-c/json.h>

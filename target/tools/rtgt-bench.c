@@ -1,6 +1,10 @@
 /*
  * target/tools/rtgt-bench.c - iSCSI benchmark client (libiscsi initiator).
  *
+ * Layer: bench (target/tools/README.md "Layers"), a program of its own,
+ * linked with conf/clock.o only. May call: conf/clock, libiscsi, json-c,
+ * libc. Nothing calls it.
+ *
  * One session per --url, each on its own thread, driven asynchronously:
  * every session keeps --qd READ(16)/WRITE(16) commands outstanding, issuing
  * the next one from the completion callback of the previous, and

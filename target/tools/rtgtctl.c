@@ -1,6 +1,10 @@
 /*
  * target/tools/rtgtctl.c - command line client of rtgtd's control socket.
  *
+ * Layer: front end (target/tools/README.md "Layers"), the top: main().
+ * May call: rtgtctl_live.c, rtgtctl_events.c (the other two front ends),
+ * ctlclient.c, conf/ (conf_load for daemon.control), json-c, libc.
+ *
  *   rtgtctl [-s SOCKET | -c CONFIG] COMMAND [ARGS] [--json]
  *
  * Sends one request line {"cmd":..., "args":[...]} and reads one reply line
@@ -15,7 +19,6 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +34,6 @@
 
 #define DEFAULT_SOCKET "var/rtgtd.sock"
 #define SYSTEM_CONF "/etc/rtgt/rtgt.conf"
-#define REPLY_TIMEOUT_MS 60000
-#define REPLY_MAX (16u << 20)
 
 static void usage(FILE *f)
 {
@@ -99,115 +100,6 @@ static char *control_from_conf(const char *path, bool loud)
 	sock = strdup(c->daemon.control);
 	conf_free(c);
 	return sock;
-}
-
-/* ---- talking to the daemon ---- */
-
-int rtgtctl_connect(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-int rtgtctl_send_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Reads up to the first newline. Returns a malloc'd NUL-terminated line,
- * or NULL with errno set (ETIMEDOUT, ECONNRESET for EOF first, ...). */
-char *rtgtctl_recv_line(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	uint64_t start;
-
-	if (!buf)
-		return NULL;
-	start = conf_mono_ms();
-	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		long waited;
-		ssize_t n;
-		char *nl;
-
-		waited = (long)(conf_mono_ms() - start);
-		if (waited >= REPLY_TIMEOUT_MS) {
-			errno = ETIMEDOUT;
-			goto fail;
-		}
-		n = poll(&pfd, 1, (int)(REPLY_TIMEOUT_MS - waited));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (n == 0)
-			continue; /* the deadline check above ends it */
-		if (len + 1 >= cap) {
-			char *nb;
-
-			if (cap >= REPLY_MAX) {
-				errno = EMSGSIZE;
-				goto fail;
-			}
-			nb = realloc(buf, cap * 2);
-			if (!nb)
-				goto fail;
-			buf = nb;
-			cap *= 2;
-		}
-		n = recv(fd, buf + len, cap - len - 1, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (n == 0) {
-			errno = ECONNRESET;
-			goto fail;
-		}
-		nl = memchr(buf + len, '\n', (size_t)n);
-		len += (size_t)n;
-		if (nl) {
-			*nl = '\0';
-			return buf;
-		}
-	}
-fail:
-	{
-		int e = errno;
-
-		free(buf);
-		errno = e;
-	}
-	return NULL;
 }
 
 /* ---- human output ---- */

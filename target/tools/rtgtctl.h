@@ -1,5 +1,5 @@
 /*
- * target/tools/rtgtctl.h - what rtgtctl.c shares with rtgtctl_live.c.
+ * target/tools/rtgtctl.h - what rtgtctl.c, rtgtctl_live.c, rtgtctl_events.c and ctlclient.c share.
  */
 #ifndef RTGT_RTGTCTL_H
 #define RTGT_RTGTCTL_H
@@ -11,7 +11,7 @@
 #define EXIT_USAGE 2
 #define EXIT_UNREACHABLE 3
 
-/* rtgtctl.c: a connected unix socket or -1 (errno); 0 or -errno; a
+/* ctlclient.c: a connected unix socket or -1 (errno); 0 or -errno; a
  * malloc'd reply line or NULL (errno). */
 int rtgtctl_connect(const char *path);
 int rtgtctl_send_all(int fd, const char *p, size_t len);

@@ -3,6 +3,9 @@
  * the daemon's kept events (target/daemon/events.h), oldest first, one a
  * line: "TIME SEVERITY KIND MESSAGE", or with --json each event's object.
  *
+ * Layer: events view (target/tools/README.md "Layers"), called by
+ * rtgtctl.c. May call: ctlclient.c, json-c, libc.
+ *
  * --follow keeps the connection and asks {"cmd":"events","args":[NEXT]}
  * every EVENTS_POLL_MS, printing what is new, until interrupted or the
  * daemon goes away (exit 3). Events the daemon's ring pushed out between

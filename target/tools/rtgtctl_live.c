@@ -1,6 +1,9 @@
 /*
  * target/tools/rtgtctl_live.c - rtgtctl top, stats --watch and paths.
  *
+ * Layer: live views (target/tools/README.md "Layers"), called by rtgtctl.c.
+ * May call: ctlclient.c, conf/util, json-c, libc.
+ *
  * All three ask the daemon for "live" snapshots (cumulative counters,
  * histograms, TCP_INFO; target/daemon/live.h) and work on the difference
  * of two of them:
