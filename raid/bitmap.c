@@ -3,6 +3,9 @@
  * space (bitmap_chunk bytes, the same rows on every member), stored at
  * RAID_BITMAP_OFF on every member.
  *
+ * Layer: bitmap and stripe cache (raid/README.md "Layers"). May call:
+ * member.c, mstate.c, sb.c, ioctx.c, lock.c, parity.c, geom.c, conf/.
+ *
  * A bit is set on disk (pwrite + fdatasync on every member) before the first
  * member write into its region, and cleared by the background thread once the
  * region has had no write in flight for a while and the members were

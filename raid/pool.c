@@ -1,5 +1,12 @@
 /*
- * raid/pool.c - pool assembly, member state, superblock updates, management.
+ * raid/pool.c - pool assembly and the pool's management (fail, replace,
+ * add spare, grow, remove, info).
+ *
+ * Layer: pool assembly (raid/README.md "Layers"), above everything of the
+ * RAID backend but the ops tables. May call: reshape.c, rebuild.c, thin.c,
+ * bitmap.c, scache.c, member.c, mstate.c, sb.c, lock.c, ioctx.c, parity.c,
+ * geom.c, conf/. Fills struct raid_pool_hooks at open, so that mstate.c
+ * reaches rebuild.c and reshape.c without calling up.
  *
  * Assembly (raid_pool_open; policy in raid/README.md, "Assembly"):
  *   1. open every configured member and spare and read its superblock
@@ -19,29 +26,7 @@
  *      (raid_lost_beyond) still holds for what was assembled.
  *   Refusal at any step writes nothing to any member.
  *
- * Member states (struct raid_member.state): ACTIVE -> FAULTY
- * (raid_member_fail: I/O error or rtgtctl fail); SPARE -> REBUILDING ->
- * ACTIVE (rebuild); SPARE -> REPLACING (raid_md_pool_replace) -> ACTIVE in
- * the replaced disk's slot, the disk FAULTY (rebuild.c repl_swap), or ->
- * SPARE / FAULTY when abandoned (repl_abandon); MISSING is only set at
- * assembly. Every change is written
- * to the superblocks of all present members with a bumped event counter
- * before raid_member_fail returns. Invariant (pool_check): p->failed is set
- * exactly when the unusable raid disks break the level's rule
- * (raid_lost_beyond: raid0 any, raid1 all, raid5 two, raid6 three, raid10 both
- * members of one mirror pair), re-evaluated at every superblock write -
- * assembly, failures, a spare taking a slot, the end of a rebuild.
- *
- * Bad ranges (raid_pool_bad_add, under bad_mu): member bytes of a slot that
- * hold nothing valid (rebuild.c could not reconstruct them); persistent in
- * the superblocks. They grow when more is lost and shrink (or split) only
- * when a write rewrote those bytes on their member without reconstruction -
- * a full-row write (raid5/6) or any mirror write over them -
- * (raid_pool_bad_clear): the member is fdatasync'd, the range cut, and the
- * superblocks rewritten before the write is acknowledged. A crash before
- * that leaves the range bad (MEDIUM ERROR for data whose write was never
- * acknowledged), never good with old bytes. A member is not readable there
- * (raid_member_readable) and the bitmap reports them unsynced.
+ * Member states, the failure rule and the bad ranges: mstate.c.
  *
  * Slot table rule (p->m[], p->n_slots, member->slot): written only under
  * meta_mu (rebuild.c start_rebuild, add-spare, remove), read without it by
