@@ -23,7 +23,7 @@
  * region UNSYNCED until raid_bm_synced(); so does every region of a new
  * pool the initial sync has not reached yet (regions from sb.sync_pos on,
  * marked at raid_bm_init: in memory only, sync_pos is their on-disk record).
- * raid_bm_unsynced() also answers true over a bad range (pool.c): rows no
+ * raid_bm_unsynced() also answers true over a bad range (mstate.c): rows no
  * valid data can be reconstructed from. Invariant (raid_bm_check): cnt > 0
  * implies the bit is set.
  *
