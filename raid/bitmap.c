@@ -3,6 +3,9 @@
  * space (bitmap_chunk bytes, the same rows on every member), stored at
  * RAID_BITMAP_OFF on every member.
  *
+ * Layer: bitmap and stripe cache (raid/README.md "Layers"). May call:
+ * member.c, mstate.c, sb.c, ioctx.c, lock.c, parity.c, geom.c, conf/.
+ *
  * A bit is set on disk (pwrite + fdatasync on every member) before the first
  * member write into its region, and cleared by the background thread once the
  * region has had no write in flight for a while and the members were
@@ -20,7 +23,7 @@
  * region UNSYNCED until raid_bm_synced(); so does every region of a new
  * pool the initial sync has not reached yet (regions from sb.sync_pos on,
  * marked at raid_bm_init: in memory only, sync_pos is their on-disk record).
- * raid_bm_unsynced() also answers true over a bad range (pool.c): rows no
+ * raid_bm_unsynced() also answers true over a bad range (mstate.c): rows no
  * valid data can be reconstructed from. Invariant (raid_bm_check): cnt > 0
  * implies the bit is set.
  *

@@ -2,6 +2,9 @@
  * raid/fault.c - the fault-injection layer of the member I/O stack
  * (raid/mlayer.h, settings in raid/fault.h).
  *
+ * Layer: context (raid/README.md "Layers"). May call: ioctx.c, conf/;
+ * the member layer below it only through mlayer.h.
+ *
  * Submission: a write while sub_err > 0 is refused (-ENOMEM, one count
  * used); a write overlapping the torn range is cut to its prefix before it
  * goes down (a prefix of 0 goes nowhere: its completion is deferred on the

@@ -1,5 +1,9 @@
 /*
  * raid/geom.c - where each logical byte of a pool lives, for every level.
+ *
+ * Layer: geometry, the bottom (raid/README.md "Layers"). May call: libc
+ * only.
+ *
  * Pure functions: no I/O, no state. The layouts are Linux md's:
  *
  *   raid0    logical chunk c -> device c % n, member chunk c / n.

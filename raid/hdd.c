@@ -2,6 +2,9 @@
  * raid/hdd.c - HDD timing model (pool option hdd = { mbps; avg_seek_ms; rpm;
  * write_cache; }).
  *
+ * Layer: context (raid/README.md "Layers"). May call: ioctx.c, conf/;
+ * the member layer below it only through mlayer.h.
+ *
  * Every member behaves like one spinning disk with one head, a small write
  * cache, read-ahead segments and a stream-aware elevator. The real I/O is
  * issued at once (the layer below, ioctx.c); only its completion is held back until the

@@ -2,6 +2,10 @@
  * raid/ioctx.c - one io_uring ring per thread, plus a cross-thread queue of
  * deferred calls, both signalled through one eventfd.
  *
+ * Layer: context (raid/README.md "Layers"). May call: geom.c, parity.c,
+ * conf/, liburing; nothing above (completions go up through the callbacks
+ * of raid_defer and raid_mlayer_up).
+ *
  * The eventfd is registered with the ring (io_uring_register_eventfd), so it
  * becomes readable when a CQE is posted; raid_defer() writes it too. A
  * reactor polls raid_ioctx_fd() and calls raid_ioctx_run(), which drains the

@@ -3,6 +3,9 @@
  * address space, shared for reads and exclusive for writes, COMPARE AND
  * WRITE and rebuild/scrub rows.
  *
+ * Layer: context (raid/README.md "Layers"). May call: ioctx.c (raid_defer),
+ * conf/.
+ *
  * Several reactor threads submit to one pool, so the structure is protected
  * by a mutex; the critical sections only walk short lists (one entry per
  * request in flight on the pool).

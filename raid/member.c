@@ -2,6 +2,9 @@
  * raid/member.c - the member layer: top of a member's I/O stack
  * (raid/mlayer.h) and the one place that counts a member's I/O.
  *
+ * Layer: one member (raid/README.md "Layers"). May call: mstate.c
+ * (raid_member_fail), sb.c, fault.c, hdd.c, ioctx.c, parity.c, geom.c, conf/.
+ *
  * raid_mio_submit() fills in what the bottom layer needs (descriptors,
  * data-area offset, O_DIRECT, whether small runs may be done inline) and
  * hands the mio to the member's stack: member -> fault (fault.c) -> hdd

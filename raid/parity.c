@@ -1,6 +1,9 @@
 /*
  * raid/parity.c - P/Q parity and recovery for one row band, on top of isa-l.
  *
+ * Layer: geometry (raid/README.md "Layers"). May call: geom.c, isa-l,
+ * libc.
+ *
  * Buffers are indexed by device (as the geometry lays them out) and turned
  * into isa-l's role order here: data index 0..ndata-1, then P, then Q. Q is
  * sum(2^d * D_d) in GF(2^8) with polynomial 0x11d, which is what isa-l's

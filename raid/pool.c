@@ -1,5 +1,13 @@
 /*
- * raid/pool.c - pool assembly, member state, superblock updates, management.
+ * raid/pool.c - pool assembly: open (create or assemble) and close. The
+ * pool's management (info, fail, replace, add spare, grow, remove) is
+ * pool_admin.c, which uses the helpers pool_int.h lends it.
+ *
+ * Layer: pool assembly (raid/README.md "Layers"), above everything of the
+ * RAID backend but the ops tables. May call: reshape.c, rebuild.c, thin.c,
+ * bitmap.c, scache.c, member.c, mstate.c, sb.c, lock.c, ioctx.c, parity.c,
+ * geom.c, conf/. Fills struct raid_pool_hooks at open, so that mstate.c
+ * reaches rebuild.c and reshape.c without calling up.
  *
  * Assembly (raid_pool_open; policy in raid/README.md, "Assembly"):
  *   1. open every configured member and spare and read its superblock
@@ -19,29 +27,7 @@
  *      (raid_lost_beyond) still holds for what was assembled.
  *   Refusal at any step writes nothing to any member.
  *
- * Member states (struct raid_member.state): ACTIVE -> FAULTY
- * (raid_member_fail: I/O error or rtgtctl fail); SPARE -> REBUILDING ->
- * ACTIVE (rebuild); SPARE -> REPLACING (raid_md_pool_replace) -> ACTIVE in
- * the replaced disk's slot, the disk FAULTY (rebuild.c repl_swap), or ->
- * SPARE / FAULTY when abandoned (repl_abandon); MISSING is only set at
- * assembly. Every change is written
- * to the superblocks of all present members with a bumped event counter
- * before raid_member_fail returns. Invariant (pool_check): p->failed is set
- * exactly when the unusable raid disks break the level's rule
- * (raid_lost_beyond: raid0 any, raid1 all, raid5 two, raid6 three, raid10 both
- * members of one mirror pair), re-evaluated at every superblock write -
- * assembly, failures, a spare taking a slot, the end of a rebuild.
- *
- * Bad ranges (raid_pool_bad_add, under bad_mu): member bytes of a slot that
- * hold nothing valid (rebuild.c could not reconstruct them); persistent in
- * the superblocks. They grow when more is lost and shrink (or split) only
- * when a write rewrote those bytes on their member without reconstruction -
- * a full-row write (raid5/6) or any mirror write over them -
- * (raid_pool_bad_clear): the member is fdatasync'd, the range cut, and the
- * superblocks rewritten before the write is acknowledged. A crash before
- * that leaves the range bad (MEDIUM ERROR for data whose write was never
- * acknowledged), never good with old bytes. A member is not readable there
- * (raid_member_readable) and the bitmap reports them unsynced.
+ * Member states, the failure rule and the bad ranges: mstate.c.
  *
  * Slot table rule (p->m[], p->n_slots, member->slot): written only under
  * meta_mu (rebuild.c start_rebuild, add-spare, remove), read without it by
@@ -80,20 +66,10 @@
 #include "conf/util.h"
 #include "raid/backend.h"
 #include "raid/member.h"
+#include "raid/mstate.h"
+#include "raid/pool_int.h"
 
-static const char *level_name(enum conf_level l)
-{
-	switch (l) {
-	case CONF_RAID0: return "raid0";
-	case CONF_RAID1: return "raid1";
-	case CONF_RAID5: return "raid5";
-	case CONF_RAID6: return "raid6";
-	case CONF_RAID10: return "raid10";
-	default: return "?";   /* not a RAID level: never a pool of this backend */
-	}
-}
-
-static void uuid_new(uint8_t u[16])
+void raid_uuid_new(uint8_t u[16])
 {
 	size_t got = 0;
 
@@ -114,497 +90,7 @@ static void uuid_str(const uint8_t u[16], char out[37])
 		 u[13], u[14], u[15]);
 }
 
-bool raid_member_writable(const struct raid_member *m)
-{
-	int st = atomic_load(&m->state);
-
-	/* a replacement gets the bitmap and superblocks of a member: at the
-	 * swap it becomes one (rebuild.c) */
-	return m->fd >= 0 && (st == RAID_M_ACTIVE || st == RAID_M_REBUILDING ||
-			      st == RAID_M_REPLACING);
-}
-
-bool raid_member_readable(const struct raid_member *m, uint64_t moff_end)
-{
-	int st = atomic_load(&m->state);
-	struct raid_pool *p = m->pool;
-
-	if (m->fd < 0)
-		return false;
-	if (st != RAID_M_ACTIVE &&
-	    !(st == RAID_M_REBUILDING && moff_end <= atomic_load(&m->rebuild_pos)))
-		return false;
-	/* callers ask per row or chunk segment: the chunk ending at moff_end */
-	if (p && atomic_load(&p->n_bad) && moff_end) {
-		uint64_t a = (moff_end - 1) / p->g.chunk * p->g.chunk;
-
-		if (raid_pool_bad(p, m->slot, a, moff_end))
-			return false;
-	}
-	return true;
-}
-
-bool raid_pool_bad(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b)
-{
-	bool hit = false;
-
-	if (!atomic_load(&p->n_bad))
-		return false;
-	pthread_mutex_lock(&p->bad_mu);
-	for (unsigned i = 0; i < atomic_load(&p->n_bad) && !hit; i++)
-		hit = (slot == UINT32_MAX || p->bad[i].slot == slot) && p->bad[i].a < b &&
-		      a < p->bad[i].b;
-	pthread_mutex_unlock(&p->bad_mu);
-	return hit;
-}
-
-/* The table is full: merge the two nearest ranges of one slot into one
- * (covering the gap between them too). false when no slot has two. bad_mu held. */
-static bool bad_make_room(struct raid_pool *p)
-{
-	unsigned i, k, n = atomic_load(&p->n_bad), bi = 0, bk = 0;
-	uint64_t bestgap = UINT64_MAX;
-
-	for (i = 0; i < n; i++)
-		for (k = i + 1; k < n; k++) {
-			struct raid_bad *x = &p->bad[i], *y = &p->bad[k];
-			uint64_t gap;
-
-			if (x->slot != y->slot)
-				continue;
-			gap = x->b < y->a ? y->a - x->b : y->b < x->a ? x->a - y->b : 0;
-			if (gap < bestgap) {
-				bestgap = gap;
-				bi = i;
-				bk = k;
-			}
-		}
-	if (bestgap == UINT64_MAX)
-		return false;
-	p->bad[bi].a = p->bad[bi].a < p->bad[bk].a ? p->bad[bi].a : p->bad[bk].a;
-	p->bad[bi].b = p->bad[bi].b > p->bad[bk].b ? p->bad[bi].b : p->bad[bk].b;
-	p->bad[bk] = p->bad[n - 1];
-	atomic_store(&p->n_bad, n - 1);
-	return true;
-}
-
-void raid_pool_bad_add(struct raid_pool *p, unsigned slot, uint64_t a, uint64_t b)
-{
-	unsigned i, n, best = UINT32_MAX;
-	uint64_t bestgap = UINT64_MAX;
-	bool lost = false;
-
-	pthread_mutex_lock(&p->bad_mu);
-	n = atomic_load(&p->n_bad);
-	for (i = 0; i < n; i++) {
-		struct raid_bad *r = &p->bad[i];
-		uint64_t gap;
-
-		if (r->slot != slot)
-			continue;
-		gap = b < r->a ? r->a - b : a > r->b ? a - r->b : 0;
-		if (gap < bestgap) {
-			bestgap = gap;
-			best = i;
-		}
-	}
-	if (best != UINT32_MAX && (bestgap == 0 || n == RAID_MAX_BAD)) {
-		/* adjacent or overlapping, or no room: grow (never lose any) */
-		struct raid_bad *r = &p->bad[best];
-
-		r->a = a < r->a ? a : r->a;
-		r->b = b > r->b ? b : r->b;
-		pthread_mutex_unlock(&p->bad_mu);
-		return;     /* logged when it began */
-	}
-	if (n == RAID_MAX_BAD && !bad_make_room(p)) {
-		lost = true;     /* 32 slots with one range each: cannot record it */
-	} else {
-		n = atomic_load(&p->n_bad);
-		p->bad[n].slot = slot;
-		p->bad[n].a = a;
-		p->bad[n].b = b;
-		atomic_store(&p->n_bad, n + 1);
-	}
-	pthread_mutex_unlock(&p->bad_mu);
-	if (lost && slot < p->n_slots && p->m[slot]) {
-		/* the member must not be read there: not at all, then */
-		raid_member_fail(p->m[slot], -EIO, "bad range table full");
-		return;
-	}
-	LOG_ERR(RAID_MOD, "pool %s: slot %u member bytes from [%llu, %llu) on cannot be reconstructed: recorded bad (reads fail with a medium error)",
-		p->name, slot, (unsigned long long)a, (unsigned long long)b);
-}
-
-/* Cut [a, b) out of the ranges of the slots in @slots; a range that would
- * split with the table full stays whole (still bad: never wrongly good).
- * true when anything changed. bad_mu held. */
-static bool bad_cut(struct raid_pool *p, uint64_t slots, uint64_t a, uint64_t b)
-{
-	unsigned i = 0;
-	bool changed = false;
-
-	while (i < atomic_load(&p->n_bad)) {
-		struct raid_bad *r = &p->bad[i];
-		unsigned n = atomic_load(&p->n_bad);
-
-		if (r->slot >= 64 || !(slots & (1ull << r->slot)) || r->b <= a || b <= r->a) {
-			i++;
-			continue;
-		}
-		if (a <= r->a && r->b <= b) {
-			*r = p->bad[n - 1];
-			atomic_store(&p->n_bad, n - 1);
-			changed = true;
-			continue;            /* look at the entry moved here */
-		}
-		if (r->a < a && b < r->b) {
-			if (n == RAID_MAX_BAD) {
-				i++;
-				continue;
-			}
-			p->bad[n] = *r;
-			p->bad[n].a = b;
-			r->b = a;
-			atomic_store(&p->n_bad, n + 1);
-		} else if (r->a < a) {
-			r->b = a;
-		} else {
-			r->a = b;
-		}
-		changed = true;
-		i++;
-	}
-	return changed;
-}
-
-int raid_pool_bad_clear(struct raid_pool *p, uint64_t slots, uint64_t a, uint64_t b)
-{
-	uint64_t hit = 0;
-	bool changed;
-	int rc = 0;
-
-	if (!atomic_load(&p->n_bad))
-		return 0;
-	for (unsigned i = 0; i < p->n_slots && i < 64; i++)
-		if ((slots & (1ull << i)) && raid_pool_bad(p, i, a, b))
-			hit |= 1ull << i;
-	if (!hit)
-		return 0;
-	pthread_mutex_lock(&p->meta_mu);
-	/* the new bytes must be on the disk before a superblock says they are
-	 * good: a crash in between would otherwise read what was there before
-	 * (nothing valid) as good data */
-	for (unsigned i = 0; i < p->n_slots && i < 64; i++) {
-		struct raid_member *m = p->m[i];
-
-		if (!(hit & (1ull << i)))
-			continue;
-		if (!m || !raid_member_writable(m) || fdatasync(m->fd)) {
-			hit &= ~(1ull << i);
-			rc = -EIO;
-		}
-	}
-	pthread_mutex_lock(&p->bad_mu);
-	changed = bad_cut(p, hit, a, b);
-	pthread_mutex_unlock(&p->bad_mu);
-	if (changed) {
-		int wrc = raid_pool_write_sbs_locked(p, false);
-
-		rc = rc ? rc : wrc;
-		LOG_INFO(RAID_MOD, "pool %s: member bytes [%llu, %llu) rewritten: no longer bad",
-			 p->name, (unsigned long long)a, (unsigned long long)b);
-	}
-	pthread_mutex_unlock(&p->meta_mu);
-	return rc;
-}
-
-unsigned raid_pool_unusable(struct raid_pool *p)
-{
-	unsigned i, c = 0;
-
-	for (i = 0; i < p->g.n; i++)
-		if (!p->m[i] || p->m[i]->fd < 0 || atomic_load(&p->m[i]->state) != RAID_M_ACTIVE)
-			c++;
-	return c;
-}
-
-/*
- * The level's failure rule. g->npar is the count the parity maths works with;
- * for raid10 it is 1 although the pool survives one loss per mirror pair, so
- * the rule is written out per level instead of comparing a count with it.
- */
-bool raid_lost_beyond(const struct raid_geom *g, const bool *lost, unsigned *pair)
-{
-	unsigned i, n = 0;
-
-	for (i = 0; i < g->n; i++)
-		n += lost[i];
-	switch (g->level) {
-	case CONF_RAID0:
-		return n > 0;
-	case CONF_RAID1:
-		return n >= g->n;
-	case CONF_RAID5:
-		return n > 1;
-	case CONF_RAID6:
-		return n > 2;
-	case CONF_RAID10:
-		/* near-2 on an even n: slots 2k and 2k+1 hold the same chunks */
-		for (i = 0; i + 1 < g->n; i += 2) {
-			if (lost[i] && lost[i + 1]) {
-				if (pair)
-					*pair = i;
-				return true;
-			}
-		}
-		return false;
-	default:
-		return n > g->npar;
-	}
-}
-
-static void pool_lost(struct raid_pool *p, bool *lost)
-{
-	unsigned i;
-
-	for (i = 0; i < p->g.n; i++)
-		lost[i] = !p->m[i] || p->m[i]->fd < 0 ||
-			  atomic_load(&p->m[i]->state) != RAID_M_ACTIVE;
-}
-
-bool raid_pool_beyond_redundancy(struct raid_pool *p)
-{
-	bool lost[RAID_MAX_SLOTS];
-
-	pool_lost(p, lost);
-	return raid_lost_beyond(&p->g, lost, NULL);
-}
-
-/* One line saying why the pool cannot serve, for the logs. */
-static void why_beyond(struct raid_pool *p, char *buf, size_t len)
-{
-	bool lost[RAID_MAX_SLOTS];
-	unsigned pair = 0;
-
-	pool_lost(p, lost);
-	if (raid_lost_beyond(&p->g, lost, &pair) && p->level == CONF_RAID10)
-		snprintf(buf, len, "both members of mirror pair (slots %u, %u) unusable: %s and %s",
-			 pair, pair + 1, p->m[pair] ? p->m[pair]->path : "?",
-			 p->m[pair + 1] ? p->m[pair + 1]->path : "?");
-	else if (p->level == CONF_RAID1)
-		snprintf(buf, len, "all %u members unusable", p->g.n);
-	else
-		snprintf(buf, len, "%u of %u members unusable, %s tolerates %u",
-			 raid_pool_unusable(p), p->g.n, level_name(p->level), p->g.npar);
-}
-
-static bool pool_check(struct raid_pool *p)
-{
-	return atomic_load(&p->failed) == raid_pool_beyond_redundancy(p);
-}
-
-/* Fill the pool-wide part of a superblock from the pool. meta_mu held. */
-static void sb_fill(struct raid_pool *p, struct raid_sb *sb, bool clean)
-{
-	unsigned i;
-
-	sb->version = RAID_SB_VERSION;
-	memcpy(sb->pool_uuid, p->uuid, 16);
-	snprintf(sb->name, sizeof(sb->name), "%s", p->name);
-	sb->level = (uint32_t)p->level;
-	sb->chunk = (uint32_t)p->g.chunk;
-	sb->n_members = p->g.n;
-	sb->flags = clean ? RAID_SB_CLEAN : 0;
-	if (p->g.layout == RAID_LAYOUT_Q_LAST)
-		sb->flags |= RAID_SB_Q_LAST;
-	sb->events = p->events;
-	sb->data_offset = RAID_DATA_OFF;
-	sb->data_size = p->g.member_bytes;
-	sb->bitmap_offset = RAID_BITMAP_OFF;
-	sb->bitmap_bytes = (uint32_t)p->bm.bytes;
-	sb->bitmap_chunk = (uint32_t)p->bm.region;
-	sb->rebuild_slot = UINT32_MAX;
-	sb->rebuild_pos = 0;
-	sb->replace_pos = 0;
-	sb->reshape_level = sb->reshape_n = 0;
-	sb->reshape_pos = sb->backup_pos = 0;
-	sb->backup_len = sb->backup_crc = 0;
-	if (atomic_load(&p->syncing)) {
-		sb->flags |= RAID_SB_SYNCING;
-		sb->sync_pos = atomic_load(&p->sync_cp);
-	} else {
-		sb->sync_pos = 0;
-	}
-	pthread_mutex_lock(&p->bad_mu);
-	sb->n_bad = atomic_load(&p->n_bad);
-	memcpy(sb->bad, p->bad, sizeof(sb->bad));
-	pthread_mutex_unlock(&p->bad_mu);
-	raid_reshape_sb_fill(p, sb);
-	sb->n_slots = p->n_slots;
-	for (i = 0; i < p->n_slots; i++) {
-		struct raid_member *m = p->m[i];
-		int st = m ? atomic_load(&m->state) : RAID_M_FAULTY;
-
-		sb->slots[i].state = (uint32_t)(st == RAID_M_MISSING ? RAID_M_FAULTY : st);
-		sb->slots[i].repl = 0;
-		if (m)
-			memcpy(sb->slots[i].uuid, m->uuid, 16);
-		if (m && st == RAID_M_REPLACING) {
-			sb->slots[i].repl = (uint32_t)atomic_load(&m->repl_for) + 1;
-			sb->replace_pos = atomic_load(&m->rebuild_cp);
-		}
-		if (m && st == RAID_M_REBUILDING) {
-			/* only what the rebuild made durable (rebuild.c) */
-			sb->rebuild_slot = i;
-			sb->rebuild_pos = atomic_load(&m->rebuild_cp);
-		}
-	}
-}
-
-/* meta_mu held. */
-int raid_pool_write_sbs_locked(struct raid_pool *p, bool clean)
-{
-	unsigned i, tries;
-	int rc = 0;
-
-	for (tries = 0; tries < RAID_MAX_SLOTS; tries++) {
-		bool again = false;
-
-		p->events++;
-		sb_fill(p, &p->sb, clean);
-		/* A rebuilding member first: a crash part way leaves it with the
-		 * newest superblock (the reference at assembly), which lists it
-		 * in the slot it took; the others are still listed there as
-		 * active. The other way round, the members' newer superblocks
-		 * would name it in its new slot while its own still said spare
-		 * in the old one, and assembly would take it for replaced. The
-		 * member a replacement swap just moved into a raid disk slot
-		 * (p->sb_first) goes first for the same reason. */
-		for (unsigned k = 0; k < 2 * p->n_slots; k++) {
-			struct raid_member *m = p->m[k % p->n_slots];
-			struct raid_sb sb;
-			int st;
-
-			i = k % p->n_slots;
-			if (!m || m->fd < 0)
-				continue;
-			st = atomic_load(&m->state);
-			if (st != RAID_M_ACTIVE && st != RAID_M_SPARE && st != RAID_M_REBUILDING &&
-			    st != RAID_M_REPLACING)
-				continue;
-			if ((k < p->n_slots) != (st == RAID_M_REBUILDING || m == p->sb_first ||
-						 m == p->sb_first2))
-				continue;
-			sb = p->sb;
-			sb.slot = i;
-			memcpy(sb.member_uuid, m->uuid, 16);
-			rc = raid_sb_write(m->fd, &sb);
-			if (rc) {
-				LOG_ERR(RAID_MOD, "pool %s: member %s: superblock write failed: %s; member marked faulty",
-					p->name, m->path, strerror(-rc));
-				atomic_store(&m->state, RAID_M_FAULTY);
-				raid_event_emit(p, &(struct raid_event){
-					.kind = RAID_EV_MEMBER_FAULTY, .member = m->path, .slot = (int)i,
-					.err = rc, .detail = "superblock write failed" });
-				again = true;   /* the others must record that */
-			}
-		}
-		if (!again)
-			break;
-	}
-	atomic_store(&p->failed, raid_pool_beyond_redundancy(p));
-	return rc;
-}
-
-int raid_pool_write_sbs(struct raid_pool *p, bool clean)
-{
-	int rc;
-
-	pthread_mutex_lock(&p->meta_mu);
-	rc = raid_pool_write_sbs_locked(p, clean);
-	pthread_mutex_unlock(&p->meta_mu);
-	return rc;
-}
-
-/*
- * A proactive replacement ends early when its spare fails, or when any
- * raid disk fails: the pool is degraded then, and the spare is better used
- * to rebuild the lost slot (rebuild.c start_rebuild may pick it: it is a
- * spare again, and a rebuild starts from row 0, so nothing the copy did
- * is trusted). meta_mu held; @m just became FAULTY.
- */
-static void repl_abandon(struct raid_pool *p, struct raid_member *m)
-{
-	int k = atomic_load(&p->repl_slot);
-	struct raid_member *r;
-
-	if (k < 0)
-		return;
-	r = p->m[k];
-	if (r != m && m->slot >= p->g.n)
-		return;      /* another spare */
-	atomic_store(&p->repl_slot, -1);
-	if (r != m)
-		atomic_store(&r->state, RAID_M_SPARE);
-	if (atomic_load(&r->repl_for) >= 0 && (unsigned)atomic_load(&r->repl_for) < p->g.n)
-		atomic_store(&p->m[atomic_load(&r->repl_for)]->repl, NULL);
-	LOG_WARN(RAID_MOD, "pool %s: replacement of slot %d by %s stopped: %s failed", p->name,
-		 atomic_load(&r->repl_for), r->path, m->path);
-	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REPLACE_STOPPED, .member = r->path,
-						 .slot = atomic_load(&r->repl_for),
-						 .detail = r == m ? "the replacement failed" :
-							   "a raid disk failed" });
-}
-
-void raid_member_fail(struct raid_member *m, int err, const char *why)
-{
-	struct raid_pool *p = m->pool;
-	int st;
-
-	pthread_mutex_lock(&p->meta_mu);
-	st = atomic_load(&m->state);
-	if (st == RAID_M_FAULTY || st == RAID_M_MISSING || st == RAID_M_EMPTY) {
-		pthread_mutex_unlock(&p->meta_mu);
-		return;
-	}
-	atomic_store(&m->state, RAID_M_FAULTY);
-	LOG_ERR(RAID_MOD, "pool %s: member %s (slot %u) faulty: %s%s%s", p->name, m->path, m->slot,
-		why, err ? ": " : "", err ? strerror(-err) : "");
-	repl_abandon(p, m);
-	raid_pool_write_sbs_locked(p, false);
-	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_MEMBER_FAULTY, .member = m->path,
-						 .slot = (int)m->slot, .err = err, .detail = why });
-	if (atomic_load(&p->failed)) {
-		char reason[640];
-
-		why_beyond(p, reason, sizeof(reason));
-		LOG_ERR(RAID_MOD, "pool %s: %s: pool failed", p->name, reason);
-		raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_POOL_FAILED, .slot = -1,
-							 .detail = reason });
-	} else if (m->slot < p->g.n)
-		LOG_WARN(RAID_MOD, "pool %s: degraded", p->name);
-	pthread_mutex_unlock(&p->meta_mu);
-	raid_bg_kick(p);
-}
-
-bool raid_member_read_error(struct raid_member *m, int err, uint64_t moff)
-{
-	struct raid_pool *p = m->pool;
-	unsigned n = atomic_fetch_add(&m->rd_errors, 1) + 1;
-
-	if (!p->g.npar)
-		return false;     /* raid0: the request fails, the member stays */
-	if (n > RAID_MAX_READ_ERRORS) {
-		raid_member_fail(m, err, "too many read errors");
-		return false;
-	}
-	LOG_WARN(RAID_MOD, "pool %s: member %s: read error at %llu (%s), repairing from redundancy (%u so far)",
-		 p->name, m->path, (unsigned long long)moff, strerror(-err), n);
-	return true;
-}
-
-static void member_close(struct raid_member *m)
+void raid_pool_member_close(struct raid_member *m)
 {
 	if (!m)
 		return;
@@ -618,19 +104,8 @@ static void member_close(struct raid_member *m)
 }
 
 /* A configured device during assembly. */
-struct cand {
-	struct raid_member *m;
-	bool spare;               /* listed under spares */
-	unsigned pos;             /* index in the members or spares list */
-	int open_err;             /* 0, or -errno of open() (-ENOENT: no such file) */
-	int sbrc;                 /* raid_sb_read result (-ENODEV: not opened) */
-	struct raid_sb sb;
-	bool used;
-	bool created;             /* create_files made it: sparse, all zeros */
-};
-
 /* "slot 1" / "spare 0": where the configuration lists it. */
-static const char *cand_where(const struct cand *c, char *buf, size_t len)
+static const char *cand_where(const struct raid_cand *c, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s %u", c->spare ? "spare" : "slot", c->pos);
 	return buf;
@@ -648,7 +123,7 @@ static bool member_on_memory(int fd)
 
 /* Open c->m->rpath and read its superblock. Failures are recorded in @c
  * (open_err, sbrc), not logged: assembly decides what they mean. */
-static void cand_open_fd(const struct conf_pool *cp, struct cand *c)
+static void cand_open_fd(const struct conf_pool *cp, struct raid_cand *c)
 {
 	struct raid_member *m = c->m;
 	int flags = O_RDWR | O_CLOEXEC;
@@ -683,8 +158,8 @@ static void cand_open_fd(const struct conf_pool *cp, struct cand *c)
 	c->sbrc = raid_sb_read(m->fd, &c->sb);
 }
 
-static int cand_open(const struct conf_pool *cp, const char *path, const char *rpath,
-		     struct cand *c)
+int raid_cand_open(const struct conf_pool *cp, const char *path, const char *rpath,
+		     struct raid_cand *c)
 {
 	struct raid_member *m = calloc(1, sizeof(*m));
 
@@ -710,13 +185,13 @@ static int cand_open(const struct conf_pool *cp, const char *path, const char *r
  * missing member must not come back as an empty file that the pool would
  * then trust.
  */
-static int create_files(const struct conf_pool *cp, struct cand *cs, unsigned nc)
+static int create_files(const struct conf_pool *cp, struct raid_cand *cs, unsigned nc)
 {
 	unsigned i;
 	char w[32];
 
 	for (i = 0; i < nc; i++) {
-		struct cand *c = &cs[i];
+		struct raid_cand *c = &cs[i];
 		int fd;
 
 		if (c->m->fd >= 0 && c->sbrc != -ENOENT) {
@@ -757,7 +232,7 @@ static int create_files(const struct conf_pool *cp, struct cand *cs, unsigned nc
 	return 0;
 }
 
-static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
+static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct raid_cand *cs,
 		      unsigned nc)
 {
 	uint64_t minb = UINT64_MAX;
@@ -787,10 +262,10 @@ static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct ca
 	rc = raid_geom_init(&p->g, cp->level, cp->n_members, cp->chunk, minb - RAID_DATA_OFF);
 	if (rc) {
 		LOG_ERR(RAID_MOD, "pool %s: %u members are not valid for %s", cp->name,
-			cp->n_members, level_name(cp->level));
+			cp->n_members, raid_level_name(cp->level));
 		return rc;
 	}
-	uuid_new(p->uuid);
+	raid_uuid_new(p->uuid);
 	/* Members hold whatever they held (a reused disk, an old file
 	 * system): parity and mirrors agree with nothing until the initial
 	 * sync made them. Only files created here are known to read zeros
@@ -816,7 +291,7 @@ static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct ca
 				 strerror(-cs[i].open_err));
 			continue;
 		}
-		uuid_new(m->uuid);
+		raid_uuid_new(m->uuid);
 		m->slot = p->n_slots;
 		atomic_store(&m->state, cs[i].spare ? RAID_M_SPARE : RAID_M_ACTIVE);
 		p->m[p->n_slots++] = m;
@@ -827,7 +302,7 @@ static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct ca
 
 		uuid_str(p->uuid, u);
 		LOG_INFO(RAID_MOD, "pool %s: created %s, %u members, chunk %llu, uuid %s", cp->name,
-			 level_name(cp->level), cp->n_members, (unsigned long long)cp->chunk, u);
+			 raid_level_name(cp->level), cp->n_members, (unsigned long long)cp->chunk, u);
 	}
 	return 0;
 }
@@ -840,7 +315,7 @@ static int create_new(struct raid_pool *p, const struct conf_pool *cp, struct ca
  * superblocks carry this pool's configured name (or, failing that, a strict
  * majority) is taken as "this pool" for the wording only.
  */
-static int pool_identity(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
+static int pool_identity(struct raid_pool *p, const struct conf_pool *cp, struct raid_cand *cs,
 			 unsigned nc)
 {
 	unsigned grp[RAID_MAX_SLOTS], first[RAID_MAX_SLOTS], cnt[RAID_MAX_SLOTS];
@@ -1003,34 +478,34 @@ static bool reshape_adopt(struct raid_pool *p, const struct raid_sb *ref, struct
  * there return nothing (a file) or fail (a device) while the pool believes
  * the blocks exist. The one size rule for assembly, spares and grows.
  */
-static uint64_t member_need(const struct raid_pool *p)
+uint64_t raid_pool_member_need(const struct raid_pool *p)
 {
 	/* saturates: at assembly member_bytes is still a hostile claim */
 	return p->g.member_bytes > UINT64_MAX - RAID_DATA_OFF ? UINT64_MAX
 							      : RAID_DATA_OFF + p->g.member_bytes;
 }
 
-static bool member_holds(const struct raid_pool *p, const struct raid_member *m)
+bool raid_pool_member_holds(const struct raid_pool *p, const struct raid_member *m)
 {
 	return m->file_bytes >= RAID_DATA_OFF && m->file_bytes - RAID_DATA_OFF >= p->g.member_bytes;
 }
 
-/* member_holds() at assembly: false, and the error logged, when not. */
+/* raid_pool_member_holds() at assembly: false, and the error logged, when not. */
 static bool cand_fits(const struct raid_pool *p, const struct conf_pool *cp,
-		      const struct cand *c, const char *sd)
+		      const struct raid_cand *c, const char *sd)
 {
 	char w[32];
 
-	if (member_holds(p, c->m))
+	if (raid_pool_member_holds(p, c->m))
 		return true;
 	LOG_ERR(RAID_MOD, "pool %s: %s %s (%s) holds %llu bytes, the pool's members need %llu (superblocks and %llu data bytes): not used%s",
 		cp->name, c->spare ? "spare" : "member", c->m->path, cand_where(c, w, sizeof(w)),
-		(unsigned long long)c->m->file_bytes, (unsigned long long)member_need(p),
+		(unsigned long long)c->m->file_bytes, (unsigned long long)raid_pool_member_need(p),
 		(unsigned long long)p->g.member_bytes, sd);
 	return false;
 }
 
-static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand *cs,
+static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct raid_cand *cs,
 		    unsigned nc)
 {
 	const struct raid_sb *ref = NULL;
@@ -1049,9 +524,9 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 	if (ref->level != (uint32_t)cp->level || ref->chunk != cp->chunk ||
 	    ref->n_members != cp->n_members) {
 		LOG_ERR(RAID_MOD, "pool %s: on-disk pool is %s, %u members, chunk %u%s; the configuration says %s, %u members, chunk %llu%s",
-			cp->name, level_name((enum conf_level)ref->level), ref->n_members, ref->chunk,
+			cp->name, raid_level_name((enum conf_level)ref->level), ref->n_members, ref->chunk,
 			ref->flags & RAID_SB_RESHAPE ? " (being reshaped)" : "",
-			level_name(cp->level), cp->n_members, (unsigned long long)cp->chunk,
+			raid_level_name(cp->level), cp->n_members, (unsigned long long)cp->chunk,
 			ref->n_members > cp->n_members
 				? ": after rtgtctl grow or convert, list the new member and the level in the configuration"
 				: "");
@@ -1068,7 +543,7 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 
 	/* members with a superblock of this pool */
 	for (i = 0; i < nc; i++) {
-		struct cand *c = &cs[i];
+		struct raid_cand *c = &cs[i];
 		struct raid_member *m = c->m;
 		uint32_t st;
 
@@ -1130,7 +605,7 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 
 	/* blank and unreadable devices */
 	for (i = 0; i < nc; i++) {
-		struct cand *c = &cs[i];
+		struct raid_cand *c = &cs[i];
 		struct raid_member *m = c->m;
 
 		if (c->used || m->fd < 0 || !c->sbrc)
@@ -1141,7 +616,7 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 		}
 		if (c->sbrc == -ENOENT && c->spare && p->n_slots < RAID_MAX_SLOTS) {
 			/* A blank spare joins the pool: nothing on it is trusted. */
-			uuid_new(m->uuid);
+			raid_uuid_new(m->uuid);
 			m->slot = p->n_slots;
 			atomic_store(&m->state, RAID_M_SPARE);
 			p->m[p->n_slots++] = m;
@@ -1193,7 +668,7 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 
 	/* configured files that could not be opened */
 	for (i = 0; i < nc; i++) {
-		struct cand *c = &cs[i];
+		struct raid_cand *c = &cs[i];
 		bool known_failed;
 
 		if (c->m->fd >= 0)
@@ -1271,7 +746,7 @@ static int assemble(struct raid_pool *p, const struct conf_pool *cp, struct cand
 int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 {
 	struct raid_pool *p;
-	struct cand *cs;
+	struct raid_cand *cs;
 	unsigned i, nc = cp->n_members + cp->n_spares, valid = 0;
 	int rc;
 
@@ -1286,6 +761,8 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		rc = -ENOMEM;
 		goto err_free;
 	}
+	p->hooks.kick = raid_bg_kick;
+	p->hooks.sb_fill = raid_reshape_sb_fill;
 	atomic_store(&p->repl_slot, -1);
 	atomic_store(&p->rebuild_slot, -1);   /* also without a background thread (raid0) */
 	snprintf(p->name, sizeof(p->name), "%s", cp->name);
@@ -1311,7 +788,7 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 
 		cs[i].spare = spare;
 		cs[i].pos = spare ? i - cp->n_members : i;
-		rc = cand_open(cp, path, rpath, &cs[i]);
+		rc = raid_cand_open(cp, path, rpath, &cs[i]);
 		if (rc)
 			goto err_cands;
 		raid_member_attach(cs[i].m, p);
@@ -1329,14 +806,14 @@ int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out)
 		goto err_cands;
 	for (i = 0; i < nc; i++) {
 		if (!cs[i].used) {
-			member_close(cs[i].m);
+			raid_pool_member_close(cs[i].m);
 			cs[i].m = NULL;
 		}
 	}
 	if (raid_pool_beyond_redundancy(p)) {
 		char reason[640];
 
-		why_beyond(p, reason, sizeof(reason));
+		raid_pool_why_beyond(p, reason, sizeof(reason));
 		LOG_ERR(RAID_MOD, "pool %s: %s: not started", p->name, reason);
 		rc = -EIO;
 		goto err_members;
@@ -1410,7 +887,7 @@ err_members:
 	cs = NULL;
 err_members_nocs:
 	for (i = 0; i < p->n_slots; i++) {
-		member_close(p->m[i]);
+		raid_pool_member_close(p->m[i]);
 		p->m[i] = NULL;
 	}
 	goto err_free;
@@ -1422,10 +899,10 @@ err_cands:
 			if (cs[i].m && p->m[k] == cs[i].m)
 				in_pool = true;
 		if (!in_pool)
-			member_close(cs[i].m);
+			raid_pool_member_close(cs[i].m);
 	}
 	for (i = 0; i < p->n_slots; i++)
-		member_close(p->m[i]);
+		raid_pool_member_close(p->m[i]);
 err_free:
 	if (p) {
 		raid_reshape_destroy(p);
@@ -1471,14 +948,14 @@ void raid_md_pool_close(struct raid_pool *p)
 	raid_pool_write_sbs_locked(p, atomic_load(&p->bm.n_unsynced) == 0);
 	pthread_mutex_unlock(&p->meta_mu);
 	raid_bm_free(p);
-	RTGT_CHECK(pool_check(p));
+	RTGT_CHECK(raid_pool_check(p));
 	for (i = 0; i < p->n_slots; i++)
-		member_close(p->m[i]);
+		raid_pool_member_close(p->m[i]);
 	while (p->retired) {
 		struct raid_member *m = p->retired;
 
 		p->retired = m->retired_next;
-		member_close(m);
+		raid_pool_member_close(m);
 	}
 	for (i = 0; i < RAID_MAX_VOLS; i++) {
 		if (p->vols[i])
@@ -1501,551 +978,4 @@ const char *raid_pool_name(const struct raid_pool *pool)
 uint64_t raid_pool_usable_bytes(const struct raid_pool *pool)
 {
 	return pool->g.usable;
-}
-
-static const char *pool_state(struct raid_pool *p)
-{
-	unsigned i;
-
-	if (atomic_load(&p->failed))
-		return "failed";
-	for (i = 0; i < p->n_slots; i++)
-		if (p->m[i] && atomic_load(&p->m[i]->state) == RAID_M_REBUILDING)
-			return "rebuilding";
-	return raid_pool_unusable(p) ? "degraded" : "optimal";
-}
-
-/* ---- events ---- */
-
-static _Atomic(raid_event_fn) ev_fn;
-static void *_Atomic ev_arg;
-
-void raid_set_event_fn(raid_event_fn fn, void *arg)
-{
-	atomic_store(&ev_fn, NULL);
-	atomic_store(&ev_arg, arg);
-	atomic_store(&ev_fn, fn);
-}
-
-const char *raid_event_kind_name(enum raid_event_kind kind)
-{
-	switch (kind) {
-	case RAID_EV_MEMBER_FAULTY: return "member_faulty";
-	case RAID_EV_POOL_FAILED: return "pool_failed";
-	case RAID_EV_POOL_DEGRADED: return "pool_degraded";
-	case RAID_EV_REBUILD_STARTED: return "rebuild_started";
-	case RAID_EV_REBUILD_DONE: return "rebuild_done";
-	case RAID_EV_REBUILD_STOPPED: return "rebuild_stopped";
-	case RAID_EV_SCRUB_DONE: return "scrub_done";
-	case RAID_EV_SPARE_ADDED: return "spare_added";
-	case RAID_EV_MEMBER_REMOVED: return "member_removed";
-	case RAID_EV_REPLACE_STARTED: return "replace_started";
-	case RAID_EV_REPLACE_DONE: return "replace_done";
-	case RAID_EV_REPLACE_STOPPED: return "replace_stopped";
-	case RAID_EV_THIN_THRESHOLD: return "thin_threshold";
-	case RAID_EV_THIN_FULL: return "thin_full";
-	case RAID_EV_RESHAPE_STARTED: return "reshape_started";
-	case RAID_EV_RESHAPE_DONE: return "reshape_done";
-	case RAID_EV_RESHAPE_FAILED: return "reshape_failed";
-	}
-	return "unknown";
-}
-
-void raid_event_emit(struct raid_pool *p, struct raid_event *ev)
-{
-	raid_event_fn fn = atomic_load(&ev_fn);
-
-	if (!fn)
-		return;
-	if (p) {
-		ev->pool = p->name;
-		if (!ev->pool_state)
-			ev->pool_state = pool_state(p);
-	}
-	fn(atomic_load(&ev_arg), ev);
-}
-
-int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
-{
-	unsigned i;
-
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&p->meta_mu);
-	snprintf(out->name, sizeof(out->name), "%s", p->name);
-	out->level = level_name(p->level);
-	out->state = pool_state(p);
-	out->rebuild_progress = 0.0;
-	out->rebuild_eta_s = -1.0;
-	out->usable_bytes = p->g.usable;
-	out->chunk = p->g.chunk;
-	out->n_members = p->n_slots;
-	for (i = 0; i < p->n_slots && i < 64; i++) {
-		struct raid_member *m = p->m[i];
-		struct raid_member_info *mi = &out->members[i];
-		int st = atomic_load(&m->state);
-
-		snprintf(mi->path, sizeof(mi->path), "%s", m->path);
-		mi->state = raid_mstate_name(st);
-		mi->read_bytes = atomic_load(&m->rd_bytes);
-		mi->write_bytes = atomic_load(&m->wr_bytes);
-		mi->read_ops = atomic_load(&m->rd_ops);
-		mi->write_ops = atomic_load(&m->wr_ops);
-		mi->read_lat_p50_us = raid_lat_pct_us(&m->lat[0], 50);
-		mi->read_lat_p99_us = raid_lat_pct_us(&m->lat[0], 99);
-		mi->write_lat_p50_us = raid_lat_pct_us(&m->lat[1], 50);
-		mi->write_lat_p99_us = raid_lat_pct_us(&m->lat[1], 99);
-		mi->read_lat_max_us = conf_hist_max_ns(&m->lat[0]) / 1000;
-		mi->write_lat_max_us = conf_hist_max_ns(&m->lat[1]) / 1000;
-		mi->lat_sum_us[0] = conf_hist_sum_ns(&m->lat[0]) / 1000;
-		mi->lat_sum_us[1] = conf_hist_sum_ns(&m->lat[1]) / 1000;
-		for (unsigned d = 0; d < 2; d++)
-			for (unsigned b = 0; b < RAID_MEMBER_LAT_BUCKETS; b++)
-				mi->lat_hist[d][b] = conf_hist_bucket_count(&m->lat[d], b);
-		mi->busy_ns = raid_member_busy_ns(m);
-		if (st == RAID_M_REBUILDING && p->g.member_bytes)
-			out->rebuild_progress = (double)atomic_load(&m->rebuild_pos) /
-						(double)p->g.member_bytes;
-		if (st == RAID_M_REPLACING && (int)i == atomic_load(&p->repl_slot) &&
-		    p->g.member_bytes) {
-			int s = atomic_load(&m->repl_for);
-			uint64_t rate = atomic_load(&p->repl_rate), pos = atomic_load(&m->rebuild_pos);
-
-			out->replacing = true;
-			out->replace_progress = (double)pos / (double)p->g.member_bytes;
-			out->replace_eta_s = rate ? (double)(p->g.member_bytes - pos) / (double)rate : -1.0;
-			snprintf(mi->replaces, sizeof(mi->replaces), "%s",
-				 s >= 0 && (unsigned)s < p->g.n ? p->m[s]->path : "");
-		}
-	}
-	for (i = 0; i < p->sb.n_vols && i < 64; i++) {
-		snprintf(out->volumes[i].name, sizeof(out->volumes[i].name), "%s", p->sb.vols[i].name);
-		out->volumes[i].bytes = p->sb.vols[i].size;
-		if (p->sb.vols[i].flags & RAID_SBV_THIN) {
-			out->volumes[i].thin = true;
-			out->volumes[i].allocated = p->vols[i] ? raid_thin_allocated(p->vols[i]) : 0;
-			raid_thin_usage(p, &out->thin_used_bytes, &out->thin_space_bytes);
-			out->thin_threshold = p->thin_threshold ? p->thin_threshold : 80;
-		}
-	}
-	out->n_volumes = i;
-	if (atomic_load(&p->rebuild_slot) >= 0) {
-		struct raid_member *m = p->m[atomic_load(&p->rebuild_slot)];
-		uint64_t rate = atomic_load(&p->rebuild_rate);
-
-		out->rebuild_progress = (double)atomic_load(&m->rebuild_pos) / (double)p->g.member_bytes;
-		if (rate)
-			out->rebuild_eta_s = (double)(p->g.member_bytes - atomic_load(&m->rebuild_pos)) /
-					     (double)rate;
-	}
-	out->syncing = atomic_load(&p->syncing);
-	out->sync_progress = out->syncing && p->g.member_bytes ?
-			     (double)atomic_load(&p->sync_pos) / (double)p->g.member_bytes : 1.0;
-	out->sync_eta_s = -1.0;
-	if (out->syncing && atomic_load(&p->rebuild_slot) < 0 && atomic_load(&p->scrub_state) == 3 &&
-	    atomic_load(&p->rebuild_rate))
-		out->sync_eta_s = (double)(p->g.member_bytes - atomic_load(&p->sync_pos)) /
-				  (double)atomic_load(&p->rebuild_rate);
-	pthread_mutex_lock(&p->bad_mu);
-	for (i = 0; i < atomic_load(&p->n_bad); i++)
-		out->bad_bytes += p->bad[i].b - p->bad[i].a;
-	pthread_mutex_unlock(&p->bad_mu);
-	out->scrub_mismatches = atomic_load(&p->scrub_mismatch);
-	switch (atomic_load(&p->scrub_state)) {
-	case 1: case 3: out->scrub_state = "running"; break;   /* 3: a resync */
-	case 2: out->scrub_state = "done"; break;
-	default: out->scrub_state = "idle"; break;
-	}
-	if (p->bm.region)
-		out->unsynced_bytes = atomic_load(&p->bm.n_unsynced) * p->bm.region;
-	raid_reshape_info(p, out);
-	pthread_mutex_unlock(&p->meta_mu);
-	return 0;
-}
-
-static struct raid_member *find_member(struct raid_pool *p, const char *member)
-{
-	char *end;
-	unsigned long idx;
-	unsigned i;
-
-	errno = 0;
-	idx = strtoul(member, &end, 10);
-	if (*member && !*end && !errno && idx < p->n_slots)
-		return p->m[idx];
-	for (i = 0; i < p->n_slots; i++)
-		if (p->m[i] && (!strcmp(p->m[i]->path, member) ||
-				(p->m[i]->rpath && !strcmp(p->m[i]->rpath, member))))
-			return p->m[i];
-	return NULL;
-}
-
-int raid_md_pool_fail(struct raid_pool *p, const char *member)
-{
-	struct raid_member *m = find_member(p, member);
-	int st;
-
-	if (!m)
-		return -ENOENT;
-	st = atomic_load(&m->state);
-	if (st == RAID_M_FAULTY || st == RAID_M_MISSING || st == RAID_M_EMPTY)
-		return -EALREADY;
-	raid_member_fail(m, 0, "failed by operator");
-	return 0;
-}
-
-int raid_md_pool_replace(struct raid_pool *p, const char *member)
-{
-	struct raid_member *m, *sp = NULL;
-	unsigned k;
-	int rc = 0;
-
-	if (p->g.npar == 0) {
-		LOG_ERR(RAID_MOD, "pool %s: replace: raid0 has no redundancy to replace a member with", p->name);
-		return -EOPNOTSUPP;
-	}
-	pthread_mutex_lock(&p->meta_mu);
-	m = find_member(p, member);
-	if (!m) {
-		LOG_ERR(RAID_MOD, "pool %s: replace: no member %s", p->name, member);
-		rc = -ENOENT;
-		goto out_unlock;
-	}
-	if (m->slot >= p->g.n || atomic_load(&m->state) != RAID_M_ACTIVE || m->fd < 0) {
-		LOG_ERR(RAID_MOD, "pool %s: replace: %s is %s, not an active member", p->name, m->path,
-			m->slot >= p->g.n ? "a spare" : raid_mstate_name(atomic_load(&m->state)));
-		rc = -EINVAL;
-		goto out_unlock;
-	}
-	if (atomic_load(&p->repl_slot) >= 0 || atomic_load(&p->rebuild_slot) >= 0 ||
-	    raid_pool_unusable(p) || atomic_load(&p->failed) || atomic_load(&p->rsh.active)) {
-		LOG_ERR(RAID_MOD, "pool %s: replace %s: %s", p->name, m->path,
-			atomic_load(&p->rsh.active) || atomic_load(&p->grow_pending) ? "a reshape is running" :
-			atomic_load(&p->repl_slot) >= 0 ? "a replacement is already running" :
-			atomic_load(&p->rebuild_slot) >= 0 ? "a rebuild is running" :
-							     "the pool is not optimal");
-		rc = -EBUSY;
-		goto out_unlock;
-	}
-	for (k = p->g.n; k < p->n_slots && !sp; k++)
-		if (atomic_load(&p->m[k]->state) == RAID_M_SPARE && p->m[k]->fd >= 0)
-			sp = p->m[k];
-	if (!sp) {
-		LOG_ERR(RAID_MOD, "pool %s: replace %s: no spare (rtgtctl add-spare first)", p->name,
-			m->path);
-		rc = -ENOSPC;
-		goto out_unlock;
-	}
-	/* the state before the pointer: a write that sees the pointer sees a
-	 * replacement (raid_mio_submit); one that does not is earlier than the
-	 * copy of its rows, which waits for its stripe lock */
-	atomic_store(&sp->rebuild_pos, 0);
-	atomic_store(&sp->rebuild_cp, 0);
-	atomic_store(&sp->repl_for, (int)m->slot);
-	atomic_store(&sp->state, RAID_M_REPLACING);
-	atomic_store(&p->repl_slot, (int)sp->slot);
-	atomic_store(&m->repl, sp);
-	rc = raid_pool_write_sbs_locked(p, false);
-	LOG_INFO(RAID_MOD, "pool %s: replacing %s (slot %u) with spare %s", p->name, m->path, m->slot,
-		 sp->path);
-	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_REPLACE_STARTED, .member = sp->path,
-						 .slot = (int)m->slot, .detail = m->path });
-	pthread_mutex_unlock(&p->meta_mu);
-	raid_bg_kick(p);
-	return rc;
-
-out_unlock:
-	pthread_mutex_unlock(&p->meta_mu);
-	return rc;
-}
-
-int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
-{
-	struct conf_pool cp;
-	struct cand c;
-	unsigned i, idx;
-	int rc;
-
-	if (p->g.npar == 0) {
-		LOG_ERR(RAID_MOD, "pool %s: raid0 cannot use spares", p->name);
-		return -EINVAL;
-	}
-	for (i = 0; i < p->n_slots; i++) {
-		if (p->m[i]->fd >= 0 && (!strcmp(p->m[i]->path, path) ||
-					 (p->m[i]->rpath && !strcmp(p->m[i]->rpath, path)))) {
-			LOG_ERR(RAID_MOD, "pool %s: %s is already in the pool", p->name, path);
-			return -EEXIST;
-		}
-	}
-	memset(&cp, 0, sizeof(cp));
-	cp.name = p->name;
-	cp.direct_io = p->direct_io;
-	memset(&c, 0, sizeof(c));
-	rc = cand_open(&cp, path, path, &c);
-	if (!rc && c.m->fd < 0) {
-		LOG_ERR(RAID_MOD, "pool %s: spare %s: %s", p->name, path, strerror(-c.open_err));
-		rc = c.open_err ? c.open_err : -ENOENT;
-	}
-	if (rc) {
-		member_close(c.m);
-		return rc;
-	}
-	if (!member_holds(p, c.m)) {
-		LOG_ERR(RAID_MOD, "pool %s: spare %s is too small (%llu bytes, need %llu)", p->name, path,
-			(unsigned long long)c.m->file_bytes, (unsigned long long)member_need(p));
-		member_close(c.m);
-		return -ENOSPC;
-	}
-	raid_member_attach(c.m, p);
-	uuid_new(c.m->uuid);
-	atomic_store(&c.m->state, RAID_M_SPARE);
-	pthread_mutex_lock(&p->meta_mu);
-	/* reuse a dead slot past the raid disks, else append */
-	for (idx = p->g.n; idx < p->n_slots; idx++) {
-		int st = atomic_load(&p->m[idx]->state);
-
-		if (st == RAID_M_FAULTY || st == RAID_M_MISSING || st == RAID_M_EMPTY)
-			break;
-	}
-	if (idx == p->n_slots && p->n_slots >= RAID_MAX_SLOTS) {
-		pthread_mutex_unlock(&p->meta_mu);
-		LOG_ERR(RAID_MOD, "pool %s: no free slot for spare %s", p->name, path);
-		member_close(c.m);
-		return -ENOSPC;
-	}
-	if (idx < p->n_slots) {
-		p->m[idx]->retired_next = p->retired;
-		p->retired = p->m[idx];
-	}
-	c.m->slot = idx;
-	p->m[idx] = c.m;
-	if (idx == p->n_slots)
-		p->n_slots++;   /* after the entry: readers walk up to n_slots */
-	rc = raid_pool_write_sbs_locked(p, false);
-	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_SPARE_ADDED, .member = path,
-						 .slot = (int)idx });
-	pthread_mutex_unlock(&p->meta_mu);
-	LOG_INFO(RAID_MOD, "pool %s: added spare %s", p->name, path);
-	raid_bg_kick(p);
-	return rc;
-}
-
-/*
- * rtgtctl grow / convert: @paths become more raid disks - one, or a pair
- * for raid10 - and the data is reshaped onto them (reshape.c). @level: the
- * level after it (-1: the same) - the pool's own for raid0/5/6/10 (more
- * data per row), raid5 for a raid1 of two members, raid6 for a raid5 (Q on
- * the new member, nothing moves). Only an optimal, quiet pool is
- * reshaped: every raid disk active, no rebuild, replacement, initial sync,
- * resync or scrub, no bad range.
- */
-static int grow_open(struct raid_pool *p, const char *path, struct raid_member **out, char *err,
-		     size_t errlen)
-{
-	struct conf_pool cp;
-	struct cand c;
-	int rc;
-
-	for (unsigned i = 0; i < p->n_slots; i++) {
-		if (p->m[i]->fd >= 0 && (!strcmp(p->m[i]->path, path) ||
-					 (p->m[i]->rpath && !strcmp(p->m[i]->rpath, path)))) {
-			snprintf(err, errlen, "%s is already in the pool", path);
-			return -EEXIST;
-		}
-	}
-	memset(&cp, 0, sizeof(cp));
-	cp.name = p->name;
-	cp.direct_io = p->direct_io;
-	memset(&c, 0, sizeof(c));
-	rc = cand_open(&cp, path, path, &c);
-	if (!rc && c.m->fd < 0)
-		rc = c.open_err ? c.open_err : -ENOENT;
-	if (rc) {
-		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
-		member_close(c.m);
-		return rc;
-	}
-	if (!member_holds(p, c.m)) {
-		snprintf(err, errlen, "%s is too small (%llu bytes, need %llu)", path,
-			 (unsigned long long)c.m->file_bytes, (unsigned long long)member_need(p));
-		member_close(c.m);
-		return -ENOSPC;
-	}
-	if (!c.sbrc && !memcmp(c.sb.pool_uuid, p->uuid, 16)) {
-		snprintf(err, errlen, "%s carries a superblock of this pool (a removed member?): wipe it first", path);
-		member_close(c.m);
-		return -EEXIST;
-	}
-	raid_member_attach(c.m, p);
-	uuid_new(c.m->uuid);
-	*out = c.m;
-	return 0;
-}
-
-int raid_md_pool_grow(struct raid_pool *p, const char *const *paths, unsigned npaths, int level,
-		      char *err, size_t errlen)
-{
-	enum conf_level lvl = level < 0 ? p->level : (enum conf_level)level;
-	struct raid_member *nm[2] = { NULL, NULL };
-	unsigned i, n = p->g.n, k = lvl == CONF_RAID10 ? 2 : 1;
-	int rc;
-
-	if (lvl == p->level && lvl == CONF_RAID1) {
-		snprintf(err, errlen, "a raid1 pool is not reshaped (add-spare adds a hot spare; convert makes a raid1 of two a raid5)");
-		return -EOPNOTSUPP;
-	}
-	if (lvl != p->level && !(p->level == CONF_RAID1 && lvl == CONF_RAID5) &&
-	    !(p->level == CONF_RAID5 && lvl == CONF_RAID6)) {
-		snprintf(err, errlen, "%s -> %s is not a conversion this version makes (raid1 of two members -> raid5 and raid5 -> raid6 are)",
-			 level_name(p->level), level_name(lvl));
-		return -EOPNOTSUPP;
-	}
-	if (npaths != k) {
-		snprintf(err, errlen, k == 2 ? "a raid10 pool grows by a mirror pair: give two --add"
-					     : "give one --add (two only for a raid10 pool)");
-		return -EINVAL;
-	}
-	if (npaths == 2 && !strcmp(paths[0], paths[1])) {
-		snprintf(err, errlen, "%s is given twice", paths[0]);
-		return -EINVAL;
-	}
-	if (p->level == CONF_RAID1 && n != 2) {
-		snprintf(err, errlen, "raid1 -> raid5 needs a raid1 of two members (this one has %u)", n);
-		return -EOPNOTSUPP;
-	}
-	if (n + k > RAID_MAX_SLOTS || p->n_slots + k > RAID_MAX_SLOTS) {
-		snprintf(err, errlen, "no slot left for another member");
-		return -ENOSPC;
-	}
-	if (atomic_load(&p->rsh.active) || atomic_load(&p->grow_pending)) {
-		snprintf(err, errlen, "a reshape is already running");
-		return -EALREADY;
-	}
-	if (raid_pool_unusable(p) || atomic_load(&p->failed) || atomic_load(&p->rebuild_slot) >= 0 ||
-	    atomic_load(&p->repl_slot) >= 0 || atomic_load(&p->syncing) || atomic_load(&p->n_bad) ||
-	    p->resync_req || atomic_load(&p->scrub_state) == 1 || atomic_load(&p->scrub_state) == 3 ||
-	    (p->bm.region && atomic_load(&p->bm.n_unsynced))) {
-		snprintf(err, errlen, "the pool must be optimal and quiet: every member active, no rebuild, replacement, sync, resync, scrub or bad range");
-		return -EBUSY;
-	}
-	for (i = 0; i < k; i++) {
-		rc = grow_open(p, paths[i], &nm[i], err, errlen);
-		if (rc)
-			goto out_close;
-	}
-	if (!p->bg_started) {
-		rc = raid_bg_start(p);   /* raid0 runs none otherwise */
-		if (rc) {
-			snprintf(err, errlen, "no background thread: %s", strerror(-rc));
-			goto out_close;
-		}
-	}
-	rc = raid_reshape_request(p, nm, k, lvl);
-	if (rc) {
-		snprintf(err, errlen, "%s", rc == -EALREADY ? "a reshape is already running"
-							: strerror(-rc));
-		goto out_close;
-	}
-	return 0;
-
-out_close:
-	for (i = 0; i < k; i++)
-		member_close(nm[i]);
-	return rc;
-}
-
-/* A slot holder for a removed member: no file, state EMPTY. */
-static struct raid_member *placeholder_new(struct raid_pool *p, const struct raid_member *was)
-{
-	struct raid_member *m = calloc(1, sizeof(*m));
-
-	if (!m)
-		return NULL;
-	raid_member_io_init(m);
-	m->fd = m->fd_buf = -1;
-	raid_member_attach(m, p);
-	m->slot = was->slot;
-	/* the slot keeps the removed member's UUID so that, at assembly, its
-	 * file is recognised as removed rather than as an unknown member */
-	memcpy(m->uuid, was->uuid, 16);
-	atomic_store(&m->state, RAID_M_EMPTY);
-	snprintf(m->path, sizeof(m->path), "(removed)");
-	return m;
-}
-
-/*
- * Detach a member that holds no data the pool relies on: a faulty or missing
- * raid disk (its slot stays, EMPTY, for a spare to rebuild into) or a spare
- * (its slot is freed: trailing free slots are dropped, others are reused by
- * add-spare). The member struct goes on p->retired, not freed: a late
- * completion may still point at it. Its file is left untouched and stays
- * open until the pool closes. A faulty member gets no new I/O
- * (readable/writable say no) and a spare gets none at all; the superblock
- * writes that do reach them run under meta_mu, which we hold.
- */
-int raid_md_pool_remove(struct raid_pool *p, const char *member)
-{
-	struct raid_member *m, *ph;
-	unsigned slot;
-	int st, rc;
-	char path[256];
-
-	ph = NULL;
-	pthread_mutex_lock(&p->meta_mu);
-	m = find_member(p, member);
-	if (!m) {
-		LOG_ERR(RAID_MOD, "pool %s: remove: no member %s", p->name, member);
-		rc = -ENOENT;
-		goto out_unlock;
-	}
-	st = atomic_load(&m->state);
-	if (st == RAID_M_EMPTY) {
-		LOG_ERR(RAID_MOD, "pool %s: remove: slot %u is already empty", p->name, m->slot);
-		rc = -EALREADY;
-		goto out_unlock;
-	}
-	if (st == RAID_M_ACTIVE || st == RAID_M_REBUILDING || st == RAID_M_REPLACING) {
-		LOG_ERR(RAID_MOD, "pool %s: remove: member %s is %s: fail it first", p->name, m->path,
-			raid_mstate_name(st));
-		rc = -EBUSY;
-		goto out_unlock;
-	}
-	slot = m->slot;
-	if (slot < p->g.n || slot + 1 < p->n_slots) {
-		ph = placeholder_new(p, m);
-		if (!ph) {
-			rc = -ENOMEM;
-			goto out_unlock;
-		}
-		p->m[slot] = ph;
-	} else {
-		p->n_slots--;   /* before the entry goes: readers walk up to n_slots */
-		p->m[slot] = NULL;
-	}
-	/* free slots at the end go away (never raid disks) */
-	while (p->n_slots > p->g.n && atomic_load(&p->m[p->n_slots - 1]->state) == RAID_M_EMPTY) {
-		struct raid_member *e = p->m[--p->n_slots];
-
-		p->m[p->n_slots] = NULL;
-		e->retired_next = p->retired;
-		p->retired = e;
-	}
-	/* The descriptors stay open until the pool closes (member_close on
-	 * p->retired): a request that saw the member usable just before it
-	 * failed may still be on its way to the ring, and a closed number could
-	 * meanwhile be reused for another file. */
-	m->retired_next = p->retired;
-	p->retired = m;
-	snprintf(path, sizeof(path), "%s", m->path);
-	rc = raid_pool_write_sbs_locked(p, false);
-	raid_event_emit(p, &(struct raid_event){ .kind = RAID_EV_MEMBER_REMOVED, .member = path,
-						 .slot = (int)slot, .detail = raid_mstate_name(st) });
-	pthread_mutex_unlock(&p->meta_mu);
-	LOG_INFO(RAID_MOD, "pool %s: removed %s %s (slot %u)%s", p->name, raid_mstate_name(st), path,
-		 slot, slot < p->g.n ? ": the slot waits for a spare" : "");
-	raid_bg_kick(p);
-	return rc;
-
-out_unlock:
-	pthread_mutex_unlock(&p->meta_mu);
-	return rc;
 }

@@ -269,6 +269,18 @@ struct raid_reshape {
 	bool on_disk;
 };
 
+/*
+ * What the member state (mstate.c) tells the layers above it, filled by
+ * pool.c when it opens the pool, before any superblock write; never
+ * changed after. NULL entries are skipped.
+ */
+struct raid_pool_hooks {
+	/* a member failed: the background thread may have work (rebuild.c) */
+	void (*kick)(struct raid_pool *p);
+	/* a superblock is being filled: the reshape's fields (reshape.c) */
+	void (*sb_fill)(struct raid_pool *p, struct raid_sb *sb);
+};
+
 struct raid_pool {
 	/* what serves the pool (backend.h); set by raid_pool_open, never changes */
 	const struct raid_vol_backend_ops *ops;
@@ -327,7 +339,7 @@ struct raid_pool {
 	 * made durable (what superblocks record). syncing under bg_mu. */
 	_Atomic bool syncing;
 	_Atomic uint64_t sync_pos, sync_cp;
-	/* rows nothing could reconstruct (pool.c raid_pool_bad_*), under
+	/* rows nothing could reconstruct (mstate.c raid_pool_bad_*), under
 	 * bad_mu; recorded in the superblocks */
 	pthread_mutex_t bad_mu;
 	_Atomic unsigned n_bad;
@@ -350,6 +362,7 @@ struct raid_pool {
 	unsigned grow_k;                         /* 0: none handed over */
 	enum conf_level grow_level;
 	_Atomic bool grow_pending;
+	struct raid_pool_hooks hooks;            /* set at open (pool.c) */
 };
 
 /* Mark a member faulty (superblocks updated, events bumped). Thread-safe. */
@@ -363,7 +376,7 @@ void raid_event_emit(struct raid_pool *p, struct raid_event *ev);
  * (too many errors, or no redundancy to repair from). */
 bool raid_member_read_error(struct raid_member *m, int err, uint64_t moff);
 #define RAID_MAX_READ_ERRORS 20u
-/* Bad ranges (pool.c): record [a, b) of @slot as holding no valid data
+/* Bad ranges (mstate.c): record [a, b) of @slot as holding no valid data
  * (merged with an adjacent range; when the table is full the nearest range
  * of the slot grows to cover it, or two ranges of one slot merge to make
  * room: more is refused, never less; with no way to record it the member

@@ -1,6 +1,9 @@
 /*
  * raid/sb.c - the on-disk superblock of a member.
  *
+ * Layer: member state (raid/README.md "Layers"). May call: parity.c,
+ * geom.c, conf/.
+ *
  * Two copies live at RAID_SB_COPY_OFF(0) and (1); an update writes the copy
  * chosen by the parity of its (always incremented) event counter, so the
  * previous generation in the other copy stays intact while this one is being

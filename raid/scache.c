@@ -4,6 +4,9 @@
  * completes them into a full stripe (written without any read), or until they
  * are flushed (SYNCHRONIZE CACHE, FUA, age, close).
  *
+ * Layer: bitmap and stripe cache (raid/README.md "Layers"). May call:
+ * ioctx.c, lock.c, parity.c, geom.c, conf/; its write-outs are io.c's.
+ *
  * Entry states: absent -> DIRTY (raid_sc_merge with create, by the tail row of
  * a write of at least a full stripe) -> DIRTY (merges by later writes) ->
  * TAKEN (raid_sc_take: moved to the out list with the next write-out number,

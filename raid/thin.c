@@ -2,6 +2,10 @@
  * raid/thin.c - thin volumes of RAID pools: space taken in extents as it is
  * written, given back by discards, recorded in a crash-safe extent map.
  *
+ * Layer: volumes (raid/README.md "Layers"). May call: the stripe I/O
+ * (io.c), bitmap.c, scache.c, member.c, mstate.c (events), ioctx.c, lock.c,
+ * parity.c, geom.c, conf/.
+ *
  * Space. The pool's logical space is cut into extents of tp->ext bytes (a
  * whole number of full stripes, at least 1 MiB): pool extent k is pool
  * bytes [k * ext, (k + 1) * ext). Each is X_REGION (it overlaps a volume

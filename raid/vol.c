@@ -4,6 +4,9 @@
  * (below); a thin one's entry locates its extent map, and its data lives
  * in extents thin.c hands out (see there).
  *
+ * Layer: ops tables, the top (raid/README.md "Layers"). May call: pool.c,
+ * rebuild.c (scrub), thin.c, io.c, mstate.c and everything below, conf/.
+ *
  * A volume's extent starts on a full-stripe boundary and is its size rounded
  * up to a full stripe, so a volume never shares a stripe (and so a parity
  * block or a stripe lock) with another. Extents are allocated first-fit at
