@@ -91,6 +91,13 @@ struct raid_shared_watch {
 	const struct raid_vol_backend_ops *ops;
 };
 
+/* raid_vol_shared() (raid.h), here so that a backend's own shared-state
+ * ops can check it without calling up into backend.c. */
+static inline bool raid_backend_vol_shared(const struct raid_vol *vol)
+{
+	return vol && vol->pool && vol->pool->ops && vol->pool->ops->shared_update;
+}
+
 extern const struct raid_vol_backend_ops raid_md_backend;   /* vol.c */
 extern const struct raid_vol_backend_ops raid_rbd_backend;  /* rbd.c */
 
