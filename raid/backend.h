@@ -13,7 +13,8 @@
  *                     extents, the table), io.c (requests), rebuild.c (scrub)
  *   raid_rbd_backend  volumes that are RBD images: rbd.c (the table, pools,
  *                     images, requests), rbd_prov.c (thick write-out),
- *                     rbd_pr.c (shared state), rbd_fence.c; see rbd_int.h
+ *                     rbd_pr.c (shared state), rbd_fence.c, rbd_meta.c
+ *                     (image metadata); see rbd_int.h
  *
  * A backend's pool is a struct raid_pool and its volumes struct raid_vol
  * (a backend's own structs may embed them first); backend.c sets p->ops
