@@ -3,6 +3,10 @@
  * public entry point below picks the pool's backend (backend.h) and calls
  * its op, or answers for a backend that has none. The only file that knows
  * which backends exist; it holds no state of its own.
+ *
+ * Layer: backends, the top of raid/ (raid/README.md "Layers"). May call:
+ * vol.c (raid_md_backend), rbd.c (raid_rbd_backend), and every backend
+ * through its ops table; no file of raid/ calls it.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -237,7 +241,7 @@ uint64_t raid_vol_write_failures(const struct raid_vol *vol)
 
 bool raid_vol_shared(const struct raid_vol *vol)
 {
-	return vol && vol->pool && vol->pool->ops && vol->pool->ops->shared_update;
+	return raid_backend_vol_shared(vol);
 }
 
 int raid_vol_shared_read(struct raid_vol *vol, const char *tag, uint8_t **out, size_t *out_len)

@@ -13,7 +13,8 @@
  *                     extents, the table), io.c (requests), rebuild.c (scrub)
  *   raid_rbd_backend  volumes that are RBD images: rbd.c (the table, pools,
  *                     images, requests), rbd_prov.c (thick write-out),
- *                     rbd_pr.c (shared state), rbd_fence.c; see rbd_int.h
+ *                     rbd_pr.c (shared state), rbd_fence.c, rbd_meta.c
+ *                     (image metadata); see rbd_int.h
  *
  * A backend's pool is a struct raid_pool and its volumes struct raid_vol
  * (a backend's own structs may embed them first); backend.c sets p->ops
@@ -90,6 +91,13 @@ struct raid_vol_backend_ops {
 struct raid_shared_watch {
 	const struct raid_vol_backend_ops *ops;
 };
+
+/* raid_vol_shared() (raid.h), here so that a backend's own shared-state
+ * ops can check it without calling up into backend.c. */
+static inline bool raid_backend_vol_shared(const struct raid_vol *vol)
+{
+	return vol && vol->pool && vol->pool->ops && vol->pool->ops->shared_update;
+}
 
 extern const struct raid_vol_backend_ops raid_md_backend;   /* vol.c */
 extern const struct raid_vol_backend_ops raid_rbd_backend;  /* rbd.c */

@@ -69,6 +69,10 @@
  * and completes the request with -ENOLINK.
  *
  * The ops table at the end is all raid.h (backend.c) sees of this file.
+ *
+ * Layer: rbd volumes (raid/README.md "Layers"). May call: rbd_pr.c,
+ * rbd_prov.c, rbd_fence.c, rbd_meta.c, lock.c, ioctx.c, librbd/librados.
+ * Called by backend.c only, through raid_rbd_backend.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -645,17 +649,6 @@ static int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx,
 }
 
 /* ---- image metadata ---- */
-
-int rbd_meta_get(rbd_image_t img, const char *key, char *val, size_t cap)
-{
-	size_t len = cap;
-	int rc = rbd_metadata_get(img, key, val, &len);
-
-	if (rc < 0)
-		return rc;
-	val[cap - 1] = '\0';
-	return 0;
-}
 
 static int uuid_parse(const char *s, uint8_t u[16])
 {
@@ -1245,18 +1238,6 @@ static int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	return 0;
 }
 
-
-int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen)
-{
-	/* format 2 images: prefix "rbd_data.<image id>" */
-	const char *dot = v->pool->ops == &raid_rbd_backend ? strchr(rv_of(v)->prefix, '.') : NULL;
-
-	if (!dot)
-		return -EOPNOTSUPP;
-	*ioctx = rp_of(v->pool)->ioctx;
-	snprintf(id, idlen, "%s", dot + 1);
-	return 0;
-}
 
 static uint64_t raid_rbd_vol_write_same_max(const struct raid_vol *vol)
 {

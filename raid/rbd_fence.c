@@ -102,6 +102,10 @@
  * land late; a node that is fenced for good must be restarted; the
  * pool-wide entry holds writes to every image of the pool, not only the
  * images the stalled peer serves.
+ *
+ * Layer: rbd connection, the bottom of the rbd backend (raid/README.md
+ * "Layers"). May call: ioctx.c (raid_defer), librados. Held writes go back
+ * to rbd.c only through the resume callback it passed to rbd_fence_hold.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -6,6 +6,7 @@
  *   rbd_prov.c   thick write-out of an image (volume preparation)
  *   rbd_pr.c     shared state of a volume (RADOS objects, watch/notify)
  *   rbd_fence.c  fencing of the nodes serving a pool
+ *   rbd_meta.c   image metadata (the getter rbd.c and rbd_prov.c share)
  *
  * A pool of level CONF_RBD is a struct rbd_pool whose volumes (struct
  * rbd_vol) are Ceph RBD images. What raid.h leaves to the backend is, for
@@ -89,7 +90,7 @@ static inline struct rbd_vol *rv_of(struct raid_vol *v)
 	return (struct rbd_vol *)v;
 }
 
-/* rbd.c: image metadata @key into @val (NUL-terminated, @cap bytes): 0 or
+/* rbd_meta.c: image metadata @key into @val (NUL-terminated, @cap bytes): 0 or
  * librbd's negative errno (-ENOENT: not set). */
 int rbd_meta_get(rbd_image_t img, const char *key, char *val, size_t cap);
 
@@ -111,11 +112,6 @@ int rbd_prov_start(struct rbd_vol *rv, uint64_t from);
 void rbd_prov_grace(struct rbd_vol *rv);
 /* Pool closing: the write-out checkpoints and its thread ends (joined). */
 void rbd_prov_stop(struct rbd_vol *rv);
-
-/* rbd.c, for rbd_pr.c: the pool's librados I/O context (a rados_ioctx_t)
- * in *@ioctx and the RBD image id of @v in @id. 0, or -EOPNOTSUPP (not an
- * rbd volume). */
-int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen);
 
 /* rbd_pr.c: the shared-state ops of raid_rbd_backend (raid.h "shared state
  * of a volume": same contracts) */

@@ -48,6 +48,11 @@
  * Built without librbd this file is empty: that build's rbd backend has
  * no shared-state ops, so raid_vol_shared() is false and every call of
  * raid.h's shared-state API returns -EOPNOTSUPP.
+ *
+ * Layer: rbd shared state (raid/README.md "Layers"). May call: ioctx.c
+ * (raid_defer, the I/O counts), librados; backend.h's inline
+ * raid_backend_vol_shared. Not rbd.c nor backend.c: rbd.c reaches it
+ * through its ops table only.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -112,6 +117,22 @@ static bool tag_ok(const char *tag)
 	return true;
 }
 
+/* The pool's librados I/O context (a rados_ioctx_t) in *@ioctx and the RBD
+ * image id of @v in @id. 0, or -EOPNOTSUPP (not an rbd volume: only
+ * raid_rbd_backend has rbd_shared_read). */
+static int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen)
+{
+	/* format 2 images: prefix "rbd_data.<image id>" */
+	const char *dot = v->pool->ops->shared_read == rbd_shared_read ?
+			  strchr(rv_of(v)->prefix, '.') : NULL;
+
+	if (!dot)
+		return -EOPNOTSUPP;
+	*ioctx = rp_of(v->pool)->ioctx;
+	snprintf(id, idlen, "%s", dot + 1);
+	return 0;
+}
+
 /* A private I/O context on the volume's pool and the blob's object name. */
 static int obj_open(struct raid_vol *vol, const char *tag, rados_ioctx_t *io, char *oid,
 		    size_t oidlen)
@@ -120,7 +141,7 @@ static int obj_open(struct raid_vol *vol, const char *tag, rados_ioctx_t *io, ch
 	char id[64];
 	int rc;
 
-	if (!raid_vol_shared(vol))
+	if (!raid_backend_vol_shared(vol))
 		return -EOPNOTSUPP;
 	if (!tag_ok(tag))
 		return -EINVAL;
@@ -327,7 +348,7 @@ int rbd_shared_update(struct raid_vol *vol, const char *tag, struct raid_ioctx *
 	struct upd *u;
 	int rc;
 
-	if (!raid_vol_shared(vol))
+	if (!raid_backend_vol_shared(vol))
 		return -EOPNOTSUPP;
 	if (!tag_ok(tag) || !ctx || !fn || !done)
 		return -EINVAL;
@@ -405,7 +426,7 @@ int rbd_shared_notify_async(struct raid_vol *vol, const char *tag, const void *m
 
 	if (!tag_ok(tag) || !done || len > SHARED_MAX || (len && !msg))
 		return -EINVAL;
-	if (!raid_vol_shared(vol))
+	if (!raid_backend_vol_shared(vol))
 		return -EOPNOTSUPP;
 	a = calloc(1, sizeof(*a) + len);
 	if (!a)
@@ -534,7 +555,7 @@ int rbd_shared_watch(struct raid_vol *vol, const char *tag, raid_shared_watch_fn
 	struct rbd_watch *w;
 	int rc;
 
-	if (!raid_vol_shared(vol))
+	if (!raid_backend_vol_shared(vol))
 		return -EOPNOTSUPP;
 	if (!cb || !out)
 		return -EINVAL;

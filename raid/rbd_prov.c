@@ -55,6 +55,10 @@
  * sees "provisioning" at 100%); FAILED has prov_err < 0, READY and RUNNING
  * have 0. Only the thread writes zeros, and only in RUNNING under the
  * lease; READY is final.
+ *
+ * Layer: rbd shared state (raid/README.md "Layers"). May call:
+ * rbd_meta.c (rbd_meta_get), rbd_fence.c (blocklisting a lease holder),
+ * librbd. Not rbd.c: rbd.c starts and stops it (rbd_prov_*).
  */
 #include <errno.h>
 #include <inttypes.h>
