@@ -9,7 +9,8 @@
  * needs to know which others exist. Two backends:
  *
  *   raid_md_backend   RAID0/1/5/6/10 over member files or block devices:
- *                     pool.c (assembly, info, management), vol.c (thick
+ *                     pool.c (assembly), pool_admin.c (info,
+ *                     management), vol.c (thick
  *                     extents, the table), io.c (requests), rebuild.c (scrub)
  *   raid_rbd_backend  volumes that are RBD images: rbd.c (the table, pools,
  *                     images, requests), rbd_prov.c (thick write-out),
@@ -106,6 +107,7 @@ extern const struct raid_vol_backend_ops raid_rbd_backend;  /* rbd.c */
 /* pool.c */
 int raid_md_pool_open(const struct conf_pool *cp, struct raid_pool **out);
 void raid_md_pool_close(struct raid_pool *p);
+/* pool_admin.c */
 int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out);
 int raid_md_pool_fail(struct raid_pool *p, const char *member);
 int raid_md_pool_add_spare(struct raid_pool *p, const char *path);

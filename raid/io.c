@@ -4,7 +4,13 @@
  * (raid5/6: io_parity.c) or segments (raid0/1/10: io_mirror.c), and
  * completes on the submitting thread's raid_ioctx. This file holds the
  * request's state machine, its completion, FUA/FLUSH and the stripe
- * cache's write-outs; what the three files share is raid/io_int.h.
+ * cache's write-outs; what the data path's files share is raid/io_int.h.
+ *
+ * Layer: request, above the rows and segments (raid/README.md "Layers").
+ * May call: io_mirror.c, io_parity.c (dispatch), io_hold.c,
+ * reshape_gate.c, scache.c, lock.c, member.c, mstate.c, ioctx.c, geom.c,
+ * parity.c, conf/. The rows and segments hand a request back through its
+ * main_done pointer, which this file sets.
  *
  * Request states (struct req.phase), and who moves it:
  *   (gate)   every request from outside first passes the reshape gate
@@ -66,121 +72,6 @@
 #include "raid/member.h"
 
 
-static bool req_check(const struct req *rq)
-{
-	if (rq->phase == PH_MAIN || rq->phase == PH_CAW_WRITE)
-		return rq->pending > 0 || rq->result;
-	return true;
-}
-
-/* ---------------- mapped reads: the hold ---------------- */
-
-/*
- * A RAID_IO_MAP read (raid.h) whose segments came back as addresses in
- * members' mappings (io_mirror.c, mlayer.h RAID_MIO_READ_MAP) keeps, past
- * its completion, what makes those addresses the volume's bytes: a
- * reference to each mapping, and its count in the reshape gate (a reshape
- * moves data only once every request it drained has ended, so a range
- * lent out is not moved under the reader). Thin volumes never lend (an
- * extent can be freed and handed to another volume); parity levels never
- * do (their reads may be reconstructions). States: COLLECTING (rq->hold,
- * pieces added as segments end) -> HELD (io->hold, the caller's, from the
- * callback on; pieces sorted) -> released (raid_io_hold_release).
- */
-struct raid_io_hold {
-	struct raid_pool *p;      /* whose gate counts it while rs_counted */
-	unsigned rs_epoch;
-	bool rs_counted;
-	unsigned n;
-	struct raid_io_piece piece[RAID_HOLD_PIECES];
-	struct raid_mmap *map[RAID_HOLD_PIECES];   /* a reference each */
-};
-
-int raid_io_map_piece(struct req *rq, uint8_t *dst, uint64_t len, struct raid_member *m,
-		      const uint8_t *addr)
-{
-	struct raid_mmap *mm = atomic_load(&m->map);
-	struct raid_io_hold *h = rq->hold;
-
-	if (!mm)
-		return -EIO;    /* never: a mapped read had the mapping */
-	if (!h) {
-		/* not zeroed: 2 KiB per read, of which only n entries are
-		 * ever looked at; hold_keep sets the rest */
-		h = rq->hold = malloc(sizeof(*h));
-		if (h) {
-			h->p = rq->p;
-			h->n = 0;
-		}
-	}
-	if (!h || h->n == RAID_HOLD_PIECES)
-		return raid_mmap_copy(mm, addr, len, dst);
-	raid_mmap_get(mm);
-	h->map[h->n] = mm;
-	h->piece[h->n].off = (uint64_t)(dst - rq->data);
-	h->piece[h->n].len = len;
-	h->piece[h->n].addr = addr;
-	h->n++;
-	return 0;
-}
-
-static void hold_free(struct raid_io_hold *h)
-{
-	for (unsigned i = 0; i < h->n; i++)
-		raid_mmap_put(h->map[i]);
-	free(h);
-}
-
-/* COLLECTING -> HELD: pieces in ascending order; the request's gate count
- * moves to the hold. */
-static void hold_keep(struct req *rq)
-{
-	struct raid_io_hold *h = rq->hold;
-
-	for (unsigned i = 1; i < h->n; i++) {
-		struct raid_io_piece pc = h->piece[i];
-		struct raid_mmap *mm = h->map[i];
-		unsigned j = i;
-
-		for (; j > 0 && h->piece[j - 1].off > pc.off; j--) {
-			h->piece[j] = h->piece[j - 1];
-			h->map[j] = h->map[j - 1];
-		}
-		h->piece[j] = pc;
-		h->map[j] = mm;
-	}
-	h->rs_counted = rq->rs_counted;
-	h->rs_epoch = rq->rs_epoch;
-	rq->rs_counted = false;
-	atomic_fetch_add(&h->p->holds, 1);
-	rq->io->hold = h;
-	rq->hold = NULL;
-}
-
-unsigned raid_io_hold_pieces(const struct raid_io_hold *h, const struct raid_io_piece **out)
-{
-	*out = h ? h->piece : NULL;
-	return h ? h->n : 0;
-}
-
-int raid_io_hold_copy(const struct raid_io_hold *h, unsigned i, uint64_t from, uint64_t len,
-		      uint8_t *dst)
-{
-	if (!h || i >= h->n || from > h->piece[i].len || len > h->piece[i].len - from)
-		return -EINVAL;
-	return raid_mmap_copy(h->map[i], h->piece[i].addr + from, len, dst);
-}
-
-void raid_io_hold_release(struct raid_io_hold *h)
-{
-	if (!h)
-		return;
-	if (h->rs_counted)
-		raid_reshape_leave(h->p, h->rs_epoch);
-	atomic_fetch_sub(&h->p->holds, 1);
-	hold_free(h);
-}
-
 /* ---------------- completion ---------------- */
 
 static void deliver(void *arg)
@@ -214,10 +105,10 @@ void raid_io_finish(struct req *rq, int result)
 	}
 	rq->io->result = result;
 	if (rq->hold && result == 0)
-		hold_keep(rq);
+		raid_io_hold_keep(rq);
 	if (rq->hold) {
 		/* failed: the caller sends nothing of it */
-		hold_free(rq->hold);
+		raid_io_hold_free(rq->hold);
 		rq->hold = NULL;
 	}
 	if (rq->rs_counted)
@@ -288,6 +179,8 @@ void raid_io_start_fsync(struct req *rq, uint64_t mask)
 }
 /* ---------------- request ---------------- */
 
+static void main_done(struct req *rq);
+
 static void dispatch(struct req *rq)
 {
 	rq->pending = 1;          /* guard until every row/segment is issued */
@@ -329,13 +222,6 @@ static void main_done(struct req *rq)
 		return;
 	}
 	raid_io_finish(rq, 0);
-}
-
-void raid_io_sub_done(struct req *rq)
-{
-	RTGT_CHECK(req_check(rq));
-	if (--rq->pending == 0)
-		main_done(rq);
 }
 
 /* ---- writing out the stripe cache (FLUSH, age, close) ---- */
@@ -414,6 +300,7 @@ static void cache_flush_start(struct req *rq, uint64_t min_age_ms)
 			break;
 		}
 		c->parent = rq;
+		c->main_done = main_done;
 		c->p = p;
 		c->g = &p->g;
 		c->ctx = rq->ctx;
@@ -441,6 +328,7 @@ int raid_pool_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, struct ra
 	if (!rq)
 		return -ENOMEM;
 	rq->io = io;
+	rq->main_done = main_done;
 	rq->p = p;
 	rq->ctx = ctx;
 	rq->nofsync = true;
@@ -546,6 +434,7 @@ static int submit(struct raid_vol *vol, struct raid_ioctx *ctx, struct raid_io *
 	if (!rq)
 		return -ENOMEM;
 	rq->io = io;
+	rq->main_done = main_done;
 	rq->vol = vol;
 	rq->p = p;
 	rq->ctx = ctx;

@@ -1,8 +1,10 @@
 /*
- * raid/io_int.h - what the three files of the data path share: the request
+ * raid/io_int.h - what the files of the data path share: the request
  * (struct req, its phases: state machine at the top of io.c), and the calls
  * between the request core (io.c), the mirror path (io_mirror.c: raid0, 1,
- * 10) and the parity path (io_parity.c: raid5, 6). Private to those three.
+ * 10), the parity path (io_parity.c: raid5, 6) and mapped reads' holds
+ * (io_hold.c). Private to those, and to the files that gate or drive
+ * requests: reshape_gate.c, reshape.c.
  */
 #ifndef RTGT_RAID_IO_INT_H
 #define RTGT_RAID_IO_INT_H
@@ -10,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conf/util.h"
 #include "raid/backend.h"
 #include "raid/ioctx.h"
 #include "raid/mlayer.h"
@@ -49,25 +52,52 @@ struct req {
 	bool map;
 	struct raid_io_hold *hold;
 	unsigned map_issued;      /* segment reads issued as RAID_MIO_READ_MAP */
+	/* what raid_io_sub_done runs when the last row or segment ended: set
+	 * by io.c when it makes the request (never NULL once issued), so
+	 * that io_mirror.c and io_parity.c, below io.c, never call up */
+	void (*main_done)(struct req *rq);
 };
 
 /* At most this many pieces per mapped read: the segments issued beyond it
  * are read into the buffer as usual (io_mirror.c). */
 #define RAID_HOLD_PIECES 64u
 
-/* io.c: request core */
-/* A row or segment of @rq ended (its result already in rq->result). */
-void raid_io_sub_done(struct req *rq);
-/* A row of a stripe-cache write-out (child of a FLUSH or of
- * raid_pool_cache_flush) ended. */
-void raid_io_cache_sub_done(struct req *rq);
-/* The request is done with @result: lock released, io->cb called. */
-void raid_io_finish(struct req *rq, int result);
+/* A row or segment of @rq ended (its result already in rq->result): the
+ * last one hands the request back to its maker's main_done. Inline, so
+ * that the row and segment paths need nothing of io.c. */
+static inline bool raid_io_req_check(const struct req *rq)
+{
+	if (rq->phase == PH_MAIN || rq->phase == PH_CAW_WRITE)
+		return rq->pending > 0 || rq->result;
+	return true;
+}
+
+static inline void raid_io_sub_done(struct req *rq)
+{
+	RTGT_CHECK(raid_io_req_check(rq));
+	if (--rq->pending == 0)
+		rq->main_done(rq);
+}
+
+/* io_hold.c: mapped reads' holds, below the row and segment paths */
 /* A mapped read of @len bytes into @dst (inside rq->data) came back as
  * @addr in member @m's mapping: the piece is lent out in rq->hold, or,
  * when it cannot be, copied into @dst. 0, or -errno when neither worked. */
 int raid_io_map_piece(struct req *rq, uint8_t *dst, uint64_t len, struct raid_member *m,
 		      const uint8_t *addr);
+/* COLLECTING -> HELD (rq succeeded): the pieces sorted, the request's
+ * gate count moved to the hold, the hold handed to rq->io->hold. */
+void raid_io_hold_keep(struct req *rq);
+/* Drop a hold that is not handed out (the read failed): its mappings'
+ * references, then the hold. */
+void raid_io_hold_free(struct raid_io_hold *h);
+
+/* io.c: request core */
+/* A row of a stripe-cache write-out (child of a FLUSH or of
+ * raid_pool_cache_flush) ended. */
+void raid_io_cache_sub_done(struct req *rq);
+/* The request is done with @result: lock released, io->cb called. */
+void raid_io_finish(struct req *rq, int result);
 /* fsync every member in @mask the request may have written (FUA, FLUSH). */
 void raid_io_start_fsync(struct req *rq, uint64_t mask);
 

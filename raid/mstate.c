@@ -11,7 +11,7 @@
  *
  * Member states (struct raid_member.state): ACTIVE -> FAULTY
  * (raid_member_fail: I/O error or rtgtctl fail); SPARE -> REBUILDING ->
- * ACTIVE (rebuild); SPARE -> REPLACING (pool.c raid_md_pool_replace) ->
+ * ACTIVE (rebuild); SPARE -> REPLACING (pool_admin.c raid_md_pool_replace) ->
  * ACTIVE in the replaced disk's slot, the disk FAULTY (rebuild.c
  * repl_swap), or -> SPARE / FAULTY when abandoned (repl_abandon); MISSING
  * is only set at assembly. Every change is written to the superblocks of

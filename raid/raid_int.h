@@ -195,7 +195,7 @@ void raid_bm_clear_idle(struct raid_pool *p, bool force);
 int raid_bm_write_member(struct raid_pool *p, struct raid_member *m);
 bool raid_bm_check(struct raid_pool *p);
 
-/* ---- pool, members, volumes (pool.c, vol.c) ---- */
+/* ---- pool, members, volumes (pool.c, pool_admin.c, mstate.c, vol.c) ---- */
 struct raid_vol {
 	struct raid_pool *pool;
 	char name[64];
@@ -410,13 +410,25 @@ bool raid_pool_beyond_redundancy(struct raid_pool *p);
 /* rebuild.c: the pool's background thread */
 int raid_bg_start(struct raid_pool *p);
 void raid_bg_stop(struct raid_pool *p);
+/* Wake the background thread: something changed (failure, spare, scrub). */
+void raid_bg_kick(struct raid_pool *p);
+
+/* bg_job.c: what the background jobs share */
 /* Whether the background thread is asked to stop (bg_stop, under bg_mu):
  * its long jobs (rebuild, scrub, reshape) look between steps. */
 bool raid_bg_stop_requested(struct raid_pool *p);
-/* Wake the background thread: something changed (failure, spare, scrub). */
-void raid_bg_kick(struct raid_pool *p);
 /* Write out stripe-cache rows older than @min_age_ms, waiting on @ctx. */
 int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t min_age_ms);
+
+/* reshape_gate.c */
+/* Admission of a request (io.c): true when it may go on now (rq->g
+ * chosen); false when it waits at the gate (raid_io_gate_go later runs
+ * it on its ctx). Counts it either way until raid_reshape_done. */
+bool raid_reshape_admit(struct req *rq);
+void raid_reshape_done(struct req *rq);
+/* The count of a request admitted in @epoch ends (raid_reshape_done for a
+ * request whose hold outlived it: io_hold.c, struct raid_io_hold). */
+void raid_reshape_leave(struct raid_pool *p, unsigned epoch);
 
 /* reshape.c */
 void raid_reshape_init(struct raid_pool *p);
@@ -429,14 +441,6 @@ void raid_reshape_sb_fill(struct raid_pool *p, struct raid_sb *sb);
 /* The background thread's work while a reshape runs: until done, stopped
  * (bg_stop) or failed. */
 void raid_reshape_run(struct raid_pool *p, struct raid_ioctx *ctx);
-/* Admission of a request (io.c): true when it may go on now (rq->g
- * chosen); false when it waits at the gate (raid_io_gate_go later runs
- * it on its ctx). Counts it either way until raid_reshape_done. */
-bool raid_reshape_admit(struct req *rq);
-void raid_reshape_done(struct req *rq);
-/* The count of a request admitted in @epoch ends (raid_reshape_done for a
- * request whose hold outlived it: io.c, struct raid_io_hold). */
-void raid_reshape_leave(struct raid_pool *p, unsigned epoch);
 /* Start a reshape to @lvl with the @k (1, 2 for raid10) members @nm
  * (opened, attached, in no slot) as new raid disks: handed to the background thread, which starts it (or
  * posts reshape_failed); -EALREADY when one is asked for or running. */

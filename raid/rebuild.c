@@ -5,6 +5,11 @@
  * exclusive stripe lock, so foreground I/O waits at most one step. Steps are
  * paced to rebuild_mbps (10^6 bytes/s of member data per member written).
  *
+ * Layer: background thread, the top of the background work
+ * (raid/README.md "Layers"). May call: reshape.c (which it runs),
+ * bg_job.c, bitmap.c, lock.c, member.c, mstate.c, ioctx.c, geom.c,
+ * parity.c, conf/. mstate.c wakes it through struct raid_pool_hooks.
+ *
  * Thread states: IDLE (waiting on bg_cv) -> REBUILD (a raid disk slot is
  * unusable and a spare exists, or a REBUILDING member was found at assembly:
  * start_rebuild() swaps the spare into the slot) -> IDLE when done, stopped
@@ -19,7 +24,7 @@
  * after an fdatasync of the members; syncing goes false at its end).
  *
  * Rows nothing can rebuild (parity not in sync: raid_bm_unsynced; or more
- * members missing than the level tolerates) become bad ranges (pool.c),
+ * members missing than the level tolerates) become bad ranges (mstate.c),
  * recorded before rebuild_pos passes them. Read errors of background reads
  * count like foreground ones (raid_member_read_error) and are repaired from
  * redundancy; only past the limit, or on a write error, is a member failed.
@@ -186,16 +191,6 @@ static void bg_lock(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_lk 
 		return;
 	while (!got)
 		raid_ioctx_wait(ctx, 100);
-}
-
-bool raid_bg_stop_requested(struct raid_pool *p)
-{
-	bool s;
-
-	pthread_mutex_lock(&p->bg_mu);
-	s = p->bg_stop;
-	pthread_mutex_unlock(&p->bg_mu);
-	return s;
 }
 
 /* Sleep so that @bytes since @t0 do not exceed the cap. */
@@ -529,7 +524,7 @@ out_free:
  * Replacement invariant (like the rebuild's): below t->rebuild_pos, t holds
  * exactly what s holds, except in slot s's bad ranges; rebuild_cp (made
  * durable, in the superblocks as replace_pos) <= rebuild_pos. It ends
- * early (pool.c repl_abandon) when t or any raid disk fails: t is a spare
+ * early (mstate.c repl_abandon) when t or any raid disk fails: t is a spare
  * again and the pool's usual rebuild takes over from row 0.
  */
 
@@ -980,32 +975,6 @@ out:
 	if (!resync || atomic_load(&p->scrub_state) == 3)
 		atomic_store(&p->scrub_state, 2);
 	pthread_mutex_unlock(&p->bg_mu);
-}
-
-static void flush_cb(struct raid_io *io)
-{
-	*(bool *)io->arg = true;
-}
-
-int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t min_age_ms)
-{
-	struct raid_io io;
-	bool done = false;
-	int rc;
-
-	memset(&io, 0, sizeof(io));
-	io.op = RAID_OP_FLUSH;
-	io.cb = flush_cb;
-	io.arg = &done;
-	rc = raid_pool_cache_flush(p, ctx, &io, min_age_ms);
-	if (rc)
-		return rc;
-	while (!done)
-		raid_ioctx_wait(ctx, 100);
-	if (io.result)
-		LOG_ERR(RAID_MOD, "pool %s: writing out cached stripes failed: %s", p->name,
-			strerror(-io.result));
-	return io.result;
 }
 
 static void *bg_main(void *arg)

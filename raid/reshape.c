@@ -9,6 +9,12 @@
  * offsets, only where they live on the members changes, so nothing above
  * the pool notices but the extra space at the end.
  *
+ * Layer: background jobs, below the thread that runs it
+ * (raid/README.md "Layers"). May call: io.c (raid_md_vol_submit_geom,
+ * raid_io_gate_go), bg_job.c, scache.c, bitmap.c, mstate.c, ioctx.c,
+ * geom.c, parity.c, conf/. Its gate on the request path is
+ * reshape_gate.c, below io.c.
+ *
  * Layouts by position (rs.mu; ckpt <= pos <= gate_end):
  *   [0, ckpt)         gn, durable (members fsync'd, then the superblocks
  *                     record reshape_pos = ckpt)
@@ -130,62 +136,6 @@ void raid_reshape_destroy(struct raid_pool *p)
 {
 	/* nothing can wait at the gate: every request ended before close */
 	pthread_mutex_destroy(&p->rsh.mu);
-}
-
-/* ---------------- the gate ---------------- */
-
-bool raid_reshape_admit(struct req *rq)
-{
-	struct raid_pool *p = rq->p;
-	struct raid_reshape *rs = &p->rsh;
-	bool flush = rq->io->op == RAID_OP_FLUSH;
-	uint64_t a = rq->loff, b = rq->loff + rq->len;
-	unsigned e;
-
-	/* counted first, then the gate looked at: a reshape thread that
-	 * flips the epoch after raising the gate waits for this request,
-	 * or this request sees the gate */
-	for (;;) {
-		e = atomic_load(&rs->epoch);
-		atomic_fetch_add(&rs->inflight[e & 1], 1);
-		if (atomic_load(&rs->epoch) == e)
-			break;
-		atomic_fetch_sub(&rs->inflight[e & 1], 1);
-	}
-	rq->rs_counted = true;
-	rq->rs_epoch = e;
-	if (!atomic_load(&rs->active)) {
-		rq->g = &p->g;
-		return true;
-	}
-	pthread_mutex_lock(&rs->mu);
-	if (rs->all || (!flush && a < rs->gate_end && b > rs->ckpt)) {
-		rq->rs_counted = false;
-		atomic_fetch_sub(&rs->inflight[e & 1], 1);
-		rq->rs_next = NULL;
-		if (rs->waiters_tail)
-			rs->waiters_tail->rs_next = rq;
-		else
-			rs->waiters = rq;
-		rs->waiters_tail = rq;
-		rq->phase = PH_LOCKING;
-		pthread_mutex_unlock(&rs->mu);
-		return false;
-	}
-	rq->g = flush ? &p->g : b <= rs->ckpt ? &rs->gn : &rs->go;
-	pthread_mutex_unlock(&rs->mu);
-	return true;
-}
-
-void raid_reshape_leave(struct raid_pool *p, unsigned epoch)
-{
-	atomic_fetch_sub(&p->rsh.inflight[epoch & 1], 1);
-}
-
-void raid_reshape_done(struct req *rq)
-{
-	rq->rs_counted = false;
-	raid_reshape_leave(rq->p, rq->rs_epoch);
 }
 
 /* Every request admitted so far has finished (those admitted from now on

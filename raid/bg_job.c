@@ -1,0 +1,53 @@
+/*
+ * raid/bg_job.c - what the background thread's jobs share: whether they
+ * are asked to stop, and writing out the stripe cache while waiting on
+ * the thread's own I/O context. Below rebuild.c (the thread and its
+ * rebuild, resync, scrub and replace) and reshape.c (which that thread
+ * runs), so that neither calls the other for them.
+ *
+ * Layer: background, its bottom (raid/README.md "Layers"). May call:
+ * io.c (raid_pool_cache_flush), ioctx.c, conf/.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "conf/util.h"
+#include "raid/ioctx.h"
+#include "raid/raid_int.h"
+
+bool raid_bg_stop_requested(struct raid_pool *p)
+{
+	bool s;
+
+	pthread_mutex_lock(&p->bg_mu);
+	s = p->bg_stop;
+	pthread_mutex_unlock(&p->bg_mu);
+	return s;
+}
+
+static void flush_cb(struct raid_io *io)
+{
+	*(bool *)io->arg = true;
+}
+
+int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t min_age_ms)
+{
+	struct raid_io io;
+	bool done = false;
+	int rc;
+
+	memset(&io, 0, sizeof(io));
+	io.op = RAID_OP_FLUSH;
+	io.cb = flush_cb;
+	io.arg = &done;
+	rc = raid_pool_cache_flush(p, ctx, &io, min_age_ms);
+	if (rc)
+		return rc;
+	while (!done)
+		raid_ioctx_wait(ctx, 100);
+	if (io.result)
+		LOG_ERR(RAID_MOD, "pool %s: writing out cached stripes failed: %s", p->name,
+			strerror(-io.result));
+	return io.result;
+}
