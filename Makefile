@@ -85,7 +85,7 @@ TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 BINS := $(B)/rtgtd $(B)/rtgtctl $(B)/rtgt-bench
 
 .PHONY: all run check unit nettest conformance clean deps lab fuzz fuzz-build install uninstall \
-	tsan-check guest-check include-check
+	tsan-check guest-check include-check layer-check
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -147,8 +147,14 @@ conformance: $(BINS)
 include-check:
 	@scripts/check-includes.py
 
+# the layer order of the folder READMEs, on the objects' own symbols: no
+# call up the written order, no cycle (a second, after the build)
+layer-check: all
+	@scripts/check-layers.py $(O)
+
 check: deps include-check
 	$(MAKE) all $(UNIT_BINS) $(NET_BINS)
+	@scripts/check-layers.py $(O)
 	@$(SAN_PRE)
 	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) || { $(SAN_REPORT); exit 1; }
 	@scripts/conformance.sh || { $(SAN_REPORT); exit 1; }

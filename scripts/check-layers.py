@@ -31,6 +31,8 @@ printing one line per problem, on:
     so raid/ never calls target/; a single-header rule there (target/scsi
     may use target/iscsi/iscsi_text.h) allows the symbols that header
     declares;
+  - a source whose opening comment does not say "Layer:" and what it
+    "May call";
   - any cycle among the objects (a strongly connected component), a
     whole-folder node counting as one object. Files of one layer may call
     each other, but not in a circle.
@@ -115,14 +117,17 @@ def read_layers(root, errors):
     return table
 
 
-def objects(build):
+def objects(build, root):
+    """The objects of BUILD_DIR whose source is still in the tree (a file
+    moved or removed leaves its old object behind until `make clean`)."""
     out = []
     for top in TOP:
         for d, dirs, files in os.walk(os.path.join(build, top)):
             dirs.sort()
             for f in sorted(files):
-                if f.endswith(".o"):
-                    out.append(os.path.relpath(os.path.join(d, f), build)[:-2])
+                rel = os.path.relpath(os.path.join(d, f), build)[:-2]
+                if f.endswith(".o") and os.path.exists(os.path.join(root, rel + ".c")):
+                    out.append(rel)
     return out
 
 
@@ -171,6 +176,19 @@ def scc(graph):
     return comps
 
 
+def opening(root, obj):
+    """The text of the opening comment of @obj's source, one line."""
+    try:
+        with open(os.path.join(root, obj + ".c"), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    m = re.match(r"\s*/\*(.*?)\*/", text, re.S)
+    if not m:
+        return ""
+    return " ".join(re.sub(r"^\s*\*", "", line) for line in m.group(1).splitlines()).split()
+
+
 def declared(root, header, sym):
     try:
         with open(os.path.join(root, header), encoding="utf-8") as f:
@@ -200,7 +218,7 @@ def main(argv):
     ci = rules(root)
     errors = []
     table = read_layers(root, errors)
-    objs = objects(build)
+    objs = objects(build, root)
     if not objs:
         print(f"check-layers: no objects under {build}/ (build first: make all)", file=sys.stderr)
         return 2
@@ -224,6 +242,11 @@ def main(argv):
     for o in objs:
         if node_of(table, o) is None:
             errors.append(f"{o}.c: in no `layers` block of the READMEs of {', '.join(TOP)}")
+    for o in objs:
+        words = " ".join(opening(root, o))
+        if "Layer:" not in words or not re.search(r"[Mm]ay call", words):
+            errors.append(f"{o}.c:1: the opening comment says no \"Layer:\" and what it"
+                          f" \"May call\" (every file names its layer and what it may call)")
     present = {node_of(table, o) for o in objs}
     for e, (_, _, _, where) in sorted(table.items()):
         if e not in present:
