@@ -214,29 +214,45 @@ out_unlock:
 	return rc;
 }
 
-int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
+/* Whether @path is already an open member of @p (by the path it was
+ * given or the one it resolves to). */
+static bool in_pool(struct raid_pool *p, const char *path)
+{
+	for (unsigned i = 0; i < p->n_slots; i++) {
+		if (p->m[i]->fd >= 0 && (!strcmp(p->m[i]->path, path) ||
+					 (p->m[i]->rpath && !strcmp(p->m[i]->rpath, path))))
+			return true;
+	}
+	return false;
+}
+
+/* Open @path as a candidate member of @p, with the pool's own I/O mode. */
+static int cand_open(struct raid_pool *p, const char *path, struct raid_cand *c)
 {
 	struct conf_pool cp;
+
+	memset(&cp, 0, sizeof(cp));
+	cp.name = p->name;
+	cp.direct_io = p->direct_io;
+	memset(c, 0, sizeof(*c));
+	return raid_cand_open(&cp, path, path, c);
+}
+
+int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
+{
 	struct raid_cand c;
-	unsigned i, idx;
+	unsigned idx;
 	int rc;
 
 	if (p->g.npar == 0) {
 		LOG_ERR(RAID_MOD, "pool %s: raid0 cannot use spares", p->name);
 		return -EINVAL;
 	}
-	for (i = 0; i < p->n_slots; i++) {
-		if (p->m[i]->fd >= 0 && (!strcmp(p->m[i]->path, path) ||
-					 (p->m[i]->rpath && !strcmp(p->m[i]->rpath, path)))) {
-			LOG_ERR(RAID_MOD, "pool %s: %s is already in the pool", p->name, path);
-			return -EEXIST;
-		}
+	if (in_pool(p, path)) {
+		LOG_ERR(RAID_MOD, "pool %s: %s is already in the pool", p->name, path);
+		return -EEXIST;
 	}
-	memset(&cp, 0, sizeof(cp));
-	cp.name = p->name;
-	cp.direct_io = p->direct_io;
-	memset(&c, 0, sizeof(c));
-	rc = raid_cand_open(&cp, path, path, &c);
+	rc = cand_open(p, path, &c);
 	if (!rc && c.m->fd < 0) {
 		LOG_ERR(RAID_MOD, "pool %s: spare %s: %s", p->name, path, strerror(-c.open_err));
 		rc = c.open_err ? c.open_err : -ENOENT;
@@ -297,22 +313,14 @@ int raid_md_pool_add_spare(struct raid_pool *p, const char *path)
 static int grow_open(struct raid_pool *p, const char *path, struct raid_member **out, char *err,
 		     size_t errlen)
 {
-	struct conf_pool cp;
 	struct raid_cand c;
 	int rc;
 
-	for (unsigned i = 0; i < p->n_slots; i++) {
-		if (p->m[i]->fd >= 0 && (!strcmp(p->m[i]->path, path) ||
-					 (p->m[i]->rpath && !strcmp(p->m[i]->rpath, path)))) {
-			snprintf(err, errlen, "%s is already in the pool", path);
-			return -EEXIST;
-		}
+	if (in_pool(p, path)) {
+		snprintf(err, errlen, "%s is already in the pool", path);
+		return -EEXIST;
 	}
-	memset(&cp, 0, sizeof(cp));
-	cp.name = p->name;
-	cp.direct_io = p->direct_io;
-	memset(&c, 0, sizeof(c));
-	rc = raid_cand_open(&cp, path, path, &c);
+	rc = cand_open(p, path, &c);
 	if (!rc && c.m->fd < 0)
 		rc = c.open_err ? c.open_err : -ENOENT;
 	if (rc) {
