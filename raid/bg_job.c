@@ -1,16 +1,17 @@
 /*
  * raid/bg_job.c - what the background thread's jobs share: whether they
- * are asked to stop, and writing out the stripe cache while waiting on
- * the thread's own I/O context. Below rebuild.c (the thread and its
+ * are asked to stop, their pacing to rebuild_mbps, and writing out the
+ * stripe cache while waiting on the thread's own I/O context. Below rebuild.c (the thread and its
  * rebuild, resync, scrub and replace) and reshape.c (which that thread
  * runs), so that neither calls the other for them.
  *
  * Layer: background, its bottom (raid/README.md "Layers"). May call:
- * io.c (raid_pool_cache_flush), ioctx.c, conf/.
+ * io.c (raid_pool_cache_flush), ioctx.c, conf/ (the clock).
  */
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conf/util.h"
 #include "raid/ioctx.h"
@@ -50,4 +51,20 @@ int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t mi
 		LOG_ERR(RAID_MOD, "pool %s: writing out cached stripes failed: %s", p->name,
 			strerror(-io.result));
 	return io.result;
+}
+
+void raid_bg_pace(struct raid_pool *p, double t0, uint64_t bytes)
+{
+	unsigned mbps = p->rebuild_mbps;   /* once: a reload may change it */
+
+	if (!mbps)
+		return;
+	for (;;) {
+		double want = (double)bytes / ((double)mbps * 1e6);
+		double el = (conf_mono_ns() / 1e9) - t0;
+
+		if (el >= want || raid_bg_stop_requested(p))
+			break;
+		usleep((useconds_t)((want - el > 0.05 ? 0.05 : want - el) * 1e6) + 1);
+	}
 }

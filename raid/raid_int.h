@@ -417,6 +417,11 @@ void raid_bg_kick(struct raid_pool *p);
 /* Whether the background thread is asked to stop (bg_stop, under bg_mu):
  * its long jobs (rebuild, scrub, reshape) look between steps. */
 bool raid_bg_stop_requested(struct raid_pool *p);
+/* Sleep until @bytes of member data per member written since @t0
+ * (conf_mono_ns() in seconds) fit under rebuild_mbps (10^6 bytes/s; 0: no
+ * cap), or until the thread is asked to stop: the pacing of every long
+ * job (rebuild, resync, scrub, replace, reshape). */
+void raid_bg_pace(struct raid_pool *p, double t0, uint64_t bytes);
 /* Write out stripe-cache rows older than @min_age_ms, waiting on @ctx. */
 int raid_bg_cache_flush(struct raid_pool *p, struct raid_ioctx *ctx, uint64_t min_age_ms);
 

@@ -193,24 +193,15 @@ static void bg_lock(struct raid_pool *p, struct raid_ioctx *ctx, struct raid_lk 
 		raid_ioctx_wait(ctx, 100);
 }
 
-/* Sleep so that @bytes since @t0 do not exceed the cap. */
+/* The rate so far, then sleep so that @bytes since @t0 do not exceed the
+ * cap. */
 static void pace(struct raid_pool *p, double t0, uint64_t bytes)
 {
 	double el = (conf_mono_ns() / 1e9) - t0;
-	unsigned mbps = p->rebuild_mbps;   /* once: a reload may change it */
 
 	if (el > 0)
 		atomic_store(&p->rebuild_rate, (uint64_t)((double)bytes / el));
-	if (!mbps)
-		return;
-	for (;;) {
-		double want = (double)bytes / ((double)mbps * 1e6);
-
-		el = (conf_mono_ns() / 1e9) - t0;
-		if (el >= want || raid_bg_stop_requested(p))
-			break;
-		usleep((useconds_t)((want - el > 0.05 ? 0.05 : want - el) * 1e6) + 1);
-	}
+	raid_bg_pace(p, t0, bytes);
 }
 
 /* Choose a slot to rebuild and a spare; swap the spare in. meta_mu held. */

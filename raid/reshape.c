@@ -497,20 +497,10 @@ static void pace(struct raid_pool *p)
 	struct raid_reshape *rs = &p->rsh;
 	double el = (double)(conf_mono_ns() - rs->t_start_ns) / 1e9;
 	uint64_t done = rs->pos - rs->pos_start;
-	unsigned mbps = p->rebuild_mbps;
 
 	if (el > 0)
 		atomic_store(&rs->rate, (uint64_t)((double)done / el));
-	if (!mbps)
-		return;
-	for (;;) {
-		double want = (double)(done / rs->gn.ndata) / ((double)mbps * 1e6);
-
-		el = (double)(conf_mono_ns() - rs->t_start_ns) / 1e9;
-		if (el >= want || raid_bg_stop_requested(p))
-			break;
-		usleep((useconds_t)((want - el > 0.05 ? 0.05 : want - el) * 1e6) + 1);
-	}
+	raid_bg_pace(p, (double)rs->t_start_ns / 1e9, done / rs->gn.ndata);
 }
 
 /* One window [wa, wb): 0, or -errno with nothing moved past ckpt. */
