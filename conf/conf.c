@@ -39,595 +39,6 @@
 #define CONF_SIZE_ALIGN 4096ULL   /* absolute volume sizes: any block size fits */
 #define CONF_MAX_PEER_GROUPS 64   /* scsi target: SCSI_MAX_PORTS peer groups */
 
-/* The walk's running state: where to print, how much went wrong. */
-struct vctx {
-	const char *path;       /* the file as given, for messages */
-	FILE *errs;             /* borrowed; never NULL */
-	unsigned n_err;
-	bool nomem;             /* an allocation failed: result is -ENOMEM */
-	struct conf *c;         /* being built; owned by conf_load() */
-};
-
-/* ---- reporting ---- */
-
-static int setting_line(const config_setting_t *s)
-{
-	int line = s ? (int)config_setting_source_line(s) : 0;
-
-	return line > 0 ? line : 1;
-}
-
-static void vreport(struct vctx *v, const config_setting_t *s, bool warn,
-		    const char *fmt, va_list ap)
-{
-	const char *file = s ? config_setting_source_file(s) : NULL;
-
-	fprintf(v->errs, "%s:%d: %s", file ? file : v->path, setting_line(s),
-		warn ? "warning: " : "");
-	vfprintf(v->errs, fmt, ap);
-	fputc('\n', v->errs);
-	if (!warn)
-		v->n_err++;
-}
-
-__attribute__((format(printf, 3, 4)))
-static void err_at(struct vctx *v, const config_setting_t *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreport(v, s, false, fmt, ap);
-	va_end(ap);
-}
-
-__attribute__((format(printf, 3, 4)))
-static void warn_at(struct vctx *v, const config_setting_t *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vreport(v, s, true, fmt, ap);
-	va_end(ap);
-}
-
-static char *xstrdup(struct vctx *v, const char *s)
-{
-	char *d;
-
-	if (!s)
-		return NULL;
-	d = strdup(s);
-	if (!d)
-		v->nomem = true;
-	return d;
-}
-
-static void *xcalloc(struct vctx *v, size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size);
-
-	if (!p)
-		v->nomem = true;
-	return p;
-}
-
-static const char *type_name(const config_setting_t *s)
-{
-	switch (config_setting_type(s)) {
-	case CONFIG_TYPE_GROUP: return "a group { }";
-	case CONFIG_TYPE_INT:
-	case CONFIG_TYPE_INT64: return "an integer";
-	case CONFIG_TYPE_FLOAT: return "a float";
-	case CONFIG_TYPE_STRING: return "a string";
-	case CONFIG_TYPE_BOOL: return "a boolean";
-	case CONFIG_TYPE_ARRAY: return "an array [ ]";
-	case CONFIG_TYPE_LIST: return "a list ( )";
-	default: return "an unknown type";
-	}
-}
-
-/* ---- unknown keys ---- */
-
-/* Edit distance, to turn "unknown key 'worker'" into a hint. Keys are short. */
-static unsigned edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned row[64];
-
-	if (la >= 63 || lb >= 63)
-		return 99;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = (unsigned)j;
-	for (size_t i = 1; i <= la; i++) {
-		unsigned diag = row[0];
-
-		row[0] = (unsigned)i;
-		for (size_t j = 1; j <= lb; j++) {
-			unsigned up = row[j];
-			unsigned best = diag + (a[i - 1] != b[j - 1]);
-
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	return row[lb];
-}
-
-/* Every member of group @grp must be one of @allowed (NULL-terminated). */
-static void check_keys(struct vctx *v, const config_setting_t *grp, const char *where,
-		       const char *const *allowed)
-{
-	int n = config_setting_length(grp);
-
-	for (int i = 0; i < n; i++) {
-		const config_setting_t *s = config_setting_get_elem(grp, (unsigned)i);
-		const char *name = config_setting_name(s);
-		const char *hint = NULL;
-		unsigned best = 3;
-		bool ok = false;
-
-		if (!name)
-			continue;
-		for (const char *const *k = allowed; *k; k++) {
-			unsigned d;
-
-			if (strcmp(name, *k) == 0) {
-				ok = true;
-				break;
-			}
-			d = edit_distance(name, *k);
-			if (d < best) {
-				best = d;
-				hint = *k;
-			}
-		}
-		if (ok)
-			continue;
-		if (hint)
-			err_at(v, s, "%s: unknown key '%s' (did you mean '%s'?)", where, name, hint);
-		else
-			err_at(v, s, "%s: unknown key '%s'", where, name);
-	}
-}
-
-/* ---- typed getters: 1 found and valid, 0 absent, -1 reported ---- */
-
-static int get_string(struct vctx *v, const config_setting_t *grp, const char *key,
-		      const char *where, bool required, const char **out)
-{
-	const config_setting_t *s = config_setting_get_member(grp, key);
-
-	if (!s) {
-		if (required) {
-			err_at(v, grp, "%s: missing required key '%s'", where, key);
-			return -1;
-		}
-		return 0;
-	}
-	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
-		err_at(v, s, "%s: %s must be a string, not %s", where, key, type_name(s));
-		return -1;
-	}
-	*out = config_setting_get_string(s);
-	if (!**out) {
-		err_at(v, s, "%s: %s must not be empty", where, key);
-		return -1;
-	}
-	return 1;
-}
-
-static int get_uint(struct vctx *v, const config_setting_t *grp, const char *key,
-		    const char *where, long long min, long long max, unsigned long long *out)
-{
-	const config_setting_t *s = config_setting_get_member(grp, key);
-	long long val;
-
-	if (!s)
-		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_INT &&
-	    config_setting_type(s) != CONFIG_TYPE_INT64) {
-		err_at(v, s, "%s: %s must be an integer, not %s", where, key, type_name(s));
-		return -1;
-	}
-	val = config_setting_get_int64(s);
-	if (val < min || val > max) {
-		err_at(v, s, "%s: %s = %lld is out of range %lld..%lld", where, key, val,
-		       min, max);
-		return -1;
-	}
-	*out = (unsigned long long)val;
-	return 1;
-}
-
-static int get_number(struct vctx *v, const config_setting_t *grp, const char *key,
-		      const char *where, double *out)
-{
-	const config_setting_t *s = config_setting_get_member(grp, key);
-
-	if (!s)
-		return 0;
-	switch (config_setting_type(s)) {
-	case CONFIG_TYPE_INT:
-	case CONFIG_TYPE_INT64:
-		*out = (double)config_setting_get_int64(s);
-		return 1;
-	case CONFIG_TYPE_FLOAT:
-		*out = config_setting_get_float(s);
-		return 1;
-	default:
-		err_at(v, s, "%s: %s must be a number, not %s", where, key, type_name(s));
-		return -1;
-	}
-}
-
-static int get_bool(struct vctx *v, const config_setting_t *grp, const char *key,
-		    const char *where, bool *out)
-{
-	const config_setting_t *s = config_setting_get_member(grp, key);
-
-	if (!s)
-		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_BOOL) {
-		err_at(v, s, "%s: %s must be true or false, not %s", where, key,
-		       type_name(s));
-		return -1;
-	}
-	*out = config_setting_get_bool(s);
-	return 1;
-}
-
-static int get_size(struct vctx *v, const config_setting_t *grp, const char *key,
-		    const char *where, bool allow_percent, struct conf_size *out)
-{
-	const config_setting_t *s = config_setting_get_member(grp, key);
-	const char *str;
-
-	if (!s)
-		return 0;
-	switch (config_setting_type(s)) {
-	case CONFIG_TYPE_INT:
-	case CONFIG_TYPE_INT64: {
-		long long b = config_setting_get_int64(s);
-
-		if (b <= 0) {
-			err_at(v, s, "%s: %s must be > 0", where, key);
-			return -1;
-		}
-		out->bytes = (uint64_t)b;
-		out->percent = 0;
-		return 1;
-	}
-	case CONFIG_TYPE_STRING:
-		str = config_setting_get_string(s);
-		if (conf_parse_size(str, allow_percent, out) == 0)
-			return 1;
-		if (!allow_percent && strchr(str, '%'))
-			err_at(v, s, "%s: %s = \"%s\": a percentage is not allowed here", where,
-			       key, str);
-		else
-			err_at(v, s, "%s: %s = \"%s\" is not a size (use e.g. \"512\", \"64K\", "
-			       "\"1G\"%s)", where, key, str, allow_percent ? " or \"80%\"" : "");
-		return -1;
-	default:
-		err_at(v, s, "%s: %s must be a size string like \"64K\", not %s", where, key,
-		       type_name(s));
-		return -1;
-	}
-}
-
-/* A list or array of non-empty strings. Returns the setting (NULL if absent
- * or not a list) and sets *bad when anything was reported. */
-static const config_setting_t *get_string_list(struct vctx *v, const config_setting_t *grp,
-					       const char *key, const char *where,
-					       bool *bad)
-{
-	const config_setting_t *s = config_setting_get_member(grp, key);
-	int n;
-
-	if (!s)
-		return NULL;
-	if (config_setting_type(s) != CONFIG_TYPE_LIST &&
-	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
-		err_at(v, s, "%s: %s must be a list of strings ( \"a\", \"b\" ), not %s", where,
-		       key, type_name(s));
-		*bad = true;
-		return NULL;
-	}
-	n = config_setting_length(s);
-	for (int i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-
-		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-			err_at(v, e, "%s: %s[%d] must be a string, not %s", where, key, i,
-			       type_name(e));
-			*bad = true;
-		} else if (!*config_setting_get_string(e)) {
-			err_at(v, e, "%s: %s[%d] must not be empty", where, key, i);
-			*bad = true;
-		}
-	}
-	return s;
-}
-
-/* ---- small syntax checks (also used by tests) ---- */
-
-int conf_parse_size(const char *s, bool allow_percent, struct conf_size *out)
-{
-	unsigned long long val = 0;
-	const char *p = s;
-	unsigned shift = 0;
-
-	if (!s || !*s)
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (val > (ULLONG_MAX - 9) / 10)
-			return -ERANGE;
-		val = val * 10 + (unsigned)(*p - '0');
-	}
-	if (p == s)
-		return -EINVAL;
-	if (*p == '%') {
-		if (!allow_percent || p[1] || val < 1 || val > 100)
-			return -EINVAL;
-		out->bytes = 0;
-		out->percent = (unsigned)val;
-		return 0;
-	}
-	switch (*p) {
-	case '\0': shift = 0; break;
-	case 'K': case 'k': shift = 10; break;
-	case 'M': case 'm': shift = 20; break;
-	case 'G': case 'g': shift = 30; break;
-	case 'T': case 't': shift = 40; break;
-	default: return -EINVAL;
-	}
-	if (*p && p[1])
-		return -EINVAL;
-	if (val == 0)
-		return -EINVAL;
-	if (shift && val > (UINT64_MAX >> shift))
-		return -ERANGE;
-	out->bytes = (uint64_t)val << shift;
-	out->percent = 0;
-	return 0;
-}
-
-static bool is_lower_alnum(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-}
-
-static bool is_hex_lower(char ch)
-{
-	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
-}
-
-static int check_hex_name(const char *hex, size_t n1, size_t n2, const char **why)
-{
-	size_t len = strlen(hex);
-
-	if (len != n1 && len != n2) {
-		*why = n1 == n2 ? "needs exactly 16 hex digits after the prefix"
-				: "needs 16 or 32 hex digits after the prefix";
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < len; i++) {
-		if (!is_hex_lower(hex[i])) {
-			*why = "hex digits must be 0-9 or a-f (lowercase)";
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-int conf_iqn_check(const char *name, const char **why)
-{
-	const char *p;
-	bool label_start = true;
-
-	*why = NULL;
-	if (strlen(name) > CONF_IQN_MAX) {
-		*why = "is longer than 223 bytes";
-		return -EINVAL;
-	}
-	for (p = name; *p; p++) {
-		if (*p >= 'A' && *p <= 'Z') {
-			*why = "must be lowercase";
-			return -EINVAL;
-		}
-	}
-	if (strncmp(name, "eui.", 4) == 0)
-		return check_hex_name(name + 4, 16, 16, why);
-	if (strncmp(name, "naa.", 4) == 0)
-		return check_hex_name(name + 4, 16, 32, why);
-	if (strncmp(name, "iqn.", 4) != 0) {
-		*why = "must start with iqn., eui. or naa.";
-		return -EINVAL;
-	}
-	p = name + 4;
-	/* yyyy-mm: the month the naming authority owned the domain */
-	for (int i = 0; i < 7; i++) {
-		bool ok = i == 4 ? p[i] == '-' : (p[i] >= '0' && p[i] <= '9');
-
-		if (!ok) {
-			*why = "needs a date iqn.YYYY-MM. after the prefix";
-			return -EINVAL;
-		}
-	}
-	if ((p[5] - '0') * 10 + (p[6] - '0') < 1 || (p[5] - '0') * 10 + (p[6] - '0') > 12) {
-		*why = "has a month outside 01..12";
-		return -EINVAL;
-	}
-	p += 7;
-	if (*p != '.') {
-		*why = "needs '.' and a reversed domain name after iqn.YYYY-MM";
-		return -EINVAL;
-	}
-	p++;
-	/* reversed domain name: labels of [a-z0-9-] separated by dots */
-	for (; *p && *p != ':'; p++) {
-		if (*p == '.') {
-			if (label_start)
-				break;
-			label_start = true;
-			continue;
-		}
-		if (!is_lower_alnum(*p) && *p != '-')
-			break;
-		label_start = false;
-	}
-	if (label_start || (*p && *p != ':')) {
-		*why = "needs a reversed domain name (e.g. org.example) after the date";
-		return -EINVAL;
-	}
-	if (*p == ':') {
-		p++;
-		if (!*p) {
-			*why = "has nothing after ':'";
-			return -EINVAL;
-		}
-		for (; *p; p++) {
-			if (!is_lower_alnum(*p) && *p != '-' && *p != '.' && *p != ':') {
-				*why = "may only contain a-z, 0-9, '-', '.' and ':'";
-				return -EINVAL;
-			}
-		}
-	}
-	return 0;
-}
-
-int conf_volume_name_check(const char *name)
-{
-	size_t len = strlen(name);
-
-	if (len < 1 || len > CONF_VOLUME_NAME_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		char ch = name[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-			return -EINVAL;
-	}
-	return 0;
-}
-
-int conf_listen_parse(const char *s, char *host, uint16_t *port, int *family,
-		      const char **why)
-{
-	const char *colon, *hstart, *hend;
-	unsigned char addr[sizeof(struct in6_addr)];
-	unsigned long val = 0;
-	size_t hlen;
-
-	*why = NULL;
-	if (s[0] == '[') {
-		hstart = s + 1;
-		hend = strchr(s, ']');
-		if (!hend || hend[1] != ':') {
-			*why = "must be \"[ipv6]:port\"";
-			return -EINVAL;
-		}
-		colon = hend + 1;
-		*family = AF_INET6;
-	} else {
-		hstart = s;
-		colon = strrchr(s, ':');
-		if (!colon) {
-			*why = "must be \"ip:port\" or \"[ipv6]:port\"";
-			return -EINVAL;
-		}
-		if (memchr(s, ':', (size_t)(colon - s))) {
-			*why = "an IPv6 address must be written in brackets: \"[ipv6]:port\"";
-			return -EINVAL;
-		}
-		hend = colon;
-		*family = AF_INET;
-	}
-	hlen = (size_t)(hend - hstart);
-	if (hlen == 0 || hlen >= 64) {
-		*why = "has no valid address before the port";
-		return -EINVAL;
-	}
-	memcpy(host, hstart, hlen);
-	host[hlen] = '\0';
-	if (inet_pton(*family, host, addr) != 1) {
-		*why = *family == AF_INET ? "is not a numeric IPv4 address (host names are not resolved)"
-					  : "is not a numeric IPv6 address";
-		return -EINVAL;
-	}
-	if (!colon[1]) {
-		*why = "has no port after ':'";
-		return -EINVAL;
-	}
-	for (const char *p = colon + 1; *p; p++) {
-		if (*p < '0' || *p > '9' || val > 65535) {
-			*why = "has a port that is not a number in 1..65535";
-			return -EINVAL;
-		}
-		val = val * 10 + (unsigned long)(*p - '0');
-	}
-	if (val < 1 || val > 65535) {
-		*why = "has a port that is not a number in 1..65535";
-		return -EINVAL;
-	}
-	*port = (uint16_t)val;
-	return 0;
-}
-
-char *conf_path_resolve(const char *dir, const char *path)
-{
-	size_t cap = strlen(dir) + strlen(path) + 3;
-	char *joined = malloc(cap), *out = malloc(cap);
-	char *save = NULL, *tok;
-	size_t len = 0;
-	bool absolute;
-
-	if (!joined || !out)
-		goto free_both;
-	if (path[0] == '/' || !dir[0])
-		snprintf(joined, cap, "%s", path);
-	else
-		snprintf(joined, cap, "%s/%s", dir, path);
-	absolute = joined[0] == '/';
-	/* Rebuild component by component: "." vanishes, ".." eats the last
-	 * kept component (or stays, when a relative path climbs above its
-	 * start). Lexical only: symlinks are the raid layer's to notice. */
-	out[0] = '\0';
-	for (tok = strtok_r(joined, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (strcmp(tok, ".") == 0)
-			continue;
-		if (strcmp(tok, "..") == 0) {
-			char *slash = strrchr(out, '/');
-			const char *last = slash ? slash + 1 : out;
-
-			if (len > 0 && strcmp(last, "..") != 0) {
-				len = slash ? (size_t)(slash - out) : 0;
-				out[len] = '\0';
-				continue;
-			}
-			if (absolute)
-				continue; /* "/.." is "/" */
-		}
-		if (len > 0 || absolute)
-			out[len++] = '/';
-		len += (size_t)sprintf(out + len, "%s", tok);
-	}
-	if (len == 0)
-		snprintf(out, cap, "%s", absolute ? "/" : ".");
-	free(joined);
-	return out;
-
-free_both:
-	free(joined);
-	free(out);
-	return NULL;
-}
-
 /* ---- daemon ---- */
 
 static const char *const daemon_keys[] = {
@@ -637,7 +48,7 @@ static const char *const daemon_keys[] = {
 	"metrics", "smartctl", "health_interval", "health_fail", NULL,
 };
 
-static void parse_daemon(struct vctx *v, const config_setting_t *root)
+static void parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 {
 	const config_setting_t *g = config_setting_get_member(root, "daemon");
 	struct conf_daemon *d = &v->c->daemon;
@@ -661,63 +72,63 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 	d->health_interval_s = 1800;
 
 	if (g && config_setting_type(g) != CONFIG_TYPE_GROUP) {
-		err_at(v, g, "daemon must be a group { ... }, not %s", type_name(g));
+		conf_err_at(v, g, "daemon must be a group { ... }, not %s", conf_type_name(g));
 		g = NULL;
 	}
 	if (g) {
-		check_keys(v, g, where, daemon_keys);
-		if (get_uint(v, g, "workers", where, 0, CONF_MAX_WORKERS, &u) > 0)
+		conf_check_keys(v, g, where, daemon_keys);
+		if (conf_get_uint(v, g, "workers", where, 0, CONF_MAX_WORKERS, &u) > 0)
 			d->workers = (unsigned)u;
-		if (get_string(v, g, "control", where, false, &control) < 0)
+		if (conf_get_string(v, g, "control", where, false, &control) < 0)
 			control = CONF_DEFAULT_CONTROL;
-		if (get_string(v, g, "state_dir", where, false, &state) < 0)
+		if (conf_get_string(v, g, "state_dir", where, false, &state) < 0)
 			state = CONF_DEFAULT_STATE_DIR;
-		if (get_string(v, g, "log_level", where, false, &lvl) > 0 &&
+		if (conf_get_string(v, g, "log_level", where, false, &lvl) > 0 &&
 		    conf_log_level_parse(lvl, &d->log_level) < 0)
-			err_at(v, config_setting_get_member(g, "log_level"),
+			conf_err_at(v, config_setting_get_member(g, "log_level"),
 			       "daemon: log_level \"%s\" is not one of error, warn, info, debug",
 			       lvl);
-		if (get_uint(v, g, "max_sessions", where, 1, 4096, &u) > 0)
+		if (conf_get_uint(v, g, "max_sessions", where, 1, 4096, &u) > 0)
 			d->max_sessions = (unsigned)u;
-		if (get_uint(v, g, "max_connections", where, 1, 65536, &u) > 0)
+		if (conf_get_uint(v, g, "max_connections", where, 1, 65536, &u) > 0)
 			d->max_connections = (unsigned)u;
-		if (get_uint(v, g, "login_timeout", where, 1, 3600, &u) > 0)
+		if (conf_get_uint(v, g, "login_timeout", where, 1, 3600, &u) > 0)
 			d->login_timeout_s = (unsigned)u;
-		if (get_uint(v, g, "nop_interval", where, 0, 3600, &u) > 0)
+		if (conf_get_uint(v, g, "nop_interval", where, 0, 3600, &u) > 0)
 			d->nop_interval_s = (unsigned)u;
-		if (get_uint(v, g, "nop_timeout", where, 1, 3600, &u) > 0)
+		if (conf_get_uint(v, g, "nop_timeout", where, 1, 3600, &u) > 0)
 			d->nop_timeout_s = (unsigned)u;
-		if (get_uint(v, g, "queue_depth", where, 1, 4096, &u) > 0)
+		if (conf_get_uint(v, g, "queue_depth", where, 1, 4096, &u) > 0)
 			d->queue_depth = (unsigned)u;
-		if (get_uint(v, g, "max_discovery_sessions", where, 1, 4096, &u) > 0)
+		if (conf_get_uint(v, g, "max_discovery_sessions", where, 1, 4096, &u) > 0)
 			d->max_discovery_sessions = (unsigned)u;
-		if (get_uint(v, g, "discovery_idle_timeout", where, 1, 3600, &u) > 0)
+		if (conf_get_uint(v, g, "discovery_idle_timeout", where, 1, 3600, &u) > 0)
 			d->discovery_idle_timeout_s = (unsigned)u;
-		if (get_string(v, g, "event_exec", where, false, &exec) <= 0)
-			exec = NULL;   /* get_string reported an empty or mistyped one */
-		if (get_uint(v, g, "event_exec_timeout", where, 1, 3600, &u) > 0)
+		if (conf_get_string(v, g, "event_exec", where, false, &exec) <= 0)
+			exec = NULL;   /* conf_get_string reported an empty or mistyped one */
+		if (conf_get_uint(v, g, "event_exec_timeout", where, 1, 3600, &u) > 0)
 			d->event_exec_timeout_s = (unsigned)u;
-		if (get_string(v, g, "metrics", where, false, &metrics) > 0) {
+		if (conf_get_string(v, g, "metrics", where, false, &metrics) > 0) {
 			char host[64];
 			uint16_t port;
 			int fam;
 			const char *why;
 
 			if (conf_listen_parse(metrics, host, &port, &fam, &why)) {
-				err_at(v, config_setting_get_member(g, "metrics"),
+				conf_err_at(v, config_setting_get_member(g, "metrics"),
 				       "daemon: metrics \"%s\" %s", metrics, why);
 				metrics = NULL;
 			}
 		}
-		if (get_string(v, g, "smartctl", where, false, &smartctl) <= 0)
+		if (conf_get_string(v, g, "smartctl", where, false, &smartctl) <= 0)
 			smartctl = CONF_DEFAULT_SMARTCTL;
-		if (get_uint(v, g, "health_interval", where, 0, 7 * 86400, &u) > 0)
+		if (conf_get_uint(v, g, "health_interval", where, 0, 7 * 86400, &u) > 0)
 			d->health_interval_s = (unsigned)u;
-		if (get_string(v, g, "health_fail", where, false, &hf) > 0) {
+		if (conf_get_string(v, g, "health_fail", where, false, &hf) > 0) {
 			if (!strcmp(hf, "spare"))
 				d->health_fail_spare = true;
 			else if (strcmp(hf, "report"))
-				err_at(v, config_setting_get_member(g, "health_fail"),
+				conf_err_at(v, config_setting_get_member(g, "health_fail"),
 				       "daemon: health_fail \"%s\" is not one of report, spare", hf);
 		}
 		ms = config_setting_get_member(g, "max_sessions");
@@ -725,7 +136,7 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 		/* every session needs one connection: a smaller connection cap
 		 * would silently lower the session cap */
 		if (d->max_connections < d->max_sessions)
-			err_at(v, mc ? mc : ms,
+			conf_err_at(v, mc ? mc : ms,
 			       "daemon: max_connections (%u) is below max_sessions (%u)",
 			       d->max_connections, d->max_sessions);
 	}
@@ -745,7 +156,7 @@ static void parse_daemon(struct vctx *v, const config_setting_t *root)
 		return;
 	}
 	if (strlen(d->control) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		err_at(v, g ? config_setting_get_member(g, "control") : root,
+		conf_err_at(v, g ? config_setting_get_member(g, "control") : root,
 		       "daemon: control socket path \"%s\" is %zu bytes, longer than a unix "
 		       "socket allows (%zu)", d->control, strlen(d->control),
 		       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
@@ -773,14 +184,14 @@ const char *conf_level_name(enum conf_level level)
 }
 
 /* Copies a string list into (written, resolved) arrays; returns the count. */
-static unsigned copy_paths(struct vctx *v, const config_setting_t *list, const char *where,
+static unsigned copy_paths(struct conf_vctx *v, const config_setting_t *list, const char *where,
 			   const char *key, char ***written, char ***resolved)
 {
 	int n = config_setting_length(list);
 	unsigned k = 0;
 
-	*written = xcalloc(v, (size_t)n, sizeof(char *));
-	*resolved = xcalloc(v, (size_t)n, sizeof(char *));
+	*written = conf_xcalloc(v, (size_t)n, sizeof(char *));
+	*resolved = conf_xcalloc(v, (size_t)n, sizeof(char *));
 	if (!*written || !*resolved)
 		return 0;
 	for (int i = 0; i < n; i++) {
@@ -793,21 +204,21 @@ static unsigned copy_paths(struct vctx *v, const config_setting_t *list, const c
 		if (!*p)
 			continue;
 		if (strlen(p) > CONF_MEMBER_PATH_MAX)
-			err_at(v, e, "%s: %s[%d] is longer than %d bytes", where, key, i,
+			conf_err_at(v, e, "%s: %s[%d] is longer than %d bytes", where, key, i,
 			       CONF_MEMBER_PATH_MAX);
-		(*written)[k] = xstrdup(v, p);
+		(*written)[k] = conf_xstrdup(v, p);
 		(*resolved)[k] = conf_path_resolve(v->c->dir, p);
 		if (!(*resolved)[k])
 			v->nomem = true;
 		else if (strlen((*resolved)[k]) >= PATH_MAX)
-			err_at(v, e, "%s: %s[%d] resolves to a path longer than PATH_MAX", where,
+			conf_err_at(v, e, "%s: %s[%d] resolves to a path longer than PATH_MAX", where,
 			       key, i);
 		k++;
 	}
 	return k;
 }
 
-static void parse_hdd(struct vctx *v, const config_setting_t *g, const char *pwhere,
+static void parse_hdd(struct conf_vctx *v, const config_setting_t *g, const char *pwhere,
 		      struct conf_hdd *hdd)
 {
 	char where[128];
@@ -817,35 +228,35 @@ static void parse_hdd(struct vctx *v, const config_setting_t *g, const char *pwh
 
 	snprintf(where, sizeof(where), "%s: hdd", pwhere);
 	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-		err_at(v, g, "%s must be a group { mbps = ..; avg_seek_ms = ..; rpm = ..; }, "
-		       "not %s", where, type_name(g));
+		conf_err_at(v, g, "%s must be a group { mbps = ..; avg_seek_ms = ..; rpm = ..; }, "
+		       "not %s", where, conf_type_name(g));
 		return;
 	}
-	check_keys(v, g, where, hdd_keys);
+	conf_check_keys(v, g, where, hdd_keys);
 	hdd->enabled = true;
-	r = get_number(v, g, "mbps", where, &hdd->mbps);
+	r = conf_get_number(v, g, "mbps", where, &hdd->mbps);
 	if (r == 0)
-		err_at(v, g, "%s: missing required key 'mbps'", where);
+		conf_err_at(v, g, "%s: missing required key 'mbps'", where);
 	else if (r > 0 && !(hdd->mbps > 0))
-		err_at(v, config_setting_get_member(g, "mbps"), "%s: mbps must be > 0", where);
-	r = get_number(v, g, "avg_seek_ms", where, &hdd->avg_seek_ms);
+		conf_err_at(v, config_setting_get_member(g, "mbps"), "%s: mbps must be > 0", where);
+	r = conf_get_number(v, g, "avg_seek_ms", where, &hdd->avg_seek_ms);
 	if (r == 0)
-		err_at(v, g, "%s: missing required key 'avg_seek_ms'", where);
+		conf_err_at(v, g, "%s: missing required key 'avg_seek_ms'", where);
 	else if (r > 0 && !(hdd->avg_seek_ms >= 0))
-		err_at(v, config_setting_get_member(g, "avg_seek_ms"),
+		conf_err_at(v, config_setting_get_member(g, "avg_seek_ms"),
 		       "%s: avg_seek_ms must be >= 0", where);
-	r = get_uint(v, g, "rpm", where, 1, 100000, &rpm);
+	r = conf_get_uint(v, g, "rpm", where, 1, 100000, &rpm);
 	if (r == 0)
-		err_at(v, g, "%s: missing required key 'rpm'", where);
+		conf_err_at(v, g, "%s: missing required key 'rpm'", where);
 	else if (r > 0)
 		hdd->rpm = (unsigned)rpm;
 	/* drives ship with their volatile write cache on; arrays that care
 	 * about power loss turn it off, which changes what a write costs */
-	if (get_bool(v, g, "write_cache", where, &wc) > 0)
+	if (conf_get_bool(v, g, "write_cache", where, &wc) > 0)
 		hdd->write_through = !wc;
 }
 
-static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
+static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned idx,
 		       struct conf_pool *p)
 {
 	const char *name = NULL, *lvl = NULL, *str;
@@ -856,19 +267,19 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 	bool bad = false, level_ok = false;
 	unsigned min = 1;
 
-	p->line = setting_line(g);
+	p->line = conf_setting_line(g);
 	p->chunk = CONF_CHUNK_DEFAULT;
 	snprintf(where, sizeof(where), "pools[%u]", idx);
-	check_keys(v, g, where, pool_keys);
-	if (get_string(v, g, "name", where, true, &name) > 0) {
-		p->name = xstrdup(v, name);
+	conf_check_keys(v, g, where, pool_keys);
+	if (conf_get_string(v, g, "name", where, true, &name) > 0) {
+		p->name = conf_xstrdup(v, name);
 		snprintf(where, sizeof(where), "pool '%.63s'", name);
 		if (conf_volume_name_check(name) < 0)
-			err_at(v, config_setting_get_member(g, "name"),
+			conf_err_at(v, config_setting_get_member(g, "name"),
 			       "%s: name must be 1..%d characters of A-Z a-z 0-9 . _ -", where,
 			       CONF_NAME_MAX);
 	}
-	if (get_string(v, g, "level", where, true, &lvl) > 0) {
+	if (conf_get_string(v, g, "level", where, true, &lvl) > 0) {
 		for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
 			if (strcmp(lvl, level_names[i]) == 0) {
 				p->level = (enum conf_level)i;
@@ -876,38 +287,38 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 			}
 		}
 		if (!level_ok)
-			err_at(v, config_setting_get_member(g, "level"),
+			conf_err_at(v, config_setting_get_member(g, "level"),
 			       "%s: level \"%s\" is not one of raid0, raid1, raid5, raid6, "
 			       "raid10, rbd", where, lvl);
 	}
-	if (get_size(v, g, "chunk", where, false, &sz) > 0) {
+	if (conf_get_size(v, g, "chunk", where, false, &sz) > 0) {
 		s = config_setting_get_member(g, "chunk");
 		if (sz.bytes & (sz.bytes - 1))
-			err_at(v, s, "%s: chunk %llu is not a power of two", where,
+			conf_err_at(v, s, "%s: chunk %llu is not a power of two", where,
 			       (unsigned long long)sz.bytes);
 		else if (sz.bytes < CONF_CHUNK_MIN || sz.bytes > CONF_CHUNK_MAX)
-			err_at(v, s, "%s: chunk must be between 4K and 16M", where);
+			conf_err_at(v, s, "%s: chunk must be between 4K and 16M", where);
 		else
 			p->chunk = sz.bytes;
 	}
-	members = get_string_list(v, g, "members", where, &bad);
-	spares = get_string_list(v, g, "spares", where, &bad);
-	if (get_bool(v, g, "direct_io", where, &p->direct_io) > 0 && level_ok &&
+	members = conf_get_string_list(v, g, "members", where, &bad);
+	spares = conf_get_string_list(v, g, "spares", where, &bad);
+	if (conf_get_bool(v, g, "direct_io", where, &p->direct_io) > 0 && level_ok &&
 	    p->level == CONF_RBD)
-		err_at(v, config_setting_get_member(g, "direct_io"),
+		conf_err_at(v, config_setting_get_member(g, "direct_io"),
 		       "%s: direct_io is not valid for an rbd pool", where);
-	if (get_uint(v, g, "rebuild_mbps", where, 0, 1000000, &u) > 0)
+	if (conf_get_uint(v, g, "rebuild_mbps", where, 0, 1000000, &u) > 0)
 		p->rebuild_mbps = (unsigned)u;
-	if (get_bool(v, g, "start_degraded", where, &p->start_degraded) > 0 && p->start_degraded)
+	if (conf_get_bool(v, g, "start_degraded", where, &p->start_degraded) > 0 && p->start_degraded)
 		/* kept set, it also applies at a later start when the current
 		 * members are the missing ones and a stale one is left */
-		warn_at(v, config_setting_get_member(g, "start_degraded"),
+		conf_warn_at(v, config_setting_get_member(g, "start_degraded"),
 			"%s: start_degraded is deprecated: it applies at every start; start once "
 			"with rtgtd --start-degraded %s instead", where, p->name ? p->name : "POOL");
-	if (get_size(v, g, "create_size", where, false, &sz) > 0) {
+	if (conf_get_size(v, g, "create_size", where, false, &sz) > 0) {
 		s = config_setting_get_member(g, "create_size");
 		if (sz.bytes < (1ULL << 20) || sz.bytes % CONF_SIZE_ALIGN)
-			err_at(v, s, "%s: create_size must be at least 1M and a multiple of 4K",
+			conf_err_at(v, s, "%s: create_size must be at least 1M and a multiple of 4K",
 			       where);
 		else
 			p->create_size = sz.bytes;
@@ -927,32 +338,32 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 		for (const char *const *k = local_only; *k; k++) {
 			s = config_setting_get_member(g, *k);
 			if (s)
-				err_at(v, s, "%s: %s is not valid for an rbd pool", where, *k);
+				conf_err_at(v, s, "%s: %s is not valid for an rbd pool", where, *k);
 		}
-		if (get_string(v, g, "ceph_conf", where, true, &str) > 0) {
+		if (conf_get_string(v, g, "ceph_conf", where, true, &str) > 0) {
 			p->ceph_conf = conf_path_resolve(v->c->dir, str);
 			if (!p->ceph_conf)
 				v->nomem = true;
 		}
-		if (get_string(v, g, "rbd_pool", where, true, &str) > 0)
-			p->rbd_pool = xstrdup(v, str);
-		if (get_string(v, g, "ceph_id", where, false, &str) > 0)
-			p->ceph_id = xstrdup(v, str);
-		if (get_string(v, g, "keyring", where, false, &str) > 0) {
+		if (conf_get_string(v, g, "rbd_pool", where, true, &str) > 0)
+			p->rbd_pool = conf_xstrdup(v, str);
+		if (conf_get_string(v, g, "ceph_id", where, false, &str) > 0)
+			p->ceph_id = conf_xstrdup(v, str);
+		if (conf_get_string(v, g, "keyring", where, false, &str) > 0) {
 			p->keyring = conf_path_resolve(v->c->dir, str);
 			if (!p->keyring)
 				v->nomem = true;
 		}
 		p->rbd_thick = true;
-		get_bool(v, g, "thick", where, &p->rbd_thick);
+		conf_get_bool(v, g, "thick", where, &p->rbd_thick);
 		/* MB/s (10^6 bytes/s), like rebuild_mbps; 0 = unlimited */
-		if (get_uint(v, g, "provision_mbps", where, 0, 1000000, &u) > 0)
+		if (conf_get_uint(v, g, "provision_mbps", where, 0, 1000000, &u) > 0)
 			p->provision_mbps = (unsigned)u;
 		/* a Ceph pool's space is the cluster's: its quotas and
 		 * nearfull warnings are Ceph's own, rtgt counts nothing */
 		s = config_setting_get_member(g, "thin_threshold");
 		if (s)
-			err_at(v, s, "%s: thin_threshold is not valid for an rbd pool: it applies "
+			conf_err_at(v, s, "%s: thin_threshold is not valid for an rbd pool: it applies "
 			       "to RAID pools (Ceph pools report their own quotas)", where);
 		return;
 	}
@@ -965,17 +376,17 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 		for (const char *const *k = ceph_only; *k; k++) {
 			s = config_setting_get_member(g, *k);
 			if (s)
-				err_at(v, s, "%s: %s is only valid for level rbd", where, *k);
+				conf_err_at(v, s, "%s: %s is only valid for level rbd", where, *k);
 		}
 	}
 	/* the share of the pool's space its thin volumes may take at which
 	 * their LUs raise THIN PROVISIONING SOFT THRESHOLD REACHED */
 	p->thin_threshold = CONF_THIN_THRESHOLD_DEFAULT;
-	if (get_uint(v, g, "thin_threshold", where, 1, 100, &u) > 0)
+	if (conf_get_uint(v, g, "thin_threshold", where, 1, 100, &u) > 0)
 		p->thin_threshold = (unsigned)u;
 	if (!members) {
 		if (!bad)
-			err_at(v, g, "%s: missing required key 'members'", where);
+			conf_err_at(v, g, "%s: missing required key 'members'", where);
 		return;
 	}
 	p->n_members = copy_paths(v, members, where, "members", &p->members,
@@ -995,21 +406,21 @@ static void parse_pool(struct vctx *v, const config_setting_t *g, unsigned idx,
 	}
 	/* count as written, so a bad entry does not also trip the minimum */
 	if ((unsigned)config_setting_length(members) < min)
-		err_at(v, members, "%s: %s needs at least %u members, has %d", where,
+		conf_err_at(v, members, "%s: %s needs at least %u members, has %d", where,
 		       conf_level_name(p->level), min, config_setting_length(members));
 	else if (p->level == CONF_RAID10 && config_setting_length(members) % 2)
-		err_at(v, members, "%s: raid10 needs an even number of members (mirrored "
+		conf_err_at(v, members, "%s: raid10 needs an even number of members (mirrored "
 		       "pairs), has %d", where, config_setting_length(members));
 	if (config_setting_length(members) + (spares ? config_setting_length(spares) : 0) >
 	    CONF_POOL_MAX_DEVS)
-		err_at(v, members, "%s: more than %d members and spares", where,
+		conf_err_at(v, members, "%s: more than %d members and spares", where,
 		       CONF_POOL_MAX_DEVS);
 	if (p->level == CONF_RAID0 && spares && config_setting_length(spares) > 0)
-		warn_at(v, spares, "%s: raid0 has no redundancy, spares will never be used",
+		conf_warn_at(v, spares, "%s: raid0 has no redundancy, spares will never be used",
 			where);
 }
 
-static void parse_pools(struct vctx *v, const config_setting_t *root)
+static void parse_pools(struct conf_vctx *v, const config_setting_t *root)
 {
 	const config_setting_t *l = config_setting_get_member(root, "pools");
 	struct conf *c = v->c;
@@ -1018,18 +429,18 @@ static void parse_pools(struct vctx *v, const config_setting_t *root)
 	if (!l)
 		return; /* a target's LUN will report the missing pool */
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		err_at(v, l, "pools must be a list ( { ... }, { ... } ), not %s", type_name(l));
+		conf_err_at(v, l, "pools must be a list ( { ... }, { ... } ), not %s", conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
-	c->pools = xcalloc(v, (size_t)n, sizeof(*c->pools));
+	c->pools = conf_xcalloc(v, (size_t)n, sizeof(*c->pools));
 	if (!c->pools)
 		return;
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *g = config_setting_get_elem(l, (unsigned)i);
 
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-			err_at(v, g, "pools[%d] must be a group { ... }, not %s", i, type_name(g));
+			conf_err_at(v, g, "pools[%d] must be a group { ... }, not %s", i, conf_type_name(g));
 			continue;
 		}
 		parse_pool(v, g, (unsigned)i, &c->pools[c->n_pools]);
@@ -1037,7 +448,7 @@ static void parse_pools(struct vctx *v, const config_setting_t *root)
 			const char *a = c->pools[j].name, *b = c->pools[c->n_pools].name;
 
 			if (a && b && strcmp(a, b) == 0)
-				err_at(v, g, "pool name '%s' is already used at line %d", b,
+				conf_err_at(v, g, "pool name '%s' is already used at line %d", b,
 				       c->pools[j].line);
 		}
 		c->n_pools++;
@@ -1047,7 +458,7 @@ static void parse_pools(struct vctx *v, const config_setting_t *root)
 /* Every member and spare path, across all pools, names a distinct file.
  * Walks the settings again rather than struct conf so that each duplicate
  * is reported at its own line. */
-static void check_paths_unique(struct vctx *v, const config_setting_t *root)
+static void check_paths_unique(struct conf_vctx *v, const config_setting_t *root)
 {
 	struct ent { char *path; const char *pool; int line; } *all;
 	const config_setting_t *pools = config_setting_get_member(root, "pools");
@@ -1057,7 +468,7 @@ static void check_paths_unique(struct vctx *v, const config_setting_t *root)
 		cap += v->c->pools[i].n_members + v->c->pools[i].n_spares;
 	if (cap == 0 || !pools || config_setting_type(pools) != CONFIG_TYPE_LIST)
 		return;
-	all = xcalloc(v, cap, sizeof(*all));
+	all = conf_xcalloc(v, cap, sizeof(*all));
 	if (!all)
 		return;
 	for (int i = 0; i < config_setting_length(pools); i++) {
@@ -1088,13 +499,13 @@ static void check_paths_unique(struct vctx *v, const config_setting_t *root)
 				for (size_t j = 0; j < n; j++) {
 					if (strcmp(all[j].path, path) != 0)
 						continue;
-					err_at(v, es, "pool '%s': %s \"%s\" (%s) is already used by "
+					conf_err_at(v, es, "pool '%s': %s \"%s\" (%s) is already used by "
 					       "pool '%s' at line %d", pname ? pname : "?",
 					       k ? "spare" : "member", p, path,
 					       all[j].pool ? all[j].pool : "?", all[j].line);
 					break;
 				}
-				all[n++] = (struct ent){ path, pname, setting_line(es) };
+				all[n++] = (struct ent){ path, pname, conf_setting_line(es) };
 			}
 		}
 	}
@@ -1113,7 +524,7 @@ struct portal_addr {
 	bool any;
 };
 
-static void parse_portals(struct vctx *v, const config_setting_t *root)
+static void parse_portals(struct conf_vctx *v, const config_setting_t *root)
 {
 	const config_setting_t *l = config_setting_get_member(root, "portals");
 	struct conf *c = v->c;
@@ -1121,24 +532,24 @@ static void parse_portals(struct vctx *v, const config_setting_t *root)
 	int n;
 
 	if (!l) {
-		err_at(v, root, "missing required list 'portals'");
+		conf_err_at(v, root, "missing required list 'portals'");
 		return;
 	}
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		err_at(v, l, "portals must be a list ( { ... }, { ... } ), not %s", type_name(l));
+		conf_err_at(v, l, "portals must be a list ( { ... }, { ... } ), not %s", conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
 	if (n == 0) {
-		err_at(v, l, "portals is empty: nothing would listen");
+		conf_err_at(v, l, "portals is empty: nothing would listen");
 		return;
 	}
 	if (n > 65535) {
-		err_at(v, l, "too many portals");
+		conf_err_at(v, l, "too many portals");
 		return;
 	}
-	c->portals = xcalloc(v, (size_t)n, sizeof(*c->portals));
-	addrs = xcalloc(v, (size_t)n, sizeof(*addrs));
+	c->portals = conf_xcalloc(v, (size_t)n, sizeof(*c->portals));
+	addrs = conf_xcalloc(v, (size_t)n, sizeof(*addrs));
 	if (!c->portals || !addrs)
 		goto free_addrs;
 	for (int i = 0; i < n; i++) {
@@ -1150,25 +561,25 @@ static void parse_portals(struct vctx *v, const config_setting_t *root)
 		unsigned long long num;
 
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-			err_at(v, g, "portals[%d] must be a group { ... }, not %s", i, type_name(g));
+			conf_err_at(v, g, "portals[%d] must be a group { ... }, not %s", i, conf_type_name(g));
 			continue;
 		}
 		snprintf(where, sizeof(where), "portals[%d]", i);
-		check_keys(v, g, where, portal_keys);
-		pt->line = setting_line(g);
+		conf_check_keys(v, g, where, portal_keys);
+		pt->line = conf_setting_line(g);
 		/* by default the TPGT is the position in the file, so it stays
 		 * stable as long as portals are only appended; a second node
 		 * exporting the same target sets it to stay distinct */
 		pt->tpgt = (uint16_t)(i + 1);
-		if (get_string(v, g, "name", where, true, &name) > 0) {
-			pt->name = xstrdup(v, name);
+		if (conf_get_string(v, g, "name", where, true, &name) > 0) {
+			pt->name = conf_xstrdup(v, name);
 			snprintf(where, sizeof(where), "portal '%.63s'", name);
 			for (unsigned j = 0; j < c->n_portals; j++)
 				if (c->portals[j].name && strcmp(c->portals[j].name, name) == 0)
-					err_at(v, g, "portal name '%s' is already used at line %d",
+					conf_err_at(v, g, "portal name '%s' is already used at line %d",
 					       name, c->portals[j].line);
 		}
-		if (get_uint(v, g, "tpgt", where, 1, 65535, &num) > 0) {
+		if (conf_get_uint(v, g, "tpgt", where, 1, 65535, &num) > 0) {
 			pt->tpgt = (uint16_t)num;
 			pt->tpgt_set = true;
 		}
@@ -1176,30 +587,30 @@ static void parse_portals(struct vctx *v, const config_setting_t *root)
 			if (c->portals[j].tpgt != pt->tpgt)
 				continue;
 			if (pt->tpgt_set)
-				err_at(v, config_setting_get_member(g, "tpgt"),
+				conf_err_at(v, config_setting_get_member(g, "tpgt"),
 				       "%s: tpgt %u is already used by portal '%s' (line %d)",
 				       where, pt->tpgt, c->portals[j].name ? c->portals[j].name : "?",
 				       c->portals[j].line);
 			else
-				err_at(v, g, "%s: tpgt %u (its position in the list) is already "
+				conf_err_at(v, g, "%s: tpgt %u (its position in the list) is already "
 				       "used by portal '%s' (line %d): give this portal a distinct "
 				       "'tpgt'", where, pt->tpgt,
 				       c->portals[j].name ? c->portals[j].name : "?",
 				       c->portals[j].line);
 			break;
 		}
-		if (get_string(v, g, "listen", where, true, &listen) <= 0) {
+		if (conf_get_string(v, g, "listen", where, true, &listen) <= 0) {
 			c->n_portals++;
 			continue;
 		}
-		pt->listen = xstrdup(v, listen);
+		pt->listen = conf_xstrdup(v, listen);
 		if (conf_listen_parse(listen, host, &pt->port, &pt->family, &why) < 0) {
-			err_at(v, config_setting_get_member(g, "listen"), "%s: listen \"%s\" %s",
+			conf_err_at(v, config_setting_get_member(g, "listen"), "%s: listen \"%s\" %s",
 			       where, listen, why);
 			c->n_portals++;
 			continue;
 		}
-		pt->host = xstrdup(v, host);
+		pt->host = conf_xstrdup(v, host);
 		inet_pton(pt->family, host, pa->addr);
 		pa->any = pt->family == AF_INET
 				  ? memcmp(pa->addr, "\0\0\0\0", 4) == 0
@@ -1212,14 +623,14 @@ static void parse_portals(struct vctx *v, const config_setting_t *root)
 			if (!o->host || o->family != pt->family || o->port != pt->port)
 				continue;
 			if (memcmp(oa->addr, pa->addr, alen) == 0)
-				err_at(v, config_setting_get_member(g, "listen"),
+				conf_err_at(v, config_setting_get_member(g, "listen"),
 				       "%s: listen address %s is already used by portal '%s' "
 				       "(line %d)", where, listen, o->name ? o->name : "?",
 				       o->line);
 			else if (oa->any || pa->any)
 				/* a wildcard listener owns the port on every
 				 * address of its family: the second bind fails */
-				err_at(v, config_setting_get_member(g, "listen"),
+				conf_err_at(v, config_setting_get_member(g, "listen"),
 				       "%s: listen %s overlaps the wildcard address of portal "
 				       "'%s' (line %d)", where, listen, o->name ? o->name : "?",
 				       o->line);
@@ -1243,7 +654,7 @@ static const char *const chap_keys[] = {
 	"user", "secret", "mutual_user", "mutual_secret", NULL,
 };
 
-static void parse_chap(struct vctx *v, const config_setting_t *g, const char *twhere,
+static void parse_chap(struct conf_vctx *v, const config_setting_t *g, const char *twhere,
 		       struct conf_chap *chap)
 {
 	const char *user = NULL, *secret = NULL, *muser = NULL, *msecret = NULL;
@@ -1252,30 +663,30 @@ static void parse_chap(struct vctx *v, const config_setting_t *g, const char *tw
 
 	snprintf(where, sizeof(where), "%s: chap", twhere);
 	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-		err_at(v, g, "%s must be a group { user = ..; secret = ..; }, not %s", where,
-		       type_name(g));
+		conf_err_at(v, g, "%s must be a group { user = ..; secret = ..; }, not %s", where,
+		       conf_type_name(g));
 		return;
 	}
-	check_keys(v, g, where, chap_keys);
-	ru = get_string(v, g, "user", where, false, &user);
-	rs = get_string(v, g, "secret", where, false, &secret);
-	rmu = get_string(v, g, "mutual_user", where, false, &muser);
-	rms = get_string(v, g, "mutual_secret", where, false, &msecret);
+	conf_check_keys(v, g, where, chap_keys);
+	ru = conf_get_string(v, g, "user", where, false, &user);
+	rs = conf_get_string(v, g, "secret", where, false, &secret);
+	rmu = conf_get_string(v, g, "mutual_user", where, false, &muser);
+	rms = conf_get_string(v, g, "mutual_secret", where, false, &msecret);
 	if ((ru == 0) != (rs == 0))
-		err_at(v, g, "%s: user and secret must be given together", where);
+		conf_err_at(v, g, "%s: user and secret must be given together", where);
 	if ((rmu == 0) != (rms == 0))
-		err_at(v, g, "%s: mutual_user and mutual_secret must be given together", where);
+		conf_err_at(v, g, "%s: mutual_user and mutual_secret must be given together", where);
 	if (rmu != 0 && ru == 0)
-		err_at(v, g, "%s: mutual CHAP needs user and secret as well", where);
+		conf_err_at(v, g, "%s: mutual CHAP needs user and secret as well", where);
 	if (rs > 0) {
 		const config_setting_t *s = config_setting_get_member(g, "secret");
 		size_t len = strlen(secret);
 
 		if (len < CONF_CHAP_SECRET_MIN || len > CONF_CHAP_SECRET_MAX)
-			err_at(v, s, "%s: secret must be %d..%d characters, has %zu", where,
+			conf_err_at(v, s, "%s: secret must be %d..%d characters, has %zu", where,
 			       CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
 		else if (len > CONF_CHAP_SECRET_MS_MAX)
-			warn_at(v, s, "%s: secret is %zu characters; the Microsoft iSCSI "
+			conf_warn_at(v, s, "%s: secret is %zu characters; the Microsoft iSCSI "
 				"initiator refuses secrets longer than 16", where, len);
 	}
 	if (rms > 0) {
@@ -1283,22 +694,22 @@ static void parse_chap(struct vctx *v, const config_setting_t *g, const char *tw
 		size_t len = strlen(msecret);
 
 		if (len < CONF_CHAP_SECRET_MIN || len > CONF_CHAP_SECRET_MAX)
-			err_at(v, s, "%s: mutual_secret must be %d..%d characters, has %zu",
+			conf_err_at(v, s, "%s: mutual_secret must be %d..%d characters, has %zu",
 			       where, CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
 		else if (len > CONF_CHAP_SECRET_MS_MAX)
-			warn_at(v, s, "%s: mutual_secret is %zu characters; the Microsoft iSCSI "
+			conf_warn_at(v, s, "%s: mutual_secret is %zu characters; the Microsoft iSCSI "
 				"initiator refuses secrets longer than 16", where, len);
 		/* RFC 3720 8.2.1: the same secret both ways lets an attacker
 		 * reflect the target's challenge back at it */
 		if (rs > 0 && strcmp(secret, msecret) == 0)
-			err_at(v, s, "%s: mutual_secret must differ from secret", where);
+			conf_err_at(v, s, "%s: mutual_secret must differ from secret", where);
 	}
 	if (ru > 0 && rs > 0) {
-		chap->user = xstrdup(v, user);
-		chap->secret = xstrdup(v, secret);
+		chap->user = conf_xstrdup(v, user);
+		chap->secret = conf_xstrdup(v, secret);
 		if (rmu > 0 && rms > 0) {
-			chap->mutual_user = xstrdup(v, muser);
-			chap->mutual_secret = xstrdup(v, msecret);
+			chap->mutual_user = conf_xstrdup(v, muser);
+			chap->mutual_secret = conf_xstrdup(v, msecret);
 		}
 	}
 }
@@ -1329,7 +740,7 @@ static int member_group(const struct conf *c, unsigned upto, const char *name, i
 
 /* Top level "initiator_groups": ( { name = "g1"; members = ( "IQN", ... ); } ).
  * Parsed before the targets, whose LUN mappings refer to the names. */
-static void parse_groups(struct vctx *v, const config_setting_t *root)
+static void parse_groups(struct conf_vctx *v, const config_setting_t *root)
 {
 	const config_setting_t *l = config_setting_get_member(root, "initiator_groups");
 	struct conf *c = v->c;
@@ -1338,12 +749,12 @@ static void parse_groups(struct vctx *v, const config_setting_t *root)
 	if (!l)
 		return;
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		err_at(v, l, "initiator_groups must be a list ( { name = ..; members = ( .. ); } ), "
-		       "not %s", type_name(l));
+		conf_err_at(v, l, "initiator_groups must be a list ( { name = ..; members = ( .. ); } ), "
+		       "not %s", conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
-	c->groups = xcalloc(v, (size_t)n, sizeof(*c->groups));
+	c->groups = conf_xcalloc(v, (size_t)n, sizeof(*c->groups));
 	if (!c->groups)
 		return;
 	for (int i = 0; i < n; i++) {
@@ -1356,35 +767,35 @@ static void parse_groups(struct vctx *v, const config_setting_t *root)
 
 		snprintf(where, sizeof(where), "initiator_groups[%d]", i);
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-			err_at(v, g, "%s must be a group { name = ..; members = ( .. ); }, not %s",
-			       where, type_name(g));
+			conf_err_at(v, g, "%s must be a group { name = ..; members = ( .. ); }, not %s",
+			       where, conf_type_name(g));
 			continue;
 		}
-		check_keys(v, g, where, group_keys);
-		if (get_string(v, g, "name", where, true, &name) <= 0)
+		conf_check_keys(v, g, where, group_keys);
+		if (conf_get_string(v, g, "name", where, true, &name) <= 0)
 			continue;
 		snprintf(where, sizeof(where), "initiator group '%.63s'", name);
 		if (conf_volume_name_check(name) < 0) {
-			err_at(v, config_setting_get_member(g, "name"),
+			conf_err_at(v, config_setting_get_member(g, "name"),
 			       "%s: name must be 1..%d characters of A-Z a-z 0-9 . _ -", where,
 			       CONF_NAME_MAX);
 			continue;
 		}
 		if (group_index(c, name) >= 0) {
-			err_at(v, g, "%s: the name is already used at line %d", where,
+			conf_err_at(v, g, "%s: the name is already used at line %d", where,
 			       c->groups[group_index(c, name)].line);
 			continue;
 		}
-		ml = get_string_list(v, g, "members", where, &bad);
+		ml = conf_get_string_list(v, g, "members", where, &bad);
 		if (!ml && !bad)
-			err_at(v, g, "%s: missing required list 'members'", where);
-		grp->line = setting_line(g);
-		grp->name = xstrdup(v, name);
+			conf_err_at(v, g, "%s: missing required list 'members'", where);
+		grp->line = conf_setting_line(g);
+		grp->name = conf_xstrdup(v, name);
 		nm = ml ? config_setting_length(ml) : 0;
 		if (ml && nm == 0)
-			warn_at(v, ml, "%s: members is empty", where);
+			conf_warn_at(v, ml, "%s: members is empty", where);
 		if (nm > 0)
-			grp->members = xcalloc(v, (size_t)nm, sizeof(char *));
+			grp->members = conf_xcalloc(v, (size_t)nm, sizeof(char *));
 		for (int k = 0; grp->members && k < nm; k++) {
 			const config_setting_t *e = config_setting_get_elem(ml, (unsigned)k);
 			const char *iqn = config_setting_get_string(e);
@@ -1393,12 +804,12 @@ static void parse_groups(struct vctx *v, const config_setting_t *root)
 			if (!iqn || !*iqn)
 				continue;
 			if (conf_iqn_check(iqn, &why) < 0) {
-				err_at(v, e, "%s: member \"%s\": initiator name %s", where, iqn, why);
+				conf_err_at(v, e, "%s: member \"%s\": initiator name %s", where, iqn, why);
 				continue;
 			}
 			for (unsigned m = 0; m < grp->n_members; m++)
 				if (strcasecmp(grp->members[m], iqn) == 0) {
-					err_at(v, e, "%s: member \"%s\" is listed twice", where, iqn);
+					conf_err_at(v, e, "%s: member \"%s\" is listed twice", where, iqn);
 					iqn = NULL;
 					break;
 				}
@@ -1406,12 +817,12 @@ static void parse_groups(struct vctx *v, const config_setting_t *root)
 				continue;
 			other = member_group(c, c->n_groups, iqn, &oline);
 			if (other >= 0) {
-				err_at(v, e, "%s: member \"%s\" is already in group '%s' (line %d): "
+				conf_err_at(v, e, "%s: member \"%s\" is already in group '%s' (line %d): "
 				       "an initiator belongs to one group", where, iqn,
 				       c->groups[other].name, oline);
 				continue;
 			}
-			grp->members[grp->n_members++] = xstrdup(v, iqn);
+			grp->members[grp->n_members++] = conf_xstrdup(v, iqn);
 		}
 		c->n_groups++;
 	}
@@ -1420,17 +831,17 @@ static void parse_groups(struct vctx *v, const config_setting_t *root)
 static const char *const discovery_keys[] = { "chap", NULL };
 
 /* Top level "discovery": { chap = { user; secret; [mutual_user; mutual_secret;] }; } */
-static void parse_discovery(struct vctx *v, const config_setting_t *root)
+static void parse_discovery(struct conf_vctx *v, const config_setting_t *root)
 {
 	const config_setting_t *g = config_setting_get_member(root, "discovery"), *cs;
 
 	if (!g)
 		return;
 	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-		err_at(v, g, "discovery must be a group { chap = { .. }; }, not %s", type_name(g));
+		conf_err_at(v, g, "discovery must be a group { chap = { .. }; }, not %s", conf_type_name(g));
 		return;
 	}
-	check_keys(v, g, "discovery", discovery_keys);
+	conf_check_keys(v, g, "discovery", discovery_keys);
 	cs = config_setting_get_member(g, "chap");
 	if (cs)
 		parse_chap(v, cs, "discovery", &v->c->discovery_chap);
@@ -1439,7 +850,7 @@ static void parse_discovery(struct vctx *v, const config_setting_t *root)
 static const char *const acl_keys[] = { "initiator", "chap", "address", NULL };
 
 /* "address" of an allow entry: one network string or a list of them. */
-static void parse_addresses(struct vctx *v, const config_setting_t *s, const char *where,
+static void parse_addresses(struct conf_vctx *v, const config_setting_t *s, const char *where,
 			    struct conf_addr_rule *r)
 {
 	bool single = config_setting_type(s) == CONFIG_TYPE_STRING;
@@ -1447,15 +858,15 @@ static void parse_addresses(struct vctx *v, const config_setting_t *s, const cha
 
 	if (!single && config_setting_type(s) != CONFIG_TYPE_LIST &&
 	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
-		err_at(v, s, "%s: address must be a string \"198.18.0.0/15\" or a list of them, "
-		       "not %s", where, type_name(s));
+		conf_err_at(v, s, "%s: address must be a string \"198.18.0.0/15\" or a list of them, "
+		       "not %s", where, conf_type_name(s));
 		return;
 	}
 	if (n == 0) {
-		err_at(v, s, "%s: address is empty: the entry would match no login", where);
+		conf_err_at(v, s, "%s: address is empty: the entry would match no login", where);
 		return;
 	}
-	r->nets = xcalloc(v, (size_t)n, sizeof(*r->nets));
+	r->nets = conf_xcalloc(v, (size_t)n, sizeof(*r->nets));
 	if (!r->nets)
 		return;
 	for (int i = 0; i < n; i++) {
@@ -1463,13 +874,13 @@ static void parse_addresses(struct vctx *v, const config_setting_t *s, const cha
 		const char *str, *why;
 
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-			err_at(v, e, "%s: address[%d] must be a string, not %s", where, i,
-			       type_name(e));
+			conf_err_at(v, e, "%s: address[%d] must be a string, not %s", where, i,
+			       conf_type_name(e));
 			continue;
 		}
 		str = config_setting_get_string(e);
 		if (conf_net_parse(str, &r->nets[r->n_nets], &why) < 0) {
-			err_at(v, e, "%s: address \"%s\" %s", where, str, why);
+			conf_err_at(v, e, "%s: address \"%s\" %s", where, str, why);
 			continue;
 		}
 		r->n_nets++;
@@ -1483,7 +894,7 @@ static void parse_addresses(struct vctx *v, const config_setting_t *s, const cha
  * (address rules). *@named is the entry's initiator when it names one
  * and was valid (the caller lists it in t->allow), NULL otherwise.
  */
-static void parse_acl(struct vctx *v, const config_setting_t *e, const char *twhere,
+static void parse_acl(struct conf_vctx *v, const config_setting_t *e, const char *twhere,
 		      int idx, struct conf_target *t, const char **named)
 {
 	struct conf_acl *a = &t->acls[t->n_acls];
@@ -1495,26 +906,26 @@ static void parse_acl(struct vctx *v, const config_setting_t *e, const char *twh
 
 	*named = NULL;
 	snprintf(where, sizeof(where), "%s: allow[%d]", twhere, idx);
-	check_keys(v, e, where, acl_keys);
+	conf_check_keys(v, e, where, acl_keys);
 	cs = config_setting_get_member(e, "chap");
 	as = config_setting_get_member(e, "address");
-	rn = get_string(v, e, "initiator", where, !as, &name);
+	rn = conf_get_string(v, e, "initiator", where, !as, &name);
 	if (rn < 0)
 		return;
 	if (rn > 0 && conf_iqn_check(name, &why) < 0) {
-		err_at(v, config_setting_get_member(e, "initiator"),
+		conf_err_at(v, config_setting_get_member(e, "initiator"),
 		       "%s: initiator \"%s\": initiator name %s", where, name, why);
 		return;
 	}
 	if (rn > 0)
 		snprintf(where, sizeof(where), "%s: allow \"%s\"", twhere, name);
 	if (!cs && !as) {
-		err_at(v, e, "%s: missing required group 'chap' (an initiator without its "
+		conf_err_at(v, e, "%s: missing required group 'chap' (an initiator without its "
 		       "own credentials is written as a plain string)", where);
 		return;
 	}
 	if (cs && rn == 0) {
-		err_at(v, cs, "%s: chap needs an initiator: an entry with only an address "
+		conf_err_at(v, cs, "%s: chap needs an initiator: an entry with only an address "
 		       "uses the target's chap", where);
 		return;
 	}
@@ -1533,19 +944,19 @@ static void parse_acl(struct vctx *v, const config_setting_t *e, const char *twh
 		if (!a->chap.user) {
 			if (config_setting_type(cs) == CONFIG_TYPE_GROUP &&
 			    !config_setting_get_member(cs, "user"))
-				err_at(v, cs, "%s: chap: missing required user and secret", where);
+				conf_err_at(v, cs, "%s: chap: missing required user and secret", where);
 			free(r->nets);
 			r->nets = NULL;
 			r->n_nets = 0;
 			return;
 		}
-		a->initiator = xstrdup(v, name);
+		a->initiator = conf_xstrdup(v, name);
 		a->line = config_setting_source_line(e);
 		t->n_acls++;
 	}
 	if (as) {
-		r->initiator = rn > 0 ? xstrdup(v, name) : NULL;
-		r->line = setting_line(e);
+		r->initiator = rn > 0 ? conf_xstrdup(v, name) : NULL;
+		r->line = conf_setting_line(e);
 		t->n_addr_rules++;
 	}
 	if (rn > 0)
@@ -1560,7 +971,7 @@ static void parse_acl(struct vctx *v, const config_setting_t *e, const char *twh
  * t->allow[i] came from a group entry. Returns true when @name is a
  * duplicate (reported, or a harmless plain repeat).
  */
-static bool allow_dup(struct vctx *v, const config_setting_t *e, const char *where,
+static bool allow_dup(struct conf_vctx *v, const config_setting_t *e, const char *where,
 		      const struct conf_target *t, const bool *grp, const char *name,
 		      bool is_grp)
 {
@@ -1568,7 +979,7 @@ static bool allow_dup(struct vctx *v, const config_setting_t *e, const char *whe
 		if (strcasecmp(t->allow[i], name) != 0)
 			continue;
 		if (is_grp || grp[i])
-			err_at(v, e, "%s: allow \"%s\" is listed more than once; give "
+			conf_err_at(v, e, "%s: allow \"%s\" is listed more than once; give "
 			       "each initiator one entry", where, name);
 		return true;
 	}
@@ -1583,7 +994,7 @@ static bool allow_dup(struct vctx *v, const config_setting_t *e, const char *whe
  * only with their own secret) but not with plain names, which it would
  * make meaningless.
  */
-static void parse_allow(struct vctx *v, const config_setting_t *g, const char *where,
+static void parse_allow(struct conf_vctx *v, const config_setting_t *g, const char *where,
 			struct conf_target *t)
 {
 	const config_setting_t *l = config_setting_get_member(g, "allow");
@@ -1598,20 +1009,20 @@ static void parse_allow(struct vctx *v, const config_setting_t *g, const char *w
 	}
 	if (config_setting_type(l) != CONFIG_TYPE_LIST &&
 	    config_setting_type(l) != CONFIG_TYPE_ARRAY) {
-		err_at(v, l, "%s: allow must be a list ( \"IQN\", { initiator = \"IQN\"; "
-		       "chap = { ... }; } ), not %s", where, type_name(l));
+		conf_err_at(v, l, "%s: allow must be a list ( \"IQN\", { initiator = \"IQN\"; "
+		       "chap = { ... }; } ), not %s", where, conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
 	if (n == 0) {
-		err_at(v, l, "%s: allow is empty: no initiator could log in (use ( \"ALL\" ))",
+		conf_err_at(v, l, "%s: allow is empty: no initiator could log in (use ( \"ALL\" ))",
 		       where);
 		return;
 	}
-	t->allow = xcalloc(v, (size_t)n, sizeof(char *));
-	t->acls = xcalloc(v, (size_t)n, sizeof(*t->acls));
-	t->addr_rules = xcalloc(v, (size_t)n, sizeof(*t->addr_rules));
-	grp = xcalloc(v, (size_t)n, sizeof(*grp));
+	t->allow = conf_xcalloc(v, (size_t)n, sizeof(char *));
+	t->acls = conf_xcalloc(v, (size_t)n, sizeof(*t->acls));
+	t->addr_rules = conf_xcalloc(v, (size_t)n, sizeof(*t->addr_rules));
+	grp = conf_xcalloc(v, (size_t)n, sizeof(*grp));
 	if (!t->allow || !t->acls || !t->addr_rules || !grp) {
 		free(grp);
 		return;
@@ -1626,18 +1037,18 @@ static void parse_allow(struct vctx *v, const config_setting_t *g, const char *w
 			parse_acl(v, e, where, i, t, &named);
 			if (named && !allow_dup(v, e, where, t, grp, named, true)) {
 				grp[t->n_allow] = true;
-				t->allow[t->n_allow++] = xstrdup(v, named);
+				t->allow[t->n_allow++] = conf_xstrdup(v, named);
 			}
 			continue;
 		}
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-			err_at(v, e, "%s: allow[%d] must be a string or a group { initiator = "
-			       "..; chap = { .. }; }, not %s", where, i, type_name(e));
+			conf_err_at(v, e, "%s: allow[%d] must be a string or a group { initiator = "
+			       "..; chap = { .. }; }, not %s", where, i, conf_type_name(e));
 			continue;
 		}
 		name = config_setting_get_string(e);
 		if (!*name) {
-			err_at(v, e, "%s: allow[%d] must not be empty", where, i);
+			conf_err_at(v, e, "%s: allow[%d] must not be empty", where, i);
 			continue;
 		}
 		if (strcmp(name, "ALL") == 0) {
@@ -1646,19 +1057,19 @@ static void parse_allow(struct vctx *v, const config_setting_t *g, const char *w
 		}
 		n_plain++;
 		if (conf_iqn_check(name, &why) < 0) {
-			err_at(v, e, "%s: allow \"%s\": initiator name %s", where, name, why);
+			conf_err_at(v, e, "%s: allow \"%s\": initiator name %s", where, name, why);
 			continue;
 		}
 		if (!allow_dup(v, e, where, t, grp, name, false))
-			t->allow[t->n_allow++] = xstrdup(v, name);
+			t->allow[t->n_allow++] = conf_xstrdup(v, name);
 	}
 	free(grp);
 	if (t->allow_all && n_plain > 0)
-		err_at(v, l, "%s: allow mixes \"ALL\" with initiator names; use one or "
+		conf_err_at(v, l, "%s: allow mixes \"ALL\" with initiator names; use one or "
 		       "the other", where);
 	for (unsigned i = 0; t->allow_all && i < t->n_addr_rules; i++)
 		if (!t->addr_rules[i].initiator) {
-			err_at(v, l, "%s: allow mixes \"ALL\" with an entry of addresses only "
+			conf_err_at(v, l, "%s: allow mixes \"ALL\" with an entry of addresses only "
 			       "(line %d), which \"ALL\" makes meaningless; use one or the other",
 			       where, t->addr_rules[i].line);
 			break;
@@ -1675,24 +1086,24 @@ static void parse_allow(struct vctx *v, const config_setting_t *g, const char *w
  * A string maps the group under the LUN's own number with the LUN's
  * read_only. Only the listed groups see the LUN; an empty list hides it.
  */
-static void parse_lun_groups(struct vctx *v, const config_setting_t *l, const char *where,
+static void parse_lun_groups(struct conf_vctx *v, const config_setting_t *l, const char *where,
 			     struct conf_lun *lun)
 {
 	int n;
 
 	if (config_setting_type(l) != CONFIG_TYPE_LIST &&
 	    config_setting_type(l) != CONFIG_TYPE_ARRAY) {
-		err_at(v, l, "%s: groups must be a list ( \"g1\", { group = \"g2\"; lun = 3; } ), "
-		       "not %s", where, type_name(l));
+		conf_err_at(v, l, "%s: groups must be a list ( \"g1\", { group = \"g2\"; lun = 3; } ), "
+		       "not %s", where, conf_type_name(l));
 		return;
 	}
 	lun->masked = true;
 	n = config_setting_length(l);
 	if (n == 0) {
-		warn_at(v, l, "%s: groups is empty: no initiator sees this LUN", where);
+		conf_warn_at(v, l, "%s: groups is empty: no initiator sees this LUN", where);
 		return;
 	}
-	lun->maps = xcalloc(v, (size_t)n, sizeof(*lun->maps));
+	lun->maps = conf_xcalloc(v, (size_t)n, sizeof(*lun->maps));
 	if (!lun->maps)
 		return;
 	for (int i = 0; i < n; i++) {
@@ -1709,66 +1120,66 @@ static void parse_lun_groups(struct vctx *v, const config_setting_t *l, const ch
 		if (config_setting_type(e) == CONFIG_TYPE_STRING) {
 			name = config_setting_get_string(e);
 		} else if (config_setting_type(e) == CONFIG_TYPE_GROUP) {
-			check_keys(v, e, mwhere, map_keys);
-			if (get_string(v, e, "group", mwhere, true, &name) <= 0)
+			conf_check_keys(v, e, mwhere, map_keys);
+			if (conf_get_string(v, e, "group", mwhere, true, &name) <= 0)
 				continue;
-			r = get_uint(v, e, "lun", mwhere, 0, CONF_MAX_LUN, &num);
+			r = conf_get_uint(v, e, "lun", mwhere, 0, CONF_MAX_LUN, &num);
 			if (r < 0)
 				continue;
 			if (r > 0)
 				m->lun = (unsigned)num;
-			if (get_bool(v, e, "read_only", mwhere, &ro) > 0 && !ro && lun->read_only)
-				warn_at(v, config_setting_get_member(e, "read_only"),
+			if (conf_get_bool(v, e, "read_only", mwhere, &ro) > 0 && !ro && lun->read_only)
+				conf_warn_at(v, config_setting_get_member(e, "read_only"),
 					"%s: read_only = false does not lift the LUN's own "
 					"read_only", mwhere);
 			ro = ro || lun->read_only;
 		} else {
-			err_at(v, e, "%s must be a group name or { group = ..; lun = ..; "
-			       "read_only = ..; }, not %s", mwhere, type_name(e));
+			conf_err_at(v, e, "%s must be a group name or { group = ..; lun = ..; "
+			       "read_only = ..; }, not %s", mwhere, conf_type_name(e));
 			continue;
 		}
 		if (!name || !*name) {
-			err_at(v, e, "%s: group name must not be empty", mwhere);
+			conf_err_at(v, e, "%s: group name must not be empty", mwhere);
 			continue;
 		}
 		gi = group_index(v->c, name);
 		if (gi < 0) {
-			err_at(v, e, "%s: group '%s' is not defined in initiator_groups", mwhere,
+			conf_err_at(v, e, "%s: group '%s' is not defined in initiator_groups", mwhere,
 			       name);
 			continue;
 		}
 		for (unsigned j = 0; j < lun->n_maps; j++)
 			if (lun->maps[j].group == (unsigned)gi)
-				err_at(v, e, "%s: group '%s' is mapped twice to this LUN (line %d)",
+				conf_err_at(v, e, "%s: group '%s' is mapped twice to this LUN (line %d)",
 				       mwhere, name, lun->maps[j].line);
 		m->group = (unsigned)gi;
 		m->read_only = ro;
-		m->line = setting_line(e);
+		m->line = conf_setting_line(e);
 		lun->n_maps++;
 	}
 }
 
-static void parse_luns(struct vctx *v, const config_setting_t *g, const char *twhere,
+static void parse_luns(struct conf_vctx *v, const config_setting_t *g, const char *twhere,
 		       struct conf_target *t)
 {
 	const config_setting_t *l = config_setting_get_member(g, "luns");
 	int n;
 
 	if (!l) {
-		err_at(v, g, "%s: missing required list 'luns'", twhere);
+		conf_err_at(v, g, "%s: missing required list 'luns'", twhere);
 		return;
 	}
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		err_at(v, l, "%s: luns must be a list ( { lun = 0; ... } ), not %s", twhere,
-		       type_name(l));
+		conf_err_at(v, l, "%s: luns must be a list ( { lun = 0; ... } ), not %s", twhere,
+		       conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
 	if (n == 0) {
-		err_at(v, l, "%s: luns is empty: a target needs at least one LUN", twhere);
+		conf_err_at(v, l, "%s: luns is empty: a target needs at least one LUN", twhere);
 		return;
 	}
-	t->luns = xcalloc(v, (size_t)n, sizeof(*t->luns));
+	t->luns = conf_xcalloc(v, (size_t)n, sizeof(*t->luns));
 	if (!t->luns)
 		return;
 	for (int i = 0; i < n; i++) {
@@ -1781,48 +1192,48 @@ static void parse_luns(struct vctx *v, const config_setting_t *g, const char *tw
 
 		snprintf(where, sizeof(where), "%s: luns[%d]", twhere, i);
 		if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
-			err_at(v, e, "%s must be a group { lun = ..; pool = ..; volume = ..; size = ..; }, "
-			       "not %s", where, type_name(e));
+			conf_err_at(v, e, "%s must be a group { lun = ..; pool = ..; volume = ..; size = ..; }, "
+			       "not %s", where, conf_type_name(e));
 			continue;
 		}
-		check_keys(v, e, where, lun_keys);
-		lun->line = setting_line(e);
-		r = get_uint(v, e, "lun", where, 0, CONF_MAX_LUN, &num);
+		conf_check_keys(v, e, where, lun_keys);
+		lun->line = conf_setting_line(e);
+		r = conf_get_uint(v, e, "lun", where, 0, CONF_MAX_LUN, &num);
 		if (r == 0)
-			err_at(v, e, "%s: missing required key 'lun'", where);
+			conf_err_at(v, e, "%s: missing required key 'lun'", where);
 		if (r > 0) {
 			lun->lun = (unsigned)num;
 			for (unsigned j = 0; j < t->n_luns; j++)
 				if (t->luns[j].lun == lun->lun)
-					err_at(v, config_setting_get_member(e, "lun"),
+					conf_err_at(v, config_setting_get_member(e, "lun"),
 					       "%s: lun %u is already used at line %d", where,
 					       lun->lun, t->luns[j].line);
 		} else {
 			lun->lun = UINT_MAX; /* never equal to a valid LUN above */
 		}
-		if (get_string(v, e, "pool", where, true, &pool) > 0) {
-			lun->pool = xstrdup(v, pool);
+		if (conf_get_string(v, e, "pool", where, true, &pool) > 0) {
+			lun->pool = conf_xstrdup(v, pool);
 			if (!conf_pool_find(v->c, pool))
-				err_at(v, config_setting_get_member(e, "pool"),
+				conf_err_at(v, config_setting_get_member(e, "pool"),
 				       "%s: pool '%s' is not defined", where, pool);
 		}
-		if (get_string(v, e, "volume", where, true, &vol) > 0) {
-			lun->volume = xstrdup(v, vol);
+		if (conf_get_string(v, e, "volume", where, true, &vol) > 0) {
+			lun->volume = conf_xstrdup(v, vol);
 			if (conf_volume_name_check(vol) < 0)
-				err_at(v, config_setting_get_member(e, "volume"),
+				conf_err_at(v, config_setting_get_member(e, "volume"),
 				       "%s: volume name \"%s\" must be 1..%d characters of "
 				       "A-Z a-z 0-9 . _ -", where, vol, CONF_VOLUME_NAME_MAX);
 		}
-		r = get_size(v, e, "size", where, true, &lun->size);
+		r = conf_get_size(v, e, "size", where, true, &lun->size);
 		if (r == 0)
-			err_at(v, e, "%s: missing required key 'size'", where);
+			conf_err_at(v, e, "%s: missing required key 'size'", where);
 		if (r > 0 && lun->size.bytes && lun->size.bytes % CONF_SIZE_ALIGN)
-			err_at(v, config_setting_get_member(e, "size"),
+			conf_err_at(v, config_setting_get_member(e, "size"),
 			       "%s: size must be a multiple of 4K", where);
-		get_bool(v, e, "read_only", where, &lun->read_only);
+		conf_get_bool(v, e, "read_only", where, &lun->read_only);
 		/* any pool: an rbd image is thin unless written out, a RAID
 		 * pool's thin volume takes extents as it is written */
-		get_bool(v, e, "thin", where, &lun->thin);
+		conf_get_bool(v, e, "thin", where, &lun->thin);
 		if (config_setting_get_member(e, "groups"))
 			parse_lun_groups(v, config_setting_get_member(e, "groups"), where, lun);
 		t->n_luns++;
@@ -1836,7 +1247,7 @@ static void parse_luns(struct vctx *v, const config_setting_t *g, const char *tw
  * view of an initiator in no group is the first part alone, whose numbers
  * are the unique "lun" keys.
  */
-static void check_views(struct vctx *v, const struct conf_target *t, const char *where)
+static void check_views(struct conf_vctx *v, const struct conf_target *t, const char *where)
 {
 	for (unsigned g = 0; g < v->c->n_groups; g++) {
 		int seen[CONF_MAX_LUN + 1];
@@ -1876,26 +1287,26 @@ static void check_views(struct vctx *v, const struct conf_target *t, const char 
  * group (and relative port id) this node reports as active/non-optimized,
  * so it must not collide with one of this target's own ports. Portals are
  * parsed before targets, so t->portals already resolves to TPGTs. */
-static void parse_peer_groups(struct vctx *v, const config_setting_t *s, const char *where,
+static void parse_peer_groups(struct conf_vctx *v, const config_setting_t *s, const char *where,
 			      struct conf_target *t)
 {
 	int n;
 
 	if (config_setting_type(s) != CONFIG_TYPE_LIST &&
 	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
-		err_at(v, s, "%s: peer_portal_groups must be a list of TPGTs ( 2, 3 ), not %s",
-		       where, type_name(s));
+		conf_err_at(v, s, "%s: peer_portal_groups must be a list of TPGTs ( 2, 3 ), not %s",
+		       where, conf_type_name(s));
 		return;
 	}
 	n = config_setting_length(s);
 	if (n > CONF_MAX_PEER_GROUPS) {
-		err_at(v, s, "%s: peer_portal_groups has %d entries, at most %d", where, n,
+		conf_err_at(v, s, "%s: peer_portal_groups has %d entries, at most %d", where, n,
 		       CONF_MAX_PEER_GROUPS);
 		return;
 	}
 	if (n == 0)
 		return;
-	t->peer_groups = xcalloc(v, (size_t)n, sizeof(*t->peer_groups));
+	t->peer_groups = conf_xcalloc(v, (size_t)n, sizeof(*t->peer_groups));
 	if (!t->peer_groups)
 		return;
 	for (int i = 0; i < n; i++) {
@@ -1905,26 +1316,26 @@ static void parse_peer_groups(struct vctx *v, const config_setting_t *s, const c
 
 		if (config_setting_type(e) != CONFIG_TYPE_INT &&
 		    config_setting_type(e) != CONFIG_TYPE_INT64) {
-			err_at(v, e, "%s: peer_portal_groups[%d] must be an integer TPGT, not %s",
-			       where, i, type_name(e));
+			conf_err_at(v, e, "%s: peer_portal_groups[%d] must be an integer TPGT, not %s",
+			       where, i, conf_type_name(e));
 			continue;
 		}
 		id = config_setting_get_int64(e);
 		if (id < 1 || id > 65535) {
-			err_at(v, e, "%s: peer_portal_groups[%d] = %lld is out of range 1..65535",
+			conf_err_at(v, e, "%s: peer_portal_groups[%d] = %lld is out of range 1..65535",
 			       where, i, id);
 			continue;
 		}
 		for (unsigned j = 0; j < t->n_peer_groups && !bad; j++)
 			if (t->peer_groups[j] == id) {
-				err_at(v, e, "%s: peer_portal_groups lists %lld twice", where, id);
+				conf_err_at(v, e, "%s: peer_portal_groups lists %lld twice", where, id);
 				bad = true;
 			}
 		for (unsigned j = 0; j < t->n_portals && !bad; j++) {
 			const struct conf_portal *pt = &v->c->portals[t->portals[j]];
 
 			if (pt->tpgt == id) {
-				err_at(v, e, "%s: peer_portal_groups: %lld is the tpgt of this "
+				conf_err_at(v, e, "%s: peer_portal_groups: %lld is the tpgt of this "
 				       "node's own portal '%s' (line %d); a peer node's portals "
 				       "need tpgts of their own", where, id,
 				       pt->name ? pt->name : "?", pt->line);
@@ -1936,7 +1347,7 @@ static void parse_peer_groups(struct vctx *v, const config_setting_t *s, const c
 	}
 }
 
-static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx,
+static void parse_target(struct conf_vctx *v, const config_setting_t *g, unsigned idx,
 			 struct conf_target *t)
 {
 	const config_setting_t *l, *s;
@@ -1944,29 +1355,29 @@ static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx
 	char where[256];
 	bool bad = false;
 
-	t->line = setting_line(g);
+	t->line = conf_setting_line(g);
 	snprintf(where, sizeof(where), "targets[%u]", idx);
-	check_keys(v, g, where, target_keys);
-	if (get_string(v, g, "iqn", where, true, &iqn) > 0) {
-		t->iqn = xstrdup(v, iqn);
+	conf_check_keys(v, g, where, target_keys);
+	if (conf_get_string(v, g, "iqn", where, true, &iqn) > 0) {
+		t->iqn = conf_xstrdup(v, iqn);
 		snprintf(where, sizeof(where), "target '%.223s'", iqn);
 		if (conf_iqn_check(iqn, &why) < 0)
-			err_at(v, config_setting_get_member(g, "iqn"), "%s: iqn %s", where, why);
+			conf_err_at(v, config_setting_get_member(g, "iqn"), "%s: iqn %s", where, why);
 	}
-	if (get_string(v, g, "alias", where, false, &alias) > 0) {
+	if (conf_get_string(v, g, "alias", where, false, &alias) > 0) {
 		if (strlen(alias) > CONF_ALIAS_MAX)
-			err_at(v, config_setting_get_member(g, "alias"),
+			conf_err_at(v, config_setting_get_member(g, "alias"),
 			       "%s: alias is longer than %d bytes", where, CONF_ALIAS_MAX);
-		t->alias = xstrdup(v, alias);
+		t->alias = conf_xstrdup(v, alias);
 	}
 
-	l = get_string_list(v, g, "portals", where, &bad);
+	l = conf_get_string_list(v, g, "portals", where, &bad);
 	if (!l && !bad)
-		err_at(v, g, "%s: missing required list 'portals'", where);
+		conf_err_at(v, g, "%s: missing required list 'portals'", where);
 	if (l && config_setting_length(l) == 0)
-		err_at(v, l, "%s: portals is empty: the target would be unreachable", where);
+		conf_err_at(v, l, "%s: portals is empty: the target would be unreachable", where);
 	if (l && config_setting_length(l) > 0) {
-		t->portals = xcalloc(v, (size_t)config_setting_length(l), sizeof(unsigned));
+		t->portals = conf_xcalloc(v, (size_t)config_setting_length(l), sizeof(unsigned));
 		for (int i = 0; t->portals && i < config_setting_length(l); i++) {
 			const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
 			const char *pn = config_setting_get_string(e);
@@ -1980,13 +1391,13 @@ static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx
 				found = true;
 				for (unsigned j = 0; j < t->n_portals; j++)
 					if (t->portals[j] == k)
-						err_at(v, e, "%s: portal '%s' is listed twice", where,
+						conf_err_at(v, e, "%s: portal '%s' is listed twice", where,
 						       pn);
 				t->portals[t->n_portals++] = k;
 				break;
 			}
 			if (!found)
-				err_at(v, e, "%s: portal '%s' is not defined", where, pn);
+				conf_err_at(v, e, "%s: portal '%s' is not defined", where, pn);
 		}
 	}
 
@@ -2003,26 +1414,26 @@ static void parse_target(struct vctx *v, const config_setting_t *g, unsigned idx
 		parse_peer_groups(v, s, where, t);
 }
 
-static void parse_targets(struct vctx *v, const config_setting_t *root)
+static void parse_targets(struct conf_vctx *v, const config_setting_t *root)
 {
 	const config_setting_t *l = config_setting_get_member(root, "targets");
 	struct conf *c = v->c;
 	int n;
 
 	if (!l) {
-		err_at(v, root, "missing required list 'targets'");
+		conf_err_at(v, root, "missing required list 'targets'");
 		return;
 	}
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		err_at(v, l, "targets must be a list ( { ... }, { ... } ), not %s", type_name(l));
+		conf_err_at(v, l, "targets must be a list ( { ... }, { ... } ), not %s", conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
 	if (n == 0) {
-		err_at(v, l, "targets is empty: nothing would be served");
+		conf_err_at(v, l, "targets is empty: nothing would be served");
 		return;
 	}
-	c->targets = xcalloc(v, (size_t)n, sizeof(*c->targets));
+	c->targets = conf_xcalloc(v, (size_t)n, sizeof(*c->targets));
 	if (!c->targets)
 		return;
 	for (int i = 0; i < n; i++) {
@@ -2030,13 +1441,13 @@ static void parse_targets(struct vctx *v, const config_setting_t *root)
 		struct conf_target *t = &c->targets[c->n_targets];
 
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-			err_at(v, g, "targets[%d] must be a group { ... }, not %s", i, type_name(g));
+			conf_err_at(v, g, "targets[%d] must be a group { ... }, not %s", i, conf_type_name(g));
 			continue;
 		}
 		parse_target(v, g, (unsigned)i, t);
 		for (unsigned j = 0; j < c->n_targets; j++)
 			if (t->iqn && c->targets[j].iqn && strcmp(t->iqn, c->targets[j].iqn) == 0)
-				err_at(v, g, "target iqn '%s' is already used at line %d", t->iqn,
+				conf_err_at(v, g, "target iqn '%s' is already used at line %d", t->iqn,
 				       c->targets[j].line);
 		c->n_targets++;
 	}
@@ -2052,7 +1463,7 @@ static void size_str(const struct conf_size *s, char *buf, size_t len)
 
 /* One volume may back several LUNs (even of different targets): it is the
  * same storage, so the sizes must agree. Percentages of one pool must fit. */
-static void check_volumes(struct vctx *v)
+static void check_volumes(struct conf_vctx *v)
 {
 	struct conf *c = v->c;
 
@@ -2130,7 +1541,7 @@ static void check_volumes(struct vctx *v)
 }
 
 /* The control socket must not clobber a member file. */
-static void check_control_path(struct vctx *v, const config_setting_t *root)
+static void check_control_path(struct conf_vctx *v, const config_setting_t *root)
 {
 	const char *ctl = v->c->daemon.control;
 
@@ -2144,7 +1555,7 @@ static void check_control_path(struct vctx *v, const config_setting_t *root)
 							    : p->spare_paths[k - p->n_members];
 
 			if (path && strcmp(path, ctl) == 0)
-				err_at(v, config_setting_get_member(root, "daemon"),
+				conf_err_at(v, config_setting_get_member(root, "daemon"),
 				       "daemon: control socket %s is also a member of pool '%s'",
 				       ctl, p->name ? p->name : "?");
 		}
@@ -2183,7 +1594,7 @@ int conf_load(const char *path, struct conf **out, FILE *errs)
 	static const char *const top_keys[] = {
 		"daemon", "pools", "portals", "targets", "initiator_groups", "discovery", NULL,
 	};
-	struct vctx v = { .path = path, .errs = errs ? errs : stderr };
+	struct conf_vctx v = { .path = path, .errs = errs ? errs : stderr };
 	const config_setting_t *root;
 	config_t cfg;
 	FILE *f;
@@ -2232,7 +1643,7 @@ int conf_load(const char *path, struct conf **out, FILE *errs)
 		goto destroy_cfg;
 	}
 	root = config_root_setting(&cfg);
-	check_keys(&v, root, "top level", top_keys);
+	conf_check_keys(&v, root, "top level", top_keys);
 	parse_daemon(&v, root);
 	parse_pools(&v, root);
 	parse_portals(&v, root);
