@@ -106,4 +106,9 @@ const config_setting_t *conf_get_string_list(struct conf_vctx *v,
 					     const char *key, const char *where,
 					     bool *bad);
 
+/* ---- the sections: each fills its part of v->c from the file's root ---- */
+
+/* "daemon" (conf_daemon.c): settings with their defaults, paths resolved. */
+void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root);
+
 #endif
