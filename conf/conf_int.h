@@ -24,6 +24,8 @@
 #define CONF_THIN_THRESHOLD_DEFAULT 80
 #define CONF_MAX_LUN 255
 #define CONF_VOLUME_NAME_MAX 63
+#define CONF_NAME_MAX 63          /* pool and group names: raid_pool_info.name[64] */
+#define CONF_SIZE_ALIGN 4096ULL   /* absolute volume sizes: any block size fits */
 #define CONF_CHAP_SECRET_MIN 12
 #define CONF_CHAP_SECRET_MAX 255
 /* Longer secrets are legal but the Microsoft initiator refuses them. */
@@ -110,5 +112,9 @@ const config_setting_t *conf_get_string_list(struct conf_vctx *v,
 
 /* "daemon" (conf_daemon.c): settings with their defaults, paths resolved. */
 void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root);
+/* "pools" (conf_pools.c): every pool, its members, spares and level keys. */
+void conf_parse_pools(struct conf_vctx *v, const config_setting_t *root);
+/* No member or spare file used twice across pools, each reported at its line. */
+void conf_check_paths_unique(struct conf_vctx *v, const config_setting_t *root);
 
 #endif
