@@ -116,5 +116,17 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root);
 void conf_parse_pools(struct conf_vctx *v, const config_setting_t *root);
 /* No member or spare file used twice across pools, each reported at its line. */
 void conf_check_paths_unique(struct conf_vctx *v, const config_setting_t *root);
+/* "initiator_groups" (conf_access.c); before the targets, whose LUNs map them. */
+void conf_parse_groups(struct conf_vctx *v, const config_setting_t *root);
+/* "discovery" (conf_access.c): the CHAP every discovery session must pass. */
+void conf_parse_discovery(struct conf_vctx *v, const config_setting_t *root);
+/* A "chap" group @g of @twhere (a target, an allow entry) into @chap. */
+void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char *twhere,
+		     struct conf_chap *chap);
+/* Target @g's "allow" list into t->allow, t->acls and t->addr_rules. */
+void conf_parse_allow(struct conf_vctx *v, const config_setting_t *g, const char *where,
+		      struct conf_target *t);
+/* The index in c->groups of the initiator group @name, or -1. */
+int conf_group_index(const struct conf *c, const char *name);
 
 #endif
