@@ -128,5 +128,9 @@ void conf_parse_allow(struct conf_vctx *v, const config_setting_t *g, const char
 		      struct conf_target *t);
 /* The index in c->groups of the initiator group @name, or -1. */
 int conf_group_index(const struct conf *c, const char *name);
+/* "portals" (conf_targets.c): addresses and TPGTs, before the targets. */
+void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root);
+/* "targets" (conf_targets.c): portals, LUNs, views, allow, chap, peer groups. */
+void conf_parse_targets(struct conf_vctx *v, const config_setting_t *root);
 
 #endif
