@@ -88,7 +88,8 @@ static void check_volumes(struct conf_vctx *v)
 						continue;
 					size_str(&l->size, a, sizeof(a));
 					size_str(&first->size, b, sizeof(b));
-					fprintf(v->errs, "%s:%d: volume '%s/%s' has size %s here but "
+					fprintf(v->errs,
+						"%s:%d: volume '%s/%s' has size %s here but "
 						"%s at line %d: it is one volume, the sizes must "
 						"match\n", v->path, l->line, l->pool, l->volume, a,
 						b, first->line);
@@ -105,7 +106,8 @@ static void check_volumes(struct conf_vctx *v)
 				}
 				pct += l->size.percent;
 				if (pct > 100 && !over_reported) {
-					fprintf(v->errs, "%s:%d: pool '%s': percentage sizes of its "
+					fprintf(v->errs,
+						"%s:%d: pool '%s': percentage sizes of its "
 						"volumes add up to more than 100%%\n", v->path,
 						l->line, p->name);
 					v->n_err++;
@@ -137,8 +139,8 @@ static void check_control_path(struct conf_vctx *v, const config_setting_t *root
 
 			if (path && strcmp(path, ctl) == 0)
 				conf_err_at(v, config_setting_get_member(root, "daemon"),
-				       "daemon: control socket %s is also a member of pool '%s'",
-				       ctl, p->name ? p->name : "?");
+					    "daemon: control socket %s is also a member of pool '%s'",
+					    ctl, p->name ? p->name : "?");
 		}
 	}
 }

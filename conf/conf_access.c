@@ -26,7 +26,7 @@ static const char *const chap_keys[] = {
 };
 
 void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char *twhere,
-		       struct conf_chap *chap)
+		     struct conf_chap *chap)
 {
 	const char *user = NULL, *secret = NULL, *muser = NULL, *msecret = NULL;
 	char where[288];
@@ -35,7 +35,7 @@ void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char 
 	snprintf(where, sizeof(where), "%s: chap", twhere);
 	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
 		conf_err_at(v, g, "%s must be a group { user = ..; secret = ..; }, not %s", where,
-		       conf_type_name(g));
+			    conf_type_name(g));
 		return;
 	}
 	conf_check_keys(v, g, where, chap_keys);
@@ -46,7 +46,8 @@ void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char 
 	if ((ru == 0) != (rs == 0))
 		conf_err_at(v, g, "%s: user and secret must be given together", where);
 	if ((rmu == 0) != (rms == 0))
-		conf_err_at(v, g, "%s: mutual_user and mutual_secret must be given together", where);
+		conf_err_at(v, g, "%s: mutual_user and mutual_secret must be given together",
+			    where);
 	if (rmu != 0 && ru == 0)
 		conf_err_at(v, g, "%s: mutual CHAP needs user and secret as well", where);
 	if (rs > 0) {
@@ -55,10 +56,10 @@ void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char 
 
 		if (len < CONF_CHAP_SECRET_MIN || len > CONF_CHAP_SECRET_MAX)
 			conf_err_at(v, s, "%s: secret must be %d..%d characters, has %zu", where,
-			       CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
+				    CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
 		else if (len > CONF_CHAP_SECRET_MS_MAX)
 			conf_warn_at(v, s, "%s: secret is %zu characters; the Microsoft iSCSI "
-				"initiator refuses secrets longer than 16", where, len);
+				     "initiator refuses secrets longer than 16", where, len);
 	}
 	if (rms > 0) {
 		const config_setting_t *s = config_setting_get_member(g, "mutual_secret");
@@ -66,10 +67,11 @@ void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char 
 
 		if (len < CONF_CHAP_SECRET_MIN || len > CONF_CHAP_SECRET_MAX)
 			conf_err_at(v, s, "%s: mutual_secret must be %d..%d characters, has %zu",
-			       where, CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
+				    where, CONF_CHAP_SECRET_MIN, CONF_CHAP_SECRET_MAX, len);
 		else if (len > CONF_CHAP_SECRET_MS_MAX)
-			conf_warn_at(v, s, "%s: mutual_secret is %zu characters; the Microsoft iSCSI "
-				"initiator refuses secrets longer than 16", where, len);
+			conf_warn_at(v, s,
+				     "%s: mutual_secret is %zu characters; the Microsoft iSCSI "
+				     "initiator refuses secrets longer than 16", where, len);
 		/* RFC 3720 8.2.1: the same secret both ways lets an attacker
 		 * reflect the target's challenge back at it */
 		if (rs > 0 && strcmp(secret, msecret) == 0)
@@ -120,8 +122,9 @@ void conf_parse_groups(struct conf_vctx *v, const config_setting_t *root)
 	if (!l)
 		return;
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		conf_err_at(v, l, "initiator_groups must be a list ( { name = ..; members = ( .. ); } ), "
-		       "not %s", conf_type_name(l));
+		conf_err_at(v, l,
+			    "initiator_groups must be a list ( { name = ..; members = ( .. ); } ), "
+			    "not %s", conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
@@ -138,8 +141,9 @@ void conf_parse_groups(struct conf_vctx *v, const config_setting_t *root)
 
 		snprintf(where, sizeof(where), "initiator_groups[%d]", i);
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-			conf_err_at(v, g, "%s must be a group { name = ..; members = ( .. ); }, not %s",
-			       where, conf_type_name(g));
+			conf_err_at(v, g,
+				    "%s must be a group { name = ..; members = ( .. ); }, not %s",
+				    where, conf_type_name(g));
 			continue;
 		}
 		conf_check_keys(v, g, where, group_keys);
@@ -148,13 +152,13 @@ void conf_parse_groups(struct conf_vctx *v, const config_setting_t *root)
 		snprintf(where, sizeof(where), "initiator group '%.63s'", name);
 		if (conf_volume_name_check(name) < 0) {
 			conf_err_at(v, config_setting_get_member(g, "name"),
-			       "%s: name must be 1..%d characters of A-Z a-z 0-9 . _ -", where,
-			       CONF_NAME_MAX);
+				    "%s: name must be 1..%d characters of A-Z a-z 0-9 . _ -", where,
+				    CONF_NAME_MAX);
 			continue;
 		}
 		if (conf_group_index(c, name) >= 0) {
 			conf_err_at(v, g, "%s: the name is already used at line %d", where,
-			       c->groups[conf_group_index(c, name)].line);
+				    c->groups[conf_group_index(c, name)].line);
 			continue;
 		}
 		ml = conf_get_string_list(v, g, "members", where, &bad);
@@ -175,12 +179,14 @@ void conf_parse_groups(struct conf_vctx *v, const config_setting_t *root)
 			if (!iqn || !*iqn)
 				continue;
 			if (conf_iqn_check(iqn, &why) < 0) {
-				conf_err_at(v, e, "%s: member \"%s\": initiator name %s", where, iqn, why);
+				conf_err_at(v, e, "%s: member \"%s\": initiator name %s", where,
+					    iqn, why);
 				continue;
 			}
 			for (unsigned m = 0; m < grp->n_members; m++)
 				if (strcasecmp(grp->members[m], iqn) == 0) {
-					conf_err_at(v, e, "%s: member \"%s\" is listed twice", where, iqn);
+					conf_err_at(v, e, "%s: member \"%s\" is listed twice",
+						    where, iqn);
 					iqn = NULL;
 					break;
 				}
@@ -188,9 +194,10 @@ void conf_parse_groups(struct conf_vctx *v, const config_setting_t *root)
 				continue;
 			other = member_group(c, c->n_groups, iqn, &oline);
 			if (other >= 0) {
-				conf_err_at(v, e, "%s: member \"%s\" is already in group '%s' (line %d): "
-				       "an initiator belongs to one group", where, iqn,
-				       c->groups[other].name, oline);
+				conf_err_at(v, e,
+					    "%s: member \"%s\" is already in group '%s' (line %d): "
+					    "an initiator belongs to one group", where, iqn,
+					    c->groups[other].name, oline);
 				continue;
 			}
 			grp->members[grp->n_members++] = conf_xstrdup(v, iqn);
@@ -209,7 +216,8 @@ void conf_parse_discovery(struct conf_vctx *v, const config_setting_t *root)
 	if (!g)
 		return;
 	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-		conf_err_at(v, g, "discovery must be a group { chap = { .. }; }, not %s", conf_type_name(g));
+		conf_err_at(v, g, "discovery must be a group { chap = { .. }; }, not %s",
+			    conf_type_name(g));
 		return;
 	}
 	conf_check_keys(v, g, "discovery", discovery_keys);
@@ -229,8 +237,9 @@ static void parse_addresses(struct conf_vctx *v, const config_setting_t *s, cons
 
 	if (!single && config_setting_type(s) != CONFIG_TYPE_LIST &&
 	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
-		conf_err_at(v, s, "%s: address must be a string \"198.18.0.0/15\" or a list of them, "
-		       "not %s", where, conf_type_name(s));
+		conf_err_at(v, s,
+			    "%s: address must be a string \"198.18.0.0/15\" or a list of them, "
+			    "not %s", where, conf_type_name(s));
 		return;
 	}
 	if (n == 0) {
@@ -246,7 +255,7 @@ static void parse_addresses(struct conf_vctx *v, const config_setting_t *s, cons
 
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
 			conf_err_at(v, e, "%s: address[%d] must be a string, not %s", where, i,
-			       conf_type_name(e));
+				    conf_type_name(e));
 			continue;
 		}
 		str = config_setting_get_string(e);
@@ -285,19 +294,19 @@ static void parse_acl(struct conf_vctx *v, const config_setting_t *e, const char
 		return;
 	if (rn > 0 && conf_iqn_check(name, &why) < 0) {
 		conf_err_at(v, config_setting_get_member(e, "initiator"),
-		       "%s: initiator \"%s\": initiator name %s", where, name, why);
+			    "%s: initiator \"%s\": initiator name %s", where, name, why);
 		return;
 	}
 	if (rn > 0)
 		snprintf(where, sizeof(where), "%s: allow \"%s\"", twhere, name);
 	if (!cs && !as) {
 		conf_err_at(v, e, "%s: missing required group 'chap' (an initiator without its "
-		       "own credentials is written as a plain string)", where);
+			    "own credentials is written as a plain string)", where);
 		return;
 	}
 	if (cs && rn == 0) {
 		conf_err_at(v, cs, "%s: chap needs an initiator: an entry with only an address "
-		       "uses the target's chap", where);
+			    "uses the target's chap", where);
 		return;
 	}
 	if (as) {
@@ -315,7 +324,8 @@ static void parse_acl(struct conf_vctx *v, const config_setting_t *e, const char
 		if (!a->chap.user) {
 			if (config_setting_type(cs) == CONFIG_TYPE_GROUP &&
 			    !config_setting_get_member(cs, "user"))
-				conf_err_at(v, cs, "%s: chap: missing required user and secret", where);
+				conf_err_at(v, cs, "%s: chap: missing required user and secret",
+					    where);
 			free(r->nets);
 			r->nets = NULL;
 			r->n_nets = 0;
@@ -351,7 +361,7 @@ static bool allow_dup(struct conf_vctx *v, const config_setting_t *e, const char
 			continue;
 		if (is_grp || grp[i])
 			conf_err_at(v, e, "%s: allow \"%s\" is listed more than once; give "
-			       "each initiator one entry", where, name);
+				    "each initiator one entry", where, name);
 		return true;
 	}
 	return false;
@@ -366,7 +376,7 @@ static bool allow_dup(struct conf_vctx *v, const config_setting_t *e, const char
  * make meaningless.
  */
 void conf_parse_allow(struct conf_vctx *v, const config_setting_t *g, const char *where,
-			struct conf_target *t)
+		      struct conf_target *t)
 {
 	const config_setting_t *l = config_setting_get_member(g, "allow");
 	unsigned n_plain = 0;
@@ -381,13 +391,13 @@ void conf_parse_allow(struct conf_vctx *v, const config_setting_t *g, const char
 	if (config_setting_type(l) != CONFIG_TYPE_LIST &&
 	    config_setting_type(l) != CONFIG_TYPE_ARRAY) {
 		conf_err_at(v, l, "%s: allow must be a list ( \"IQN\", { initiator = \"IQN\"; "
-		       "chap = { ... }; } ), not %s", where, conf_type_name(l));
+			    "chap = { ... }; } ), not %s", where, conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
 	if (n == 0) {
 		conf_err_at(v, l, "%s: allow is empty: no initiator could log in (use ( \"ALL\" ))",
-		       where);
+			    where);
 		return;
 	}
 	t->allow = conf_xcalloc(v, (size_t)n, sizeof(char *));
@@ -414,7 +424,7 @@ void conf_parse_allow(struct conf_vctx *v, const config_setting_t *g, const char
 		}
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
 			conf_err_at(v, e, "%s: allow[%d] must be a string or a group { initiator = "
-			       "..; chap = { .. }; }, not %s", where, i, conf_type_name(e));
+				    "..; chap = { .. }; }, not %s", where, i, conf_type_name(e));
 			continue;
 		}
 		name = config_setting_get_string(e);
@@ -437,12 +447,12 @@ void conf_parse_allow(struct conf_vctx *v, const config_setting_t *g, const char
 	free(grp);
 	if (t->allow_all && n_plain > 0)
 		conf_err_at(v, l, "%s: allow mixes \"ALL\" with initiator names; use one or "
-		       "the other", where);
+			    "the other", where);
 	for (unsigned i = 0; t->allow_all && i < t->n_addr_rules; i++)
 		if (!t->addr_rules[i].initiator) {
 			conf_err_at(v, l, "%s: allow mixes \"ALL\" with an entry of addresses only "
-			       "(line %d), which \"ALL\" makes meaningless; use one or the other",
-			       where, t->addr_rules[i].line);
+				    "(line %d), which \"ALL\" makes meaningless; use one or the other",
+				    where, t->addr_rules[i].line);
 			break;
 		}
 	if (t->allow_all) {

@@ -66,8 +66,8 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 		if (conf_get_string(v, g, "log_level", where, false, &lvl) > 0 &&
 		    conf_log_level_parse(lvl, &d->log_level) < 0)
 			conf_err_at(v, config_setting_get_member(g, "log_level"),
-			       "daemon: log_level \"%s\" is not one of error, warn, info, debug",
-			       lvl);
+				    "daemon: log_level \"%s\" is not one of error, warn, info, debug",
+				    lvl);
 		if (conf_get_uint(v, g, "max_sessions", where, 1, 4096, &u) > 0)
 			d->max_sessions = (unsigned)u;
 		if (conf_get_uint(v, g, "max_connections", where, 1, 65536, &u) > 0)
@@ -96,7 +96,7 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 
 			if (conf_listen_parse(metrics, host, &port, &fam, &why)) {
 				conf_err_at(v, config_setting_get_member(g, "metrics"),
-				       "daemon: metrics \"%s\" %s", metrics, why);
+					    "daemon: metrics \"%s\" %s", metrics, why);
 				metrics = NULL;
 			}
 		}
@@ -109,7 +109,7 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 				d->health_fail_spare = true;
 			else if (strcmp(hf, "report"))
 				conf_err_at(v, config_setting_get_member(g, "health_fail"),
-				       "daemon: health_fail \"%s\" is not one of report, spare", hf);
+					    "daemon: health_fail \"%s\" is not one of report, spare", hf);
 		}
 		ms = config_setting_get_member(g, "max_sessions");
 		mc = config_setting_get_member(g, "max_connections");
@@ -117,8 +117,8 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 		 * would silently lower the session cap */
 		if (d->max_connections < d->max_sessions)
 			conf_err_at(v, mc ? mc : ms,
-			       "daemon: max_connections (%u) is below max_sessions (%u)",
-			       d->max_connections, d->max_sessions);
+				    "daemon: max_connections (%u) is below max_sessions (%u)",
+				    d->max_connections, d->max_sessions);
 	}
 	if (d->workers == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -137,7 +137,7 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 	}
 	if (strlen(d->control) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		conf_err_at(v, g ? config_setting_get_member(g, "control") : root,
-		       "daemon: control socket path \"%s\" is %zu bytes, longer than a unix "
-		       "socket allows (%zu)", d->control, strlen(d->control),
-		       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+			    "daemon: control socket path \"%s\" is %zu bytes, longer than a unix "
+			    "socket allows (%zu)", d->control, strlen(d->control),
+			    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 }

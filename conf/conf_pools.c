@@ -65,14 +65,14 @@ static unsigned copy_paths(struct conf_vctx *v, const config_setting_t *list, co
 			continue;
 		if (strlen(p) > CONF_MEMBER_PATH_MAX)
 			conf_err_at(v, e, "%s: %s[%d] is longer than %d bytes", where, key, i,
-			       CONF_MEMBER_PATH_MAX);
+				    CONF_MEMBER_PATH_MAX);
 		(*written)[k] = conf_xstrdup(v, p);
 		(*resolved)[k] = conf_path_resolve(v->c->dir, p);
 		if (!(*resolved)[k])
 			v->nomem = true;
 		else if (strlen((*resolved)[k]) >= PATH_MAX)
-			conf_err_at(v, e, "%s: %s[%d] resolves to a path longer than PATH_MAX", where,
-			       key, i);
+			conf_err_at(v, e, "%s: %s[%d] resolves to a path longer than PATH_MAX",
+				    where, key, i);
 		k++;
 	}
 	return k;
@@ -89,7 +89,7 @@ static void parse_hdd(struct conf_vctx *v, const config_setting_t *g, const char
 	snprintf(where, sizeof(where), "%s: hdd", pwhere);
 	if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
 		conf_err_at(v, g, "%s must be a group { mbps = ..; avg_seek_ms = ..; rpm = ..; }, "
-		       "not %s", where, conf_type_name(g));
+			    "not %s", where, conf_type_name(g));
 		return;
 	}
 	conf_check_keys(v, g, where, hdd_keys);
@@ -104,7 +104,7 @@ static void parse_hdd(struct conf_vctx *v, const config_setting_t *g, const char
 		conf_err_at(v, g, "%s: missing required key 'avg_seek_ms'", where);
 	else if (r > 0 && !(hdd->avg_seek_ms >= 0))
 		conf_err_at(v, config_setting_get_member(g, "avg_seek_ms"),
-		       "%s: avg_seek_ms must be >= 0", where);
+			    "%s: avg_seek_ms must be >= 0", where);
 	r = conf_get_uint(v, g, "rpm", where, 1, 100000, &rpm);
 	if (r == 0)
 		conf_err_at(v, g, "%s: missing required key 'rpm'", where);
@@ -136,8 +136,8 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 		snprintf(where, sizeof(where), "pool '%.63s'", name);
 		if (conf_volume_name_check(name) < 0)
 			conf_err_at(v, config_setting_get_member(g, "name"),
-			       "%s: name must be 1..%d characters of A-Z a-z 0-9 . _ -", where,
-			       CONF_NAME_MAX);
+				    "%s: name must be 1..%d characters of A-Z a-z 0-9 . _ -", where,
+				    CONF_NAME_MAX);
 	}
 	if (conf_get_string(v, g, "level", where, true, &lvl) > 0) {
 		for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
@@ -148,14 +148,14 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 		}
 		if (!level_ok)
 			conf_err_at(v, config_setting_get_member(g, "level"),
-			       "%s: level \"%s\" is not one of raid0, raid1, raid5, raid6, "
-			       "raid10, rbd", where, lvl);
+				    "%s: level \"%s\" is not one of raid0, raid1, raid5, raid6, "
+				    "raid10, rbd", where, lvl);
 	}
 	if (conf_get_size(v, g, "chunk", where, false, &sz) > 0) {
 		s = config_setting_get_member(g, "chunk");
 		if (sz.bytes & (sz.bytes - 1))
 			conf_err_at(v, s, "%s: chunk %llu is not a power of two", where,
-			       (unsigned long long)sz.bytes);
+				    (unsigned long long)sz.bytes);
 		else if (sz.bytes < CONF_CHUNK_MIN || sz.bytes > CONF_CHUNK_MAX)
 			conf_err_at(v, s, "%s: chunk must be between 4K and 16M", where);
 		else
@@ -166,20 +166,22 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 	if (conf_get_bool(v, g, "direct_io", where, &p->direct_io) > 0 && level_ok &&
 	    p->level == CONF_RBD)
 		conf_err_at(v, config_setting_get_member(g, "direct_io"),
-		       "%s: direct_io is not valid for an rbd pool", where);
+			    "%s: direct_io is not valid for an rbd pool", where);
 	if (conf_get_uint(v, g, "rebuild_mbps", where, 0, 1000000, &u) > 0)
 		p->rebuild_mbps = (unsigned)u;
-	if (conf_get_bool(v, g, "start_degraded", where, &p->start_degraded) > 0 && p->start_degraded)
+	if (conf_get_bool(v, g, "start_degraded", where, &p->start_degraded) > 0 &&
+	    p->start_degraded)
 		/* kept set, it also applies at a later start when the current
 		 * members are the missing ones and a stale one is left */
 		conf_warn_at(v, config_setting_get_member(g, "start_degraded"),
-			"%s: start_degraded is deprecated: it applies at every start; start once "
-			"with rtgtd --start-degraded %s instead", where, p->name ? p->name : "POOL");
+			     "%s: start_degraded is deprecated: it applies at every start; start once "
+			     "with rtgtd --start-degraded %s instead", where, p->name ? p->name : "POOL");
 	if (conf_get_size(v, g, "create_size", where, false, &sz) > 0) {
 		s = config_setting_get_member(g, "create_size");
 		if (sz.bytes < (1ULL << 20) || sz.bytes % CONF_SIZE_ALIGN)
-			conf_err_at(v, s, "%s: create_size must be at least 1M and a multiple of 4K",
-			       where);
+			conf_err_at(v, s,
+				    "%s: create_size must be at least 1M and a multiple of 4K",
+				    where);
 		else
 			p->create_size = sz.bytes;
 	}
@@ -223,8 +225,9 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 		 * nearfull warnings are Ceph's own, rtgt counts nothing */
 		s = config_setting_get_member(g, "thin_threshold");
 		if (s)
-			conf_err_at(v, s, "%s: thin_threshold is not valid for an rbd pool: it applies "
-			       "to RAID pools (Ceph pools report their own quotas)", where);
+			conf_err_at(v, s,
+				    "%s: thin_threshold is not valid for an rbd pool: it applies "
+				    "to RAID pools (Ceph pools report their own quotas)", where);
 		return;
 	}
 	if (level_ok) {
@@ -267,17 +270,17 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 	/* count as written, so a bad entry does not also trip the minimum */
 	if ((unsigned)config_setting_length(members) < min)
 		conf_err_at(v, members, "%s: %s needs at least %u members, has %d", where,
-		       conf_level_name(p->level), min, config_setting_length(members));
+			    conf_level_name(p->level), min, config_setting_length(members));
 	else if (p->level == CONF_RAID10 && config_setting_length(members) % 2)
 		conf_err_at(v, members, "%s: raid10 needs an even number of members (mirrored "
-		       "pairs), has %d", where, config_setting_length(members));
+			    "pairs), has %d", where, config_setting_length(members));
 	if (config_setting_length(members) + (spares ? config_setting_length(spares) : 0) >
 	    CONF_POOL_MAX_DEVS)
 		conf_err_at(v, members, "%s: more than %d members and spares", where,
-		       CONF_POOL_MAX_DEVS);
+			    CONF_POOL_MAX_DEVS);
 	if (p->level == CONF_RAID0 && spares && config_setting_length(spares) > 0)
 		conf_warn_at(v, spares, "%s: raid0 has no redundancy, spares will never be used",
-			where);
+			     where);
 }
 
 void conf_parse_pools(struct conf_vctx *v, const config_setting_t *root)
@@ -289,7 +292,8 @@ void conf_parse_pools(struct conf_vctx *v, const config_setting_t *root)
 	if (!l)
 		return; /* a target's LUN will report the missing pool */
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		conf_err_at(v, l, "pools must be a list ( { ... }, { ... } ), not %s", conf_type_name(l));
+		conf_err_at(v, l, "pools must be a list ( { ... }, { ... } ), not %s",
+			    conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
@@ -300,7 +304,8 @@ void conf_parse_pools(struct conf_vctx *v, const config_setting_t *root)
 		const config_setting_t *g = config_setting_get_elem(l, (unsigned)i);
 
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-			conf_err_at(v, g, "pools[%d] must be a group { ... }, not %s", i, conf_type_name(g));
+			conf_err_at(v, g, "pools[%d] must be a group { ... }, not %s", i,
+				    conf_type_name(g));
 			continue;
 		}
 		parse_pool(v, g, (unsigned)i, &c->pools[c->n_pools]);
@@ -309,7 +314,7 @@ void conf_parse_pools(struct conf_vctx *v, const config_setting_t *root)
 
 			if (a && b && strcmp(a, b) == 0)
 				conf_err_at(v, g, "pool name '%s' is already used at line %d", b,
-				       c->pools[j].line);
+					    c->pools[j].line);
 		}
 		c->n_pools++;
 	}
@@ -359,10 +364,11 @@ void conf_check_paths_unique(struct conf_vctx *v, const config_setting_t *root)
 				for (size_t j = 0; j < n; j++) {
 					if (strcmp(all[j].path, path) != 0)
 						continue;
-					conf_err_at(v, es, "pool '%s': %s \"%s\" (%s) is already used by "
-					       "pool '%s' at line %d", pname ? pname : "?",
-					       k ? "spare" : "member", p, path,
-					       all[j].pool ? all[j].pool : "?", all[j].line);
+					conf_err_at(v, es,
+						    "pool '%s': %s \"%s\" (%s) is already used by "
+						    "pool '%s' at line %d", pname ? pname : "?",
+						    k ? "spare" : "member", p, path,
+						    all[j].pool ? all[j].pool : "?", all[j].line);
 					break;
 				}
 				all[n++] = (struct ent){ path, pname, conf_setting_line(es) };

@@ -48,7 +48,8 @@ void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root)
 		return;
 	}
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		conf_err_at(v, l, "portals must be a list ( { ... }, { ... } ), not %s", conf_type_name(l));
+		conf_err_at(v, l, "portals must be a list ( { ... }, { ... } ), not %s",
+			    conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
@@ -73,7 +74,8 @@ void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root)
 		unsigned long long num;
 
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-			conf_err_at(v, g, "portals[%d] must be a group { ... }, not %s", i, conf_type_name(g));
+			conf_err_at(v, g, "portals[%d] must be a group { ... }, not %s", i,
+				    conf_type_name(g));
 			continue;
 		}
 		snprintf(where, sizeof(where), "portals[%d]", i);
@@ -88,8 +90,9 @@ void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root)
 			snprintf(where, sizeof(where), "portal '%.63s'", name);
 			for (unsigned j = 0; j < c->n_portals; j++)
 				if (c->portals[j].name && strcmp(c->portals[j].name, name) == 0)
-					conf_err_at(v, g, "portal name '%s' is already used at line %d",
-					       name, c->portals[j].line);
+					conf_err_at(v, g,
+						    "portal name '%s' is already used at line %d",
+						    name, c->portals[j].line);
 		}
 		if (conf_get_uint(v, g, "tpgt", where, 1, 65535, &num) > 0) {
 			pt->tpgt = (uint16_t)num;
@@ -100,15 +103,16 @@ void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root)
 				continue;
 			if (pt->tpgt_set)
 				conf_err_at(v, config_setting_get_member(g, "tpgt"),
-				       "%s: tpgt %u is already used by portal '%s' (line %d)",
-				       where, pt->tpgt, c->portals[j].name ? c->portals[j].name : "?",
-				       c->portals[j].line);
+					    "%s: tpgt %u is already used by portal '%s' (line %d)",
+					    where, pt->tpgt, c->portals[j].name ? c->portals[j].name : "?",
+					    c->portals[j].line);
 			else
-				conf_err_at(v, g, "%s: tpgt %u (its position in the list) is already "
-				       "used by portal '%s' (line %d): give this portal a distinct "
-				       "'tpgt'", where, pt->tpgt,
-				       c->portals[j].name ? c->portals[j].name : "?",
-				       c->portals[j].line);
+				conf_err_at(v, g,
+					    "%s: tpgt %u (its position in the list) is already "
+					    "used by portal '%s' (line %d): give this portal a distinct "
+					    "'tpgt'", where, pt->tpgt,
+					    c->portals[j].name ? c->portals[j].name : "?",
+					    c->portals[j].line);
 			break;
 		}
 		if (conf_get_string(v, g, "listen", where, true, &listen) <= 0) {
@@ -117,8 +121,8 @@ void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root)
 		}
 		pt->listen = conf_xstrdup(v, listen);
 		if (conf_listen_parse(listen, host, &pt->port, &pt->family, &why) < 0) {
-			conf_err_at(v, config_setting_get_member(g, "listen"), "%s: listen \"%s\" %s",
-			       where, listen, why);
+			conf_err_at(v, config_setting_get_member(g, "listen"),
+				    "%s: listen \"%s\" %s", where, listen, why);
 			c->n_portals++;
 			continue;
 		}
@@ -136,16 +140,16 @@ void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root)
 				continue;
 			if (memcmp(oa->addr, pa->addr, alen) == 0)
 				conf_err_at(v, config_setting_get_member(g, "listen"),
-				       "%s: listen address %s is already used by portal '%s' "
-				       "(line %d)", where, listen, o->name ? o->name : "?",
-				       o->line);
+					    "%s: listen address %s is already used by portal '%s' "
+					    "(line %d)", where, listen, o->name ? o->name : "?",
+					    o->line);
 			else if (oa->any || pa->any)
 				/* a wildcard listener owns the port on every
 				 * address of its family: the second bind fails */
 				conf_err_at(v, config_setting_get_member(g, "listen"),
-				       "%s: listen %s overlaps the wildcard address of portal "
-				       "'%s' (line %d)", where, listen, o->name ? o->name : "?",
-				       o->line);
+					    "%s: listen %s overlaps the wildcard address of portal "
+					    "'%s' (line %d)", where, listen, o->name ? o->name : "?",
+					    o->line);
 		}
 		c->n_portals++;
 	}
@@ -175,8 +179,9 @@ static void parse_lun_groups(struct conf_vctx *v, const config_setting_t *l, con
 
 	if (config_setting_type(l) != CONFIG_TYPE_LIST &&
 	    config_setting_type(l) != CONFIG_TYPE_ARRAY) {
-		conf_err_at(v, l, "%s: groups must be a list ( \"g1\", { group = \"g2\"; lun = 3; } ), "
-		       "not %s", where, conf_type_name(l));
+		conf_err_at(v, l,
+			    "%s: groups must be a list ( \"g1\", { group = \"g2\"; lun = 3; } ), "
+			    "not %s", where, conf_type_name(l));
 		return;
 	}
 	lun->masked = true;
@@ -210,14 +215,15 @@ static void parse_lun_groups(struct conf_vctx *v, const config_setting_t *l, con
 				continue;
 			if (r > 0)
 				m->lun = (unsigned)num;
-			if (conf_get_bool(v, e, "read_only", mwhere, &ro) > 0 && !ro && lun->read_only)
+			if (conf_get_bool(v, e, "read_only", mwhere, &ro) > 0 && !ro &&
+			    lun->read_only)
 				conf_warn_at(v, config_setting_get_member(e, "read_only"),
-					"%s: read_only = false does not lift the LUN's own "
-					"read_only", mwhere);
+					     "%s: read_only = false does not lift the LUN's own "
+					     "read_only", mwhere);
 			ro = ro || lun->read_only;
 		} else {
 			conf_err_at(v, e, "%s must be a group name or { group = ..; lun = ..; "
-			       "read_only = ..; }, not %s", mwhere, conf_type_name(e));
+				    "read_only = ..; }, not %s", mwhere, conf_type_name(e));
 			continue;
 		}
 		if (!name || !*name) {
@@ -226,14 +232,15 @@ static void parse_lun_groups(struct conf_vctx *v, const config_setting_t *l, con
 		}
 		gi = conf_group_index(v->c, name);
 		if (gi < 0) {
-			conf_err_at(v, e, "%s: group '%s' is not defined in initiator_groups", mwhere,
-			       name);
+			conf_err_at(v, e, "%s: group '%s' is not defined in initiator_groups",
+				    mwhere, name);
 			continue;
 		}
 		for (unsigned j = 0; j < lun->n_maps; j++)
 			if (lun->maps[j].group == (unsigned)gi)
-				conf_err_at(v, e, "%s: group '%s' is mapped twice to this LUN (line %d)",
-				       mwhere, name, lun->maps[j].line);
+				conf_err_at(v, e,
+					    "%s: group '%s' is mapped twice to this LUN (line %d)",
+					    mwhere, name, lun->maps[j].line);
 		m->group = (unsigned)gi;
 		m->read_only = ro;
 		m->line = conf_setting_line(e);
@@ -253,7 +260,7 @@ static void parse_luns(struct conf_vctx *v, const config_setting_t *g, const cha
 	}
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
 		conf_err_at(v, l, "%s: luns must be a list ( { lun = 0; ... } ), not %s", twhere,
-		       conf_type_name(l));
+			    conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
@@ -274,8 +281,9 @@ static void parse_luns(struct conf_vctx *v, const config_setting_t *g, const cha
 
 		snprintf(where, sizeof(where), "%s: luns[%d]", twhere, i);
 		if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
-			conf_err_at(v, e, "%s must be a group { lun = ..; pool = ..; volume = ..; size = ..; }, "
-			       "not %s", where, conf_type_name(e));
+			conf_err_at(v, e,
+				    "%s must be a group { lun = ..; pool = ..; volume = ..; size = ..; }, "
+				    "not %s", where, conf_type_name(e));
 			continue;
 		}
 		conf_check_keys(v, e, where, lun_keys);
@@ -288,8 +296,8 @@ static void parse_luns(struct conf_vctx *v, const config_setting_t *g, const cha
 			for (unsigned j = 0; j < t->n_luns; j++)
 				if (t->luns[j].lun == lun->lun)
 					conf_err_at(v, config_setting_get_member(e, "lun"),
-					       "%s: lun %u is already used at line %d", where,
-					       lun->lun, t->luns[j].line);
+						    "%s: lun %u is already used at line %d", where,
+						    lun->lun, t->luns[j].line);
 		} else {
 			lun->lun = UINT_MAX; /* never equal to a valid LUN above */
 		}
@@ -297,21 +305,21 @@ static void parse_luns(struct conf_vctx *v, const config_setting_t *g, const cha
 			lun->pool = conf_xstrdup(v, pool);
 			if (!conf_pool_find(v->c, pool))
 				conf_err_at(v, config_setting_get_member(e, "pool"),
-				       "%s: pool '%s' is not defined", where, pool);
+					    "%s: pool '%s' is not defined", where, pool);
 		}
 		if (conf_get_string(v, e, "volume", where, true, &vol) > 0) {
 			lun->volume = conf_xstrdup(v, vol);
 			if (conf_volume_name_check(vol) < 0)
 				conf_err_at(v, config_setting_get_member(e, "volume"),
-				       "%s: volume name \"%s\" must be 1..%d characters of "
-				       "A-Z a-z 0-9 . _ -", where, vol, CONF_VOLUME_NAME_MAX);
+					    "%s: volume name \"%s\" must be 1..%d characters of "
+					    "A-Z a-z 0-9 . _ -", where, vol, CONF_VOLUME_NAME_MAX);
 		}
 		r = conf_get_size(v, e, "size", where, true, &lun->size);
 		if (r == 0)
 			conf_err_at(v, e, "%s: missing required key 'size'", where);
 		if (r > 0 && lun->size.bytes && lun->size.bytes % CONF_SIZE_ALIGN)
 			conf_err_at(v, config_setting_get_member(e, "size"),
-			       "%s: size must be a multiple of 4K", where);
+				    "%s: size must be a multiple of 4K", where);
 		conf_get_bool(v, e, "read_only", where, &lun->read_only);
 		/* any pool: an rbd image is thin unless written out, a RAID
 		 * pool's thin volume takes extents as it is written */
@@ -377,13 +385,13 @@ static void parse_peer_groups(struct conf_vctx *v, const config_setting_t *s, co
 	if (config_setting_type(s) != CONFIG_TYPE_LIST &&
 	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
 		conf_err_at(v, s, "%s: peer_portal_groups must be a list of TPGTs ( 2, 3 ), not %s",
-		       where, conf_type_name(s));
+			    where, conf_type_name(s));
 		return;
 	}
 	n = config_setting_length(s);
 	if (n > CONF_MAX_PEER_GROUPS) {
 		conf_err_at(v, s, "%s: peer_portal_groups has %d entries, at most %d", where, n,
-		       CONF_MAX_PEER_GROUPS);
+			    CONF_MAX_PEER_GROUPS);
 		return;
 	}
 	if (n == 0)
@@ -398,29 +406,33 @@ static void parse_peer_groups(struct conf_vctx *v, const config_setting_t *s, co
 
 		if (config_setting_type(e) != CONFIG_TYPE_INT &&
 		    config_setting_type(e) != CONFIG_TYPE_INT64) {
-			conf_err_at(v, e, "%s: peer_portal_groups[%d] must be an integer TPGT, not %s",
-			       where, i, conf_type_name(e));
+			conf_err_at(v, e,
+				    "%s: peer_portal_groups[%d] must be an integer TPGT, not %s",
+				    where, i, conf_type_name(e));
 			continue;
 		}
 		id = config_setting_get_int64(e);
 		if (id < 1 || id > 65535) {
-			conf_err_at(v, e, "%s: peer_portal_groups[%d] = %lld is out of range 1..65535",
-			       where, i, id);
+			conf_err_at(v, e,
+				    "%s: peer_portal_groups[%d] = %lld is out of range 1..65535",
+				    where, i, id);
 			continue;
 		}
 		for (unsigned j = 0; j < t->n_peer_groups && !bad; j++)
 			if (t->peer_groups[j] == id) {
-				conf_err_at(v, e, "%s: peer_portal_groups lists %lld twice", where, id);
+				conf_err_at(v, e, "%s: peer_portal_groups lists %lld twice", where,
+					    id);
 				bad = true;
 			}
 		for (unsigned j = 0; j < t->n_portals && !bad; j++) {
 			const struct conf_portal *pt = &v->c->portals[t->portals[j]];
 
 			if (pt->tpgt == id) {
-				conf_err_at(v, e, "%s: peer_portal_groups: %lld is the tpgt of this "
-				       "node's own portal '%s' (line %d); a peer node's portals "
-				       "need tpgts of their own", where, id,
-				       pt->name ? pt->name : "?", pt->line);
+				conf_err_at(v, e,
+					    "%s: peer_portal_groups: %lld is the tpgt of this "
+					    "node's own portal '%s' (line %d); a peer node's portals "
+					    "need tpgts of their own", where, id,
+					    pt->name ? pt->name : "?", pt->line);
 				bad = true;
 			}
 		}
@@ -444,12 +456,13 @@ static void parse_target(struct conf_vctx *v, const config_setting_t *g, unsigne
 		t->iqn = conf_xstrdup(v, iqn);
 		snprintf(where, sizeof(where), "target '%.223s'", iqn);
 		if (conf_iqn_check(iqn, &why) < 0)
-			conf_err_at(v, config_setting_get_member(g, "iqn"), "%s: iqn %s", where, why);
+			conf_err_at(v, config_setting_get_member(g, "iqn"), "%s: iqn %s", where,
+				    why);
 	}
 	if (conf_get_string(v, g, "alias", where, false, &alias) > 0) {
 		if (strlen(alias) > CONF_ALIAS_MAX)
 			conf_err_at(v, config_setting_get_member(g, "alias"),
-			       "%s: alias is longer than %d bytes", where, CONF_ALIAS_MAX);
+				    "%s: alias is longer than %d bytes", where, CONF_ALIAS_MAX);
 		t->alias = conf_xstrdup(v, alias);
 	}
 
@@ -473,8 +486,8 @@ static void parse_target(struct conf_vctx *v, const config_setting_t *g, unsigne
 				found = true;
 				for (unsigned j = 0; j < t->n_portals; j++)
 					if (t->portals[j] == k)
-						conf_err_at(v, e, "%s: portal '%s' is listed twice", where,
-						       pn);
+						conf_err_at(v, e, "%s: portal '%s' is listed twice",
+							    where, pn);
 				t->portals[t->n_portals++] = k;
 				break;
 			}
@@ -507,7 +520,8 @@ void conf_parse_targets(struct conf_vctx *v, const config_setting_t *root)
 		return;
 	}
 	if (config_setting_type(l) != CONFIG_TYPE_LIST) {
-		conf_err_at(v, l, "targets must be a list ( { ... }, { ... } ), not %s", conf_type_name(l));
+		conf_err_at(v, l, "targets must be a list ( { ... }, { ... } ), not %s",
+			    conf_type_name(l));
 		return;
 	}
 	n = config_setting_length(l);
@@ -523,14 +537,16 @@ void conf_parse_targets(struct conf_vctx *v, const config_setting_t *root)
 		struct conf_target *t = &c->targets[c->n_targets];
 
 		if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-			conf_err_at(v, g, "targets[%d] must be a group { ... }, not %s", i, conf_type_name(g));
+			conf_err_at(v, g, "targets[%d] must be a group { ... }, not %s", i,
+				    conf_type_name(g));
 			continue;
 		}
 		parse_target(v, g, (unsigned)i, t);
 		for (unsigned j = 0; j < c->n_targets; j++)
 			if (t->iqn && c->targets[j].iqn && strcmp(t->iqn, c->targets[j].iqn) == 0)
-				conf_err_at(v, g, "target iqn '%s' is already used at line %d", t->iqn,
-				       c->targets[j].line);
+				conf_err_at(v, g, "target iqn '%s' is already used at line %d",
+					    t->iqn,
+					    c->targets[j].line);
 		c->n_targets++;
 	}
 }

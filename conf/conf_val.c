@@ -137,7 +137,7 @@ static unsigned edit_distance(const char *a, const char *b)
 
 /* Every member of group @grp must be one of @allowed (NULL-terminated). */
 void conf_check_keys(struct conf_vctx *v, const config_setting_t *grp, const char *where,
-		       const char *const *allowed)
+		     const char *const *allowed)
 {
 	int n = config_setting_length(grp);
 
@@ -166,7 +166,8 @@ void conf_check_keys(struct conf_vctx *v, const config_setting_t *grp, const cha
 		if (ok)
 			continue;
 		if (hint)
-			conf_err_at(v, s, "%s: unknown key '%s' (did you mean '%s'?)", where, name, hint);
+			conf_err_at(v, s, "%s: unknown key '%s' (did you mean '%s'?)", where, name,
+				    hint);
 		else
 			conf_err_at(v, s, "%s: unknown key '%s'", where, name);
 	}
@@ -175,7 +176,7 @@ void conf_check_keys(struct conf_vctx *v, const config_setting_t *grp, const cha
 /* ---- typed getters: 1 found and valid, 0 absent, -1 reported ---- */
 
 int conf_get_string(struct conf_vctx *v, const config_setting_t *grp, const char *key,
-		      const char *where, bool required, const char **out)
+		    const char *where, bool required, const char **out)
 {
 	const config_setting_t *s = config_setting_get_member(grp, key);
 
@@ -199,7 +200,7 @@ int conf_get_string(struct conf_vctx *v, const config_setting_t *grp, const char
 }
 
 int conf_get_uint(struct conf_vctx *v, const config_setting_t *grp, const char *key,
-		    const char *where, long long min, long long max, unsigned long long *out)
+		  const char *where, long long min, long long max, unsigned long long *out)
 {
 	const config_setting_t *s = config_setting_get_member(grp, key);
 	long long val;
@@ -208,13 +209,14 @@ int conf_get_uint(struct conf_vctx *v, const config_setting_t *grp, const char *
 		return 0;
 	if (config_setting_type(s) != CONFIG_TYPE_INT &&
 	    config_setting_type(s) != CONFIG_TYPE_INT64) {
-		conf_err_at(v, s, "%s: %s must be an integer, not %s", where, key, conf_type_name(s));
+		conf_err_at(v, s, "%s: %s must be an integer, not %s", where, key,
+			    conf_type_name(s));
 		return -1;
 	}
 	val = config_setting_get_int64(s);
 	if (val < min || val > max) {
 		conf_err_at(v, s, "%s: %s = %lld is out of range %lld..%lld", where, key, val,
-		       min, max);
+			    min, max);
 		return -1;
 	}
 	*out = (unsigned long long)val;
@@ -222,7 +224,7 @@ int conf_get_uint(struct conf_vctx *v, const config_setting_t *grp, const char *
 }
 
 int conf_get_number(struct conf_vctx *v, const config_setting_t *grp, const char *key,
-		      const char *where, double *out)
+		    const char *where, double *out)
 {
 	const config_setting_t *s = config_setting_get_member(grp, key);
 
@@ -243,7 +245,7 @@ int conf_get_number(struct conf_vctx *v, const config_setting_t *grp, const char
 }
 
 int conf_get_bool(struct conf_vctx *v, const config_setting_t *grp, const char *key,
-		    const char *where, bool *out)
+		  const char *where, bool *out)
 {
 	const config_setting_t *s = config_setting_get_member(grp, key);
 
@@ -251,7 +253,7 @@ int conf_get_bool(struct conf_vctx *v, const config_setting_t *grp, const char *
 		return 0;
 	if (config_setting_type(s) != CONFIG_TYPE_BOOL) {
 		conf_err_at(v, s, "%s: %s must be true or false, not %s", where, key,
-		       conf_type_name(s));
+			    conf_type_name(s));
 		return -1;
 	}
 	*out = config_setting_get_bool(s);
@@ -259,7 +261,7 @@ int conf_get_bool(struct conf_vctx *v, const config_setting_t *grp, const char *
 }
 
 int conf_get_size(struct conf_vctx *v, const config_setting_t *grp, const char *key,
-		    const char *where, bool allow_percent, struct conf_size *out)
+		  const char *where, bool allow_percent, struct conf_size *out)
 {
 	const config_setting_t *s = config_setting_get_member(grp, key);
 	const char *str;
@@ -284,15 +286,16 @@ int conf_get_size(struct conf_vctx *v, const config_setting_t *grp, const char *
 		if (conf_parse_size(str, allow_percent, out) == 0)
 			return 1;
 		if (!allow_percent && strchr(str, '%'))
-			conf_err_at(v, s, "%s: %s = \"%s\": a percentage is not allowed here", where,
-			       key, str);
+			conf_err_at(v, s, "%s: %s = \"%s\": a percentage is not allowed here",
+				    where, key, str);
 		else
-			conf_err_at(v, s, "%s: %s = \"%s\" is not a size (use e.g. \"512\", \"64K\", "
-			       "\"1G\"%s)", where, key, str, allow_percent ? " or \"80%\"" : "");
+			conf_err_at(v, s,
+				    "%s: %s = \"%s\" is not a size (use e.g. \"512\", \"64K\", "
+				    "\"1G\"%s)", where, key, str, allow_percent ? " or \"80%\"" : "");
 		return -1;
 	default:
 		conf_err_at(v, s, "%s: %s must be a size string like \"64K\", not %s", where, key,
-		       conf_type_name(s));
+			    conf_type_name(s));
 		return -1;
 	}
 }
@@ -300,8 +303,8 @@ int conf_get_size(struct conf_vctx *v, const config_setting_t *grp, const char *
 /* A list or array of non-empty strings. Returns the setting (NULL if absent
  * or not a list) and sets *bad when anything was reported. */
 const config_setting_t *conf_get_string_list(struct conf_vctx *v, const config_setting_t *grp,
-					       const char *key, const char *where,
-					       bool *bad)
+					     const char *key, const char *where,
+					     bool *bad)
 {
 	const config_setting_t *s = config_setting_get_member(grp, key);
 	int n;
@@ -310,8 +313,8 @@ const config_setting_t *conf_get_string_list(struct conf_vctx *v, const config_s
 		return NULL;
 	if (config_setting_type(s) != CONFIG_TYPE_LIST &&
 	    config_setting_type(s) != CONFIG_TYPE_ARRAY) {
-		conf_err_at(v, s, "%s: %s must be a list of strings ( \"a\", \"b\" ), not %s", where,
-		       key, conf_type_name(s));
+		conf_err_at(v, s, "%s: %s must be a list of strings ( \"a\", \"b\" ), not %s",
+			    where, key, conf_type_name(s));
 		*bad = true;
 		return NULL;
 	}
@@ -321,7 +324,7 @@ const config_setting_t *conf_get_string_list(struct conf_vctx *v, const config_s
 
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
 			conf_err_at(v, e, "%s: %s[%d] must be a string, not %s", where, key, i,
-			       conf_type_name(e));
+				    conf_type_name(e));
 			*bad = true;
 		} else if (!*config_setting_get_string(e)) {
 			conf_err_at(v, e, "%s: %s[%d] must not be empty", where, key, i);
