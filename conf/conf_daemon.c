@@ -1,0 +1,143 @@
+/*
+ * conf/conf_daemon.c - the "daemon" group: process settings, each with its
+ * default, into struct conf_daemon.
+ *
+ * Every key is optional; what is absent keeps the documented default
+ * (conf/README.md, "daemon"), and the paths (control socket, state
+ * directory, event hook, smartctl) are resolved against the
+ * configuration's directory. One pass, no state machine.
+ *
+ * Layer: sections (conf/README.md "Layers"). May call: conf_val.c, the
+ * logger (log.c: conf_log_level_parse), libconfig, libc.
+ */
+#include <libconfig.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+#include "conf/conf_int.h"
+
+/* ---- daemon ---- */
+
+static const char *const daemon_keys[] = {
+	"workers", "control", "log_level", "max_sessions", "max_connections",
+	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", "state_dir",
+	"max_discovery_sessions", "discovery_idle_timeout", "event_exec", "event_exec_timeout",
+	"metrics", "smartctl", "health_interval", "health_fail", NULL,
+};
+
+void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
+{
+	const config_setting_t *g = config_setting_get_member(root, "daemon");
+	struct conf_daemon *d = &v->c->daemon;
+	const char *where = "daemon";
+	const char *control = CONF_DEFAULT_CONTROL, *state = CONF_DEFAULT_STATE_DIR, *lvl;
+	const char *exec = NULL, *metrics = NULL, *smartctl = CONF_DEFAULT_SMARTCTL, *hf;
+	const config_setting_t *ms, *mc;
+	unsigned long long u;
+
+	d->workers = 0;
+	d->log_level = CONF_LOG_INFO;
+	d->max_sessions = 64;
+	d->max_connections = 256;
+	d->login_timeout_s = 15;
+	d->nop_interval_s = 10;
+	d->nop_timeout_s = 30;
+	d->queue_depth = 128;
+	d->max_discovery_sessions = 16;
+	d->discovery_idle_timeout_s = 30;
+	d->event_exec_timeout_s = 10;
+	d->health_interval_s = 1800;
+
+	if (g && config_setting_type(g) != CONFIG_TYPE_GROUP) {
+		conf_err_at(v, g, "daemon must be a group { ... }, not %s", conf_type_name(g));
+		g = NULL;
+	}
+	if (g) {
+		conf_check_keys(v, g, where, daemon_keys);
+		if (conf_get_uint(v, g, "workers", where, 0, CONF_MAX_WORKERS, &u) > 0)
+			d->workers = (unsigned)u;
+		if (conf_get_string(v, g, "control", where, false, &control) < 0)
+			control = CONF_DEFAULT_CONTROL;
+		if (conf_get_string(v, g, "state_dir", where, false, &state) < 0)
+			state = CONF_DEFAULT_STATE_DIR;
+		if (conf_get_string(v, g, "log_level", where, false, &lvl) > 0 &&
+		    conf_log_level_parse(lvl, &d->log_level) < 0)
+			conf_err_at(v, config_setting_get_member(g, "log_level"),
+				    "daemon: log_level \"%s\" is not one of error, warn, info, debug",
+				    lvl);
+		if (conf_get_uint(v, g, "max_sessions", where, 1, 4096, &u) > 0)
+			d->max_sessions = (unsigned)u;
+		if (conf_get_uint(v, g, "max_connections", where, 1, 65536, &u) > 0)
+			d->max_connections = (unsigned)u;
+		if (conf_get_uint(v, g, "login_timeout", where, 1, 3600, &u) > 0)
+			d->login_timeout_s = (unsigned)u;
+		if (conf_get_uint(v, g, "nop_interval", where, 0, 3600, &u) > 0)
+			d->nop_interval_s = (unsigned)u;
+		if (conf_get_uint(v, g, "nop_timeout", where, 1, 3600, &u) > 0)
+			d->nop_timeout_s = (unsigned)u;
+		if (conf_get_uint(v, g, "queue_depth", where, 1, 4096, &u) > 0)
+			d->queue_depth = (unsigned)u;
+		if (conf_get_uint(v, g, "max_discovery_sessions", where, 1, 4096, &u) > 0)
+			d->max_discovery_sessions = (unsigned)u;
+		if (conf_get_uint(v, g, "discovery_idle_timeout", where, 1, 3600, &u) > 0)
+			d->discovery_idle_timeout_s = (unsigned)u;
+		if (conf_get_string(v, g, "event_exec", where, false, &exec) <= 0)
+			exec = NULL;   /* conf_get_string reported an empty or mistyped one */
+		if (conf_get_uint(v, g, "event_exec_timeout", where, 1, 3600, &u) > 0)
+			d->event_exec_timeout_s = (unsigned)u;
+		if (conf_get_string(v, g, "metrics", where, false, &metrics) > 0) {
+			char host[64];
+			uint16_t port;
+			int fam;
+			const char *why;
+
+			if (conf_listen_parse(metrics, host, &port, &fam, &why)) {
+				conf_err_at(v, config_setting_get_member(g, "metrics"),
+					    "daemon: metrics \"%s\" %s", metrics, why);
+				metrics = NULL;
+			}
+		}
+		if (conf_get_string(v, g, "smartctl", where, false, &smartctl) <= 0)
+			smartctl = CONF_DEFAULT_SMARTCTL;
+		if (conf_get_uint(v, g, "health_interval", where, 0, 7 * 86400, &u) > 0)
+			d->health_interval_s = (unsigned)u;
+		if (conf_get_string(v, g, "health_fail", where, false, &hf) > 0) {
+			if (!strcmp(hf, "spare"))
+				d->health_fail_spare = true;
+			else if (strcmp(hf, "report"))
+				conf_err_at(v, config_setting_get_member(g, "health_fail"),
+					    "daemon: health_fail \"%s\" is not one of report, spare", hf);
+		}
+		ms = config_setting_get_member(g, "max_sessions");
+		mc = config_setting_get_member(g, "max_connections");
+		/* every session needs one connection: a smaller connection cap
+		 * would silently lower the session cap */
+		if (d->max_connections < d->max_sessions)
+			conf_err_at(v, mc ? mc : ms,
+				    "daemon: max_connections (%u) is below max_sessions (%u)",
+				    d->max_connections, d->max_sessions);
+	}
+	if (d->workers == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		d->workers = n < 1 ? 1 : n > CONF_MAX_WORKERS ? CONF_MAX_WORKERS : (unsigned)n;
+	}
+	d->control = conf_path_resolve(v->c->dir, control);
+	d->state_dir = conf_path_resolve(v->c->dir, state);
+	d->smartctl = conf_path_resolve(v->c->dir, smartctl);
+	d->event_exec = exec ? conf_path_resolve(v->c->dir, exec) : NULL;
+	d->metrics = metrics ? strdup(metrics) : NULL;
+	if (!d->control || !d->state_dir || !d->smartctl || (exec && !d->event_exec) ||
+	    (metrics && !d->metrics)) {
+		v->nomem = true;
+		return;
+	}
+	if (strlen(d->control) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		conf_err_at(v, g ? config_setting_get_member(g, "control") : root,
+			    "daemon: control socket path \"%s\" is %zu bytes, longer than a unix "
+			    "socket allows (%zu)", d->control, strlen(d->control),
+			    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+}
