@@ -1,6 +1,8 @@
 /*
- * tests/unit/test_conf.c - conf/conf.c and conf/log.c: size/name/address
- * parsers, every example file, and good and bad configurations written to a
+ * tests/unit/test_conf.c - the configuration parser (conf/conf.c and the
+ * files it is split into: conf_val.c, conf_daemon.c, conf_pools.c,
+ * conf_access.c, conf_targets.c; the whole parser is one unit to test,
+ * through conf_load) and conf/log.c: size/name/address parsers, every example file, and good and bad configurations written to a
  * temporary directory, checking both the result and the "FILE:LINE: message"
  * lines.
  */
