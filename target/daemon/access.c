@@ -3,7 +3,7 @@
  * to the SCSI target (see access.h). No state: each call builds the views
  * from the configuration and hands them to target/scsi, which copies them.
  *
- * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * Layer: services (target/daemon/README.md "Layers"), above base. May call:
  * conf/, target/scsi/, libc. Calls no other file of target/daemon.
  */
 #include <errno.h>

@@ -28,7 +28,7 @@
  * half-closes without a final newline is still answered
  * (`printf '{"cmd":"status"}' | nc -U SOCKET`).
  *
- * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * Layer: services (target/daemon/README.md "Layers"), above base. May call:
  * net/, conf/, json-c, libc. Knows no command: main.c's handlers reach it
  * only through the struct iscsi_ctl_ops given to iscsi_ctl_start(). Calls
  * no other file of the folder.

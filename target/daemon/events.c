@@ -27,9 +27,10 @@
  * do meanwhile). Events pushed out of the ring before the hook got to them
  * are counted in hook_skipped and the hook goes on with the oldest kept.
  *
- * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
- * conf/, raid/ and target/iscsi/ (event types), json-c, libc. Calls no
- * other file of the folder.
+ * Layer: services (target/daemon/README.md "Layers"), above base. May call:
+ * worker.c (its thread's start and stop), conf/, raid/ and target/iscsi/
+ * (event types), json-c, libc. Calls no other file of the folder but
+ * worker.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,7 @@
 #include "conf/util.h"
 #include "raid/raid.h"
 #include "target/daemon/events.h"
+#include "target/daemon/worker.h"
 #include "target/iscsi/iscsi.h"
 
 #define MOD "events"
@@ -58,16 +60,12 @@
 extern char **environ;
 
 struct events {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	struct worker w;              /* the hook thread; w.mu guards the rest */
 	char *ring[EVENTS_KEEP];      /* owned JSON texts; slot seq % EVENTS_KEEP */
 	uint64_t first, last;         /* kept seqs [first, last]; first > last: none */
 	uint64_t hook_next;           /* the seq the hook gets next */
 	char *exec;                   /* owned, NULL: no hook */
 	unsigned timeout_ms;
-	bool stop;
-	bool started;
-	pthread_t thread;
 	struct events_stats st;
 	uint64_t login_window_ms;     /* start of the login_failed window */
 	unsigned login_in_window;
@@ -173,9 +171,9 @@ static int hook_run(struct events *e, const char *exec, const char *kind, const 
 			status = 0;
 			break;
 		}
-		pthread_mutex_lock(&e->mu);
-		stop = e->stop;
-		pthread_mutex_unlock(&e->mu);
+		pthread_mutex_lock(&e->w.mu);
+		stop = e->w.stop;
+		pthread_mutex_unlock(&e->w.mu);
 		if (stop || conf_mono_ms() >= deadline) {
 			hook_kill(pid);
 			return stop ? -ECANCELED : -ETIMEDOUT;
@@ -190,8 +188,8 @@ static void *events_main(void *arg)
 {
 	struct events *e = arg;
 
-	pthread_mutex_lock(&e->mu);
-	while (!e->stop) {
+	pthread_mutex_lock(&e->w.mu);
+	while (!e->w.stop) {
 		char *json, *exec, kind[64] = "";
 		unsigned timeout;
 		struct json_object *o, *k;
@@ -202,7 +200,7 @@ static void *events_main(void *arg)
 			e->hook_next = e->first;
 		}
 		if (e->hook_next > e->last || e->first > e->last) {
-			pthread_cond_wait(&e->cv, &e->mu);
+			pthread_cond_wait(&e->w.cv, &e->w.mu);
 			continue;
 		}
 		if (!e->exec) {
@@ -220,7 +218,7 @@ static void *events_main(void *arg)
 			continue;
 		}
 		e->st.hook_runs++;
-		pthread_mutex_unlock(&e->mu);
+		pthread_mutex_unlock(&e->w.mu);
 		o = json_tokener_parse(json);
 		if (o && json_object_object_get_ex(o, "kind", &k))
 			snprintf(kind, sizeof(kind), "%s", json_object_get_string(k));
@@ -238,13 +236,13 @@ static void *events_main(void *arg)
 			LOG_WARN(MOD, "event hook %s (%s): cannot run it: %s", exec, kind, strerror(-rc));
 		free(json);
 		free(exec);
-		pthread_mutex_lock(&e->mu);
+		pthread_mutex_lock(&e->w.mu);
 		if (rc == -ETIMEDOUT)
 			e->st.hook_timeouts++;
 		else if (rc && rc != -ECANCELED)
 			e->st.hook_failures++;
 	}
-	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_unlock(&e->w.mu);
 	return NULL;
 }
 
@@ -257,8 +255,7 @@ int events_create(const char *exec, unsigned timeout_ms, struct events **out)
 
 	if (!e)
 		return -ENOMEM;
-	pthread_mutex_init(&e->mu, NULL);
-	pthread_cond_init(&e->cv, NULL);
+	worker_init(&e->w);
 	e->first = 1;
 	e->last = 0;
 	e->hook_next = 1;
@@ -267,12 +264,11 @@ int events_create(const char *exec, unsigned timeout_ms, struct events **out)
 		events_destroy(e);
 		return -ENOMEM;
 	}
-	rc = pthread_create(&e->thread, NULL, events_main, e);
+	rc = worker_start(&e->w, events_main, e);
 	if (rc) {
 		events_destroy(e);
-		return -rc;
+		return rc;
 	}
-	e->started = true;
 	*out = e;
 	return 0;
 }
@@ -281,17 +277,11 @@ void events_destroy(struct events *e)
 {
 	if (!e)
 		return;
-	pthread_mutex_lock(&e->mu);
-	e->stop = true;
-	pthread_cond_signal(&e->cv);
-	pthread_mutex_unlock(&e->mu);
-	if (e->started)
-		pthread_join(e->thread, NULL);
+	worker_stop(&e->w);
 	for (unsigned i = 0; i < EVENTS_KEEP; i++)
 		free(e->ring[i]);
 	free(e->exec);
-	pthread_cond_destroy(&e->cv);
-	pthread_mutex_destroy(&e->mu);
+	worker_fini(&e->w);
 	free(e);
 }
 
@@ -301,11 +291,11 @@ int events_set_exec(struct events *e, const char *exec, unsigned timeout_ms)
 
 	if (exec && !(x = strdup(exec)))
 		return -ENOMEM;
-	pthread_mutex_lock(&e->mu);
+	pthread_mutex_lock(&e->w.mu);
 	free(e->exec);
 	e->exec = x;
 	e->timeout_ms = timeout_ms;
-	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_unlock(&e->w.mu);
 	return 0;
 }
 
@@ -342,7 +332,7 @@ static void post_v(struct events *e, bool echo, const char *kind, const char *se
 		return;
 	}
 	iso_time(ts, sizeof(ts));
-	pthread_mutex_lock(&e->mu);
+	pthread_mutex_lock(&e->w.mu);
 	seq = e->last + 1;
 	json_object_object_add(o, "seq", json_object_new_int64((int64_t)seq));
 	json_object_object_add(o, "time", json_object_new_string(ts));
@@ -367,9 +357,9 @@ static void post_v(struct events *e, bool echo, const char *kind, const char *se
 		e->ring[seq % EVENTS_KEEP] = copy;
 		e->last = seq;
 		e->st.posted = seq;
-		pthread_cond_signal(&e->cv);
+		pthread_cond_signal(&e->w.cv);
 	}
-	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_unlock(&e->w.mu);
 	if (copy && echo)
 		conf_log(severity_level(severity), MOD, "%s", copy);
 	else if (!copy)
@@ -534,20 +524,20 @@ static bool peer_event_admit(struct events *e, uint64_t *suppressed)
 {
 	uint64_t now = conf_mono_ms();
 
-	pthread_mutex_lock(&e->mu);
+	pthread_mutex_lock(&e->w.mu);
 	if (now - e->login_window_ms >= EVENTS_LOGIN_WINDOW_S * 1000u) {
 		e->login_window_ms = now;
 		e->login_in_window = 0;
 	}
 	if (e->login_in_window >= EVENTS_LOGIN_BURST) {
 		e->login_suppressed++;
-		pthread_mutex_unlock(&e->mu);
+		pthread_mutex_unlock(&e->w.mu);
 		return false;
 	}
 	e->login_in_window++;
 	*suppressed = e->login_suppressed;
 	e->login_suppressed = 0;
-	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_unlock(&e->w.mu);
 	return true;
 }
 
@@ -609,7 +599,7 @@ int events_json(struct events *e, uint64_t since, unsigned max, struct json_obje
 
 	if (!arr)
 		return -ENOMEM;
-	pthread_mutex_lock(&e->mu);
+	pthread_mutex_lock(&e->w.mu);
 	/* since beyond the last event: the reader followed an earlier daemon */
 	from = since > e->last ? e->first : since + 1 > e->first ? since + 1 : e->first;
 	for (next = from; next <= e->last && n < max; next++, n++) {
@@ -628,14 +618,14 @@ int events_json(struct events *e, uint64_t since, unsigned max, struct json_obje
 			       json_object_new_int64((int64_t)e->st.hook_timeouts));
 	json_object_object_add(reply, "hook_skipped",
 			       json_object_new_int64((int64_t)e->st.hook_skipped));
-	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_unlock(&e->w.mu);
 	json_object_object_add(reply, "events", arr);
 	return 0;
 }
 
 void events_get_stats(struct events *e, struct events_stats *out)
 {
-	pthread_mutex_lock(&e->mu);
+	pthread_mutex_lock(&e->w.mu);
 	*out = e->st;
-	pthread_mutex_unlock(&e->mu);
+	pthread_mutex_unlock(&e->w.mu);
 }

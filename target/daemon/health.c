@@ -30,7 +30,8 @@
  *   otherwise                                       -> PASSED
  *
  * Layer: health (target/daemon/README.md "Layers"). May call: events.c,
- * conf/, libc. Calls nothing above it (entries.c hands it the member list).
+ * worker.c (its thread's start and stop), conf/, libc. Calls nothing above
+ * it (entries.c hands it the member list).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,7 @@
 #include "conf/util.h"
 #include "target/daemon/events.h"
 #include "target/daemon/health.h"
+#include "target/daemon/worker.h"
 
 #define MOD "health"
 
@@ -342,12 +344,8 @@ struct hentry {
 };
 
 struct health {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool stop;
+	struct worker w;     /* the health thread; w.mu guards the rest */
 	bool kick;           /* new members: check now */
-	bool started;
-	pthread_t thread;
 	char *smartctl;
 	unsigned interval_s;
 	struct events *ev;
@@ -408,8 +406,8 @@ static void *health_main(void *arg)
 	struct health *h = arg;
 	uint64_t next = 0;   /* at once */
 
-	pthread_mutex_lock(&h->mu);
-	while (!h->stop) {
+	pthread_mutex_lock(&h->w.mu);
+	while (!h->w.stop) {
 		uint64_t now = conf_mono_ms();
 
 		if (!h->kick && now < next) {
@@ -423,13 +421,13 @@ static void *health_main(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
 			}
-			pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+			pthread_cond_timedwait(&h->w.cv, &h->w.mu, &ts);
 			continue;
 		}
 		bool all = !h->kick || now >= next;
 
 		h->kick = false;
-		for (unsigned i = 0; i < h->n && !h->stop; i++) {
+		for (unsigned i = 0; i < h->n && !h->w.stop; i++) {
 			struct health_member m = h->e[i].m;
 			struct health_info old = h->e[i].info, nw;
 			char *smartctl;
@@ -441,11 +439,11 @@ static void *health_main(void *arg)
 			smartctl = strdup(h->smartctl);
 			if (!smartctl)
 				continue;
-			pthread_mutex_unlock(&h->mu);
+			pthread_mutex_unlock(&h->w.mu);
 			block = is_block(m.path);
-			rc = block ? query(smartctl, m.path, HEALTH_TIMEOUT_MS, &h->stop, &h->mu, &nw) : 0;
+			rc = block ? query(smartctl, m.path, HEALTH_TIMEOUT_MS, &h->w.stop, &h->w.mu, &nw) : 0;
 			free(smartctl);
-			pthread_mutex_lock(&h->mu);
+			pthread_mutex_lock(&h->w.mu);
 			/* the list may have changed meanwhile: find the member again */
 			for (unsigned k = 0; k < h->n; k++) {
 				struct hentry *e = &h->e[k];
@@ -459,18 +457,18 @@ static void *health_main(void *arg)
 					break;
 				e->info = nw;
 				e->checked = true;
-				pthread_mutex_unlock(&h->mu);
+				pthread_mutex_unlock(&h->w.mu);
 				report(h, &m, &old, &nw);
 				if (nw.state == HEALTH_FAILING && old.state != HEALTH_FAILING && h->failing)
 					h->failing(h->arg, m.pool, m.path);
-				pthread_mutex_lock(&h->mu);
+				pthread_mutex_lock(&h->w.mu);
 				break;
 			}
 		}
 		if (all)
 			next = conf_mono_ms() + (uint64_t)h->interval_s * 1000u;
 	}
-	pthread_mutex_unlock(&h->mu);
+	pthread_mutex_unlock(&h->w.mu);
 	return NULL;
 }
 
@@ -484,19 +482,17 @@ int health_create(const char *smartctl, unsigned interval_s, struct events *ev,
 		free(h);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&h->mu, NULL);
-	pthread_cond_init(&h->cv, NULL);
+	worker_init(&h->w);
 	h->interval_s = interval_s;
 	h->ev = ev;
 	h->failing = failing;
 	h->arg = arg;
 	if (interval_s) {
-		rc = pthread_create(&h->thread, NULL, health_main, h);
+		rc = worker_start(&h->w, health_main, h);
 		if (rc) {
 			health_destroy(h);
-			return -rc;
+			return rc;
 		}
-		h->started = true;
 	}
 	*out = h;
 	return 0;
@@ -506,16 +502,10 @@ void health_destroy(struct health *h)
 {
 	if (!h)
 		return;
-	pthread_mutex_lock(&h->mu);
-	h->stop = true;
-	pthread_cond_signal(&h->cv);
-	pthread_mutex_unlock(&h->mu);
-	if (h->started)
-		pthread_join(h->thread, NULL);
+	worker_stop(&h->w);
 	free(h->e);
 	free(h->smartctl);
-	pthread_cond_destroy(&h->cv);
-	pthread_mutex_destroy(&h->mu);
+	worker_fini(&h->w);
 	free(h);
 }
 
@@ -526,7 +516,7 @@ int health_set_members(struct health *h, const struct health_member *m, unsigned
 
 	if (!ne)
 		return -ENOMEM;
-	pthread_mutex_lock(&h->mu);
+	pthread_mutex_lock(&h->w.mu);
 	for (unsigned i = 0; i < n; i++) {
 		ne[i].m = m[i];
 		ne[i].info.state = HEALTH_UNKNOWN;
@@ -542,9 +532,9 @@ int health_set_members(struct health *h, const struct health_member *m, unsigned
 	h->n = n;
 	if (fresh) {
 		h->kick = true;
-		pthread_cond_signal(&h->cv);
+		pthread_cond_signal(&h->w.cv);
 	}
-	pthread_mutex_unlock(&h->mu);
+	pthread_mutex_unlock(&h->w.mu);
 	return 0;
 }
 
@@ -552,13 +542,13 @@ bool health_member_get(struct health *h, const char *path, struct health_info *o
 {
 	bool found = false;
 
-	pthread_mutex_lock(&h->mu);
+	pthread_mutex_lock(&h->w.mu);
 	for (unsigned k = 0; k < h->n && !found; k++)
 		if (!strcmp(h->e[k].m.path, path) && h->e[k].block && h->e[k].checked) {
 			*out = h->e[k].info;
 			found = true;
 		}
-	pthread_mutex_unlock(&h->mu);
+	pthread_mutex_unlock(&h->w.mu);
 	return found;
 }
 

@@ -8,7 +8,7 @@
  * latency sum's growth over the time the mean number of commands in
  * service (queue depth), a member's busy_ns growth its busy share.
  *
- * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * Layer: services (target/daemon/README.md "Layers"), above base. May call:
  * raid/, target/scsi/, target/iscsi/, conf/, json-c, libc. Calls no other
  * file of the folder.
  */

@@ -21,7 +21,7 @@
  * all end on powers of two, so each lands whole in one bound (a value
  * exactly on a bound is counted one bound up).
  *
- * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * Layer: services (target/daemon/README.md "Layers"), above base. May call:
  * net/, conf/, libc. Gets the snapshot only through the metrics_snapshot_fn
  * given to metrics_start() (status.c's), never by a call up.
  */

@@ -8,7 +8,7 @@
  * fresh SOCK_CLOEXEC | SOCK_NONBLOCK socket per message is enough: readiness
  * and stopping are announced once each.
  *
- * Layer: services (target/daemon/README.md "Layers"), the bottom. May call:
+ * Layer: services (target/daemon/README.md "Layers"), above base. May call:
  * conf/, libc. Calls no other file of the folder.
  */
 #include <errno.h>

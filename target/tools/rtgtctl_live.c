@@ -102,6 +102,35 @@ static void put_s(struct json_object *o, const char *k, const char *v)
 	json_object_object_add(o, k, json_object_new_string(v));
 }
 
+/* A field copied as it is from a snapshot object into an output object: a
+ * string, or (num) a number written as an integer. Tables end with NULL. */
+struct col {
+	const char *key;
+	bool num;
+};
+
+static const struct col PORTAL_COLS[] = {
+	{ "name", false }, { "listen", false }, { NULL, false }
+};
+static const struct col SESSION_COLS[] = {
+	{ "target", false }, { "initiator", false }, { "isid", false }, { "tsih", true },
+	{ "portal_name", false }, { "local", false }, { "peer", false }, { NULL, false }
+};
+static const struct col PATH_COLS[] = {
+	{ "target", false }, { "isid", false }, { "tsih", true }, { "portal_name", false },
+	{ "portal", false }, { "local", false }, { "peer", false }, { NULL, false }
+};
+
+static void put_cols(struct json_object *o, struct json_object *from, const struct col *c)
+{
+	for (; c->key; c++) {
+		if (c->num)
+			put_i(o, c->key, (int64_t)jnum(from, c->key));
+		else
+			put_s(o, c->key, jstr(from, c->key));
+	}
+}
+
 /* ---- talking to the daemon ---- */
 
 /* One "live" snapshot, or NULL with *rc set (messages on stderr). */
@@ -258,15 +287,35 @@ static void delta_sum(struct delta *into, const struct delta *d)
 	}
 }
 
+static double delta_bytes(const struct delta *d)
+{
+	return d->rbytes + d->wbytes;
+}
+
+static double delta_ops(const struct delta *d)
+{
+	return d->rops + d->wops + d->oops;
+}
+
 static void put_rates(struct json_object *o, const struct delta *d, double dt)
 {
 	put_d(o, "read_mbps", d->rbytes / dt / 1e6);
 	put_d(o, "write_mbps", d->wbytes / dt / 1e6);
-	put_d(o, "mbps", (d->rbytes + d->wbytes) / dt / 1e6);
-	put_d(o, "iops", (d->rops + d->wops + d->oops) / dt);
+	put_d(o, "mbps", delta_bytes(d) / dt / 1e6);
+	put_d(o, "iops", delta_ops(d) / dt);
 	put_d(o, "p50_us", hist_q(&d->h, 0.50));
 	put_d(o, "p99_us", hist_q(&d->h, 0.99));
 	put_d(o, "qd", d->lat_sum_us / (dt * 1e6));
+}
+
+/* A portal's or a session's rates and its share of all session bytes
+ * (@total_b; of all ops, @total_ops, when no bytes moved). */
+static void put_rates_share(struct json_object *o, const struct delta *d, double dt,
+			    double total_b, double total_ops)
+{
+	put_rates(o, d, dt);
+	put_d(o, "share", total_b > 0 ? delta_bytes(d) / total_b :
+			  total_ops > 0 ? delta_ops(d) / total_ops : 0);
 }
 
 static bool same(struct json_object *a, struct json_object *b, const char *const *keys)
@@ -364,8 +413,8 @@ static struct json_object *rates(struct json_object *cur, struct json_object *pr
 		struct json_object *s = jidx(sess, i);
 
 		delta_of(&sd[i], s, prev ? find(jget(prev, "sessions"), s, SESSION_KEY) : NULL);
-		total_b += sd[i].rbytes + sd[i].wbytes;
-		total_ops += sd[i].rops + sd[i].wops + sd[i].oops;
+		total_b += delta_bytes(&sd[i]);
+		total_ops += delta_ops(&sd[i]);
 		delta_sum(all, &sd[i]);
 		for (size_t p = 0; p < np; p++)
 			if (!strcmp(jstr(jidx(ports, p), "name"), jstr(s, "portal_name")))
@@ -376,35 +425,24 @@ static struct json_object *rates(struct json_object *cur, struct json_object *pr
 	json_object_object_add(out, "total", tot);
 	for (size_t p = 0; p < np; p++) {
 		struct json_object *po = json_object_new_object(), *pj = jidx(ports, p);
-		double b = pd[p].rbytes + pd[p].wbytes, ops = pd[p].rops + pd[p].wops + pd[p].oops;
 		int64_t n = 0;
 
 		for (size_t i = 0; i < ns; i++)
 			n += !strcmp(jstr(jidx(sess, i), "portal_name"), jstr(pj, "name"));
-		put_s(po, "name", jstr(pj, "name"));
-		put_s(po, "listen", jstr(pj, "listen"));
+		put_cols(po, pj, PORTAL_COLS);
 		put_i(po, "sessions", n);
-		put_rates(po, &pd[p], dt);
-		put_d(po, "share", total_b > 0 ? b / total_b : total_ops > 0 ? ops / total_ops : 0);
+		put_rates_share(po, &pd[p], dt, total_b, total_ops);
 		json_object_array_add(pa, po);
 	}
 	json_object_object_add(out, "portals", pa);
 	for (size_t i = 0; i < ns; i++) {
 		struct json_object *s = jidx(sess, i), *so = json_object_new_object();
 		struct json_object *tcp = jget(s, "tcp"), *ptcp = NULL, *ps;
-		double b = sd[i].rbytes + sd[i].wbytes, ops = sd[i].rops + sd[i].wops + sd[i].oops;
 
 		ps = prev ? find(jget(prev, "sessions"), s, SESSION_KEY) : NULL;
 		ptcp = ps ? jget(ps, "tcp") : NULL;
-		put_s(so, "target", jstr(s, "target"));
-		put_s(so, "initiator", jstr(s, "initiator"));
-		put_s(so, "isid", jstr(s, "isid"));
-		put_i(so, "tsih", (int64_t)jnum(s, "tsih"));
-		put_s(so, "portal_name", jstr(s, "portal_name"));
-		put_s(so, "local", jstr(s, "local"));
-		put_s(so, "peer", jstr(s, "peer"));
-		put_rates(so, &sd[i], dt);
-		put_d(so, "share", total_b > 0 ? b / total_b : total_ops > 0 ? ops / total_ops : 0);
+		put_cols(so, s, SESSION_COLS);
+		put_rates_share(so, &sd[i], dt, total_b, total_ops);
 		if (tcp) {
 			double segs = jnum(tcp, "segs_out") - (ptcp ? jnum(ptcp, "segs_out") : 0);
 			double rtx = jnum(tcp, "total_retrans") - (ptcp ? jnum(ptcp, "total_retrans") : 0);
@@ -482,6 +520,17 @@ static void rate_cols(FILE *f, struct json_object *o)
 		jnum(o, "qd"));
 }
 
+/* One row of top: @lbl cut to the label column, @o's rate columns, and
+ * its share when @share. */
+static void top_row(FILE *f, const char *lbl, struct json_object *o, bool share)
+{
+	fprintf(f, "%-44.44s ", lbl);
+	rate_cols(f, o);
+	if (share)
+		fprintf(f, " %5.0f%%", 100 * jnum(o, "share"));
+	fprintf(f, "\n");
+}
+
 static void clock_str(double wall, char *buf, size_t len)
 {
 	time_t t = (time_t)wall;
@@ -527,9 +576,8 @@ static void top_screen(FILE *f, struct json_object *r, const char *sock)
 		jnum(r, "interval_s"), sock);
 	fprintf(f, "%-44s %8s %8s %8s %8s %8s %6s %6s\n", "", "rd MB/s", "wr MB/s", "IOPS",
 		"p50", "p99", "qd", "share");
-	fprintf(f, "%-44s ", "total");
-	rate_cols(f, jget(r, "total"));
-	fprintf(f, "\n\n");
+	top_row(f, "total", jget(r, "total"), false);
+	fprintf(f, "\n");
 	v = jget(r, "portals");
 	for (size_t i = 0; i < jlen(v); i++) {
 		struct json_object *p = jidx(v, i);
@@ -537,9 +585,7 @@ static void top_screen(FILE *f, struct json_object *r, const char *sock)
 
 		snprintf(lbl, sizeof(lbl), "portal %s %s (%d sess)", jstr(p, "name"), jstr(p, "listen"),
 			 (int)jnum(p, "sessions"));
-		fprintf(f, "%-44.44s ", lbl);
-		rate_cols(f, p);
-		fprintf(f, " %5.0f%%\n", 100 * jnum(p, "share"));
+		top_row(f, lbl, p, true);
 	}
 	v = jget(r, "sessions");
 	if (jlen(v))
@@ -549,9 +595,7 @@ static void top_screen(FILE *f, struct json_object *r, const char *sock)
 		char lbl[256];
 
 		snprintf(lbl, sizeof(lbl), "%s %s", jstr(s, "peer"), jstr(s, "portal_name"));
-		fprintf(f, "%-44.44s ", lbl);
-		rate_cols(f, s);
-		fprintf(f, " %5.0f%%\n", 100 * jnum(s, "share"));
+		top_row(f, lbl, s, true);
 		fprintf(f, "    %s -> %s  tsih %d  mss %d rtt %s\n", jstr(s, "initiator"),
 			jstr(s, "target"), (int)jnum(s, "tsih"), (int)jnum(s, "snd_mss"),
 			ms(jnum(s, "rtt_us"), a, sizeof(a)));
@@ -564,9 +608,7 @@ static void top_screen(FILE *f, struct json_object *r, const char *sock)
 		char lbl[256];
 
 		snprintf(lbl, sizeof(lbl), "lun %s/%s", jstr(l, "pool"), jstr(l, "volume"));
-		fprintf(f, "%-44.44s ", lbl);
-		rate_cols(f, l);
-		fprintf(f, "\n");
+		top_row(f, lbl, l, false);
 	}
 	v = jget(r, "pools");
 	for (size_t i = 0; i < jlen(v); i++) {
@@ -773,13 +815,7 @@ static int paths_run(const char *sock, const struct live_opts *o)
 			json_object_array_add(rs, json_object_get(rk));
 			par = jget(s, "params");
 			e = json_object_new_object();
-			put_s(e, "target", jstr(s, "target"));
-			put_s(e, "isid", jstr(s, "isid"));
-			put_i(e, "tsih", (int64_t)jnum(s, "tsih"));
-			put_s(e, "portal_name", jstr(s, "portal_name"));
-			put_s(e, "portal", jstr(s, "portal"));
-			put_s(e, "local", jstr(s, "local"));
-			put_s(e, "peer", jstr(s, "peer"));
+			put_cols(e, s, PATH_COLS);
 			json_object_object_add(e, "tcp", json_object_get(jget(s, "tcp")));
 			put_d(e, "retrans_pct", jnum(rk, "retrans_pct"));
 			put_s(e, "header_digest", jstr(par, "HeaderDigest"));
