@@ -1,11 +1,13 @@
 /*
  * raid/bg_job.c - what the background thread's jobs share: whether they
  * are asked to stop, their pacing to rebuild_mbps, and writing out the
- * stripe cache while waiting on the thread's own I/O context. Below rebuild.c (the thread and its
- * rebuild, resync, scrub and replace) and reshape.c (which that thread
- * runs), so that neither calls the other for them.
+ * stripe cache while waiting on the thread's own I/O context. Below
+ * rebuild.c (the thread and its rebuild, resync, scrub and replace) and
+ * reshape.c (which that thread runs), so that neither calls the other
+ * for them.
  *
- * Layer: background, its bottom (raid/README.md "Layers"). May call:
+ * Layer: background-base, the bottom of the background work
+ * (raid/README.md "Layers"). May call:
  * io.c (raid_pool_cache_flush), ioctx.c, conf/ (the clock).
  */
 #include <pthread.h>

@@ -5,7 +5,7 @@
  * it (raid.h raid_io_hold_*). Out of io.c so that io_mirror.c, which adds
  * the pieces, sits below the request core instead of calling up into it.
  *
- * Layer: stripe-io, the gate and hold below the row and segment paths
+ * Layer: gate-hold, below the rows and segments and the request
  * (raid/README.md "Layers"). May call: reshape_gate.c (the gate count a
  * hold carries), member.c (mappings), conf/.
  */

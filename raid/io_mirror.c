@@ -5,7 +5,7 @@
  * written to all of them. The request around them is io.c's (its state
  * machine at the top of io.c; shared declarations in io_int.h).
  *
- * Layer: rows and segments (raid/README.md "Layers"). May call:
+ * Layer: rows, the segments of raid0/1/10 (raid/README.md "Layers"). May call:
  * io_hold.c, bitmap.c, lock.c, member.c, mstate.c, ioctx.c, geom.c,
  * parity.c, conf/; a segment's end goes back to the request through
  * raid_io_sub_done (io_int.h: the request's main_done), not into io.c.

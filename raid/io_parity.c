@@ -6,7 +6,7 @@
  * request around them is io.c's (its state machine at the top of io.c;
  * shared declarations in io_int.h).
  *
- * Layer: rows and segments (raid/README.md "Layers"). May call:
+ * Layer: rows, the rows of raid5/6 (raid/README.md "Layers"). May call:
  * scache.c, bitmap.c, lock.c, member.c, mstate.c, ioctx.c, geom.c,
  * parity.c, conf/; a row's end goes back to the request through
  * raid_io_sub_done (io_int.h: the request's main_done), not into io.c.

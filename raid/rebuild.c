@@ -5,7 +5,7 @@
  * exclusive stripe lock, so foreground I/O waits at most one step. Steps are
  * paced to rebuild_mbps (10^6 bytes/s of member data per member written).
  *
- * Layer: background thread, the top of the background work
+ * Layer: background-thread, the top of the background work
  * (raid/README.md "Layers"). May call: reshape.c (which it runs),
  * bg_job.c, bitmap.c, lock.c, member.c, mstate.c, ioctx.c, geom.c,
  * parity.c, conf/. mstate.c wakes it through struct raid_pool_hooks.

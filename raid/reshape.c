@@ -9,7 +9,7 @@
  * offsets, only where they live on the members changes, so nothing above
  * the pool notices but the extra space at the end.
  *
- * Layer: background jobs, below the thread that runs it
+ * Layer: background-jobs, below the thread that runs it
  * (raid/README.md "Layers"). May call: io.c (raid_md_vol_submit_geom,
  * raid_io_gate_go), bg_job.c, scache.c, bitmap.c, mstate.c, ioctx.c,
  * geom.c, parity.c, conf/. Its gate on the request path is

@@ -8,7 +8,7 @@
  * reshape; reshape.c raises and lowers the gate and re-runs the waiters
  * (raid_io_gate_go).
  *
- * Layer: stripe-io, the gate and hold below the row and segment paths
+ * Layer: gate-hold, below the rows and segments and the request
  * (raid/README.md "Layers"). May call: conf/ only; it reads and writes
  * struct raid_reshape's gate fields (gate_end, ckpt, all, epoch,
  * inflight, the waiters) under rs.mu, as reshape.c does.
