@@ -68,7 +68,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
 # rtgtd's own files (daemon_int.h): linked into bin/rtgtd only
 D_SRCS    := target/daemon/main.c target/daemon/reload.c target/daemon/status.c \
-             target/daemon/entries.c
+             target/daemon/entries.c target/daemon/vols.c
 LIB_SRCS  := $(wildcard conf/*.c net/*.c raid/*.c target/scsi/*.c target/iscsi/*.c) \
              $(filter-out $(D_SRCS),$(wildcard target/daemon/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/%.o)

@@ -47,6 +47,10 @@ size_t conf_log_format_time(char *buf, size_t len);
 int conf_iqn_check(const char *name, const char **why);
 /* [A-Za-z0-9._-]{1,63} */
 int conf_volume_name_check(const char *name);
+/* "VOLUME@NAME", each part 1..CONF_SNAP_PART_MAX characters as above
+ * (raid.h RAID_SNAP_PART_MAX: the same). */
+#define CONF_SNAP_PART_MAX 31
+int conf_snapshot_name_check(const char *name);
 /* "a.b.c.d:port" or "[v6]:port"; fills host (no brackets), port, family.
  * Returns 0 or -EINVAL with a reason. @host must hold 64 bytes. */
 int conf_listen_parse(const char *s, char *host, uint16_t *port, int *family,

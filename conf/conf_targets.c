@@ -277,6 +277,7 @@ static void parse_luns(struct conf_vctx *v, const config_setting_t *g, const cha
 		const char *pool = NULL, *vol = NULL;
 		char where[320];
 		unsigned long long num;
+		bool snap = false;
 		int r;
 
 		snprintf(where, sizeof(where), "%s: luns[%d]", twhere, i);
@@ -309,18 +310,38 @@ static void parse_luns(struct conf_vctx *v, const config_setting_t *g, const cha
 		}
 		if (conf_get_string(v, e, "volume", where, true, &vol) > 0) {
 			lun->volume = conf_xstrdup(v, vol);
-			if (conf_volume_name_check(vol) < 0)
+			if (strchr(vol, '@')) {
+				snap = true;
+				if (conf_snapshot_name_check(vol) < 0)
+					conf_err_at(v, config_setting_get_member(e, "volume"),
+						    "%s: snapshot \"%s\" must be VOLUME@NAME, each 1..%d characters of "
+						    "A-Z a-z 0-9 . _ -", where, vol, CONF_SNAP_PART_MAX);
+			} else if (conf_volume_name_check(vol) < 0) {
 				conf_err_at(v, config_setting_get_member(e, "volume"),
 					    "%s: volume name \"%s\" must be 1..%d characters of "
 					    "A-Z a-z 0-9 . _ -", where, vol, CONF_VOLUME_NAME_MAX);
+			}
 		}
+		/* a snapshot's LUN has the snapshot's size and is read-only */
 		r = conf_get_size(v, e, "size", where, true, &lun->size);
-		if (r == 0)
+		if (r == 0 && !snap)
 			conf_err_at(v, e, "%s: missing required key 'size'", where);
+		if (r > 0 && snap)
+			conf_err_at(v, config_setting_get_member(e, "size"),
+				    "%s: a snapshot's LUN has the snapshot's size: remove 'size'", where);
 		if (r > 0 && lun->size.bytes && lun->size.bytes % CONF_SIZE_ALIGN)
 			conf_err_at(v, config_setting_get_member(e, "size"),
 				    "%s: size must be a multiple of 4K", where);
 		conf_get_bool(v, e, "read_only", where, &lun->read_only);
+		if (snap) {
+			int ro = 1;
+
+			if (config_setting_lookup_bool(e, "read_only", &ro) && !ro)
+				conf_err_at(v, config_setting_get_member(e, "read_only"),
+					    "%s: a snapshot is read-only: read_only = false is not possible",
+					    where);
+			lun->read_only = true;
+		}
 		/* any pool: an rbd image is thin unless written out, a RAID
 		 * pool's thin volume takes extents as it is written */
 		conf_get_bool(v, e, "thin", where, &lun->thin);

@@ -497,6 +497,24 @@ int conf_volume_name_check(const char *name)
 	return 0;
 }
 
+int conf_snapshot_name_check(const char *name)
+{
+	const char *at = strchr(name, '@');
+	char vol[CONF_SNAP_PART_MAX + 1];
+	size_t n;
+
+	if (!at)
+		return -EINVAL;
+	n = (size_t)(at - name);
+	if (n < 1 || n > CONF_SNAP_PART_MAX || strlen(at + 1) > CONF_SNAP_PART_MAX)
+		return -EINVAL;
+	memcpy(vol, name, n);
+	vol[n] = '\0';
+	if (conf_volume_name_check(vol) < 0 || conf_volume_name_check(at + 1) < 0)
+		return -EINVAL;
+	return 0;
+}
+
 int conf_listen_parse(const char *s, char *host, uint16_t *port, int *family,
 		      const char **why)
 {

@@ -93,6 +93,32 @@ int raid_pool_add_spare(struct raid_pool *pool, const char *path)
 	return pool->ops->pool_add_spare ? pool->ops->pool_add_spare(pool, path) : -ENOTSUP;
 }
 
+int raid_pool_snapshot(struct raid_pool *pool, const char *vol, const char *snap, char *why,
+		       size_t whylen)
+{
+	if (!pool->ops->pool_snapshot) {
+		snprintf(why, whylen, "pool %s: snapshots are not available on %s pools yet",
+			 pool->name, pool->ops->name);
+		return -EOPNOTSUPP;
+	}
+	return pool->ops->pool_snapshot(pool, vol, snap, why, whylen);
+}
+
+int raid_pool_vol_delete(struct raid_pool *pool, const char *name, char *why, size_t whylen)
+{
+	if (!pool->ops->pool_vol_delete) {
+		snprintf(why, whylen, "pool %s: deleting volumes is not available on %s pools yet",
+			 pool->name, pool->ops->name);
+		return -EOPNOTSUPP;
+	}
+	return pool->ops->pool_vol_delete(pool, name, why, whylen);
+}
+
+bool raid_vol_is_snapshot(const struct raid_vol *vol)
+{
+	return vol->snapshot;
+}
+
 int raid_pool_grow(struct raid_pool *pool, const char *const *paths, unsigned npaths,
 		   const char *level, char *err, size_t errlen)
 {

@@ -69,6 +69,12 @@ struct raid_vol_backend_ops {
 	int (*vol_resize)(struct raid_vol *v, const struct conf_size *size);
 	/* raid_vol_refresh(). NULL: 0 */
 	int (*vol_refresh)(struct raid_vol *v);
+	/* raid_pool_snapshot(), raid_pool_vol_delete(): raid.h has the
+	 * contract; *@why (@wl bytes) the reason of a refusal. NULL:
+	 * -EOPNOTSUPP. */
+	int (*pool_snapshot)(struct raid_pool *p, const char *vol, const char *snap, char *why,
+			     size_t wl);
+	int (*pool_vol_delete)(struct raid_pool *p, const char *name, char *why, size_t wl);
 
 	/* ---- shared state (raid.h "shared state of a volume") ----
 	 * All set or all NULL; NULL: volumes never shared (raid_vol_shared()
@@ -144,6 +150,8 @@ bool raid_thin_reserve(const struct raid_pool *p, uint64_t a, uint64_t b, uint64
 void raid_thin_pending(struct raid_pool *p, uint64_t a, uint64_t b);
 /* The largest thin volume a map region of @region bytes holds. */
 uint64_t raid_thin_max_bytes(const struct raid_pool *p, uint64_t region);
+/* Bytes of a map for a volume of @bytes that never grows (a snapshot's). */
+uint64_t raid_thin_snap_map_bytes(const struct raid_pool *p, uint64_t bytes);
 /* Growing open thin volume @v to @bytes (within its region): the map
  * blocks it gains written empty (meta_mu not held), then, once the table
  * holds the size, its in-memory state and size. */
@@ -153,6 +161,22 @@ int raid_thin_grow_mem(struct raid_vol *v, uint64_t bytes);
  * meta_mu not held. */
 int raid_thin_map_init(struct raid_pool *p, const struct raid_sb_vol *sv);
 /* Give the opened volume @v its loaded thin state. */
+/* Snapshot of the thin volume whose UUID is @origin, described by table
+ * entry @nv (its map region reserved, RAID_SBV_SNAP, the origin's size):
+ * the origin frozen (requests admitted drained, new ones held) while its
+ * map is copied and its extents counted once more, then the new map
+ * written. The snapshot exists once the caller's table names it; until
+ * then raid_thin_forget() undoes it. *@frozen_us: how long requests were
+ * held. open_mu held, meta_mu not. -EBUSY: in-flight requests did not
+ * finish in time. */
+int raid_thin_snapshot(struct raid_pool *p, const uint8_t origin[16], const struct raid_sb_vol *nv,
+		       uint64_t *frozen_us);
+/* Drop not-open thin volume @uuid from memory, its extents' references
+ * with it (a volume or snapshot the table no longer names). open_mu held. */
+int raid_thin_forget(struct raid_pool *p, const uint8_t uuid[16]);
+/* Bytes of thin volume @uuid's extents, and of those another map shares. */
+void raid_thin_space(struct raid_pool *p, const uint8_t uuid[16], uint64_t *alloc,
+		     uint64_t *shared);
 int raid_thin_attach(struct raid_pool *p, unsigned slot, struct raid_vol *v);
 void raid_thin_vol_free(struct raid_vol *v);
 int raid_thin_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io);

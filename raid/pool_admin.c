@@ -76,9 +76,12 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 	for (i = 0; i < p->sb.n_vols && i < 64; i++) {
 		snprintf(out->volumes[i].name, sizeof(out->volumes[i].name), "%s", p->sb.vols[i].name);
 		out->volumes[i].bytes = p->sb.vols[i].size;
+		out->volumes[i].open = p->vols[i] != NULL;
 		if (p->sb.vols[i].flags & RAID_SBV_THIN) {
 			out->volumes[i].thin = true;
-			out->volumes[i].allocated = p->vols[i] ? raid_thin_allocated(p->vols[i]) : 0;
+			raid_thin_space(p, p->sb.vols[i].uuid, &out->volumes[i].allocated,
+					&out->volumes[i].shared);
+			out->volumes[i].snapshot = !!(p->sb.vols[i].flags & RAID_SBV_SNAP);
 			raid_thin_usage(p, &out->thin_used_bytes, &out->thin_space_bytes);
 			out->thin_threshold = p->thin_threshold ? p->thin_threshold : 80;
 		}

@@ -310,6 +310,11 @@ struct raid_pool_info {
 		int prov_error;      /* failed: negative errno */
 		bool thin;           /* RAID pools: space taken as written */
 		uint64_t allocated;  /* thin: bytes of the pool it takes */
+		/* thin: of those, bytes another map (a snapshot, or the
+		 * volume a snapshot was taken of) names too */
+		uint64_t shared;
+		bool snapshot;       /* "VOLUME@SNAP", read-only */
+		bool open;           /* a LUN of this daemon opened it */
 	} volumes[64];
 	/* RAID pools with thin volumes: the space thin volumes take, what they
 	 * may take in all (the pool less thick volumes and extent maps), and
@@ -421,6 +426,28 @@ int raid_pool_remove(struct raid_pool *pool, const char *member);
  * line in @err when refused. */
 int raid_pool_grow(struct raid_pool *pool, const char *const *paths, unsigned npaths,
 		   const char *level, char *err, size_t errlen);
+
+/* ---- snapshots (raid/README.md "Snapshots") ----
+ * A snapshot "VOL@SNAP" of thin volume @vol: instant, crash-consistent
+ * (every write acknowledged before the call is in it, none admitted after
+ * it returns), sharing the volume's extents until either is written;
+ * read-only, opened like a volume by its full name. Names: 1..
+ * RAID_SNAP_PART_MAX characters of A-Z a-z 0-9 . _ - each. Every refusal
+ * is -errno with one line in @why and changes nothing: -ENOENT no such
+ * volume, -EEXIST the name is taken, -EINVAL a bad name or @vol is a
+ * snapshot, -EOPNOTSUPP a thick volume or a backend without snapshots,
+ * -ENOSPC the volume table is full or no room for the snapshot's map,
+ * -EBUSY the volume's requests did not drain. */
+#define RAID_SNAP_PART_MAX 31u
+int raid_pool_snapshot(struct raid_pool *pool, const char *vol, const char *snap, char *why,
+		       size_t whylen);
+/* Delete snapshot "VOL@SNAP", or volume @name with no snapshots: the
+ * table entry goes (durable on every member), then its extents not
+ * shared with another are free. -EBUSY: a LUN of this daemon opened it
+ * (or the volume still has snapshots), -ENOENT: none by that name. */
+int raid_pool_vol_delete(struct raid_pool *pool, const char *name, char *why, size_t whylen);
+/* Whether @vol is a snapshot (its LUN is read-only). */
+bool raid_vol_is_snapshot(const struct raid_vol *vol);
 
 /* ---- shared state of a volume ----
  * A volume served by several rtgt nodes at once (the same volume of a

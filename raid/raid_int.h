@@ -211,6 +211,7 @@ struct raid_vol {
 	/* thin volumes (thin.c): their extent map and request state; owned,
 	 * NULL for thick volumes */
 	struct raid_thin *thin;
+	bool snapshot;            /* read-only: a snapshot (set at open) */
 };
 
 /* A sequential read stream on one mirror set (io.c, read balancing). */

@@ -248,7 +248,8 @@ int raid_sb_decode(const uint8_t *b, struct raid_sb *sb, const char **why)
 		sb->vols[i].extent = get64(v + 96);
 		sb->vols[i].flags = get32(v + 104);
 		sb->vols[i].thin_ext = get64(v + 112);
-		if ((sb->vols[i].flags & ~RAID_SBV_THIN) ||
+		if ((sb->vols[i].flags & ~(RAID_SBV_THIN | RAID_SBV_SNAP)) ||
+		    ((sb->vols[i].flags & RAID_SBV_SNAP) && !(sb->vols[i].flags & RAID_SBV_THIN)) ||
 		    (sb->vols[i].flags & RAID_SBV_THIN &&
 		     (sb->vols[i].thin_ext == 0 || sb->vols[i].thin_ext % 4096))) {
 			*why = "superblock fields out of range";

@@ -48,6 +48,12 @@ struct raid_sb_vol {
  * map, its data lives in extents of the pool's free space. 0 in
  * superblocks written before thin volumes existed: thick. */
 #define RAID_SBV_THIN 0x1u
+/* With RAID_SBV_THIN: a snapshot, named "VOLUME@SNAP" after the volume it
+ * was taken of; read-only, its map shares extents with that volume and its
+ * other snapshots (thin.c "Sharing"). A daemon from before snapshots
+ * refuses such a pool (it finds extents named twice) rather than write into
+ * a shared extent. */
+#define RAID_SBV_SNAP 0x2u
 
 /* Member bytes [a, b) of slot @slot hold no valid data: a row the rebuild
  * could not reconstruct (no redundancy left, or parity not synced). */

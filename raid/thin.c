@@ -86,6 +86,13 @@ struct raid_thin_pool {
 	struct raid_pool *p;
 	uint64_t ext, n_ext;
 	uint8_t *used;             /* owned, n_ext */
+	/* owned, n_ext: how many map entries (of every volume and snapshot,
+	 * durable or staged) name each X_DATA extent, plus one while an
+	 * allocation holds it before its map names it. Never stored: loading
+	 * counts the maps, so a crash can never leave a count wrong. Changed
+	 * under mu; read without it (refs_of) where a stale answer only
+	 * costs a copy that was not needed (see "Sharing" above). */
+	uint32_t *refs;
 	uint64_t n_data, n_region;
 	uint64_t hint;             /* next extent to try */
 	uint64_t pend_a, pend_b;   /* a region being created (pool bytes) */
@@ -132,6 +139,15 @@ struct raid_thin {
 	struct piece *parked;      /* waiting for a busy extent */
 	struct piece *drainers;    /* owners waiting for inflight[vx] == 0 */
 	_Atomic uint64_t n_mapped; /* entries of map[] that are not 0 */
+	bool snap;                 /* a snapshot: read-only, never grows */
+	/* Freezing (raid_thin_snapshot): while frozen, new requests wait in
+	 * held (owned by their submitters, restarted on their threads at the
+	 * thaw); active counts the requests admitted and not yet delivered,
+	 * idle is signalled when it falls to 0 while frozen. t->mu. */
+	bool frozen;
+	unsigned active;
+	struct tio *held;
+	pthread_cond_t idle;
 };
 
 struct tio;
@@ -145,6 +161,8 @@ struct piece {
 	uint64_t len;
 	uint8_t *buf;              /* into io->buf; NULL: zeroes */
 	uint32_t pext;             /* allocation: the pool extent taken */
+	uint32_t cow_old;          /* copy on write: the shared entry left */
+	const uint8_t *cdata;      /* copy on write: what it writes; NULL: zeroes */
 	uint8_t *xbuf;             /* owned: an extent image, zeroes */
 	bool mapped;               /* caw: what the read found */
 	bool owner;                /* holds busy[vx] */
@@ -164,6 +182,7 @@ struct tio {
 	int result;
 	bool in_submit;
 	uint8_t *cmp;              /* caw: what the range holds; owned */
+	struct tio *hnext;         /* raid_thin.held */
 	unsigned n;
 	struct piece pc[];
 };
@@ -206,6 +225,11 @@ uint64_t raid_thin_map_bytes(const struct raid_pool *p, uint64_t bytes)
 	if (room < MAP_ROOM_MIN)
 		room = MAP_ROOM_MIN;
 	return nblk_of(p->thin->ext, room) * 2 * MAP_BLK;
+}
+
+uint64_t raid_thin_snap_map_bytes(const struct raid_pool *p, uint64_t bytes)
+{
+	return nblk_of(p->thin->ext, bytes) * 2 * MAP_BLK;
 }
 
 uint64_t raid_thin_max_bytes(const struct raid_pool *p, uint64_t region)
@@ -407,6 +431,7 @@ static int ext_take(struct raid_thin_pool *tp, uint32_t *out)
 
 		if (tp->used[k] == X_FREE) {
 			tp->used[k] = X_DATA;
+			__atomic_store_n(&tp->refs[k], 1, __ATOMIC_RELAXED);
 			tp->n_data++;
 			tp->hint = k + 1;
 			*out = (uint32_t)k;
@@ -429,15 +454,39 @@ static int ext_take(struct raid_thin_pool *tp, uint32_t *out)
 	return rc;
 }
 
+/* tp->mu held: one reference to X_DATA extent @k less; free at the last. */
+static void ext_put_locked(struct raid_thin_pool *tp, uint32_t k)
+{
+	uint32_t r;
+
+	if (tp->used[k] != X_DATA)
+		return;
+	r = __atomic_load_n(&tp->refs[k], __ATOMIC_RELAXED);
+	if (r > 1) {
+		__atomic_store_n(&tp->refs[k], r - 1, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_store_n(&tp->refs[k], 0, __ATOMIC_RELAXED);
+	tp->used[k] = X_FREE;
+	tp->n_data--;
+	threshold_locked(tp);
+}
+
 static void ext_give(struct raid_thin_pool *tp, uint32_t k)
 {
 	pthread_mutex_lock(&tp->mu);
-	if (tp->used[k] == X_DATA) {
-		tp->used[k] = X_FREE;
-		tp->n_data--;
-		threshold_locked(tp);
-	}
+	ext_put_locked(tp, k);
 	pthread_mutex_unlock(&tp->mu);
+}
+
+/* Whether pool extent @k has another owner than the map entry asking. A
+ * count read without tp->mu: it rises above 1 only while the volume that
+ * asks is frozen with nothing in flight (raid_thin_snapshot), so a stale
+ * answer can only be "shared" for an extent that just stopped being, and
+ * costs a copy that was not needed, never a write into a shared one. */
+static bool ext_shared(const struct raid_thin_pool *tp, uint32_t k)
+{
+	return __atomic_load_n(&tp->refs[k], __ATOMIC_RELAXED) > 1;
 }
 
 /* ---------------- loading ---------------- */
@@ -447,6 +496,7 @@ static void thin_free(struct raid_thin *t)
 	if (!t)
 		return;
 	pthread_mutex_destroy(&t->mu);
+	pthread_cond_destroy(&t->idle);
 	free(t->map);
 	free(t->staged);
 	free(t->inflight);
@@ -467,7 +517,9 @@ static struct raid_thin *thin_new(struct raid_thin_pool *tp, const struct raid_s
 	t->map_off = sv->start;
 	t->n_vext = (sv->size + tp->ext - 1) / tp->ext;
 	t->n_blk = nblk_of(tp->ext, sv->size);
+	t->snap = !!(sv->flags & RAID_SBV_SNAP);
 	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->idle, NULL);
 	t->map = calloc(t->n_vext, 4);
 	t->staged = calloc(t->n_vext, 4);
 	t->inflight = calloc(t->n_vext, 4);
@@ -480,9 +532,20 @@ static struct raid_thin *thin_new(struct raid_thin_pool *tp, const struct raid_s
 	return t;
 }
 
-/* Reads the map of table entry @sv into @t and marks its extents; tp->mu
- * not held (load is single-threaded under open_mu). */
-static int map_load(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct raid_thin *t)
+/* Whether table entries @a and @b are of one family: a volume and its
+ * snapshots ("vol0", "vol0@snap1"), the only ones that may share extents. */
+static bool same_family(const char *a, const char *b)
+{
+	size_t la = strcspn(a, "@"), lb = strcspn(b, "@");
+
+	return la == lb && !memcmp(a, b, la);
+}
+
+/* Reads the map of table entry @me (of @vols) into @t and counts its
+ * extents; last[k] is 1 + the entry that named pool extent k last (0:
+ * none yet). tp->mu not held (load is single-threaded under open_mu). */
+static int map_load(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct raid_thin *t,
+		    uint8_t *last, unsigned me, const struct raid_sb_vol *vols)
 {
 	const char *pn = tp->p->name;
 	uint64_t bytes = t->n_blk * 2 * MAP_BLK, done = 0;
@@ -532,17 +595,27 @@ static int map_load(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct ra
 				}
 				if (!e)
 					continue;
-				if (e - 1 >= tp->n_ext || tp->used[e - 1] != X_FREE) {
-					LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map entry %llu names pool extent %u, which is %s: the volume is not served",
+				if (e - 1 >= tp->n_ext || tp->used[e - 1] == X_REGION ||
+				    last[e - 1] == me + 1 ||
+				    (last[e - 1] && !same_family(vols[last[e - 1] - 1].name, t->name))) {
+					LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map entry %llu names pool extent %u, which is %s%s: the pool's volumes are not served",
 						pn, t->name, (unsigned long long)vx, e - 1,
 						e - 1 >= tp->n_ext ? "past the pool's end" :
-						tp->used[e - 1] == X_DATA ? "named twice" :
-						"another volume's region");
+						tp->used[e - 1] == X_REGION ? "a volume table region" :
+						last[e - 1] == me + 1 ? "named twice by this volume" :
+						"named by another volume, not of its snapshots: ",
+						e - 1 < tp->n_ext && tp->used[e - 1] != X_REGION &&
+						last[e - 1] && last[e - 1] != me + 1 ?
+						vols[last[e - 1] - 1].name : "");
 					rc = -EUCLEAN;
 					goto out_free;
 				}
-				tp->used[e - 1] = X_DATA;
-				tp->n_data++;
+				if (tp->used[e - 1] == X_FREE) {
+					tp->used[e - 1] = X_DATA;
+					tp->n_data++;
+				}
+				last[e - 1] = (uint8_t)(me + 1);
+				__atomic_fetch_add(&tp->refs[e - 1], 1, __ATOMIC_RELAXED);
 				t->n_mapped++;
 				t->map[vx] = t->staged[vx] = e;
 			}
@@ -559,6 +632,7 @@ int raid_thin_pool_load(struct raid_pool *p)
 	struct raid_thin_pool *tp = p->thin;
 	struct raid_sb_vol vols[RAID_MAX_VOLS];
 	struct raid_ioctx *ctx = NULL;
+	uint8_t *last;
 	unsigned n;
 	int rc = 0;
 
@@ -597,7 +671,10 @@ int raid_thin_pool_load(struct raid_pool *p)
 		}
 		tp->n_ext = p->g.usable / tp->ext;
 		tp->used = calloc(tp->n_ext ? tp->n_ext : 1, 1);
-		if (!tp->used) {
+		tp->refs = calloc(tp->n_ext ? tp->n_ext : 1, sizeof(*tp->refs));
+		if (!tp->used || !tp->refs) {
+			free(tp->used);
+			free(tp->refs);
 			free(tp);
 			return -ENOMEM;
 		}
@@ -617,6 +694,9 @@ int raid_thin_pool_load(struct raid_pool *p)
 	regions_locked(tp);
 	pthread_mutex_unlock(&tp->mu);
 	pthread_mutex_unlock(&p->meta_mu);
+	last = calloc(tp->n_ext ? tp->n_ext : 1, 1);
+	if (!last)
+		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		struct raid_thin *t;
 
@@ -629,7 +709,7 @@ int raid_thin_pool_load(struct raid_pool *p)
 			rc = -ENOMEM;
 			goto out_fail;
 		}
-		rc = map_load(tp, ctx, t);
+		rc = map_load(tp, ctx, t, last, i, vols);
 		if (rc) {
 			thin_free(t);
 			goto out_fail;
@@ -640,6 +720,7 @@ int raid_thin_pool_load(struct raid_pool *p)
 	threshold_locked(tp);
 	pthread_mutex_unlock(&tp->mu);
 	tp->loaded = true;
+	free(last);
 	if (ctx)
 		raid_ioctx_destroy(ctx);
 	return 0;
@@ -650,7 +731,9 @@ out_fail:
 		tp->loaded_t[i] = NULL;
 	}
 	memset(tp->used, 0, tp->n_ext);
+	memset(tp->refs, 0, tp->n_ext * sizeof(*tp->refs));
 	tp->n_data = 0;
+	free(last);
 	if (ctx)
 		raid_ioctx_destroy(ctx);
 	return rc;
@@ -666,50 +749,248 @@ void raid_thin_unlock(struct raid_pool *p)
 	pthread_mutex_unlock(&p->thin->open_mu);
 }
 
-int raid_thin_map_init(struct raid_pool *p, const struct raid_sb_vol *sv)
+/* Write every block of @t's map (its staged entries) as copy 0, sequence
+ * 1, copy 1 left no map block: what a new map (of a new volume or a
+ * snapshot) starts from. Synchronous; never on a reactor. */
+static int map_write_new(struct raid_thin_pool *tp, struct raid_thin *t)
 {
-	struct raid_thin_pool *tp = p->thin;
 	struct raid_ioctx *ctx;
-	struct raid_thin *t = thin_new(tp, sv);
-	uint8_t *buf;
+	uint8_t *buf = raid_alloc_nz(t->n_blk * 2 * MAP_BLK);
 	int rc;
 
-	if (!t)
+	if (!buf)
 		return -ENOMEM;
-	buf = raid_alloc_nz(t->n_blk * 2 * MAP_BLK);
-	if (!buf) {
-		thin_free(t);
-		return -ENOMEM;
-	}
-	/* copy 0 of every block valid and empty; copy 1 stays whatever the
-	 * members held (its UUID cannot match) */
 	for (unsigned b = 0; b < t->n_blk; b++) {
-		blk_encode(t, b, 1, t->staged, buf + (uint64_t)b * 2 * MAP_BLK);
-		blk_encode(t, b, 0, t->staged, buf + (uint64_t)b * 2 * MAP_BLK + MAP_BLK);
-		memset(buf + (uint64_t)b * 2 * MAP_BLK + MAP_BLK, 0, 8);   /* no magic */
+		uint8_t *c0 = buf + (uint64_t)b * 2 * MAP_BLK;
+
+		/* copy 1 stays no map block (whatever the members held
+		 * there cannot have this volume's new UUID) */
+		blk_encode(t, b, 1, t->staged, c0);
+		memset(c0 + MAP_BLK, 0, MAP_BLK);
 		t->blk[b].seq = 1;
 		t->blk[b].copy = 0;
 	}
 	rc = raid_ioctx_create(&ctx);
 	if (!rc) {
-		rc = sync_io(tp, ctx, RAID_OP_WRITE, sv->start, t->n_blk * 2 * MAP_BLK, buf);
+		rc = sync_io(tp, ctx, RAID_OP_WRITE, t->map_off, t->n_blk * 2 * MAP_BLK, buf);
 		raid_ioctx_destroy(ctx);
 	}
 	free(buf);
+	return rc;
+}
+
+/* Keep not-yet-open @t by its UUID until raid_thin_attach. */
+static int keep_loaded(struct raid_thin_pool *tp, struct raid_thin *t)
+{
+	int rc = -ENOSPC;
+
+	/* tp->mu: raid_thin_space looks here without open_mu */
+	pthread_mutex_lock(&tp->mu);
+	for (unsigned i = 0; i < RAID_MAX_VOLS; i++)
+		if (!tp->loaded_t[i]) {
+			tp->loaded_t[i] = t;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&tp->mu);
+	return rc;
+}
+
+int raid_thin_map_init(struct raid_pool *p, const struct raid_sb_vol *sv)
+{
+	struct raid_thin_pool *tp = p->thin;
+	struct raid_thin *t = thin_new(tp, sv);
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	rc = map_write_new(tp, t);
 	if (rc) {
 		LOG_ERR(RAID_MOD, "pool %s: thin volume %s: its extent map could not be written (%s)",
 			p->name, sv->name, strerror(-rc));
 		thin_free(t);
 		return rc;
 	}
-	for (unsigned i = 0; i < RAID_MAX_VOLS; i++)
-		if (!tp->loaded_t[i]) {
-			/* kept by name until raid_thin_attach */
-			tp->loaded_t[i] = t;
+	rc = keep_loaded(tp, t);
+	if (rc)
+		thin_free(t);
+	return rc;
+}
+
+/* The thin volume whose UUID is @uuid, open or only loaded; open_mu held. */
+static struct raid_thin *thin_find(struct raid_pool *p, const uint8_t uuid[16])
+{
+	struct raid_thin_pool *tp = p->thin;
+
+	for (unsigned i = 0; i < RAID_MAX_VOLS; i++) {
+		if (tp->loaded_t[i] && !memcmp(tp->loaded_t[i]->uuid, uuid, 16))
+			return tp->loaded_t[i];
+		if (p->vols[i] && p->vols[i]->thin && !memcmp(p->vols[i]->thin->uuid, uuid, 16))
+			return p->vols[i]->thin;
+	}
+	return NULL;
+}
+
+/* Every entry of @t's map one reference less (its extents free at the last). */
+static void refs_drop(struct raid_thin_pool *tp, const struct raid_thin *t)
+{
+	pthread_mutex_lock(&tp->mu);
+	for (uint64_t vx = 0; vx < t->n_vext; vx++)
+		if (t->map[vx])
+			ext_put_locked(tp, t->map[vx] - 1);
+	pthread_mutex_unlock(&tp->mu);
+}
+
+static void held_go(void *arg);
+
+/* Let frozen @t's requests go again: those held restart on their threads. */
+static void thaw(struct raid_thin *t)
+{
+	struct tio *list, *rev = NULL;
+
+	pthread_mutex_lock(&t->mu);
+	t->frozen = false;
+	list = t->held;
+	t->held = NULL;
+	pthread_mutex_unlock(&t->mu);
+	while (list) {
+		/* held newest first: restart them in the order they came */
+		struct tio *ti = list;
+
+		list = ti->hnext;
+		ti->hnext = rev;
+		rev = ti;
+	}
+	while (rev) {
+		struct tio *ti = rev;
+
+		rev = ti->hnext;
+		if (raid_defer(ti->ctx, held_go, ti)) {
+			LOG_ERR(RAID_MOD, "out of memory restarting a thin-volume request");
+			held_go(ti);
+		}
+	}
+}
+
+#define FREEZE_WAIT_MS 10000
+
+int raid_thin_snapshot(struct raid_pool *p, const uint8_t origin[16], const struct raid_sb_vol *nv,
+		       uint64_t *frozen_us)
+{
+	struct raid_thin_pool *tp = p->thin;
+	struct raid_thin *o = thin_find(p, origin), *s;
+	struct timespec t0, t1, dl;
+	int rc = 0;
+
+	if (!o)
+		return -ENOENT;
+	s = thin_new(tp, nv);
+	if (!s)
+		return -ENOMEM;
+	if (s->n_vext > o->n_vext) {
+		thin_free(s);
+		return -EINVAL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += FREEZE_WAIT_MS / 1000;
+	/* Freeze: no request is admitted, those admitted finish. Then the
+	 * map holds every write acknowledged before, and no owner is in the
+	 * middle of changing it (busy extents belong to admitted requests). */
+	pthread_mutex_lock(&o->mu);
+	o->frozen = true;
+	while (o->active && rc == 0)
+		rc = -pthread_cond_timedwait(&o->idle, &o->mu, &dl);
+	if (rc == 0) {
+		memcpy(s->map, o->map, s->n_vext * 4);
+		memcpy(s->staged, o->map, s->n_vext * 4);
+		for (uint64_t vx = 0; vx < s->n_vext; vx++)
+			if (s->map[vx])
+				s->n_mapped++;
+	}
+	pthread_mutex_unlock(&o->mu);
+	if (rc == 0) {
+		/* while still frozen: the origin's writes see them shared
+		 * from the first admitted after the thaw */
+		pthread_mutex_lock(&tp->mu);
+		for (uint64_t vx = 0; vx < s->n_vext; vx++)
+			if (s->map[vx])
+				__atomic_fetch_add(&tp->refs[s->map[vx] - 1], 1, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&tp->mu);
+	}
+	thaw(o);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (frozen_us)
+		*frozen_us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u +
+			     (uint64_t)((t1.tv_nsec - t0.tv_nsec) / 1000);
+	if (rc) {
+		LOG_ERR(RAID_MOD, "pool %s: volume %s: requests in flight did not finish within %d ms: no snapshot taken",
+			p->name, o->name, FREEZE_WAIT_MS);
+		thin_free(s);
+		return -EBUSY;
+	}
+	/* The references are counted; the snapshot exists once the table
+	 * names it (the caller). Writes to the origin meanwhile copy. */
+	rc = map_write_new(tp, s);
+	if (!rc)
+		rc = keep_loaded(tp, s);
+	if (rc) {
+		LOG_ERR(RAID_MOD, "pool %s: snapshot %s: its extent map could not be written (%s)",
+			p->name, nv->name, strerror(-rc));
+		refs_drop(tp, s);
+		thin_free(s);
+		return rc;
+	}
+	return 0;
+}
+
+int raid_thin_forget(struct raid_pool *p, const uint8_t uuid[16])
+{
+	struct raid_thin_pool *tp = p->thin;
+
+	for (unsigned i = 0; i < RAID_MAX_VOLS; i++) {
+		struct raid_thin *t = tp->loaded_t[i];
+
+		if (t && !memcmp(t->uuid, uuid, 16)) {
+			pthread_mutex_lock(&tp->mu);
+			tp->loaded_t[i] = NULL;
+			pthread_mutex_unlock(&tp->mu);
+			refs_drop(tp, t);
+			thin_free(t);
 			return 0;
 		}
-	thin_free(t);
-	return -ENOSPC;
+	}
+	return -ENOENT;
+}
+
+void raid_thin_space(struct raid_pool *p, const uint8_t uuid[16], uint64_t *alloc,
+		     uint64_t *shared)
+{
+	struct raid_thin *t;
+	uint64_t a = 0, sh = 0;
+
+	*alloc = *shared = 0;
+	if (!p->thin)
+		return;
+	/* tp->mu keeps a loaded-only @t from being forgotten meanwhile; the
+	 * caller holds open_mu or meta_mu, either keeps p->vols[] still */
+	pthread_mutex_lock(&p->thin->mu);
+	t = thin_find(p, uuid);
+	if (t) {
+		pthread_mutex_lock(&t->mu);
+		for (uint64_t vx = 0; vx < t->n_vext; vx++)
+			if (t->map[vx]) {
+				a++;
+				if (ext_shared(t->tp, t->map[vx] - 1))
+					sh++;
+			}
+		pthread_mutex_unlock(&t->mu);
+		a *= t->tp->ext;
+		sh *= t->tp->ext;
+	}
+	pthread_mutex_unlock(&p->thin->mu);
+	*alloc = a;
+	*shared = sh;
 }
 
 int raid_thin_attach(struct raid_pool *p, unsigned slot, struct raid_vol *v)
@@ -721,7 +1002,9 @@ int raid_thin_attach(struct raid_pool *p, unsigned slot, struct raid_vol *v)
 		struct raid_thin *t = tp->loaded_t[i];
 
 		if (t && !memcmp(t->uuid, v->uuid, 16)) {
+			pthread_mutex_lock(&tp->mu);
 			tp->loaded_t[i] = NULL;
+			pthread_mutex_unlock(&tp->mu);
 			t->v = v;
 			v->thin = t;
 			return 0;
@@ -747,6 +1030,7 @@ void raid_thin_pool_free(struct raid_pool *p)
 	for (unsigned i = 0; i < RAID_MAX_VOLS; i++)
 		thin_free(tp->loaded_t[i]);
 	free(tp->used);
+	free(tp->refs);
 	pthread_mutex_destroy(&tp->mu);
 	pthread_mutex_destroy(&tp->open_mu);
 	free(tp);
@@ -760,7 +1044,12 @@ static void deliver(void *arg)
 	struct tio *ti = arg;
 	struct raid_io *io = ti->io;
 	struct raid_ioctx *ctx = ti->ctx;
+	struct raid_thin *t = ti->t;
 
+	pthread_mutex_lock(&t->mu);
+	if (--t->active == 0 && t->frozen)
+		pthread_cond_broadcast(&t->idle);
+	pthread_mutex_unlock(&t->mu);
 	io->result = ti->result;
 	for (unsigned i = 0; i < ti->n; i++)
 		free(ti->pc[i].xbuf);
@@ -1134,6 +1423,119 @@ static void owner_done(struct piece *pc, int rc)
 	piece_done(pc, rc);
 }
 
+static uint64_t vext_len(const struct raid_thin *t, uint64_t vx);
+
+/* ---- copy on write (an extent a snapshot shares) ----
+ * The owner of mapped, shared pc->vx takes a new extent, reads the shared
+ * one into it where the write does not cover it (nothing when it covers
+ * the whole extent), writes it whole with FUA, makes its entry name it
+ * (map_set), and only then lets the shared one go: the snapshot keeps the
+ * old bytes, a crash before the map block leaves the old entry (the new
+ * extent free again at the next start), after it the new. */
+
+static void cow_mapped(struct piece *pc, int rc)
+{
+	struct raid_thin *t = pc->tio->t;
+
+	if (!rc) {
+		pthread_mutex_lock(&t->mu);
+		t->map[pc->vx] = pc->pext + 1;
+		pthread_mutex_unlock(&t->mu);
+		ext_give(t->tp, pc->cow_old - 1);
+	}
+	/* on failure the new extent stays taken, as in alloc_mapped */
+	free(pc->xbuf);
+	pc->xbuf = NULL;
+	pc->k(pc, rc);
+}
+
+static void cow_written(struct raid_io *bio)
+{
+	struct piece *pc = bio->arg;
+
+	if (bio->result) {
+		ext_give(pc->tio->t->tp, pc->pext);
+		free(pc->xbuf);
+		pc->xbuf = NULL;
+		pc->k(pc, bio->result);
+		return;
+	}
+	map_set(pc, pc->pext + 1, cow_mapped);
+}
+
+static void cow_write(struct piece *pc)
+{
+	struct raid_thin *t = pc->tio->t;
+
+	if (pc->cdata)
+		memcpy(pc->xbuf + pc->in, pc->cdata, pc->len);
+	else
+		memset(pc->xbuf + pc->in, 0, pc->len);
+	sub_submit(pc, RAID_OP_WRITE, RAID_IO_FUA, (uint64_t)pc->pext * t->tp->ext, t->tp->ext,
+		   pc->xbuf, cow_written);
+}
+
+static void cow_read_done(struct raid_io *bio)
+{
+	struct piece *pc = bio->arg;
+
+	if (bio->result) {
+		ext_give(pc->tio->t->tp, pc->pext);
+		free(pc->xbuf);
+		pc->xbuf = NULL;
+		pc->k(pc, bio->result);
+		return;
+	}
+	cow_write(pc);
+}
+
+/* Owner of mapped pc->vx (shared): write @data (NULL: zeroes) at pc->in
+ * into a copy of it; @k(pc, rc) after. */
+static void cow_start(struct piece *pc, piece_fn k, const uint8_t *data)
+{
+	struct raid_thin *t = pc->tio->t;
+	uint64_t ext = t->tp->ext;
+	int rc;
+
+	pc->k = k;
+	pc->cdata = data;
+	pthread_mutex_lock(&t->mu);
+	pc->cow_old = t->map[pc->vx];
+	pthread_mutex_unlock(&t->mu);
+	rc = ext_take(t->tp, &pc->pext);
+	if (rc) {
+		k(pc, rc);
+		return;
+	}
+	free(pc->xbuf);
+	pc->xbuf = raid_alloc_nz(ext);
+	if (!pc->xbuf) {
+		ext_give(t->tp, pc->pext);
+		k(pc, -ENOMEM);
+		return;
+	}
+	if (pc->in == 0 && pc->len >= vext_len(t, pc->vx)) {
+		/* the whole extent is written: nothing of the old to keep
+		 * (past the volume's end, zeroes as an allocation leaves) */
+		memset(pc->xbuf + pc->len, 0, ext - pc->len);
+		cow_write(pc);
+		return;
+	}
+	sub_submit(pc, RAID_OP_READ, 0, pool_off(t, pc->cow_old, 0), ext, pc->xbuf, cow_read_done);
+}
+
+static void cow_go_write(struct piece *pc, int rc)
+{
+	(void)rc;
+	cow_start(pc, owner_done, pc->buf);
+}
+
+static void cow_go_zero(struct piece *pc, int rc)
+{
+	(void)rc;
+	cow_start(pc, owner_done, NULL);
+}
+
 static void free_mapped(struct piece *pc, int rc)
 {
 	struct raid_thin *t = pc->tio->t;
@@ -1195,6 +1597,13 @@ static void piece_start(struct piece *pc)
 		sub_submit(pc, RAID_OP_READ, 0, pool_off(t, e, pc->in), pc->len, pc->buf, fast_done);
 		return;
 	case RAID_OP_WRITE:
+		if (e && ext_shared(t->tp, e - 1)) {
+			own_locked(t, pc, cow_go_write, &now);
+			pthread_mutex_unlock(&t->mu);
+			if (now)
+				cow_go_write(pc, 0);
+			return;
+		}
 		if (e) {
 			t->inflight[pc->vx]++;
 			pthread_mutex_unlock(&t->mu);
@@ -1210,6 +1619,14 @@ static void piece_start(struct piece *pc)
 		if (!e) {
 			pthread_mutex_unlock(&t->mu);
 			piece_done(pc, 0);
+			return;
+		}
+		if ((pc->in || pc->len < vext_len(t, pc->vx)) && ext_shared(t->tp, e - 1)) {
+			/* part of a shared extent: zeroes into a copy */
+			own_locked(t, pc, cow_go_zero, &now);
+			pthread_mutex_unlock(&t->mu);
+			if (now)
+				cow_go_zero(pc, 0);
 			return;
 		}
 		if (pc->in || pc->len < vext_len(t, pc->vx)) {
@@ -1293,7 +1710,9 @@ static void caw_compare(struct tio *ti)
 		pthread_mutex_lock(&ti->t->mu);
 		e = ti->t->map[pc->vx];
 		pthread_mutex_unlock(&ti->t->mu);
-		if (e)
+		if (e && ext_shared(ti->t->tp, e - 1))
+			cow_start(pc, caw_step_done, pc->buf + io->len);
+		else if (e)
 			sub_submit(pc, RAID_OP_WRITE, io->flags, pool_off(ti->t, e, pc->in), pc->len,
 				   pc->buf + io->len, caw_write_done);
 		else
@@ -1379,7 +1798,7 @@ static void caw_start(struct tio *ti)
 			pthread_mutex_unlock(&t->mu);
 			return;
 		}
-	if (ti->n == 1 && t->map[ti->pc[0].vx]) {
+	if (ti->n == 1 && t->map[ti->pc[0].vx] && !ext_shared(t->tp, t->map[ti->pc[0].vx] - 1)) {
 		struct piece *pc = &ti->pc[0];
 		uint32_t e = t->map[pc->vx];
 
@@ -1408,6 +1827,72 @@ static void flush_done(struct raid_io *bio)
 	piece_done(bio->arg, bio->result);
 }
 
+/* Start admitted request @ti (t->active counts it). */
+static void tio_go(struct tio *ti)
+{
+	struct raid_io *io = ti->io;
+	struct raid_thin *t = ti->t;
+	uint64_t ext = t->tp->ext;
+	unsigned n = ti->n;
+
+	switch (io->op) {
+	case RAID_OP_FLUSH:
+		ti->pc[0].tio = ti;
+		ti->pending = 1;
+		sub_submit(&ti->pc[0], RAID_OP_FLUSH, 0, 0, 0, NULL, flush_done);
+		break;
+	case RAID_OP_MAP_STATUS: {
+		uint64_t vx = io->off / ext, end = (vx + 1) * ext, lim = io->off + io->len;
+		bool un;
+
+		pthread_mutex_lock(&t->mu);
+		un = !t->map[vx] && !t->busy[vx];
+		while (end < lim) {
+			uint64_t x = end / ext;
+
+			if ((!t->map[x] && !t->busy[x]) != un)
+				break;
+			end += ext;
+		}
+		pthread_mutex_unlock(&t->mu);
+		io->unmapped = un;
+		io->map_len = (end < lim ? end : lim) - io->off;
+		tio_finish(ti);
+		break;
+	}
+	case RAID_OP_COMPARE_WRITE:
+		caw_start(ti);
+		break;
+	default:
+		ti->pending = n + 1;
+		for (unsigned i = 0; i < n; i++)
+			piece_start(&ti->pc[i]);
+		piece_done(&ti->pc[0], 0);
+		break;
+	}
+}
+
+/* A request held while its volume was frozen, on its own thread. */
+static void held_go(void *arg)
+{
+	struct tio *ti = arg;
+	struct raid_thin *t = ti->t;
+	struct raid_ioctx *ctx = ti->ctx;
+
+	pthread_mutex_lock(&t->mu);
+	if (t->frozen) {
+		/* frozen again since the thaw that sent it */
+		ti->hnext = t->held;
+		t->held = ti;
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
+	t->active++;
+	pthread_mutex_unlock(&t->mu);
+	tio_go(ti);
+	raid_ioctx_kick(ctx);
+}
+
 #define DISCARD_MAX (1ull << 30)
 
 int raid_thin_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io)
@@ -1419,6 +1904,9 @@ int raid_thin_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io 
 
 	if (!io || !io->cb || (unsigned)io->op > RAID_OP_MAP_STATUS || io->op == RAID_OP_WRITE_SAME)
 		return -EINVAL;
+	if (t->snap && (io->op == RAID_OP_WRITE || io->op == RAID_OP_DISCARD ||
+			io->op == RAID_OP_COMPARE_WRITE))
+		return -EROFS;
 	if (io->op != RAID_OP_FLUSH) {
 		if (io->off % 512 || io->len % 512 || io->len == 0)
 			return -EINVAL;
@@ -1456,40 +1944,16 @@ int raid_thin_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io 
 		pc->len = b - a;
 		pc->buf = io->buf ? io->buf + (a - io->off) : NULL;
 	}
-	switch (io->op) {
-	case RAID_OP_FLUSH:
-		ti->pc[0].tio = ti;
-		ti->pending = 1;
-		sub_submit(&ti->pc[0], RAID_OP_FLUSH, 0, 0, 0, NULL, flush_done);
-		break;
-	case RAID_OP_MAP_STATUS: {
-		uint64_t vx = io->off / ext, end = (vx + 1) * ext, lim = io->off + io->len;
-		bool un;
-
-		pthread_mutex_lock(&t->mu);
-		un = !t->map[vx] && !t->busy[vx];
-		while (end < lim) {
-			uint64_t x = end / ext;
-
-			if ((!t->map[x] && !t->busy[x]) != un)
-				break;
-			end += ext;
-		}
+	pthread_mutex_lock(&t->mu);
+	if (t->frozen) {
+		/* a snapshot is being taken: this request is after it */
+		ti->hnext = t->held;
+		t->held = ti;
 		pthread_mutex_unlock(&t->mu);
-		io->unmapped = un;
-		io->map_len = (end < lim ? end : lim) - io->off;
-		tio_finish(ti);
-		break;
-	}
-	case RAID_OP_COMPARE_WRITE:
-		caw_start(ti);
-		break;
-	default:
-		ti->pending = n + 1;
-		for (unsigned i = 0; i < n; i++)
-			piece_start(&ti->pc[i]);
-		piece_done(&ti->pc[0], 0);
-		break;
+	} else {
+		t->active++;
+		pthread_mutex_unlock(&t->mu);
+		tio_go(ti);
 	}
 	/* still valid: a completion inside this call was deferred */
 	ti->in_submit = false;

@@ -249,6 +249,24 @@ static int open_locked(struct raid_pool *p, const char *name, const struct conf_
 		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
 		return -EINVAL;
 	}
+	if (strchr(name, '@')) {
+		/* a snapshot: opened as it is, whatever size or provisioning
+		 * the LUN gives (conf.c makes its LUN read-only) */
+		pthread_mutex_lock(&p->meta_mu);
+		for (i = 0; i < p->sb.n_vols; i++)
+			if (!strcmp(p->sb.vols[i].name, name) &&
+			    (p->sb.vols[i].flags & RAID_SBV_SNAP))
+				sv = &p->sb.vols[i];
+		if (!sv) {
+			LOG_ERR(RAID_MOD, "pool %s: no snapshot %s (rtgtctl volume list %s shows them)",
+				p->name, name, p->name);
+			rc = -ENOENT;
+			goto out_unlock;
+		}
+		thin = true;
+		bytes = sv->size;
+		goto open;
+	}
 	if (!size_valid(p, name, size))
 		return -EINVAL;
 	bytes = want_bytes(p, size);
@@ -340,6 +358,7 @@ open:
 		v->start = sv->start;
 		atomic_init(&v->size, sv->size);
 		v->extent = sv->extent;
+		v->snapshot = !!(sv->flags & RAID_SBV_SNAP);
 		if (sv->flags & RAID_SBV_THIN) {
 			rc = raid_thin_attach(p, i, v);
 			if (rc) {
@@ -374,6 +393,189 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 		return rc;
 	raid_thin_lock(p);
 	rc = open_locked(p, name, size, flags & RAID_VOL_THIN, out);
+	raid_thin_unlock(p);
+	return rc;
+}
+
+/* A name part of a snapshot (either side of the '@'). */
+static bool part_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > RAID_SNAP_PART_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static int find_locked(const struct raid_pool *p, const char *name)
+{
+	for (unsigned i = 0; i < p->sb.n_vols; i++)
+		if (!strcmp(p->sb.vols[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+static int md_pool_snapshot(struct raid_pool *p, const char *vol, const char *snap, char *why,
+			    size_t wl)
+{
+	struct raid_sb_vol nv;
+	uint8_t ouuid[16];
+	uint64_t us = 0;
+	char name[64];
+	int i, rc;
+
+	if (!part_ok(vol) || !part_ok(snap)) {
+		snprintf(why, wl, "snapshot names: VOLUME and NAME of 1..%u characters of A-Z a-z 0-9 . _ - each ('@' joins them)",
+			 RAID_SNAP_PART_MAX);
+		return -EINVAL;
+	}
+	snprintf(name, sizeof(name), "%s@%s", vol, snap);
+	rc = raid_thin_pool_load(p);
+	if (rc) {
+		snprintf(why, wl, "pool %s: its thin volumes' maps could not be loaded (%s)", p->name,
+			 strerror(-rc));
+		return rc;
+	}
+	raid_thin_lock(p);
+	pthread_mutex_lock(&p->meta_mu);
+	i = find_locked(p, vol);
+	if (i < 0) {
+		snprintf(why, wl, "pool %s: no volume %s", p->name, vol);
+		rc = -ENOENT;
+		goto out_unlock;
+	}
+	if (!(p->sb.vols[i].flags & RAID_SBV_THIN)) {
+		snprintf(why, wl, "pool %s: volume %s is thick: snapshots are taken of thin volumes (a LUN with thin = true)",
+			 p->name, vol);
+		rc = -EOPNOTSUPP;
+		goto out_unlock;
+	}
+	if (find_locked(p, name) >= 0) {
+		snprintf(why, wl, "pool %s: snapshot %s exists already", p->name, name);
+		rc = -EEXIST;
+		goto out_unlock;
+	}
+	if (p->sb.n_vols >= RAID_MAX_VOLS) {
+		snprintf(why, wl, "pool %s: the volume table is full (%u volumes and snapshots): delete one first",
+			 p->name, RAID_MAX_VOLS);
+		rc = -ENOSPC;
+		goto out_unlock;
+	}
+	memset(&nv, 0, sizeof(nv));
+	nv.extent = extent_of(p, raid_thin_snap_map_bytes(p, p->sb.vols[i].size));
+	rc = find_space(p, nv.extent, &nv.start);
+	if (rc) {
+		snprintf(why, wl, "pool %s: no room for the extent map of snapshot %s (%llu bytes)",
+			 p->name, name, (unsigned long long)nv.extent);
+		goto out_unlock;
+	}
+	snprintf(nv.name, sizeof(nv.name), "%s", name);
+	if (getrandom(nv.uuid, 16, 0) != 16) {
+		snprintf(why, wl, "no random bytes for a UUID");
+		rc = -EIO;
+		goto out_unpend;
+	}
+	nv.size = p->sb.vols[i].size;
+	nv.flags = RAID_SBV_THIN | RAID_SBV_SNAP;
+	nv.thin_ext = raid_thin_ext(p);
+	memcpy(ouuid, p->sb.vols[i].uuid, 16);
+	/* the region stays reserved (find_space) while the map is written
+	 * without meta_mu; open_mu keeps the table's other users out */
+	pthread_mutex_unlock(&p->meta_mu);
+	rc = raid_thin_snapshot(p, ouuid, &nv, &us);
+	pthread_mutex_lock(&p->meta_mu);
+	if (rc) {
+		snprintf(why, wl, "pool %s: snapshot %s not taken: %s", p->name, name,
+			 rc == -EBUSY ? "the volume's requests in flight did not finish" : strerror(-rc));
+		goto out_unpend;
+	}
+	p->sb.vols[p->sb.n_vols++] = nv;
+	rc = raid_pool_write_sbs_locked(p, false);
+	if (rc) {
+		p->sb.n_vols--;
+		raid_thin_forget(p, nv.uuid);
+		snprintf(why, wl, "pool %s: snapshot %s not taken: the volume table could not be written (%s)",
+			 p->name, name, strerror(-rc));
+		goto out_unpend;
+	}
+	LOG_INFO(RAID_MOD, "pool %s: snapshot %s taken (requests held %llu us), extent map at %llu",
+		 p->name, name, (unsigned long long)us, (unsigned long long)nv.start);
+out_unpend:
+	raid_thin_pending(p, 0, 0);
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
+	raid_thin_unlock(p);
+	return rc;
+}
+
+static int md_pool_vol_delete(struct raid_pool *p, const char *name, char *why, size_t wl)
+{
+	struct raid_sb_vol old[RAID_MAX_VOLS];
+	struct raid_vol *oldv[RAID_MAX_VOLS];
+	struct raid_sb_vol sv;
+	unsigned n;
+	int i, rc;
+
+	rc = raid_thin_pool_load(p);
+	if (rc) {
+		snprintf(why, wl, "pool %s: its thin volumes' maps could not be loaded (%s)", p->name,
+			 strerror(-rc));
+		return rc;
+	}
+	raid_thin_lock(p);
+	pthread_mutex_lock(&p->meta_mu);
+	i = find_locked(p, name);
+	if (i < 0) {
+		snprintf(why, wl, "pool %s: no volume or snapshot %s", p->name, name);
+		rc = -ENOENT;
+		goto out_unlock;
+	}
+	if (p->vols[i]) {
+		snprintf(why, wl, "pool %s: %s is in use: a LUN of this daemon opened it (remove the LUN, reload, and restart the daemon to close it)",
+			 p->name, name);
+		rc = -EBUSY;
+		goto out_unlock;
+	}
+	if (!strchr(name, '@')) {
+		size_t len = strlen(name);
+
+		for (unsigned k = 0; k < p->sb.n_vols; k++)
+			if (!strncmp(p->sb.vols[k].name, name, len) && p->sb.vols[k].name[len] == '@') {
+				snprintf(why, wl, "pool %s: volume %s has snapshots (%s first): delete them first",
+					 p->name, name, p->sb.vols[k].name);
+				rc = -EBUSY;
+				goto out_unlock;
+			}
+	}
+	n = p->sb.n_vols;
+	sv = p->sb.vols[i];
+	memcpy(old, p->sb.vols, sizeof(old[0]) * n);
+	memcpy(oldv, p->vols, sizeof(oldv[0]) * n);
+	memmove(&p->sb.vols[i], &p->sb.vols[i + 1], sizeof(old[0]) * (n - i - 1));
+	memmove(&p->vols[i], &p->vols[i + 1], sizeof(oldv[0]) * (n - i - 1));
+	p->vols[n - 1] = NULL;
+	p->sb.n_vols--;
+	rc = raid_pool_write_sbs_locked(p, false);
+	if (rc) {
+		memcpy(p->sb.vols, old, sizeof(old[0]) * n);
+		memcpy(p->vols, oldv, sizeof(oldv[0]) * n);
+		p->sb.n_vols = n;
+		snprintf(why, wl, "pool %s: %s not deleted: the volume table could not be written (%s)",
+			 p->name, name, strerror(-rc));
+		goto out_unlock;
+	}
+	/* durable: its map region and the extents only it named are free */
+	if (sv.flags & RAID_SBV_THIN)
+		raid_thin_forget(p, sv.uuid);
+	raid_thin_pending(p, 0, 0);
+	LOG_INFO(RAID_MOD, "pool %s: %s %s deleted", p->name,
+		 sv.flags & RAID_SBV_SNAP ? "snapshot" : "volume", name);
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
 	raid_thin_unlock(p);
 	return rc;
 }
@@ -481,4 +683,6 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.vol_opt = md_vol_opt,
 	.vol_phys = md_vol_phys,
 	.vol_resize = md_vol_resize,
+	.pool_snapshot = md_pool_snapshot,
+	.pool_vol_delete = md_pool_vol_delete,
 };

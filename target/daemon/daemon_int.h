@@ -90,6 +90,10 @@ struct daemon {
 /* The invariant of the top of main.c. */
 bool daemon_check(const struct daemon *d);
 struct pool_ent *daemon_pool_find(struct daemon *d, const char *name);
+/* vols.c: the control commands "volume" and "snapshot" (their args as
+ * rtgtctl sends them); 0 or -errno with one line in @err. */
+int daemon_vol_cmd(struct daemon *d, const char *cmd, struct json_object *args,
+		   struct json_object *reply, char *err, size_t errlen);
 struct lu_ent *daemon_lu_find(struct daemon *d, const char *pool, const char *volume);
 struct tgt_ent *daemon_tgt_find(struct daemon *d, const char *iqn);
 /* Assembles the pool of @cp and appends its entry. 0 or -errno (logged). */

@@ -503,6 +503,33 @@ static void print_reload(struct json_object *reply)
 		printf("configuration reloaded\n");
 }
 
+static void mib(char *buf, size_t len, int64_t b)
+{
+	snprintf(buf, len, "%.1f", (double)b / (1024.0 * 1024.0));
+}
+
+static void print_volumes(struct json_object *reply)
+{
+	struct json_object *vols = get(reply, "volumes");
+
+	printf("%-12s %-32s %-8s %10s %10s %10s %10s  %-16s %s\n", "POOL", "NAME", "TYPE",
+	       "SIZE MiB", "ALLOC MiB", "SHARED", "EXCLUSIVE", "ORIGIN", "LUN");
+	for (size_t i = 0; i < arr_len(vols); i++) {
+		struct json_object *v = json_object_array_get_idx(vols, i), *o;
+		char sz[32], al[32], sh[32], ex[32];
+
+		mib(sz, sizeof(sz), get_i64(v, "size"));
+		mib(al, sizeof(al), get_i64(v, "allocated"));
+		mib(sh, sizeof(sh), get_i64(v, "shared"));
+		mib(ex, sizeof(ex), get_i64(v, "exclusive"));
+		printf("%-12s %-32s %-8s %10s %10s %10s %10s  %-16s %s\n", get_str(v, "pool", "?"),
+		       get_str(v, "name", "?"), get_str(v, "type", "?"), sz, al, sh, ex,
+		       *get_str(v, "origin", "") ? get_str(v, "origin", "") : "-",
+		       json_object_object_get_ex(v, "open", &o) && json_object_get_boolean(o) ?
+		       "open" : "-");
+	}
+}
+
 static void print_human(const char *cmd, char **args, struct json_object *reply)
 {
 	if (strcmp(cmd, "status") == 0) {
@@ -539,7 +566,16 @@ static void print_human(const char *cmd, char **args, struct json_object *reply)
 		else if (strcmp(cmd, "scrub") == 0)
 			printf("pool %s: scrub%s started\n", args[0],
 			       args[1] ? " with repair" : "");
-		else if (strcmp(cmd, "resize") == 0) {
+		else if (strcmp(cmd, "volume") == 0 && strcmp(args[0], "list") == 0) {
+			print_volumes(reply);
+			return;
+		} else if (get(reply, "deleted")) {
+			printf("pool %s: %s deleted\n", args[1], get_str(reply, "deleted", "?"));
+			return;
+		} else if (strcmp(cmd, "snapshot") == 0) {
+			printf("pool %s: snapshot %s taken\n", args[0], get_str(reply, "snapshot", "?"));
+			return;
+		} else if (strcmp(cmd, "resize") == 0) {
 			printf("%s LUN %s: volume %s %s %lld bytes\n", args[0], args[1],
 			       get_str(reply, "volume", "?"),
 			       get_i64(reply, "bytes") > get_i64(reply, "bytes_before") ?
@@ -640,6 +676,22 @@ static const struct command commands[] = {
 	  "(volumes are never moved), a pool that cannot grow volumes (rbd). Raise\n"
 	  "size in the configuration too: at start a larger on-disk volume is kept\n"
 	  "with a warning.\n" },
+	{ "volume", 1, 3, "volume list [POOL] | volume delete POOL NAME",
+	  "list: every volume and snapshot of POOL (or of every pool): its type (thick,\n"
+	  "thin, snapshot), size, the bytes of the pool it takes (allocated), how many\n"
+	  "of those another map shares (a snapshot and its volume share what neither\n"
+	  "wrote since) and the rest (exclusive, what deleting it gives back), the\n"
+	  "volume a snapshot was taken of, and whether a LUN opened it. delete: removes\n"
+	  "volume NAME, recorded on every member before the reply; its space is free\n"
+	  "then. Refused while a LUN of the running daemon opened it (remove the LUN\n"
+	  "and restart) or while it has snapshots (delete them first).\n" },
+	{ "snapshot", 3, 3, "snapshot POOL VOLUME NAME | snapshot delete POOL VOLUME@NAME",
+	  "Takes snapshot VOLUME@NAME of thin VOLUME: instant whatever its size (its\n"
+	  "extent map is copied, no data), holding every write acknowledged before the\n"
+	  "command and none after. The volume and the snapshot share their extents\n"
+	  "until the volume writes one (it is copied then). A LUN with volume =\n"
+	  "\"VOLUME@NAME\" exports it read-only. delete: removes the snapshot; the\n"
+	  "extents only it held are free. Names: 1..31 of A-Z a-z 0-9 . _ - each.\n" },
 	{ "events", 0, 0, "events [--follow] [--json]",
 	  "The daemon's newest events (it keeps 1024), oldest first: time, severity\n"
 	  "(info, warning, error, critical), kind and what happened. Kinds:\n"

@@ -1,0 +1,199 @@
+/*
+ * target/daemon/vols.c - the control socket's volume and snapshot commands:
+ * "volume list [POOL]", "volume delete POOL NAME", "snapshot POOL VOLUME
+ * NAME" and "snapshot delete POOL VOLUME@NAME" (rtgtctl, README
+ * "Snapshots").
+ *
+ * Layer: helpers (target/daemon/README.md "Layers"). May call: entries.c
+ * (the daemon's pools), raid/raid.h, conf/, json-c.
+ *
+ * The raid layer checks and refuses; this file only turns its answers into
+ * one line for the user and the reply's fields. Nothing here holds a lock
+ * of its own: the pools serialize their volume tables.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "conf/conf.h"
+#include "conf/util.h"
+#include "raid/raid.h"
+#include "target/daemon/daemon_int.h"
+
+#define MOD "rtgtd"
+
+static const char *arg_at(struct json_object *args, size_t i)
+{
+	if (!args || !json_object_is_type(args, json_type_array) ||
+	    json_object_array_length(args) <= i)
+		return NULL;
+	return json_object_get_string(json_object_array_get_idx(args, i));
+}
+
+static struct raid_pool *pool_named(struct daemon *d, const char *name, char *err, size_t errlen)
+{
+	struct pool_ent *pe = name ? daemon_pool_find(d, name) : NULL;
+
+	if (!pe)
+		snprintf(err, errlen, "no pool named '%s'", name ? name : "");
+	return pe ? pe->pool : NULL;
+}
+
+static void add_i64(struct json_object *o, const char *k, uint64_t v)
+{
+	json_object_object_add(o, k, json_object_new_int64((int64_t)v));
+}
+
+/* One pool's volumes into @arr. */
+static int list_pool(struct daemon *d, struct pool_ent *pe, struct json_object *arr)
+{
+	struct raid_pool_info *pi = malloc(sizeof(*pi));
+	int rc;
+
+	if (!pi)
+		return -ENOMEM;
+	rc = raid_pool_info(pe->pool, pi);
+	if (rc) {
+		free(pi);
+		return rc;
+	}
+	for (unsigned i = 0; i < pi->n_volumes; i++) {
+		const __typeof__(pi->volumes[0]) *v = &pi->volumes[i];
+		struct json_object *o = json_object_new_object();
+		uint64_t alloc = v->thin ? v->allocated : v->bytes;
+		const char *at = strchr(v->name, '@');
+		char origin[64] = "";
+
+		if (!o)
+			break;
+		if (v->snapshot && at)
+			snprintf(origin, sizeof(origin), "%.*s", (int)(at - v->name), v->name);
+		json_object_object_add(o, "pool", json_object_new_string(pe->name));
+		json_object_object_add(o, "name", json_object_new_string(v->name));
+		json_object_object_add(o, "type", json_object_new_string(
+			v->snapshot ? "snapshot" : v->thin ? "thin" : "thick"));
+		add_i64(o, "size", v->bytes);
+		add_i64(o, "allocated", alloc);
+		add_i64(o, "shared", v->shared);
+		add_i64(o, "exclusive", alloc - v->shared);
+		json_object_object_add(o, "origin", json_object_new_string(origin));
+		json_object_object_add(o, "open", json_object_new_boolean(v->open));
+		json_object_array_add(arr, o);
+	}
+	free(pi);
+	(void)d;
+	return 0;
+}
+
+static int volume_cmd(struct daemon *d, struct json_object *args, struct json_object *reply,
+		      char *err, size_t errlen)
+{
+	const char *sub = arg_at(args, 0), *a1 = arg_at(args, 1), *a2 = arg_at(args, 2);
+
+	if (sub && !strcmp(sub, "list")) {
+		struct json_object *arr = json_object_new_array();
+		int rc = 0;
+
+		if (!arr)
+			return -ENOMEM;
+		json_object_object_add(reply, "volumes", arr);
+		if (a1) {
+			struct pool_ent *pe = daemon_pool_find(d, a1);
+
+			if (!pe) {
+				snprintf(err, errlen, "no pool named '%s'", a1);
+				return -ENOENT;
+			}
+			rc = list_pool(d, pe, arr);
+		} else {
+			for (unsigned i = 0; i < d->n_pools && !rc; i++)
+				rc = list_pool(d, d->pools[i], arr);
+		}
+		if (rc)
+			snprintf(err, errlen, "volume list: %s", strerror(-rc));
+		return rc;
+	}
+	if (sub && !strcmp(sub, "delete") && a1 && a2) {
+		struct raid_pool *p = pool_named(d, a1, err, errlen);
+		char why[256] = "";
+		int rc;
+
+		if (!p)
+			return -ENOENT;
+		if (strchr(a2, '@')) {
+			snprintf(err, errlen, "volume delete: %s is a snapshot: use snapshot delete %s %s",
+				 a2, a1, a2);
+			return -EINVAL;
+		}
+		LOG_INFO(MOD, "ctl: deleting volume %s of pool %s", a2, a1);
+		rc = raid_pool_vol_delete(p, a2, why, sizeof(why));
+		if (rc)
+			snprintf(err, errlen, "volume delete: %s", why[0] ? why : strerror(-rc));
+		else
+			json_object_object_add(reply, "deleted", json_object_new_string(a2));
+		return rc;
+	}
+	snprintf(err, errlen, "usage: volume list [POOL] | volume delete POOL NAME");
+	return -EINVAL;
+}
+
+static int snapshot_cmd(struct daemon *d, struct json_object *args, struct json_object *reply,
+			char *err, size_t errlen)
+{
+	const char *a0 = arg_at(args, 0), *a1 = arg_at(args, 1), *a2 = arg_at(args, 2);
+	struct raid_pool *p;
+	char why[256] = "";
+	int rc;
+
+	if (a0 && !strcmp(a0, "delete")) {
+		if (!a1 || !a2) {
+			snprintf(err, errlen, "usage: snapshot delete POOL VOLUME@NAME");
+			return -EINVAL;
+		}
+		p = pool_named(d, a1, err, errlen);
+		if (!p)
+			return -ENOENT;
+		if (!strchr(a2, '@')) {
+			snprintf(err, errlen, "snapshot delete: '%s' is not a snapshot (VOLUME@NAME)", a2);
+			return -EINVAL;
+		}
+		LOG_INFO(MOD, "ctl: deleting snapshot %s of pool %s", a2, a1);
+		rc = raid_pool_vol_delete(p, a2, why, sizeof(why));
+		if (rc)
+			snprintf(err, errlen, "snapshot delete: %s", why[0] ? why : strerror(-rc));
+		else
+			json_object_object_add(reply, "deleted", json_object_new_string(a2));
+		return rc;
+	}
+	if (!a0 || !a1 || !a2) {
+		snprintf(err, errlen, "usage: snapshot POOL VOLUME NAME | snapshot delete POOL VOLUME@NAME");
+		return -EINVAL;
+	}
+	p = pool_named(d, a0, err, errlen);
+	if (!p)
+		return -ENOENT;
+	LOG_INFO(MOD, "ctl: snapshot %s@%s of pool %s", a1, a2, a0);
+	rc = raid_pool_snapshot(p, a1, a2, why, sizeof(why));
+	if (rc) {
+		snprintf(err, errlen, "snapshot: %s", why[0] ? why : strerror(-rc));
+		return rc;
+	}
+	{
+		char name[80];
+
+		snprintf(name, sizeof(name), "%s@%s", a1, a2);
+		json_object_object_add(reply, "snapshot", json_object_new_string(name));
+	}
+	return 0;
+}
+
+int daemon_vol_cmd(struct daemon *d, const char *cmd, struct json_object *args,
+		   struct json_object *reply, char *err, size_t errlen)
+{
+	if (!strcmp(cmd, "volume"))
+		return volume_cmd(d, args, reply, err, errlen);
+	return snapshot_cmd(d, args, reply, err, errlen);
+}

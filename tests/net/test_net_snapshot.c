@@ -1,0 +1,609 @@
+/*
+ * tests/net/test_net_snapshot.c - snapshots of thin volumes on RAID pools
+ * (raid/thin.c "Sharing", raid/vol.c, target/daemon/vols.c), through a real
+ * bin/rtgtd driven with libiscsi and bin/rtgtctl.
+ *
+ * 01 a thin LUN v0 (64 MiB) on a raid5 pool of 4 member files that held
+ *    random bytes, 16 MiB written (pattern A). `rtgtctl snapshot p v0 s1`:
+ *    exit 0; `volume list p --json`: v0@s1 is a snapshot of origin v0 with
+ *    v0's allocation, every byte of both shared, none exclusive. Then v0 is
+ *    written while the snapshot shares it: 1 MiB writes that do not line up
+ *    with the extents (copies that keep the rest of the extent), a 4 KiB
+ *    write, a whole-extent write (no read of the old), a partial UNMAP
+ *    (zeroes into a copy) and an UNMAP of a whole shared extent (the entry
+ *    goes, the snapshot keeps it). Refusals, each exit 1, one line, nothing
+ *    changed: the name again, a name with '@', no such volume, volume
+ *    delete of v0 (a LUN has it open), snapshot delete of a volume.
+ *    SIGTERM, a start with LUN 1 volume = "v0@s1" (no size): LUN 0 reads
+ *    what was written last, LUN 1 reads exactly pattern A and zeroes
+ *    beyond (what was acknowledged before the snapshot), WRITE(16) and
+ *    UNMAP to LUN 1 get DATA PROTECT, WRITE PROTECTED (07/27/00), MODE
+ *    SENSE(6) has WP set; `snapshot delete` of the open snapshot is
+ *    refused. SIGTERM, a start without LUN 1: snapshot delete succeeds,
+ *    the pool's thin_used_bytes falls to v0's allocation (the space only
+ *    the snapshot held is free), nothing is shared any more, and v0 still
+ *    reads the same.
+ * 02 a snapshot while writes are in flight: 8 commands kept in flight on
+ *    v0 (libiscsi async) over 4 MiB of 64 KiB blocks, each a per-block,
+ *    per-generation pattern; the snapshot is taken from another thread
+ *    mid-run and the time rtgtctl took printed, then 200 more writes. Every
+ *    write acknowledged
+ *    before the snapshot command was sent is in the snapshot; every block
+ *    of the snapshot holds a whole generation (never a mix), and after a
+ *    SIGKILL and a start the snapshot still reads exactly that and v0 the
+ *    last acknowledged generation of each block.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+#include <json-c/json.h>
+
+#include "tests/lib/ckmain.h"
+#include "tests/lib/harness.h"
+#include "tests/lib/lun_io.h"
+#include "tests/lib/net_fixture.h"
+#include "tests/lib/rtgtctl_json.h"
+
+#define MIB (1u << 20)
+#define V0  (64ull << 20)
+
+static struct harness_daemon D;
+static struct iscsi_context *C;
+static uint8_t zero[MIB];
+
+static void setup(void)
+{
+	nf_setup(&D);
+	C = NULL;
+}
+
+static void teardown(void)
+{
+	if (C)
+		iscsi_destroy_context(C);
+	C = NULL;
+	harness_fini(&D);
+}
+
+static void write_conf(const char *luns)
+{
+	char members[256];
+
+	ck_assert_int_eq(harness_img_list(members, sizeof(members), "d", 4), 0);
+	ck_assert_int_eq(harness_write_file(&D, "rtgt.conf",
+		"daemon = { workers = 2; control = \"rtgtd.sock\"; log_level = \"info\";\n"
+		"           state_dir = \"state\"; };\n"
+		"pools = ( { name = \"p\"; level = \"raid5\"; chunk = \"64K\";\n"
+		"            members = ( %s ); } );\n"
+		"portals = ( { name = \"lo\"; listen = \"127.0.0.1:%u\"; } );\n"
+		"targets = ( { iqn = \"" HARNESS_TARGET "\"; portals = ( \"lo\" );\n"
+		"  luns = ( %s );\n"
+		"  allow = ( \"ALL\" ); } );\n",
+		members, D.port, luns), 0);
+}
+
+static void random_members(uint64_t bytes, uint64_t seed)
+{
+	static uint8_t buf[MIB];
+
+	for (unsigned i = 0; i < 4; i++) {
+		char path[256];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/d%u.img", D.dir, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ck_assert_msg(fd >= 0, "create %s: %s", path, strerror(errno));
+		for (uint64_t off = 0; off < bytes; off += MIB) {
+			harness_fill_random(buf, MIB, seed + i * 100003u + off / MIB);
+			ck_assert_int_eq(pwrite(fd, buf, MIB, (off_t)off), MIB);
+		}
+		close(fd);
+	}
+}
+
+/* A session with the power-on unit attentions of LUNs 0 and 1 taken */
+static struct iscsi_context *login(void)
+{
+	struct iscsi_context *c = nf_login(&D, 0, &(struct harness_login){ 0 });
+
+	for (int lun = 0; lun < 2; lun++)
+		for (int i = 0; i < 4; i++) {
+			struct scsi_task *t = iscsi_testunitready_sync(c, lun);
+			bool good = t && t->status == SCSI_STATUS_GOOD;
+
+			scsi_free_scsi_task(t);
+			if (good)
+				break;
+		}
+	return c;
+}
+
+static const char *LUN_V0 = "{ lun = 0; pool = \"p\"; volume = \"v0\"; size = \"64M\"; thin = true; }";
+
+/* every 512-byte sector a function of its offset and @seed */
+static void pat_fill(uint8_t *buf, uint64_t off, uint64_t len, uint64_t seed)
+{
+	for (uint64_t s = 0; s < len / 512; s++)
+		harness_fill_random(buf + s * 512, 512,
+				    seed * 0x9E3779B97F4A7C15ull ^ (off / 512 + s + 1));
+}
+
+static const char *task_err(struct iscsi_context *c, const struct scsi_task *t)
+{
+	static char b[160];
+
+	if (!t)
+		return iscsi_get_error(c);
+	snprintf(b, sizeof(b), "status %d sense key %d asc/ascq 0x%04x", t->status, t->sense.key,
+		 t->sense.ascq);
+	return b;
+}
+
+static void write_buf(struct iscsi_context *c, int lun, uint64_t off, const uint8_t *buf,
+		      uint32_t len)
+{
+	struct scsi_task *t = iscsi_write16_sync(c, lun, off / 512, (unsigned char *)buf, len, 512,
+						 0, 0, 0, 0, 0);
+
+	if (!t || t->status != SCSI_STATUS_GOOD)
+		harness_dump_log(&D, stderr, 20);
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "WRITE 16 of LUN %d at %llu len %u: %s",
+		      lun, (unsigned long long)off, len, task_err(c, t));
+	scsi_free_scsi_task(t);
+}
+
+static void write_pat(struct iscsi_context *c, int lun, uint64_t off, uint64_t len,
+		      uint64_t seed)
+{
+	static uint8_t buf[MIB];
+
+	for (uint64_t o = 0; o < len; o += MIB) {
+		uint32_t n = len - o < MIB ? (uint32_t)(len - o) : MIB;
+
+		pat_fill(buf, off + o, n, seed);
+		write_buf(c, lun, off + o, buf, n);
+	}
+}
+
+static void unmap_good(struct iscsi_context *c, int lun, uint64_t off, uint64_t len)
+{
+	struct unmap_list l = { .lba = off / 512, .num = (uint32_t)(len / 512) };
+	struct scsi_task *t = iscsi_unmap_sync(c, lun, 0, 0, &l, 1);
+
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "UNMAP at %llu len %llu: %s",
+		      (unsigned long long)off, (unsigned long long)len, task_err(c, t));
+	scsi_free_scsi_task(t);
+}
+
+/* What v0 holds in test 01, as the test wrote it: the seed of every
+ * 512-byte sector (0: zeroes). */
+static uint8_t model[V0 / 512];
+
+static void model_set(uint64_t off, uint64_t len, uint8_t seed)
+{
+	memset(model + off / 512, seed, len / 512);
+}
+
+/* [off, off + len) of LUN @lun holds what @m says */
+static void expect_model(struct iscsi_context *c, int lun, const uint8_t *m, uint64_t off,
+			 uint64_t len)
+{
+	static uint8_t want[MIB];
+
+	for (uint64_t o = off; o < off + len; o += MIB) {
+		uint32_t n = off + len - o < MIB ? (uint32_t)(off + len - o) : MIB;
+
+		for (uint32_t s = 0; s < n / 512; s++) {
+			uint8_t seed = m[(o / 512) + s];
+
+			if (seed)
+				pat_fill(want + s * 512, o + s * 512, 512, seed);
+			else
+				memset(want + s * 512, 0, 512);
+		}
+		lio_expect(c, lun, o, want, n);
+	}
+}
+
+/* `rtgtctl volume list p --json`: the entry named @name (a copy the caller
+ * puts), NULL when none */
+static struct json_object *vol_entry(const char *name)
+{
+	static char out[1 << 16];
+	struct json_object *root, *vols, *found = NULL;
+	int rc = rj_ctl(&D, out, sizeof(out), "volume", "list", "p", "--json", NULL);
+
+	ck_assert_msg(rc == 0, "volume list exited %d: %s", rc, out);
+	root = json_tokener_parse(out);
+	ck_assert_msg(root && json_object_object_get_ex(root, "volumes", &vols), "volume list: %s",
+		      out);
+	for (size_t i = 0; i < json_object_array_length(vols); i++) {
+		struct json_object *v = json_object_array_get_idx(vols, i);
+
+		if (!strcmp(rj_str(v, "name"), name))
+			found = json_object_get(v);
+	}
+	json_object_put(root);
+	return found;
+}
+
+static int64_t pool_int(const char *key)
+{
+	struct json_object *root, *p = rj_status_pool(&D, "p", &root);
+	int64_t v = rj_int(p, key);
+
+	json_object_put(root);
+	return v;
+}
+
+/* rtgtctl ARGS must exit 1 with one line containing @needle */
+static void refused(const char *needle, const char *a0, const char *a1, const char *a2,
+		    const char *a3)
+{
+	char out[1024];
+	int rc = rj_ctl(&D, out, sizeof(out), a0, a1, a2, a3, NULL);
+
+	ck_assert_msg(rc == 1, "rtgtctl %s %s %s %s: exit %d, want 1: %s", a0, a1, a2,
+		      a3 ? a3 : "", rc, out);
+	ck_assert_msg(strstr(out, needle), "rtgtctl %s %s %s %s: '%s' not in: %s", a0, a1, a2,
+		      a3 ? a3 : "", needle, out);
+	ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "more than one line: %s", out);
+}
+
+static bool sense_is(const struct scsi_task *t, int key, int ascq)
+{
+	return t && t->status == SCSI_STATUS_CHECK_CONDITION && (int)t->sense.key == key &&
+	       (int)t->sense.ascq == ascq;
+}
+
+START_TEST(t01_snapshot_cow)
+{
+	struct json_object *v, *s;
+	struct scsi_task *t;
+	char out[2048];
+	uint64_t g, alloc_v0, used_before, used_after, used_with, snap_excl;
+	static uint8_t snap_model[V0 / 512];
+	int rc;
+
+	random_members(64ull << 20, 0x3801);
+	write_conf(LUN_V0);
+	nf_start(&D);
+	C = login();
+	write_pat(C, 0, 0, 16ull << 20, 1);
+	model_set(0, 16ull << 20, 1);
+
+	rc = rj_ctl(&D, out, sizeof(out), "snapshot", "p", "v0", "s1", NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "snapshot v0@s1 taken"), "snapshot: exit %d: %s", rc,
+		      out);
+	memcpy(snap_model, model, sizeof(model));
+	v = vol_entry("v0");
+	s = vol_entry("v0@s1");
+	ck_assert_ptr_nonnull(v);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(rj_str(s, "type"), "snapshot");
+	ck_assert_str_eq(rj_str(s, "origin"), "v0");
+	ck_assert_str_eq(rj_str(v, "type"), "thin");
+	ck_assert_int_eq(rj_int(s, "size"), (int64_t)V0);
+	alloc_v0 = (uint64_t)rj_int(v, "allocated");
+	ck_assert_msg(alloc_v0 >= (16ull << 20) && alloc_v0 < (16ull << 20) + 2 * MIB,
+		      "v0 allocated %llu", (unsigned long long)alloc_v0);
+	ck_assert_int_eq(rj_int(s, "allocated"), (int64_t)alloc_v0);
+	ck_assert_int_eq(rj_int(s, "shared"), (int64_t)alloc_v0);
+	ck_assert_int_eq(rj_int(v, "shared"), (int64_t)alloc_v0);
+	ck_assert_int_eq(rj_int(v, "exclusive"), 0);
+	json_object_put(v);
+	json_object_put(s);
+	used_before = (uint64_t)pool_int("thin_used_bytes");
+	ck_assert_uint_eq(used_before, alloc_v0);
+
+	/* writes into shared extents: each copies the extent first */
+	{
+		struct scsi_task *bl = iscsi_inquiry_sync(C, 0, 1, 0xb0, 64);
+		struct scsi_inquiry_block_limits *b;
+
+		ck_assert_msg(bl && bl->status == SCSI_STATUS_GOOD, "VPD B0: %s", task_err(C, bl));
+		b = scsi_datain_unmarshall(bl);
+		ck_assert_ptr_nonnull(b);
+		g = (uint64_t)b->opt_unmap_gran * 512;
+		scsi_free_scsi_task(bl);
+	}
+	printf("01_snapshot_cow: extent %llu bytes\n", (unsigned long long)g);
+	ck_assert_msg(g > MIB && g < 2 * MIB, "extent %llu", (unsigned long long)g);
+	write_pat(C, 0, 0, 4ull << 20, 2);                 /* 1 MiB pieces across extents */
+	model_set(0, 4ull << 20, 2);
+	write_pat(C, 0, 6 * g + 4096, 4096, 3);            /* a small write */
+	model_set(6 * g + 4096, 4096, 3);
+	write_pat(C, 0, 8 * g, g, 4);                      /* a whole extent */
+	model_set(8 * g, g, 4);
+	unmap_good(C, 0, 10 * g + 65536, 65536);           /* part of a shared extent */
+	model_set(10 * g + 65536, 65536, 0);
+	unmap_good(C, 0, 11 * g, g);                       /* a whole shared extent */
+	model_set(11 * g, g, 0);
+	expect_model(C, 0, model, 0, V0);
+
+	/* refusals: one line each, exit 1, nothing changed */
+	refused("exists already", "snapshot", "p", "v0", "s1");
+	refused("characters", "snapshot", "p", "v0", "a@b");
+	refused("no volume v9", "snapshot", "p", "v9", "s1");
+	refused("in use", "volume", "delete", "p", "v0");
+	refused("not a snapshot", "snapshot", "delete", "p", "v0");
+	refused("no pool", "snapshot", "q", "v0", "s2");
+	v = vol_entry("v0@a");
+	ck_assert_ptr_null(v);
+
+	harness_iscsi_logout(C);
+	C = NULL;
+	nf_stop_expect_0(&D, "before exporting the snapshot");
+	write_conf("{ lun = 0; pool = \"p\"; volume = \"v0\"; size = \"64M\"; thin = true; },\n"
+		   "{ lun = 1; pool = \"p\"; volume = \"v0@s1\"; }");
+	nf_start(&D);
+	C = login();
+	expect_model(C, 0, model, 0, V0);
+	expect_model(C, 1, snap_model, 0, V0);
+	t = iscsi_write16_sync(C, 1, 0, zero, 4096, 512, 0, 0, 0, 0, 0);
+	ck_assert_msg(sense_is(t, SCSI_SENSE_DATA_PROTECTION, 0x2700),
+		      "WRITE 16 to the snapshot: %s", task_err(C, t));
+	scsi_free_scsi_task(t);
+	{
+		struct unmap_list l = { .lba = 0, .num = 8 };
+
+		t = iscsi_unmap_sync(C, 1, 0, 0, &l, 1);
+		ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+			      t->sense.key == SCSI_SENSE_DATA_PROTECTION,
+			      "UNMAP of the snapshot: %s", task_err(C, t));
+		scsi_free_scsi_task(t);
+	}
+	t = iscsi_modesense6_sync(C, 1, 0, SCSI_MODESENSE_PC_CURRENT, SCSI_MODEPAGE_RETURN_ALL_PAGES,
+				  0, 255);
+	ck_assert_msg(t && t->status == SCSI_STATUS_GOOD && t->datain.size >= 4,
+		      "MODE SENSE 6 of the snapshot: %s", task_err(C, t));
+	ck_assert_msg(t->datain.data[2] & 0x80, "MODE SENSE 6: WP not set (byte 2 = 0x%02x)",
+		      t->datain.data[2]);
+	scsi_free_scsi_task(t);
+	expect_model(C, 1, snap_model, 0, V0);
+	refused("in use", "snapshot", "delete", "p", "v0@s1");
+	s = vol_entry("v0@s1");
+	ck_assert_ptr_nonnull(s);
+	json_object_put(s);
+
+	harness_iscsi_logout(C);
+	C = NULL;
+	nf_stop_expect_0(&D, "after the snapshot LUN");
+	write_conf(LUN_V0);
+	nf_start(&D);
+	s = vol_entry("v0@s1");
+	ck_assert_ptr_nonnull(s);
+	snap_excl = (uint64_t)rj_int(s, "exclusive");
+	json_object_put(s);
+	used_with = (uint64_t)pool_int("thin_used_bytes");
+	ck_assert_msg(snap_excl >= 5 * g, "the snapshot's exclusive bytes %llu: fewer than the 5 extents v0 rewrote or unmapped",
+		      (unsigned long long)snap_excl);
+	rc = rj_ctl(&D, out, sizeof(out), "snapshot", "delete", "p", "v0@s1", NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "v0@s1 deleted"), "snapshot delete: exit %d: %s", rc,
+		      out);
+	ck_assert_ptr_null(vol_entry("v0@s1"));
+	v = vol_entry("v0");
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(rj_int(v, "shared"), 0);
+	ck_assert_int_eq(rj_int(v, "exclusive"), rj_int(v, "allocated"));
+	used_after = (uint64_t)pool_int("thin_used_bytes");
+	ck_assert_uint_eq(used_after, (uint64_t)rj_int(v, "allocated"));
+	ck_assert_uint_eq(used_with - used_after, snap_excl);
+	printf("01_snapshot_cow: thin_used_bytes %llu before the writes, %llu with the snapshot's own extents, %llu after its delete\n",
+	       (unsigned long long)used_before, (unsigned long long)used_with,
+	       (unsigned long long)used_after);
+	json_object_put(v);
+	C = login();
+	expect_model(C, 0, model, 0, V0);
+	harness_iscsi_logout(C);
+	C = NULL;
+	nf_stop_expect_0(&D, "at the end");
+}
+END_TEST
+
+/* ---- 02: a snapshot under load ---- */
+
+#define BLK   65536u
+#define NBLK  64u      /* 4 MiB */
+#define QD    8u
+
+struct op {
+	struct scsi_task *task;
+	bool busy, done;
+	int status;
+	uint32_t blk, gen;
+	uint8_t buf[BLK];
+};
+
+static struct op ops[QD];
+static uint32_t acked_gen[NBLK];   /* last acknowledged generation */
+static uint32_t sent_gen[NBLK];    /* generation in flight (0: none) */
+static uint32_t at_snap[NBLK];     /* acknowledged when the snapshot was asked */
+static uint32_t low_at_snap[NBLK]; /* highest gen sent when the snapshot returned */
+
+static void blk_fill(uint8_t *buf, uint32_t b, uint32_t gen)
+{
+	for (uint32_t s = 0; s < BLK / 512; s++)
+		harness_fill_random(buf + s * 512, 512, ((uint64_t)b << 32 | gen) * 131 + s);
+}
+
+static void op_cb(struct iscsi_context *c, int status, void *command_data, void *priv)
+{
+	struct op *o = priv;
+
+	(void)c;
+	o->task = command_data;
+	o->status = status;
+	o->done = true;
+}
+
+struct snap_thread {
+	_Atomic bool go, done;
+	int rc;
+	uint64_t ms;
+	char out[1024];
+};
+
+static void *snap_main(void *arg)
+{
+	struct snap_thread *st = arg;
+	uint64_t t0;
+
+	while (!st->go)
+		usleep(100);
+	t0 = harness_now_ms();
+	st->rc = rj_ctl(&D, st->out, sizeof(st->out), "snapshot", "p", "v0", "live", NULL);
+	st->ms = harness_now_ms() - t0;
+	st->done = true;
+	return NULL;
+}
+
+START_TEST(t02_snapshot_under_load)
+{
+	struct snap_thread st = { 0 };
+	pthread_t th;
+	unsigned sent = 0, acked = 0;
+	uint64_t seed = 0x3802;
+	static uint8_t buf[BLK];
+	/* 0: writes, 1: the snapshot runs, 2: 200 more writes, 3: drain */
+	int phase = 0;
+	unsigned acked_then = 0;
+
+	random_members(32ull << 20, 0x3802);
+	write_conf(LUN_V0);
+	nf_start(&D);
+	C = login();
+	ck_assert_int_eq(pthread_create(&th, NULL, snap_main, &st), 0);
+	for (;;) {
+		struct pollfd pfd;
+
+		for (unsigned i = 0; i < QD && phase < 3; i++) {
+			struct op *o = &ops[i];
+			uint32_t b;
+
+			if (o->busy)
+				continue;
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			b = (uint32_t)(seed >> 33) % NBLK;
+			if (sent_gen[b])
+				continue;
+			o->blk = b;
+			o->gen = acked_gen[b] + 1;
+			sent_gen[b] = o->gen;
+			blk_fill(o->buf, b, o->gen);
+			o->busy = true;
+			o->done = false;
+			ck_assert_ptr_nonnull(iscsi_write16_task(C, 0, (uint64_t)b * BLK / 512, o->buf,
+								 BLK, 512, 0, 0, 0, 0, 0, op_cb, o));
+			sent++;
+		}
+		if (phase == 0 && acked >= 200) {
+			memcpy(at_snap, acked_gen, sizeof(at_snap));
+			phase = 1;
+			st.go = true;
+		}
+		if (phase == 1 && st.done) {
+			for (unsigned b = 0; b < NBLK; b++)
+				low_at_snap[b] = sent_gen[b] ? sent_gen[b] : acked_gen[b];
+			acked_then = acked;
+			phase = 2;
+		}
+		if (phase == 2 && acked >= acked_then + 200)
+			phase = 3;
+		pfd.fd = iscsi_get_fd(C);
+		pfd.events = (short)iscsi_which_events(C);
+		ck_assert_int_ge(poll(&pfd, 1, 1000), 0);
+		ck_assert_int_eq(iscsi_service(C, pfd.revents), 0);
+		for (unsigned i = 0; i < QD; i++) {
+			struct op *o = &ops[i];
+
+			if (!o->busy || !o->done)
+				continue;
+			ck_assert_msg(o->status == SCSI_STATUS_GOOD, "write of block %u: %s", o->blk,
+				      task_err(C, o->task));
+			scsi_free_scsi_task(o->task);
+			acked_gen[o->blk] = o->gen;
+			sent_gen[o->blk] = 0;
+			o->busy = false;
+			acked++;
+		}
+		if (phase == 3) {
+			bool any = false;
+
+			for (unsigned i = 0; i < QD; i++)
+				any |= ops[i].busy;
+			if (!any)
+				break;
+		}
+	}
+	pthread_join(th, NULL);
+	ck_assert_msg(st.rc == 0, "snapshot under load: exit %d: %s", st.rc, st.out);
+	printf("02_snapshot_under_load: %u writes, snapshot command took %llu ms (rtgtctl start included)\n",
+	       acked, (unsigned long long)st.ms);
+	harness_iscsi_logout(C);
+	C = NULL;
+
+	/* SIGKILL, then a start exporting the snapshot as LUN 1 */
+	kill(D.pid, SIGKILL);
+	waitpid(D.pid, NULL, 0);
+	D.pid = 0;
+	write_conf("{ lun = 0; pool = \"p\"; volume = \"v0\"; size = \"64M\"; thin = true; },\n"
+		   "{ lun = 1; pool = \"p\"; volume = \"v0@live\"; }");
+	nf_start(&D);
+	C = login();
+	for (uint32_t b = 0; b < NBLK; b++) {
+		struct scsi_task *t = iscsi_read16_sync(C, 1, (uint64_t)b * BLK / 512, BLK, 512, 0, 0,
+							0, 0, 0);
+		uint32_t found = UINT32_MAX;
+
+		ck_assert_msg(t && t->status == SCSI_STATUS_GOOD, "read snapshot block %u: %s", b,
+			      task_err(C, t));
+		ck_assert_int_eq(t->datain.size, BLK);
+		if (!memcmp(t->datain.data, zero, MIB < BLK ? MIB : BLK))
+			found = 0;
+		for (uint32_t gen = at_snap[b]; gen <= low_at_snap[b] && found == UINT32_MAX; gen++) {
+			if (gen == 0)
+				continue;
+			blk_fill(buf, b, gen);
+			if (!memcmp(t->datain.data, buf, BLK))
+				found = gen;
+		}
+		ck_assert_msg(found != UINT32_MAX && found >= at_snap[b],
+			      "snapshot block %u: not a whole generation in [%u, %u]", b, at_snap[b],
+			      low_at_snap[b]);
+		scsi_free_scsi_task(t);
+		if (acked_gen[b]) {
+			blk_fill(buf, b, acked_gen[b]);
+			lio_expect(C, 0, (uint64_t)b * BLK, buf, BLK);
+		}
+	}
+	harness_iscsi_logout(C);
+	C = NULL;
+	nf_stop_expect_0(&D, "at the end");
+}
+END_TEST
+
+int main(void)
+{
+	const struct ck_case cases[] = {
+		CK_CASE("01_snapshot_cow", t01_snapshot_cow),
+		CK_CASE("02_snapshot_under_load", t02_snapshot_under_load),
+	};
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return ck_main(&(struct ck_suite_def){ "net_snapshot", CK_CASES(cases),
+		.setup = setup, .teardown = teardown, .timeout = 180 });
+}
