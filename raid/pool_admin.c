@@ -82,6 +82,8 @@ int raid_md_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 			raid_thin_space(p, p->sb.vols[i].uuid, &out->volumes[i].allocated,
 					&out->volumes[i].shared);
 			out->volumes[i].snapshot = !!(p->sb.vols[i].flags & RAID_SBV_SNAP);
+			snprintf(out->volumes[i].origin, sizeof(out->volumes[i].origin), "%s",
+				 p->sb.vols[i].origin);
 			raid_thin_usage(p, &out->thin_used_bytes, &out->thin_space_bytes);
 			out->thin_threshold = p->thin_threshold ? p->thin_threshold : 80;
 		}

@@ -314,6 +314,7 @@ struct raid_pool_info {
 		 * volume a snapshot was taken of) names too */
 		uint64_t shared;
 		bool snapshot;       /* "VOLUME@SNAP", read-only */
+		char origin[64];     /* a snapshot's volume, a clone's snapshot */
 		bool open;           /* a LUN of this daemon opened it */
 	} volumes[64];
 	/* RAID pools with thin volumes: the space thin volumes take, what they

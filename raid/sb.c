@@ -26,6 +26,9 @@
  * 256 slots[64] x 32: state u32, uuid[16], repl u32 (1 + replaced slot)
  * 2304 vols[64] x 128: name[64], uuid[16], start, size, extent (u64)
  * 10496 bad[32] x 24: slot u32, 4 zero bytes, a, b (u64: member bytes)
+ * 11264 vols' extension[64] x 72: family (u64: the volumes, snapshots and
+ *     clones that may share extents have the same, non-zero), origin[64]
+ *     (a snapshot's volume, a clone's snapshot; "" for none)
  * Superblocks written before sync_pos/n_bad/replace_pos/repl existed carry
  * zeros there (no flag, no bad range, no replacement): a synced pool without
  * bad ranges.
@@ -49,7 +52,10 @@
 #define SB_BAD_SIZE 24u
 #define SB_CRC_OFF (RAID_SB_SIZE - 4u)
 
-_Static_assert(SB_BAD_OFF + RAID_MAX_BAD * SB_BAD_SIZE <= SB_CRC_OFF, "superblock too big");
+/* what a volume's entry gained with snapshots, beside the table */
+#define SB_VOLX_OFF (SB_BAD_OFF + RAID_MAX_BAD * SB_BAD_SIZE)
+#define SB_VOLX_SIZE 72u
+_Static_assert(SB_VOLX_OFF + RAID_MAX_VOLS * SB_VOLX_SIZE <= SB_CRC_OFF, "superblock too big");
 _Static_assert(RAID_SB_SIZE <= 65536u, "superblock copies overlap");
 
 static void put32(uint8_t *p, uint32_t v)
@@ -154,6 +160,9 @@ void raid_sb_encode(const struct raid_sb *sb, uint8_t *b)
 		put64(v + 96, sb->vols[i].extent);
 		put32(v + 104, sb->vols[i].flags);
 		put64(v + 112, sb->vols[i].thin_ext);
+		v = b + SB_VOLX_OFF + i * SB_VOLX_SIZE;
+		put64(v, sb->vols[i].family);
+		memcpy(v + 8, sb->vols[i].origin, strnlen(sb->vols[i].origin, 63));
 	}
 	put32(b + SB_CRC_OFF, crc32_iscsi(b, (int)SB_CRC_OFF, 0xffffffffu));
 }
@@ -248,6 +257,8 @@ int raid_sb_decode(const uint8_t *b, struct raid_sb *sb, const char **why)
 		sb->vols[i].extent = get64(v + 96);
 		sb->vols[i].flags = get32(v + 104);
 		sb->vols[i].thin_ext = get64(v + 112);
+		sb->vols[i].family = get64(b + SB_VOLX_OFF + i * SB_VOLX_SIZE);
+		memcpy(sb->vols[i].origin, b + SB_VOLX_OFF + i * SB_VOLX_SIZE + 8, 63);
 		if ((sb->vols[i].flags & ~(RAID_SBV_THIN | RAID_SBV_SNAP)) ||
 		    ((sb->vols[i].flags & RAID_SBV_SNAP) && !(sb->vols[i].flags & RAID_SBV_THIN)) ||
 		    (sb->vols[i].flags & RAID_SBV_THIN &&

@@ -43,6 +43,11 @@ struct raid_sb_vol {
 	uint64_t thin_ext;        /* RAID_SBV_THIN: bytes of the pool's extents
 	                           * (the same in every thin entry of a pool:
 	                           * fixed once, whatever the geometry later) */
+	/* Thin entries that may share extents (a volume, its snapshots, their
+	 * clones) have the same non-zero family; 0 (entries written before
+	 * snapshots) shares with nothing. */
+	uint64_t family;
+	char origin[64];          /* a snapshot's volume, a clone's snapshot, "" */
 };
 /* A thin volume (raid/thin.c): [start, start + extent) holds its extent
  * map, its data lives in extents of the pool's free space. 0 in

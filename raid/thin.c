@@ -532,13 +532,11 @@ static struct raid_thin *thin_new(struct raid_thin_pool *tp, const struct raid_s
 	return t;
 }
 
-/* Whether table entries @a and @b are of one family: a volume and its
- * snapshots ("vol0", "vol0@snap1"), the only ones that may share extents. */
-static bool same_family(const char *a, const char *b)
+/* Whether table entries @a and @b are of one family (a volume, its
+ * snapshots, their clones), the only ones that may share extents. */
+static bool same_family(const struct raid_sb_vol *a, const struct raid_sb_vol *b)
 {
-	size_t la = strcspn(a, "@"), lb = strcspn(b, "@");
-
-	return la == lb && !memcmp(a, b, la);
+	return a->family && a->family == b->family;
 }
 
 /* Reads the map of table entry @me (of @vols) into @t and counts its
@@ -597,13 +595,13 @@ static int map_load(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct ra
 					continue;
 				if (e - 1 >= tp->n_ext || tp->used[e - 1] == X_REGION ||
 				    last[e - 1] == me + 1 ||
-				    (last[e - 1] && !same_family(vols[last[e - 1] - 1].name, t->name))) {
+				    (last[e - 1] && !same_family(&vols[last[e - 1] - 1], &vols[me]))) {
 					LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map entry %llu names pool extent %u, which is %s%s: the pool's volumes are not served",
 						pn, t->name, (unsigned long long)vx, e - 1,
 						e - 1 >= tp->n_ext ? "past the pool's end" :
 						tp->used[e - 1] == X_REGION ? "a volume table region" :
 						last[e - 1] == me + 1 ? "named twice by this volume" :
-						"named by another volume, not of its snapshots: ",
+						"named by a volume of another family (not its snapshot or clone): ",
 						e - 1 < tp->n_ext && tp->used[e - 1] != X_REGION &&
 						last[e - 1] && last[e - 1] != me + 1 ?
 						vols[last[e - 1] - 1].name : "");

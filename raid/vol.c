@@ -146,6 +146,22 @@ static int grow_locked(struct raid_pool *p, unsigned i, uint64_t bytes)
 	return 0;
 }
 
+/* A family id no entry of the table has (never 0). */
+static uint64_t new_family(const struct raid_pool *p)
+{
+	for (;;) {
+		uint64_t f = 0;
+		bool taken = false;
+
+		if (getrandom(&f, sizeof(f), 0) != sizeof(f) || !f)
+			continue;
+		for (unsigned i = 0; i < p->sb.n_vols; i++)
+			taken |= p->sb.vols[i].family == f;
+		if (!taken)
+			return f;
+	}
+}
+
 /* A new thin volume: its map region found, written, then the table entry;
  * meta_mu held on entry and return, dropped for the map's writes (a member
  * failing meanwhile takes meta_mu). */
@@ -172,6 +188,7 @@ static int thin_create(struct raid_pool *p, const char *name, uint64_t bytes,
 	nv.extent = extent;
 	nv.flags = RAID_SBV_THIN;
 	nv.thin_ext = raid_thin_ext(p);
+	nv.family = new_family(p);
 	/* find_space reserved the region: no thin write takes it while the
 	 * map is written without meta_mu */
 	pthread_mutex_unlock(&p->meta_mu);
@@ -424,7 +441,7 @@ static int md_pool_snapshot(struct raid_pool *p, const char *vol, const char *sn
 {
 	struct raid_sb_vol nv;
 	uint8_t ouuid[16];
-	uint64_t us = 0;
+	uint64_t us = 0, old_family = 0;
 	char name[64];
 	int i, rc;
 
@@ -482,6 +499,13 @@ static int md_pool_snapshot(struct raid_pool *p, const char *vol, const char *sn
 	nv.size = p->sb.vols[i].size;
 	nv.flags = RAID_SBV_THIN | RAID_SBV_SNAP;
 	nv.thin_ext = raid_thin_ext(p);
+	snprintf(nv.origin, sizeof(nv.origin), "%s", vol);
+	/* a volume from before snapshots gets its family now, in the
+	 * same table write as the snapshot that needs it */
+	old_family = p->sb.vols[i].family;
+	if (!old_family)
+		p->sb.vols[i].family = new_family(p);
+	nv.family = p->sb.vols[i].family;
 	memcpy(ouuid, p->sb.vols[i].uuid, 16);
 	/* the region stays reserved (find_space) while the map is written
 	 * without meta_mu; open_mu keeps the table's other users out */
@@ -491,6 +515,9 @@ static int md_pool_snapshot(struct raid_pool *p, const char *vol, const char *sn
 	if (rc) {
 		snprintf(why, wl, "pool %s: snapshot %s not taken: %s", p->name, name,
 			 rc == -EBUSY ? "the volume's requests in flight did not finish" : strerror(-rc));
+		i = find_locked(p, vol);
+		if (i >= 0)
+			p->sb.vols[i].family = old_family;
 		goto out_unpend;
 	}
 	p->sb.vols[p->sb.n_vols++] = nv;
@@ -498,6 +525,9 @@ static int md_pool_snapshot(struct raid_pool *p, const char *vol, const char *sn
 	if (rc) {
 		p->sb.n_vols--;
 		raid_thin_forget(p, nv.uuid);
+		i = find_locked(p, vol);
+		if (i >= 0)
+			p->sb.vols[i].family = old_family;
 		snprintf(why, wl, "pool %s: snapshot %s not taken: the volume table could not be written (%s)",
 			 p->name, name, strerror(-rc));
 		goto out_unpend;

@@ -64,13 +64,9 @@ static int list_pool(struct daemon *d, struct pool_ent *pe, struct json_object *
 		const __typeof__(pi->volumes[0]) *v = &pi->volumes[i];
 		struct json_object *o = json_object_new_object();
 		uint64_t alloc = v->thin ? v->allocated : v->bytes;
-		const char *at = strchr(v->name, '@');
-		char origin[64] = "";
 
 		if (!o)
 			break;
-		if (v->snapshot && at)
-			snprintf(origin, sizeof(origin), "%.*s", (int)(at - v->name), v->name);
 		json_object_object_add(o, "pool", json_object_new_string(pe->name));
 		json_object_object_add(o, "name", json_object_new_string(v->name));
 		json_object_object_add(o, "type", json_object_new_string(
@@ -79,7 +75,7 @@ static int list_pool(struct daemon *d, struct pool_ent *pe, struct json_object *
 		add_i64(o, "allocated", alloc);
 		add_i64(o, "shared", v->shared);
 		add_i64(o, "exclusive", alloc - v->shared);
-		json_object_object_add(o, "origin", json_object_new_string(origin));
+		json_object_object_add(o, "origin", json_object_new_string(v->origin));
 		json_object_object_add(o, "open", json_object_new_boolean(v->open));
 		json_object_array_add(arr, o);
 	}
