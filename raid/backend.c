@@ -114,6 +114,44 @@ int raid_pool_vol_delete(struct raid_pool *pool, const char *name, char *why, si
 	return pool->ops->pool_vol_delete(pool, name, why, whylen);
 }
 
+static int not_here(struct raid_pool *pool, const char *what, char *why, size_t whylen)
+{
+	snprintf(why, whylen, "pool %s: %s is not available on %s pools yet", pool->name, what,
+		 pool->ops->name);
+	return -EOPNOTSUPP;
+}
+
+int raid_pool_clone(struct raid_pool *pool, const char *snap, const char *name, char *why,
+		    size_t whylen)
+{
+	if (!pool->ops->pool_clone)
+		return not_here(pool, "clone", why, whylen);
+	return pool->ops->pool_clone(pool, snap, name, why, whylen);
+}
+
+int raid_pool_rollback(struct raid_pool *pool, const char *snap, bool force, char *why,
+		       size_t whylen)
+{
+	if (!pool->ops->pool_rollback)
+		return not_here(pool, "rollback", why, whylen);
+	return pool->ops->pool_rollback(pool, snap, force, why, whylen);
+}
+
+int raid_pool_vol_inflate(struct raid_pool *pool, const char *name, char *why, size_t whylen)
+{
+	if (!pool->ops->pool_inflate)
+		return not_here(pool, "volume inflate", why, whylen);
+	return pool->ops->pool_inflate(pool, name, why, whylen);
+}
+
+int raid_pool_vol_create(struct raid_pool *pool, const char *name, const struct conf_size *size,
+			 bool thin, char *why, size_t whylen)
+{
+	if (!pool->ops->pool_vol_create)
+		return not_here(pool, "volume create", why, whylen);
+	return pool->ops->pool_vol_create(pool, name, size, thin, why, whylen);
+}
+
 bool raid_vol_is_snapshot(const struct raid_vol *vol)
 {
 	return vol->snapshot;

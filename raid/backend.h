@@ -75,6 +75,15 @@ struct raid_vol_backend_ops {
 	int (*pool_snapshot)(struct raid_pool *p, const char *vol, const char *snap, char *why,
 			     size_t wl);
 	int (*pool_vol_delete)(struct raid_pool *p, const char *name, char *why, size_t wl);
+	/* raid_pool_clone(), raid_pool_rollback(), raid_pool_vol_inflate(),
+	 * raid_pool_vol_create(): the same. NULL: -EOPNOTSUPP. */
+	int (*pool_clone)(struct raid_pool *p, const char *snap, const char *name, char *why,
+			  size_t wl);
+	int (*pool_rollback)(struct raid_pool *p, const char *snap, bool force, char *why,
+			     size_t wl);
+	int (*pool_inflate)(struct raid_pool *p, const char *name, char *why, size_t wl);
+	int (*pool_vol_create)(struct raid_pool *p, const char *name, const struct conf_size *size,
+			       bool thin, char *why, size_t wl);
 
 	/* ---- shared state (raid.h "shared state of a volume") ----
 	 * All set or all NULL; NULL: volumes never shared (raid_vol_shared()

@@ -447,6 +447,24 @@ int raid_pool_snapshot(struct raid_pool *pool, const char *vol, const char *snap
  * shared with another are free. -EBUSY: a LUN of this daemon opened it
  * (or the volume still has snapshots), -ENOENT: none by that name. */
 int raid_pool_vol_delete(struct raid_pool *pool, const char *name, char *why, size_t whylen);
+/* Clone @snap ("VOL@SNAP") into new writable thin volume @name, sharing
+ * the snapshot's extents (instant, no data copied); its origin is @snap,
+ * which cannot be deleted while the clone depends on it. */
+int raid_pool_clone(struct raid_pool *pool, const char *snap, const char *name, char *why,
+		    size_t whylen);
+/* Make volume VOL what its snapshot @snap ("VOL@SNAP") holds, atomically
+ * (the volume table switches maps in one write). -EBUSY while a LUN of
+ * this daemon has VOL open unless @force: then the volume's requests are
+ * held meanwhile and the caller resets the LU (UNIT ATTENTION to every
+ * nexus). */
+int raid_pool_rollback(struct raid_pool *pool, const char *snap, bool force, char *why,
+		       size_t whylen);
+/* Give clone @name extents of its own for every one it shares with its
+ * origin, so that it no longer depends on it (origin cleared). */
+int raid_pool_vol_inflate(struct raid_pool *pool, const char *name, char *why, size_t whylen);
+/* Create volume @name of @size (thin or thick) without opening it. */
+int raid_pool_vol_create(struct raid_pool *pool, const char *name, const struct conf_size *size,
+			 bool thin, char *why, size_t whylen);
 /* Whether @vol is a snapshot (its LUN is read-only). */
 bool raid_vol_is_snapshot(const struct raid_vol *vol);
 

@@ -375,7 +375,8 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 		return daemon_reload(d, reply, err, errlen);
 	if (!strcmp(cmd, "resize"))
 		return ctl_resize(d, args, reply, err, errlen);
-	if (!strcmp(cmd, "volume") || !strcmp(cmd, "snapshot"))
+	if (!strcmp(cmd, "volume") || !strcmp(cmd, "snapshot") || !strcmp(cmd, "clone") ||
+	    !strcmp(cmd, "rollback"))
 		return daemon_vol_cmd(d, cmd, args, reply, err, errlen);
 	if (!strcmp(cmd, "grow") || !strcmp(cmd, "convert")) {
 		/* args: POOL PATH [PATH | LEVEL] */

@@ -1,11 +1,14 @@
 /*
  * target/daemon/vols.c - the control socket's volume and snapshot commands:
- * "volume list [POOL]", "volume delete POOL NAME", "snapshot POOL VOLUME
- * NAME" and "snapshot delete POOL VOLUME@NAME" (rtgtctl, README
- * "Snapshots").
+ * "volume list [POOL]", "volume create POOL NAME SIZE [--thin]", "volume
+ * delete POOL NAME", "volume inflate POOL NAME", "snapshot POOL VOLUME
+ * NAME", "snapshot delete POOL VOLUME@NAME", "clone POOL VOLUME@SNAP NEW"
+ * and "rollback POOL VOLUME@SNAP [--force]" (rtgtctl, README "Snapshots
+ * and clones").
  *
  * Layer: helpers (target/daemon/README.md "Layers"). May call: entries.c
- * (the daemon's pools), raid/raid.h, conf/, json-c.
+ * (the daemon's pools and LUs), raid/raid.h, target/scsi/scsi.h (a forced
+ * rollback resets the LU), conf/, json-c.
  *
  * The raid layer checks and refuses; this file only turns its answers into
  * one line for the user and the reply's fields. Nothing here holds a lock
@@ -22,6 +25,7 @@
 #include "conf/util.h"
 #include "raid/raid.h"
 #include "target/daemon/daemon_int.h"
+#include "target/scsi/scsi.h"
 
 #define MOD "rtgtd"
 
@@ -132,8 +136,116 @@ static int volume_cmd(struct daemon *d, struct json_object *args, struct json_ob
 			json_object_object_add(reply, "deleted", json_object_new_string(a2));
 		return rc;
 	}
-	snprintf(err, errlen, "usage: volume list [POOL] | volume delete POOL NAME");
+	if (sub && !strcmp(sub, "create") && a1 && a2 && arg_at(args, 3)) {
+		struct raid_pool *p = pool_named(d, a1, err, errlen);
+		const char *sz = arg_at(args, 3), *fl = arg_at(args, 4);
+		bool thin = fl && !strcmp(fl, "--thin");
+		struct conf_size size;
+		char why[256] = "";
+		int rc;
+
+		if (!p)
+			return -ENOENT;
+		if (fl && !thin) {
+			snprintf(err, errlen, "usage: volume create POOL NAME SIZE [--thin]");
+			return -EINVAL;
+		}
+		if (conf_parse_size(sz, true, &size) || size.bytes % 4096) {
+			snprintf(err, errlen, "volume create: '%s' is not a size (bytes, a multiple of 4K, with K, M, G or T; or N%% of the pool)",
+				 sz);
+			return -EINVAL;
+		}
+		LOG_INFO(MOD, "ctl: creating %s volume %s of %s in pool %s", thin ? "thin" : "thick",
+			 a2, sz, a1);
+		rc = raid_pool_vol_create(p, a2, &size, thin, why, sizeof(why));
+		if (rc)
+			snprintf(err, errlen, "volume create: %s", why[0] ? why : strerror(-rc));
+		else
+			json_object_object_add(reply, "created", json_object_new_string(a2));
+		return rc;
+	}
+	if (sub && !strcmp(sub, "inflate") && a1 && a2) {
+		struct raid_pool *p = pool_named(d, a1, err, errlen);
+		char why[256] = "";
+		int rc;
+
+		if (!p)
+			return -ENOENT;
+		LOG_INFO(MOD, "ctl: inflating volume %s of pool %s", a2, a1);
+		rc = raid_pool_vol_inflate(p, a2, why, sizeof(why));
+		if (rc)
+			snprintf(err, errlen, "volume inflate: %s", why[0] ? why : strerror(-rc));
+		else
+			json_object_object_add(reply, "inflated", json_object_new_string(a2));
+		return rc;
+	}
+	snprintf(err, errlen, "usage: volume list [POOL] | volume create POOL NAME SIZE [--thin] | volume delete POOL NAME | volume inflate POOL NAME");
 	return -EINVAL;
+}
+
+static int clone_cmd(struct daemon *d, struct json_object *args, struct json_object *reply,
+		     char *err, size_t errlen)
+{
+	const char *a0 = arg_at(args, 0), *a1 = arg_at(args, 1), *a2 = arg_at(args, 2);
+	struct raid_pool *p;
+	char why[256] = "";
+	int rc;
+
+	if (!a0 || !a1 || !a2) {
+		snprintf(err, errlen, "usage: clone POOL VOLUME@SNAP NEW");
+		return -EINVAL;
+	}
+	p = pool_named(d, a0, err, errlen);
+	if (!p)
+		return -ENOENT;
+	LOG_INFO(MOD, "ctl: clone of %s as %s in pool %s", a1, a2, a0);
+	rc = raid_pool_clone(p, a1, a2, why, sizeof(why));
+	if (rc)
+		snprintf(err, errlen, "clone: %s", why[0] ? why : strerror(-rc));
+	else
+		json_object_object_add(reply, "clone", json_object_new_string(a2));
+	return rc;
+}
+
+static int rollback_cmd(struct daemon *d, struct json_object *args, struct json_object *reply,
+			char *err, size_t errlen)
+{
+	const char *a0 = arg_at(args, 0), *a1 = arg_at(args, 1), *a2 = arg_at(args, 2);
+	bool force = a2 && !strcmp(a2, "--force");
+	struct raid_pool *p;
+	struct lu_ent *e = NULL;
+	char why[256] = "", vol[64];
+	const char *at;
+	int rc;
+
+	if (!a0 || !a1 || (a2 && !force)) {
+		snprintf(err, errlen, "usage: rollback POOL VOLUME@SNAP [--force]");
+		return -EINVAL;
+	}
+	p = pool_named(d, a0, err, errlen);
+	if (!p)
+		return -ENOENT;
+	at = strchr(a1, '@');
+	if (!at || at == a1 || (size_t)(at - a1) >= sizeof(vol)) {
+		snprintf(err, errlen, "rollback: '%s' is not a snapshot (VOLUME@SNAP)", a1);
+		return -EINVAL;
+	}
+	snprintf(vol, sizeof(vol), "%.*s", (int)(at - a1), a1);
+	e = daemon_lu_find(d, a0, vol);
+	LOG_INFO(MOD, "ctl: rollback of %s/%s to %s%s", a0, vol, a1, force ? " (forced)" : "");
+	rc = raid_pool_rollback(p, a1, force, why, sizeof(why));
+	if (rc) {
+		snprintf(err, errlen, "rollback: %s", why[0] ? why : strerror(-rc));
+		return rc;
+	}
+	if (e && e->lu) {
+		/* what the initiators cached is gone: as a LUN reset */
+		scsi_lu_reset(e->lu);
+		json_object_object_add(reply, "reset", json_object_new_boolean(true));
+	}
+	json_object_object_add(reply, "rolled_back", json_object_new_string(vol));
+	json_object_object_add(reply, "to", json_object_new_string(a1));
+	return 0;
 }
 
 static int snapshot_cmd(struct daemon *d, struct json_object *args, struct json_object *reply,
@@ -191,5 +303,9 @@ int daemon_vol_cmd(struct daemon *d, const char *cmd, struct json_object *args,
 {
 	if (!strcmp(cmd, "volume"))
 		return volume_cmd(d, args, reply, err, errlen);
+	if (!strcmp(cmd, "clone"))
+		return clone_cmd(d, args, reply, err, errlen);
+	if (!strcmp(cmd, "rollback"))
+		return rollback_cmd(d, args, reply, err, errlen);
 	return snapshot_cmd(d, args, reply, err, errlen);
 }

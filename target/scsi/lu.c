@@ -1276,6 +1276,11 @@ static void lu_reset(struct scsi_lu *lu, uint16_t ua_code,
 	pr_lu_reset(lu, ua_code);
 }
 
+void scsi_lu_reset(struct scsi_lu *lu)
+{
+	lu_reset(lu, ASC_BUS_DEVICE_RESET, false);
+}
+
 int scsi_tmf(struct scsi_target *t, struct scsi_nexus *by, uint64_t lun, enum scsi_tmf fn)
 {
 	struct scsi_lu *lu;

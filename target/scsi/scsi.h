@@ -160,6 +160,11 @@ int scsi_lu_create(const struct scsi_lu_params *p, struct scsi_lu **out);
  * CHANGED (SBC-3 4.6, as SPC-4 unit attentions are queued). true when the
  * size changed. Any thread. */
 bool scsi_lu_resized(struct scsi_lu *lu);
+/* The LU's medium changed under its initiators (a rollback of its volume):
+ * a LUN reset's side effects (commands in flight aborted, reservations
+ * released, BUS DEVICE RESET FUNCTION OCCURRED to every nexus). Any
+ * thread. */
+void scsi_lu_reset(struct scsi_lu *lu);
 /* After scsi_lu_resized() on the node that grew a shared LU's volume
  * (raid_vol_shared: an RBD image other nodes serve): tells every other
  * node, which re-reads the size and raises CAPACITY DATA HAS CHANGED for

@@ -575,6 +575,22 @@ static void print_human(const char *cmd, char **args, struct json_object *reply)
 		} else if (strcmp(cmd, "snapshot") == 0) {
 			printf("pool %s: snapshot %s taken\n", args[0], get_str(reply, "snapshot", "?"));
 			return;
+		} else if (get(reply, "created")) {
+			printf("pool %s: volume %s created\n", args[1], get_str(reply, "created", "?"));
+			return;
+		} else if (get(reply, "inflated")) {
+			printf("pool %s: volume %s no longer shares extents with its origin\n", args[1],
+			       get_str(reply, "inflated", "?"));
+			return;
+		} else if (strcmp(cmd, "clone") == 0) {
+			printf("pool %s: clone %s of %s made\n", args[0], get_str(reply, "clone", "?"),
+			       args[1]);
+			return;
+		} else if (strcmp(cmd, "rollback") == 0) {
+			printf("pool %s: volume %s rolled back to %s%s\n", args[0],
+			       get_str(reply, "rolled_back", "?"), get_str(reply, "to", "?"),
+			       get(reply, "reset") ? " (its LUN was reset)" : "");
+			return;
 		} else if (strcmp(cmd, "resize") == 0) {
 			printf("%s LUN %s: volume %s %s %lld bytes\n", args[0], args[1],
 			       get_str(reply, "volume", "?"),
@@ -676,15 +692,32 @@ static const struct command commands[] = {
 	  "(volumes are never moved), a pool that cannot grow volumes (rbd). Raise\n"
 	  "size in the configuration too: at start a larger on-disk volume is kept\n"
 	  "with a warning.\n" },
-	{ "volume", 1, 3, "volume list [POOL] | volume delete POOL NAME",
-	  "list: every volume and snapshot of POOL (or of every pool): its type (thick,\n"
-	  "thin, snapshot), size, the bytes of the pool it takes (allocated), how many\n"
-	  "of those another map shares (a snapshot and its volume share what neither\n"
-	  "wrote since) and the rest (exclusive, what deleting it gives back), the\n"
-	  "volume a snapshot was taken of, and whether a LUN opened it. delete: removes\n"
-	  "volume NAME, recorded on every member before the reply; its space is free\n"
-	  "then. Refused while a LUN of the running daemon opened it (remove the LUN\n"
-	  "and restart) or while it has snapshots (delete them first).\n" },
+	{ "volume", 1, 4,
+	  "volume list [POOL] | volume create POOL NAME SIZE [--thin] |\n"
+	  "       volume delete POOL NAME | volume inflate POOL NAME",
+	  "list: every volume, snapshot and clone of POOL (or of every pool): its type\n"
+	  "(thick, thin, snapshot), size, the bytes of the pool it takes (allocated),\n"
+	  "how many of those another map shares (a snapshot and its volume share what\n"
+	  "neither wrote since) and the rest (exclusive: what deleting it gives back),\n"
+	  "its origin (a snapshot's volume, a clone's snapshot) and whether a LUN has\n"
+	  "it open. create: a new volume of SIZE (bytes with K, M, G or T, or N% of the\n"
+	  "pool), thick (reserved in full) or --thin, for a LUN to name later. delete:\n"
+	  "removes volume NAME, recorded on every member before the reply; its space\n"
+	  "is free then. Refused while a LUN of the running daemon has it open (remove\n"
+	  "the LUN and restart) or while it has snapshots (delete them first).\n"
+	  "inflate: gives clone NAME its own copy of every extent it shares with its\n"
+	  "snapshot, which may then be deleted.\n" },
+	{ "clone", 3, 3, "clone POOL VOLUME@SNAP NEW",
+	  "Makes NEW, a writable thin volume holding what snapshot VOLUME@SNAP holds,\n"
+	  "instantly: it shares the snapshot's extents until it writes them. A LUN\n"
+	  "names it like any volume (thin = true). The snapshot cannot be deleted\n"
+	  "while the clone depends on it (volume inflate ends that).\n" },
+	{ "rollback", 2, 2, "rollback POOL VOLUME@SNAP [--force]",
+	  "Makes VOLUME hold again what its snapshot VOLUME@SNAP holds, in one atomic\n"
+	  "step (everything written since is gone; the snapshot stays). Refused while\n"
+	  "a LUN has VOLUME open, unless --force: then its initiators get a LUN reset\n"
+	  "(BUS DEVICE RESET FUNCTION OCCURRED on every path); unmount or take the disk\n"
+	  "offline first, as its file system sees the old contents afterwards.\n" },
 	{ "snapshot", 3, 3, "snapshot POOL VOLUME NAME | snapshot delete POOL VOLUME@NAME",
 	  "Takes snapshot VOLUME@NAME of thin VOLUME: instant whatever its size (its\n"
 	  "extent map is copied, no data), holding every write acknowledged before the\n"
@@ -758,12 +791,12 @@ int main(int argc, char **argv)
 		   *count_opt = NULL, *add_opt = NULL, *add_opt2 = NULL;
 	struct live_opts lo = { .interval_s = 0, .count = 0 };
 	bool json = false, repair = false, dashdash = false, missing = false, help = false;
-	bool follow = false;
+	bool follow = false, thin_opt = false, force = false;
 	const struct command *cmd = NULL;
 	struct json_object *req, *jargs, *reply, *ok;
 	char *sock = NULL, *line, *spare = NULL, *spare2 = NULL;
-	char *args[3] = { NULL, NULL, NULL };
-	char *pos[4];
+	char *args[6] = { NULL, NULL, NULL, NULL, NULL, NULL };
+	char *pos[5];
 	const char *txt, *val;
 	int npos = 0, fd, rc = EXIT_UNREACHABLE;
 
@@ -772,7 +805,7 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 
 		if (dashdash || a[0] != '-' || !a[1]) {
-			if (npos == 4) {
+			if (npos == 5) {
 				fprintf(stderr, "rtgtctl: too many arguments (see --help)\n");
 				return EXIT_USAGE;
 			}
@@ -783,6 +816,10 @@ int main(int argc, char **argv)
 			json = true;
 		} else if (strcmp(a, "--repair") == 0) {
 			repair = true;
+		} else if (strcmp(a, "--thin") == 0) {
+			thin_opt = true;
+		} else if (strcmp(a, "--force") == 0) {
+			force = true;
 		} else if (!missing && (val = opt_value(argc, argv, &i, 'a', "add", &missing))) {
 			if (add_opt2) {
 				fprintf(stderr, "rtgtctl: at most two --add\n");
@@ -844,6 +881,36 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rtgtctl: --repair only goes with scrub\n");
 		return EXIT_USAGE;
 	}
+	if (thin_opt && (strcmp(cmd->name, "volume") != 0 || strcmp(args[0], "create") != 0)) {
+		fprintf(stderr, "rtgtctl: --thin only goes with volume create\n");
+		return EXIT_USAGE;
+	}
+	if (force && strcmp(cmd->name, "rollback") != 0) {
+		fprintf(stderr, "rtgtctl: --force only goes with rollback\n");
+		return EXIT_USAGE;
+	}
+	if (!strcmp(cmd->name, "volume")) {
+		static const struct { const char *sub; int n; } subs[] = {
+			{ "list", 0 }, { "list", 1 }, { "create", 3 }, { "delete", 2 },
+			{ "inflate", 2 },
+		};
+		bool sub_ok = false;
+
+		for (size_t k = 0; k < sizeof(subs) / sizeof(subs[0]); k++)
+			sub_ok |= !strcmp(args[0], subs[k].sub) && npos - 2 == subs[k].n;
+		if (!sub_ok) {
+			fprintf(stderr, "rtgtctl: usage: rtgtctl %s\n", cmd->usage);
+			return EXIT_USAGE;
+		}
+	}
+	if (!strcmp(cmd->name, "snapshot") && !strcmp(args[0], "delete") && npos != 4) {
+		fprintf(stderr, "rtgtctl: usage: rtgtctl %s\n", cmd->usage);
+		return EXIT_USAGE;
+	}
+	if (thin_opt)
+		args[npos - 1] = "--thin";
+	if (force)
+		args[npos - 1] = "--force";
 	if (!add_opt != (strcmp(cmd->name, "grow") != 0 && strcmp(cmd->name, "convert") != 0)) {
 		fprintf(stderr, add_opt ? "rtgtctl: --add only goes with grow and convert\n"
 					: "rtgtctl: usage: rtgtctl %s\n", cmd->usage);
@@ -946,7 +1013,7 @@ int main(int argc, char **argv)
 	}
 	if (repair)
 		args[1] = "--repair";
-	for (int i = 0; i < 3 && args[i]; i++)
+	for (int i = 0; i < 5 && args[i]; i++)
 		json_object_array_add(jargs, json_object_new_string(args[i]));
 	json_object_object_add(req, "args", jargs);
 
