@@ -183,6 +183,21 @@ int raid_thin_snapshot(struct raid_pool *p, const uint8_t origin[16], const stru
 /* Drop not-open thin volume @uuid from memory, its extents' references
  * with it (a volume or snapshot the table no longer names). open_mu held. */
 int raid_thin_forget(struct raid_pool *p, const uint8_t uuid[16]);
+/* Rollback of thin volume @vol to its snapshot @snap (both UUIDs): a new
+ * map for the volume, described by @nv (its new region, the volume's UUID
+ * and size), holding the snapshot's entries (counted once more) and
+ * written; an open volume stays frozen until _finish. Then the caller
+ * switches the table to @nv and calls _finish with @commit (the table
+ * written: the volume serves the new map, the old one's references go)
+ * or without (nothing changed). open_mu held, meta_mu not. */
+struct raid_thin;
+int raid_thin_rollback_prepare(struct raid_pool *p, const uint8_t vol[16], const uint8_t snap[16],
+			       const struct raid_sb_vol *nv, struct raid_thin **out);
+void raid_thin_rollback_finish(struct raid_pool *p, const uint8_t vol[16], struct raid_thin *r,
+			       bool commit);
+/* Give not-open thin volume @uuid its own copy of every extent it shares;
+ * *@copied counts them. -EBUSY when open. open_mu held, meta_mu not. */
+int raid_thin_inflate(struct raid_pool *p, const uint8_t uuid[16], uint64_t *copied);
 /* Bytes of thin volume @uuid's extents, and of those another map shares. */
 void raid_thin_space(struct raid_pool *p, const uint8_t uuid[16], uint64_t *alloc,
 		     uint64_t *shared);

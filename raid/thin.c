@@ -942,6 +942,193 @@ int raid_thin_snapshot(struct raid_pool *p, const uint8_t origin[16], const stru
 	return 0;
 }
 
+/* Freeze @t: no request admitted from now, those admitted finished. 0, or
+ * -EBUSY (thawed again) when they did not finish in time. */
+static int freeze(struct raid_thin *t)
+{
+	struct timespec dl;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += FREEZE_WAIT_MS / 1000;
+	pthread_mutex_lock(&t->mu);
+	t->frozen = true;
+	while (t->active && rc == 0)
+		rc = -pthread_cond_timedwait(&t->idle, &t->mu, &dl);
+	pthread_mutex_unlock(&t->mu);
+	if (rc) {
+		thaw(t);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int raid_thin_rollback_prepare(struct raid_pool *p, const uint8_t vol[16], const uint8_t snap[16],
+			       const struct raid_sb_vol *nv, struct raid_thin **out)
+{
+	struct raid_thin_pool *tp = p->thin;
+	struct raid_thin *t = thin_find(p, vol), *s = thin_find(p, snap), *r;
+	int rc;
+
+	if (!t || !s)
+		return -ENOENT;
+	r = thin_new(tp, nv);
+	if (!r)
+		return -ENOMEM;
+	if (r->n_vext != t->n_vext || s->n_vext > r->n_vext) {
+		thin_free(r);
+		return -EINVAL;
+	}
+	/* the volume stays frozen until raid_thin_rollback_finish: no write
+	 * may land in the map about to be dropped */
+	if (t->v && (rc = freeze(t))) {
+		thin_free(r);
+		return rc;
+	}
+	/* a snapshot's map never changes: no freeze needed to read it */
+	pthread_mutex_lock(&s->mu);
+	memcpy(r->map, s->map, s->n_vext * 4);
+	pthread_mutex_unlock(&s->mu);
+	memcpy(r->staged, r->map, r->n_vext * 4);
+	pthread_mutex_lock(&tp->mu);
+	for (uint64_t vx = 0; vx < r->n_vext; vx++)
+		if (r->map[vx]) {
+			r->n_mapped++;
+			__atomic_fetch_add(&tp->refs[r->map[vx] - 1], 1, __ATOMIC_RELAXED);
+		}
+	pthread_mutex_unlock(&tp->mu);
+	rc = map_write_new(tp, r);
+	if (rc) {
+		LOG_ERR(RAID_MOD, "pool %s: rollback of %s: the new extent map could not be written (%s)",
+			p->name, t->name, strerror(-rc));
+		refs_drop(tp, r);
+		thin_free(r);
+		if (t->v)
+			thaw(t);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+void raid_thin_rollback_finish(struct raid_pool *p, const uint8_t vol[16], struct raid_thin *r,
+			       bool commit)
+{
+	struct raid_thin_pool *tp = p->thin;
+	struct raid_thin *t = thin_find(p, vol);
+
+	if (!commit) {
+		refs_drop(tp, r);
+		thin_free(r);
+		if (t && t->v)
+			thaw(t);
+		return;
+	}
+	/* the table names r's map now: t takes r's arrays, its own go with
+	 * their references (t stays the struct the open volume points at) */
+	pthread_mutex_lock(&t->mu);
+	{
+		uint32_t *m = t->map, *st = t->staged;
+		struct mblk *b = t->blk;
+		uint64_t off = t->map_off, nb = t->n_blk;
+
+		t->map = r->map;
+		t->staged = r->staged;
+		t->blk = r->blk;
+		t->map_off = r->map_off;
+		t->n_blk = r->n_blk;
+		atomic_store(&t->n_mapped, atomic_load(&r->n_mapped));
+		r->map = m;
+		r->staged = st;
+		r->blk = b;
+		r->map_off = off;
+		r->n_blk = nb;
+	}
+	pthread_mutex_unlock(&t->mu);
+	refs_drop(tp, r);
+	thin_free(r);
+	if (t->v)
+		thaw(t);
+}
+
+/* Write block @b of not-open @t's map (its staged entries) into the copy
+ * that does not hold its newest state, synchronously. */
+static int blk_write_sync(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct raid_thin *t,
+			  unsigned b, uint8_t *buf)
+{
+	uint64_t seq = t->blk[b].seq + 1;
+	uint8_t copy = t->blk[b].copy ^ 1;
+	int rc;
+
+	blk_encode(t, b, seq, t->staged, buf);
+	rc = sync_io(tp, ctx, RAID_OP_WRITE, t->map_off + ((uint64_t)b * 2 + copy) * MAP_BLK,
+		     MAP_BLK, buf);
+	if (!rc) {
+		t->blk[b].seq = seq;
+		t->blk[b].copy = copy;
+	}
+	return rc;
+}
+
+int raid_thin_inflate(struct raid_pool *p, const uint8_t uuid[16], uint64_t *copied)
+{
+	struct raid_thin_pool *tp = p->thin;
+	struct raid_thin *t = thin_find(p, uuid);
+	struct raid_ioctx *ctx = NULL;
+	uint8_t *xbuf = NULL, *mbuf = NULL;
+	int rc;
+
+	*copied = 0;
+	if (!t)
+		return -ENOENT;
+	if (t->v)
+		return -EBUSY;
+	xbuf = raid_alloc_nz(tp->ext);
+	mbuf = raid_alloc_nz(MAP_BLK);
+	rc = xbuf && mbuf ? raid_ioctx_create(&ctx) : -ENOMEM;
+	/* Each shared extent as a copy on write does it: the copy durable,
+	 * then the map block naming it, then the old reference dropped. A
+	 * crash between two leaves a volume partly inflated, every entry
+	 * whole: running it again finishes. Not open: nothing else writes. */
+	for (uint64_t vx = 0; !rc && vx < t->n_vext; vx++) {
+		uint32_t e = t->map[vx], k;
+
+		if (!e || !ext_shared(tp, e - 1))
+			continue;
+		rc = ext_take(tp, &k);
+		if (rc)
+			break;
+		rc = sync_io(tp, ctx, RAID_OP_READ, (uint64_t)(e - 1) * tp->ext, tp->ext, xbuf);
+		if (!rc)
+			rc = sync_io(tp, ctx, RAID_OP_WRITE, (uint64_t)k * tp->ext, tp->ext, xbuf);
+		if (rc) {
+			ext_give(tp, k);
+			break;
+		}
+		pthread_mutex_lock(&t->mu);
+		t->staged[vx] = k + 1;
+		pthread_mutex_unlock(&t->mu);
+		rc = blk_write_sync(tp, ctx, t, (unsigned)(vx / MAP_EPB), mbuf);
+		pthread_mutex_lock(&t->mu);
+		if (rc)
+			t->staged[vx] = e;
+		else
+			t->map[vx] = k + 1;
+		pthread_mutex_unlock(&t->mu);
+		if (rc) {
+			/* a copy of the block may name it: taken until a restart */
+			break;
+		}
+		ext_give(tp, e - 1);
+		(*copied)++;
+	}
+	if (ctx)
+		raid_ioctx_destroy(ctx);
+	free(xbuf);
+	free(mbuf);
+	return rc;
+}
+
 int raid_thin_forget(struct raid_pool *p, const uint8_t uuid[16])
 {
 	struct raid_thin_pool *tp = p->thin;

@@ -254,7 +254,7 @@ static int thin_grow_locked(struct raid_pool *p, unsigned i, struct raid_vol *v,
 }
 
 static int open_locked(struct raid_pool *p, const char *name, const struct conf_size *size,
-		       bool thin, struct raid_vol **out)
+		       bool thin, bool create_only, struct raid_vol **out)
 {
 	struct raid_sb_vol *sv = NULL;
 	struct raid_vol *v;
@@ -363,6 +363,10 @@ static int open_locked(struct raid_pool *p, const char *name, const struct conf_
 	}
 open:
 	i = (unsigned)(sv - p->sb.vols);
+	if (create_only) {
+		*out = NULL;
+		goto out_unlock;
+	}
 	if (!p->vols[i]) {
 		v = calloc(1, sizeof(*v));
 		if (!v) {
@@ -409,7 +413,7 @@ static int md_vol_open(struct raid_pool *p, const char *name, const struct conf_
 	if (rc)
 		return rc;
 	raid_thin_lock(p);
-	rc = open_locked(p, name, size, flags & RAID_VOL_THIN, out);
+	rc = open_locked(p, name, size, flags & RAID_VOL_THIN, false, out);
 	raid_thin_unlock(p);
 	return rc;
 }
@@ -570,6 +574,13 @@ static int md_pool_vol_delete(struct raid_pool *p, const char *name, char *why, 
 		rc = -EBUSY;
 		goto out_unlock;
 	}
+	for (unsigned k = 0; k < p->sb.n_vols; k++)
+		if (!strcmp(p->sb.vols[k].origin, name) && !(p->sb.vols[k].flags & RAID_SBV_SNAP)) {
+			snprintf(why, wl, "pool %s: clone %s depends on %s: volume inflate %s %s first (or delete the clone)",
+				 p->name, p->sb.vols[k].name, name, p->name, p->sb.vols[k].name);
+			rc = -EBUSY;
+			goto out_unlock;
+		}
 	if (!strchr(name, '@')) {
 		size_t len = strlen(name);
 
@@ -607,6 +618,265 @@ static int md_pool_vol_delete(struct raid_pool *p, const char *name, char *why, 
 out_unlock:
 	pthread_mutex_unlock(&p->meta_mu);
 	raid_thin_unlock(p);
+	return rc;
+}
+
+static int md_pool_clone(struct raid_pool *p, const char *snap, const char *name, char *why,
+			 size_t wl)
+{
+	struct raid_sb_vol nv;
+	uint8_t suuid[16];
+	int j, rc;
+
+	if (!part_ok(name)) {
+		snprintf(why, wl, "volume names: 1..%u characters of A-Z a-z 0-9 . _ -", RAID_SNAP_PART_MAX);
+		return -EINVAL;
+	}
+	rc = raid_thin_pool_load(p);
+	if (rc) {
+		snprintf(why, wl, "pool %s: its thin volumes' maps could not be loaded (%s)", p->name,
+			 strerror(-rc));
+		return rc;
+	}
+	raid_thin_lock(p);
+	pthread_mutex_lock(&p->meta_mu);
+	j = find_locked(p, snap);
+	if (j < 0 || !(p->sb.vols[j].flags & RAID_SBV_SNAP)) {
+		snprintf(why, wl, "pool %s: no snapshot %s", p->name, snap);
+		rc = -ENOENT;
+		goto out_unlock;
+	}
+	if (find_locked(p, name) >= 0) {
+		snprintf(why, wl, "pool %s: a volume %s exists already", p->name, name);
+		rc = -EEXIST;
+		goto out_unlock;
+	}
+	if (p->sb.n_vols >= RAID_MAX_VOLS) {
+		snprintf(why, wl, "pool %s: the volume table is full (%u volumes and snapshots): delete one first",
+			 p->name, RAID_MAX_VOLS);
+		rc = -ENOSPC;
+		goto out_unlock;
+	}
+	memset(&nv, 0, sizeof(nv));
+	nv.size = p->sb.vols[j].size;
+	nv.extent = extent_of(p, raid_thin_map_bytes(p, nv.size));
+	rc = find_space(p, nv.extent, &nv.start);
+	if (rc) {
+		snprintf(why, wl, "pool %s: no room for the extent map of clone %s (%llu bytes)", p->name,
+			 name, (unsigned long long)nv.extent);
+		goto out_unlock;
+	}
+	snprintf(nv.name, sizeof(nv.name), "%s", name);
+	if (getrandom(nv.uuid, 16, 0) != 16) {
+		snprintf(why, wl, "no random bytes for a UUID");
+		rc = -EIO;
+		goto out_unpend;
+	}
+	nv.flags = RAID_SBV_THIN;
+	nv.thin_ext = raid_thin_ext(p);
+	nv.family = p->sb.vols[j].family;
+	snprintf(nv.origin, sizeof(nv.origin), "%s", snap);
+	memcpy(suuid, p->sb.vols[j].uuid, 16);
+	pthread_mutex_unlock(&p->meta_mu);
+	/* a snapshot never changes: taking its map as a snapshot's is a
+	 * copy of a still map; the clone is a writable thin volume */
+	rc = raid_thin_snapshot(p, suuid, &nv, NULL);
+	pthread_mutex_lock(&p->meta_mu);
+	if (rc) {
+		snprintf(why, wl, "pool %s: clone %s not made: %s", p->name, name, strerror(-rc));
+		goto out_unpend;
+	}
+	p->sb.vols[p->sb.n_vols++] = nv;
+	rc = raid_pool_write_sbs_locked(p, false);
+	if (rc) {
+		p->sb.n_vols--;
+		raid_thin_forget(p, nv.uuid);
+		snprintf(why, wl, "pool %s: clone %s not made: the volume table could not be written (%s)",
+			 p->name, name, strerror(-rc));
+		goto out_unpend;
+	}
+	LOG_INFO(RAID_MOD, "pool %s: clone %s of %s made, extent map at %llu", p->name, name, snap,
+		 (unsigned long long)nv.start);
+out_unpend:
+	raid_thin_pending(p, 0, 0);
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
+	raid_thin_unlock(p);
+	return rc;
+}
+
+static int md_pool_rollback(struct raid_pool *p, const char *snap, bool force, char *why,
+			    size_t wl)
+{
+	const char *at = strchr(snap, '@');
+	struct raid_sb_vol nv;
+	struct raid_thin *r = NULL;
+	uint8_t vuuid[16], suuid[16];
+	char vol[64];
+	int i, j, rc;
+
+	if (!at || at == snap || (size_t)(at - snap) >= sizeof(vol)) {
+		snprintf(why, wl, "'%s' is not a snapshot (VOLUME@SNAP)", snap);
+		return -EINVAL;
+	}
+	snprintf(vol, sizeof(vol), "%.*s", (int)(at - snap), snap);
+	rc = raid_thin_pool_load(p);
+	if (rc) {
+		snprintf(why, wl, "pool %s: its thin volumes' maps could not be loaded (%s)", p->name,
+			 strerror(-rc));
+		return rc;
+	}
+	raid_thin_lock(p);
+	pthread_mutex_lock(&p->meta_mu);
+	i = find_locked(p, vol);
+	j = find_locked(p, snap);
+	if (j < 0 || !(p->sb.vols[j].flags & RAID_SBV_SNAP) || i < 0 ||
+	    strcmp(p->sb.vols[j].origin, vol)) {
+		snprintf(why, wl, "pool %s: no snapshot %s of a volume %s", p->name, snap, vol);
+		rc = -ENOENT;
+		goto out_unlock;
+	}
+	if (p->vols[i] && !force) {
+		snprintf(why, wl, "pool %s: volume %s is exported by a LUN: unmount it on the initiators and give --force (the LUN is reset)",
+			 p->name, vol);
+		rc = -EBUSY;
+		goto out_unlock;
+	}
+	nv = p->sb.vols[i];
+	rc = find_space(p, nv.extent, &nv.start);
+	if (rc) {
+		snprintf(why, wl, "pool %s: no room for a new extent map of %s (%llu bytes)", p->name, vol,
+			 (unsigned long long)nv.extent);
+		goto out_unlock;
+	}
+	memcpy(vuuid, p->sb.vols[i].uuid, 16);
+	memcpy(suuid, p->sb.vols[j].uuid, 16);
+	pthread_mutex_unlock(&p->meta_mu);
+	rc = raid_thin_rollback_prepare(p, vuuid, suuid, &nv, &r);
+	pthread_mutex_lock(&p->meta_mu);
+	if (rc) {
+		snprintf(why, wl, "pool %s: %s not rolled back: %s", p->name, vol,
+			 rc == -EBUSY ? "its requests in flight did not finish" : strerror(-rc));
+		goto out_unpend;
+	}
+	/* one table write switches the volume to the new map: a crash
+	 * leaves it all old or all rolled back */
+	i = find_locked(p, vol);
+	{
+		struct raid_sb_vol old = p->sb.vols[i];
+
+		p->sb.vols[i].start = nv.start;
+		rc = raid_pool_write_sbs_locked(p, false);
+		if (rc)
+			p->sb.vols[i] = old;
+	}
+	raid_thin_rollback_finish(p, vuuid, r, rc == 0);
+	if (rc) {
+		snprintf(why, wl, "pool %s: %s not rolled back: the volume table could not be written (%s)",
+			 p->name, vol, strerror(-rc));
+		goto out_unpend;
+	}
+	if (p->vols[i])
+		p->vols[i]->start = nv.start;
+	LOG_INFO(RAID_MOD, "pool %s: volume %s rolled back to %s%s", p->name, vol, snap,
+		 p->vols[i] ? " while exported (--force)" : "");
+out_unpend:
+	raid_thin_pending(p, 0, 0);
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
+	raid_thin_unlock(p);
+	return rc;
+}
+
+static int md_pool_inflate(struct raid_pool *p, const char *name, char *why, size_t wl)
+{
+	uint8_t uuid[16];
+	uint64_t copied = 0;
+	char origin[64];
+	int i, rc;
+
+	rc = raid_thin_pool_load(p);
+	if (rc) {
+		snprintf(why, wl, "pool %s: its thin volumes' maps could not be loaded (%s)", p->name,
+			 strerror(-rc));
+		return rc;
+	}
+	raid_thin_lock(p);
+	pthread_mutex_lock(&p->meta_mu);
+	i = find_locked(p, name);
+	if (i < 0 || (p->sb.vols[i].flags & RAID_SBV_SNAP) || !(p->sb.vols[i].flags & RAID_SBV_THIN)) {
+		snprintf(why, wl, "pool %s: no thin volume %s", p->name, name);
+		rc = -ENOENT;
+		goto out_unlock;
+	}
+	if (!p->sb.vols[i].origin[0]) {
+		snprintf(why, wl, "pool %s: volume %s is no clone: it depends on nothing", p->name, name);
+		rc = -EINVAL;
+		goto out_unlock;
+	}
+	if (p->vols[i]) {
+		snprintf(why, wl, "pool %s: volume %s is in use: a LUN of this daemon has it open (inflate it before exporting it)",
+			 p->name, name);
+		rc = -EBUSY;
+		goto out_unlock;
+	}
+	memcpy(uuid, p->sb.vols[i].uuid, 16);
+	snprintf(origin, sizeof(origin), "%s", p->sb.vols[i].origin);
+	pthread_mutex_unlock(&p->meta_mu);
+	rc = raid_thin_inflate(p, uuid, &copied);
+	pthread_mutex_lock(&p->meta_mu);
+	i = find_locked(p, name);
+	if (rc) {
+		snprintf(why, wl, "pool %s: %s inflated in part (%llu extents copied): %s; run it again",
+			 p->name, name, (unsigned long long)copied, strerror(-rc));
+		goto out_unlock;
+	}
+	p->sb.vols[i].origin[0] = '\0';
+	rc = raid_pool_write_sbs_locked(p, false);
+	if (rc) {
+		snprintf(p->sb.vols[i].origin, sizeof(p->sb.vols[i].origin), "%s", origin);
+		snprintf(why, wl, "pool %s: %s: its extents are its own, but the volume table could not be written (%s); run it again",
+			 p->name, name, strerror(-rc));
+		goto out_unlock;
+	}
+	LOG_INFO(RAID_MOD, "pool %s: volume %s inflated: %llu extents copied, it no longer depends on %s",
+		 p->name, name, (unsigned long long)copied, origin);
+out_unlock:
+	pthread_mutex_unlock(&p->meta_mu);
+	raid_thin_unlock(p);
+	return rc;
+}
+
+static int md_pool_vol_create(struct raid_pool *p, const char *name, const struct conf_size *size,
+			      bool thin, char *why, size_t wl)
+{
+	struct raid_vol *v = NULL;
+	bool exists = false;
+	int rc;
+
+	if (!part_ok(name)) {
+		snprintf(why, wl, "volume names: 1..%u characters of A-Z a-z 0-9 . _ -", RAID_SNAP_PART_MAX);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&p->meta_mu);
+	exists = find_locked(p, name) >= 0;
+	pthread_mutex_unlock(&p->meta_mu);
+	if (exists) {
+		snprintf(why, wl, "pool %s: a volume %s exists already", p->name, name);
+		return -EEXIST;
+	}
+	rc = raid_thin_pool_load(p);
+	if (rc) {
+		snprintf(why, wl, "pool %s: its thin volumes' maps could not be loaded (%s)", p->name,
+			 strerror(-rc));
+		return rc;
+	}
+	raid_thin_lock(p);
+	rc = open_locked(p, name, size, thin, true, &v);
+	raid_thin_unlock(p);
+	if (rc)
+		snprintf(why, wl, "pool %s: volume %s not created: %s (the log says more)", p->name, name,
+			 rc == -ENOSPC ? "no room for it" : strerror(-rc));
 	return rc;
 }
 
@@ -715,4 +985,8 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.vol_resize = md_vol_resize,
 	.pool_snapshot = md_pool_snapshot,
 	.pool_vol_delete = md_pool_vol_delete,
+	.pool_clone = md_pool_clone,
+	.pool_rollback = md_pool_rollback,
+	.pool_inflate = md_pool_inflate,
+	.pool_vol_create = md_pool_vol_create,
 };

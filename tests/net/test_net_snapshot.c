@@ -32,6 +32,19 @@
  *    of the snapshot holds a whole generation (never a mix), and after a
  *    SIGKILL and a start the snapshot still reads exactly that and v0 the
  *    last acknowledged generation of each block.
+ * 03 clone, rollback, create, inflate: v0 written (A, 8 MiB), snapshot s1,
+ *    0..4 MiB rewritten (B). `clone p v0@s1 c1`: c1 is thin, origin v0@s1,
+ *    all its bytes shared. Refused, one line, exit 1: the clone again, a
+ *    clone of no snapshot, deleting v0@s1 (c1 depends on it), rollback of
+ *    the exported v0 without --force. `rollback p v0@s1 --force`: the
+ *    session's next command gets 29/03 (BUS DEVICE RESET FUNCTION
+ *    OCCURRED) and v0 reads A again. `volume create` of a thin and a thick
+ *    volume (the name again is refused); a start exporting c1 and the new
+ *    thin volume: c1 reads A and takes writes (C) while v0 stays A; the new
+ *    volume reads zeroes. Without c1's LUN: `volume inflate p c1` copies
+ *    its shared extents (nothing shared, origin ""), then v0@s1 may be
+ *    deleted; deleting the thick volume gives its space to thin volumes
+ *    (thin_space_bytes grows by its size); c1 still reads C then A.
  */
 #include <check.h>
 #include <errno.h>
@@ -114,12 +127,12 @@ static void random_members(uint64_t bytes, uint64_t seed)
 	}
 }
 
-/* A session with the power-on unit attentions of LUNs 0 and 1 taken */
+/* A session with the power-on unit attentions of LUNs 0..2 taken */
 static struct iscsi_context *login(void)
 {
 	struct iscsi_context *c = nf_login(&D, 0, &(struct harness_login){ 0 });
 
-	for (int lun = 0; lun < 2; lun++)
+	for (int lun = 0; lun < 3; lun++)
 		for (int i = 0; i < 4; i++) {
 			struct scsi_task *t = iscsi_testunitready_sync(c, lun);
 			bool good = t && t->status == SCSI_STATUS_GOOD;
@@ -249,19 +262,39 @@ static int64_t pool_int(const char *key)
 	return v;
 }
 
+/* rtgtctl with the NULL-terminated @a (at most 6), its output in @out */
+static int ctl_v(const char *const *a, char *out, size_t len)
+{
+	const char *x[6] = { NULL };
+
+	for (int i = 0; i < 6 && a[i]; i++)
+		x[i] = a[i];
+	return rj_ctl(&D, out, len, x[0], x[1], x[2], x[3], x[4], x[5], NULL);
+}
+
 /* rtgtctl ARGS must exit 1 with one line containing @needle */
-static void refused(const char *needle, const char *a0, const char *a1, const char *a2,
-		    const char *a3)
+static void refused_v(const char *needle, const char *const *a)
 {
 	char out[1024];
-	int rc = rj_ctl(&D, out, sizeof(out), a0, a1, a2, a3, NULL);
+	int rc = ctl_v(a, out, sizeof(out));
 
-	ck_assert_msg(rc == 1, "rtgtctl %s %s %s %s: exit %d, want 1: %s", a0, a1, a2,
-		      a3 ? a3 : "", rc, out);
-	ck_assert_msg(strstr(out, needle), "rtgtctl %s %s %s %s: '%s' not in: %s", a0, a1, a2,
-		      a3 ? a3 : "", needle, out);
+	ck_assert_msg(rc == 1, "rtgtctl %s %s %s: exit %d, want 1: %s", a[0], a[1], a[2], rc, out);
+	ck_assert_msg(strstr(out, needle), "rtgtctl %s %s %s: '%s' not in: %s", a[0], a[1], a[2],
+		      needle, out);
 	ck_assert_msg(strchr(out, '\n') == out + strlen(out) - 1, "more than one line: %s", out);
 }
+#define refused(needle, ...) refused_v(needle, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* rtgtctl ARGS must exit 0 with @needle in its output */
+static void ctl_ok_v(const char *needle, const char *const *a)
+{
+	char out[2048];
+	int rc = ctl_v(a, out, sizeof(out));
+
+	ck_assert_msg(rc == 0 && strstr(out, needle), "rtgtctl %s %s %s: exit %d: %s", a[0], a[1],
+		      a[2], rc, out);
+}
+#define ctl_ok(needle, ...) ctl_ok_v(needle, (const char *const[]){ __VA_ARGS__, NULL })
 
 static bool sense_is(const struct scsi_task *t, int key, int ascq)
 {
@@ -596,11 +629,100 @@ START_TEST(t02_snapshot_under_load)
 }
 END_TEST
 
+START_TEST(t03_clone_rollback)
+{
+	struct json_object *v;
+	struct scsi_task *t;
+	static uint8_t m_a[V0 / 512], m_c[V0 / 512], m_zero[V0 / 512];
+	int64_t space_before, space_after;
+
+	random_members(64ull << 20, 0x3803);
+	write_conf(LUN_V0);
+	nf_start(&D);
+	C = login();
+	write_pat(C, 0, 0, 8ull << 20, 1);
+	memset(m_a, 0, sizeof(m_a));
+	memset(m_a, 1, (8ull << 20) / 512);
+	ctl_ok("snapshot v0@s1 taken", "snapshot", "p", "v0", "s1");
+	write_pat(C, 0, 0, 4ull << 20, 2);
+	ctl_ok("clone c1 of v0@s1 made", "clone", "p", "v0@s1", "c1");
+	v = vol_entry("c1");
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(rj_str(v, "type"), "thin");
+	ck_assert_str_eq(rj_str(v, "origin"), "v0@s1");
+	ck_assert_int_gt(rj_int(v, "allocated"), 0);
+	ck_assert_int_eq(rj_int(v, "shared"), rj_int(v, "allocated"));
+	json_object_put(v);
+	refused("exists already", "clone", "p", "v0@s1", "c1");
+	refused("no snapshot v0@s9", "clone", "p", "v0@s9", "c2");
+	refused("clone c1 depends on v0@s1", "snapshot", "delete", "p", "v0@s1");
+	refused("exported", "rollback", "p", "v0@s1");
+	ctl_ok("rolled back to v0@s1 (its LUN was reset)", "rollback", "p", "v0@s1", "--force");
+	t = iscsi_testunitready_sync(C, 0);
+	ck_assert_msg(t && t->status == SCSI_STATUS_CHECK_CONDITION &&
+		      t->sense.key == SCSI_SENSE_UNIT_ATTENTION && t->sense.ascq == 0x2903,
+		      "after a forced rollback: %s", task_err(C, t));
+	scsi_free_scsi_task(t);
+	expect_model(C, 0, m_a, 0, V0);
+	ctl_ok("volume n1 created", "volume", "create", "p", "n1", "16M", "--thin");
+	ctl_ok("volume t1 created", "volume", "create", "p", "t1", "8M");
+	refused("exists already", "volume", "create", "p", "n1", "16M");
+	harness_iscsi_logout(C);
+	C = NULL;
+	nf_stop_expect_0(&D, "before exporting the clone");
+
+	write_conf("{ lun = 0; pool = \"p\"; volume = \"v0\"; size = \"64M\"; thin = true; },\n"
+		   "{ lun = 1; pool = \"p\"; volume = \"c1\"; size = \"64M\"; thin = true; },\n"
+		   "{ lun = 2; pool = \"p\"; volume = \"n1\"; size = \"16M\"; thin = true; }");
+	nf_start(&D);
+	C = login();
+	expect_model(C, 1, m_a, 0, V0);
+	write_pat(C, 1, 0, 2ull << 20, 3);
+	memcpy(m_c, m_a, sizeof(m_c));
+	memset(m_c, 3, (2ull << 20) / 512);
+	expect_model(C, 1, m_c, 0, V0);
+	expect_model(C, 0, m_a, 0, V0);
+	expect_model(C, 2, m_zero, 0, 16ull << 20);
+	harness_iscsi_logout(C);
+	C = NULL;
+	nf_stop_expect_0(&D, "after the clone");
+
+	write_conf(LUN_V0);
+	nf_start(&D);
+	refused("is no clone", "volume", "inflate", "p", "v0");
+	ctl_ok("no longer shares", "volume", "inflate", "p", "c1");
+	v = vol_entry("c1");
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(rj_str(v, "origin"), "");
+	ck_assert_int_eq(rj_int(v, "shared"), 0);
+	json_object_put(v);
+	ctl_ok("v0@s1 deleted", "snapshot", "delete", "p", "v0@s1");
+	space_before = pool_int("thin_space_bytes");
+	ctl_ok("t1 deleted", "volume", "delete", "p", "t1");
+	space_after = pool_int("thin_space_bytes");
+	printf("03_clone_rollback: thin_space_bytes %lld before deleting the 8 MiB thick volume, %lld after\n",
+	       (long long)space_before, (long long)space_after);
+	ck_assert_msg(space_after - space_before >= (int64_t)(8ull << 20) - 2 * (int64_t)MIB,
+		      "thin space grew by %lld only", (long long)(space_after - space_before));
+	nf_stop_expect_0(&D, "after the inflate");
+	write_conf("{ lun = 0; pool = \"p\"; volume = \"v0\"; size = \"64M\"; thin = true; },\n"
+		   "{ lun = 1; pool = \"p\"; volume = \"c1\"; size = \"64M\"; thin = true; }");
+	nf_start(&D);
+	C = login();
+	expect_model(C, 1, m_c, 0, V0);
+	expect_model(C, 0, m_a, 0, V0);
+	harness_iscsi_logout(C);
+	C = NULL;
+	nf_stop_expect_0(&D, "at the end");
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
 		CK_CASE("01_snapshot_cow", t01_snapshot_cow),
 		CK_CASE("02_snapshot_under_load", t02_snapshot_under_load),
+		CK_CASE("03_clone_rollback", t03_clone_rollback),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
