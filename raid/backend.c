@@ -152,6 +152,15 @@ int raid_pool_vol_create(struct raid_pool *pool, const char *name, const struct 
 	return pool->ops->pool_vol_create(pool, name, size, thin, why, whylen);
 }
 
+int raid_pool_check_maps(struct raid_pool *pool, struct raid_maps_check *out, char *why,
+		    size_t whylen)
+{
+	memset(out, 0, sizeof(*out));
+	if (!pool->ops->pool_check)
+		return not_here(pool, "check", why, whylen);
+	return pool->ops->pool_check(pool, out, why, whylen);
+}
+
 bool raid_vol_is_snapshot(const struct raid_vol *vol)
 {
 	return vol->snapshot;

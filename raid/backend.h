@@ -84,6 +84,8 @@ struct raid_vol_backend_ops {
 	int (*pool_inflate)(struct raid_pool *p, const char *name, char *why, size_t wl);
 	int (*pool_vol_create)(struct raid_pool *p, const char *name, const struct conf_size *size,
 			       bool thin, char *why, size_t wl);
+	/* raid_pool_check_maps(). NULL: -EOPNOTSUPP. */
+	int (*pool_check)(struct raid_pool *p, struct raid_maps_check *out, char *why, size_t wl);
 
 	/* ---- shared state (raid.h "shared state of a volume") ----
 	 * All set or all NULL; NULL: volumes never shared (raid_vol_shared()
@@ -198,6 +200,8 @@ void raid_thin_rollback_finish(struct raid_pool *p, const uint8_t vol[16], struc
 /* Give not-open thin volume @uuid its own copy of every extent it shares;
  * *@copied counts them. -EBUSY when open. open_mu held, meta_mu not. */
 int raid_thin_inflate(struct raid_pool *p, const uint8_t uuid[16], uint64_t *copied);
+/* raid_pool_check_maps() of the thin maps: open_mu held, meta_mu not. */
+int raid_thin_check_pool(struct raid_pool *p, struct raid_maps_check *out);
 /* Bytes of thin volume @uuid's extents, and of those another map shares. */
 void raid_thin_space(struct raid_pool *p, const uint8_t uuid[16], uint64_t *alloc,
 		     uint64_t *shared);

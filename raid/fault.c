@@ -24,6 +24,9 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conf/util.h"
@@ -232,4 +235,25 @@ void raid_fault_torn_write(struct raid_fault *f, uint64_t off, uint64_t len, uin
 	atomic_store(&f->torn_prefix, prefix);
 	atomic_store(&f->torn_res, res);
 	set_range(&f->torn_a, &f->torn_b, off, len);
+}
+
+/* ---- crash points ---- */
+
+static pthread_once_t crash_once = PTHREAD_ONCE_INIT;
+static const char *crash_at;     /* RTGT_CRASH_POINT, NULL when unset */
+
+static void crash_init(void)
+{
+	const char *v = getenv("RTGT_CRASH_POINT");
+
+	crash_at = v && *v ? v : NULL;
+}
+
+void raid_crash_point(const char *where)
+{
+	pthread_once(&crash_once, crash_init);
+	if (!crash_at || strcmp(crash_at, where))
+		return;
+	LOG_WARN(RAID_MOD, "crash point %s reached: SIGKILL (RTGT_CRASH_POINT)", where);
+	raise(SIGKILL);
 }

@@ -68,4 +68,11 @@ void raid_fault_latency(struct raid_fault *f, uint64_t read_ns, uint64_t write_n
 void raid_fault_torn_write(struct raid_fault *f, uint64_t off, uint64_t len, uint64_t prefix,
 			   int res);
 
+/* Crash points, for the crash tests of multi-step changes (snapshots,
+ * clones, deletes, rollbacks, copies on write; raid/README.md "Crash
+ * points"): when the environment's RTGT_CRASH_POINT names @where, the
+ * process SIGKILLs itself there, as a power cut would stop it. Without
+ * the variable (every real run) this costs one load. */
+void raid_crash_point(const char *where);
+
 #endif

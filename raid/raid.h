@@ -465,6 +465,22 @@ int raid_pool_vol_inflate(struct raid_pool *pool, const char *name, char *why, s
 /* Create volume @name of @size (thin or thick) without opening it. */
 int raid_pool_vol_create(struct raid_pool *pool, const char *name, const struct conf_size *size,
 			 bool thin, char *why, size_t whylen);
+/* What raid_pool_check_maps() found. */
+struct raid_maps_check {
+	unsigned maps;                 /* thin maps read (volumes, snapshots, clones) */
+	uint64_t extents_used;         /* pool extents the maps on disk name */
+	uint64_t extents_shared;       /* of those, named by more than one entry */
+	unsigned n_problems;           /* 0: consistent */
+	char problems[8][320];         /* the first ones, one line each */
+};
+/* Reads every extent map of the pool from its members again and checks it
+ * against itself (no extent named twice by one map, or by two families,
+ * or inside a table region) and against what the running daemon counts
+ * (each extent's references; none in use that no map names: a leak). Run
+ * it on an idle pool: a request in flight may be counted in memory and
+ * not yet on disk. 0 (read, whatever it found), or -errno with @why. */
+int raid_pool_check_maps(struct raid_pool *pool, struct raid_maps_check *out, char *why,
+		    size_t whylen);
 /* Whether @vol is a snapshot (its LUN is read-only). */
 bool raid_vol_is_snapshot(const struct raid_vol *vol);
 

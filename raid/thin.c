@@ -61,12 +61,15 @@
  */
 #include <errno.h>
 #include <isa-l.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "conf/util.h"
 #include "raid/backend.h"
+#include "raid/fault.h"
 #include "raid/ioctx.h"
 #include "raid/parity.h"
 
@@ -539,11 +542,10 @@ static bool same_family(const struct raid_sb_vol *a, const struct raid_sb_vol *b
 	return a->family && a->family == b->family;
 }
 
-/* Reads the map of table entry @me (of @vols) into @t and counts its
- * extents; last[k] is 1 + the entry that named pool extent k last (0:
- * none yet). tp->mu not held (load is single-threaded under open_mu). */
-static int map_load(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct raid_thin *t,
-		    uint8_t *last, unsigned me, const struct raid_sb_vol *vols)
+/* Reads @t's map from the members into t->map (and staged, blk): the valid
+ * copy with the higher sequence of every block. -EUCLEAN (logged) for a
+ * block with no valid copy or an entry past the volume's end. */
+static int map_read(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct raid_thin *t)
 {
 	const char *pn = tp->p->name;
 	uint64_t bytes = t->n_blk * 2 * MAP_BLK, done = 0;
@@ -591,30 +593,6 @@ static int map_load(struct raid_thin_pool *tp, struct raid_ioctx *ctx, struct ra
 					}
 					continue;
 				}
-				if (!e)
-					continue;
-				if (e - 1 >= tp->n_ext || tp->used[e - 1] == X_REGION ||
-				    last[e - 1] == me + 1 ||
-				    (last[e - 1] && !same_family(&vols[last[e - 1] - 1], &vols[me]))) {
-					LOG_ERR(RAID_MOD, "pool %s: thin volume %s: extent map entry %llu names pool extent %u, which is %s%s: the pool's volumes are not served",
-						pn, t->name, (unsigned long long)vx, e - 1,
-						e - 1 >= tp->n_ext ? "past the pool's end" :
-						tp->used[e - 1] == X_REGION ? "a volume table region" :
-						last[e - 1] == me + 1 ? "named twice by this volume" :
-						"named by a volume of another family (not its snapshot or clone): ",
-						e - 1 < tp->n_ext && tp->used[e - 1] != X_REGION &&
-						last[e - 1] && last[e - 1] != me + 1 ?
-						vols[last[e - 1] - 1].name : "");
-					rc = -EUCLEAN;
-					goto out_free;
-				}
-				if (tp->used[e - 1] == X_FREE) {
-					tp->used[e - 1] = X_DATA;
-					tp->n_data++;
-				}
-				last[e - 1] = (uint8_t)(me + 1);
-				__atomic_fetch_add(&tp->refs[e - 1], 1, __ATOMIC_RELAXED);
-				t->n_mapped++;
 				t->map[vx] = t->staged[vx] = e;
 			}
 		}
@@ -625,11 +603,60 @@ out_free:
 	return rc;
 }
 
+/* What a pool's maps say of its extents, counted the way loading counts
+ * them: refs[k] map entries name pool extent k, last[k] is 1 + the entry
+ * that named it last (0: none yet). */
+struct count {
+	uint32_t *refs;
+	uint8_t *last;
+	uint8_t *used;           /* X_REGION marks; X_DATA set as counted */
+	uint64_t n_data;
+};
+
+/* Counts @t's entries (table entry @me of @vols) into @c; a contradiction
+ * (an extent past the pool, in a table region, named twice by @t, or by
+ * another family) is -EUCLEAN, logged, with a line in @why when not NULL. */
+static int map_count(struct raid_thin_pool *tp, struct count *c, const struct raid_thin *t,
+		     unsigned me, const struct raid_sb_vol *vols, char *why, size_t wl)
+{
+	for (uint64_t vx = 0; vx < t->n_vext; vx++) {
+		uint32_t e = t->map[vx];
+
+		if (!e)
+			continue;
+		if (e - 1 >= tp->n_ext || c->used[e - 1] == X_REGION || c->last[e - 1] == me + 1 ||
+		    (c->last[e - 1] && !same_family(&vols[c->last[e - 1] - 1], &vols[me]))) {
+			char line[320];
+
+			snprintf(line, sizeof(line), "%s: extent map entry %llu names pool extent %u, which is %s%s",
+				 t->name, (unsigned long long)vx, e - 1,
+				 e - 1 >= tp->n_ext ? "past the pool's end" :
+				 c->used[e - 1] == X_REGION ? "a volume table region" :
+				 c->last[e - 1] == me + 1 ? "named twice by this volume" :
+				 "named by a volume of another family (not its snapshot or clone): ",
+				 e - 1 < tp->n_ext && c->used[e - 1] != X_REGION && c->last[e - 1] &&
+				 c->last[e - 1] != me + 1 ? vols[c->last[e - 1] - 1].name : "");
+			LOG_ERR(RAID_MOD, "pool %s: thin volume %s", tp->p->name, line);
+			if (why)
+				snprintf(why, wl, "%s", line);
+			return -EUCLEAN;
+		}
+		if (c->used[e - 1] == X_FREE) {
+			c->used[e - 1] = X_DATA;
+			c->n_data++;
+		}
+		c->last[e - 1] = (uint8_t)(me + 1);
+		__atomic_fetch_add(&c->refs[e - 1], 1, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
 int raid_thin_pool_load(struct raid_pool *p)
 {
 	struct raid_thin_pool *tp = p->thin;
 	struct raid_sb_vol vols[RAID_MAX_VOLS];
 	struct raid_ioctx *ctx = NULL;
+	struct count cnt;
 	uint8_t *last;
 	unsigned n;
 	int rc = 0;
@@ -695,6 +722,10 @@ int raid_thin_pool_load(struct raid_pool *p)
 	last = calloc(tp->n_ext ? tp->n_ext : 1, 1);
 	if (!last)
 		return -ENOMEM;
+	cnt.refs = tp->refs;
+	cnt.last = last;
+	cnt.used = tp->used;
+	cnt.n_data = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct raid_thin *t;
 
@@ -707,7 +738,13 @@ int raid_thin_pool_load(struct raid_pool *p)
 			rc = -ENOMEM;
 			goto out_fail;
 		}
-		rc = map_load(tp, ctx, t, last, i, vols);
+		rc = map_read(tp, ctx, t);
+		if (!rc)
+			rc = map_count(tp, &cnt, t, i, vols, NULL, 0);
+		if (!rc)
+			for (uint64_t vx = 0; vx < t->n_vext; vx++)
+				if (t->map[vx])
+					t->n_mapped++;
 		if (rc) {
 			thin_free(t);
 			goto out_fail;
@@ -715,6 +752,7 @@ int raid_thin_pool_load(struct raid_pool *p)
 		tp->loaded_t[i] = t;
 	}
 	pthread_mutex_lock(&tp->mu);
+	tp->n_data += cnt.n_data;
 	threshold_locked(tp);
 	pthread_mutex_unlock(&tp->mu);
 	tp->loaded = true;
@@ -929,7 +967,10 @@ int raid_thin_snapshot(struct raid_pool *p, const uint8_t origin[16], const stru
 	}
 	/* The references are counted; the snapshot exists once the table
 	 * names it (the caller). Writes to the origin meanwhile copy. */
+	raid_crash_point("map-copied");
 	rc = map_write_new(tp, s);
+	if (!rc)
+		raid_crash_point("map-written");
 	if (!rc)
 		rc = keep_loaded(tp, s);
 	if (rc) {
@@ -998,6 +1039,8 @@ int raid_thin_rollback_prepare(struct raid_pool *p, const uint8_t vol[16], const
 		}
 	pthread_mutex_unlock(&tp->mu);
 	rc = map_write_new(tp, r);
+	if (!rc)
+		raid_crash_point("rollback-map");
 	if (rc) {
 		LOG_ERR(RAID_MOD, "pool %s: rollback of %s: the new extent map could not be written (%s)",
 			p->name, t->name, strerror(-rc));
@@ -1121,11 +1164,123 @@ int raid_thin_inflate(struct raid_pool *p, const uint8_t uuid[16], uint64_t *cop
 		}
 		ext_give(tp, e - 1);
 		(*copied)++;
+		raid_crash_point("inflate-copy");
 	}
 	if (ctx)
 		raid_ioctx_destroy(ctx);
 	free(xbuf);
 	free(mbuf);
+	return rc;
+}
+
+static void problem(struct raid_maps_check *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void problem(struct raid_maps_check *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (out->n_problems < sizeof(out->problems) / sizeof(out->problems[0])) {
+		va_start(ap, fmt);
+		vsnprintf(out->problems[out->n_problems], sizeof(out->problems[0]), fmt, ap);
+		va_end(ap);
+	}
+	out->n_problems++;
+}
+
+int raid_thin_check_pool(struct raid_pool *p, struct raid_maps_check *out)
+{
+	struct raid_thin_pool *tp = p->thin;
+	struct raid_sb_vol *vols = calloc(RAID_MAX_VOLS, sizeof(*vols));
+	struct count c = { 0 };
+	struct raid_ioctx *ctx = NULL;
+	uint64_t leaked = 0, first_leak = 0;
+	unsigned n;
+	int rc;
+
+	c.refs = calloc(tp->n_ext ? tp->n_ext : 1, sizeof(*c.refs));
+	c.last = calloc(tp->n_ext ? tp->n_ext : 1, 1);
+	c.used = calloc(tp->n_ext ? tp->n_ext : 1, 1);
+	rc = vols && c.refs && c.last && c.used ? raid_ioctx_create(&ctx) : -ENOMEM;
+	if (rc)
+		goto out_free;
+	pthread_mutex_lock(&p->meta_mu);
+	n = p->sb.n_vols;
+	memcpy(vols, p->sb.vols, sizeof(vols[0]) * n);
+	pthread_mutex_unlock(&p->meta_mu);
+	for (unsigned i = 0; i < n; i++)
+		for (uint64_t k = vols[i].start / tp->ext;
+		     k < tp->n_ext && k * tp->ext < vols[i].start + vols[i].extent; k++)
+			c.used[k] = X_REGION;
+	for (unsigned i = 0; i < n; i++) {
+		struct raid_thin *t, *live;
+		char line[320];
+
+		if (!(vols[i].flags & RAID_SBV_THIN))
+			continue;
+		t = thin_new(tp, &vols[i]);
+		if (!t) {
+			rc = -ENOMEM;
+			goto out_free;
+		}
+		out->maps++;
+		if (map_read(tp, ctx, t)) {
+			problem(out, "%s: its extent map cannot be read whole (the log says which block)",
+				vols[i].name);
+			thin_free(t);
+			continue;
+		}
+		if (map_count(tp, &c, t, i, vols, line, sizeof(line)))
+			problem(out, "%s", line);
+		/* what the daemon serves must be what is on disk */
+		pthread_mutex_lock(&tp->mu);
+		live = thin_find(p, vols[i].uuid);
+		if (live) {
+			pthread_mutex_lock(&live->mu);
+			for (uint64_t vx = 0; vx < t->n_vext && vx < live->n_vext; vx++)
+				if (live->map[vx] != t->map[vx]) {
+					problem(out, "%s: entry %llu names pool extent %lld in memory, %lld on disk",
+						vols[i].name, (unsigned long long)vx,
+						(long long)live->map[vx] - 1, (long long)t->map[vx] - 1);
+					break;
+				}
+			pthread_mutex_unlock(&live->mu);
+		}
+		pthread_mutex_unlock(&tp->mu);
+		thin_free(t);
+	}
+	pthread_mutex_lock(&tp->mu);
+	for (uint64_t k = 0; k < tp->n_ext; k++) {
+		uint32_t live = __atomic_load_n(&tp->refs[k], __ATOMIC_RELAXED);
+
+		if (c.refs[k]) {
+			out->extents_used++;
+			if (c.refs[k] > 1)
+				out->extents_shared++;
+		}
+		if (tp->used[k] == X_DATA && !c.refs[k]) {
+			if (!leaked++)
+				first_leak = k;
+		} else if (c.refs[k] && tp->used[k] != X_DATA) {
+			problem(out, "pool extent %llu: named by %u map entries on disk, free in memory",
+				(unsigned long long)k, c.refs[k]);
+		} else if (c.refs[k] != live) {
+			problem(out, "pool extent %llu: named by %u map entries on disk, %u counted in memory",
+				(unsigned long long)k, c.refs[k], live);
+		}
+	}
+	pthread_mutex_unlock(&tp->mu);
+	if (leaked)
+		problem(out, "%llu pool extents in use that no map names (leaked), the first %llu",
+			(unsigned long long)leaked, (unsigned long long)first_leak);
+	rc = 0;
+out_free:
+	if (ctx)
+		raid_ioctx_destroy(ctx);
+	free(vols);
+	free(c.refs);
+	free(c.last);
+	free(c.used);
 	return rc;
 }
 
@@ -1623,6 +1778,7 @@ static void cow_mapped(struct piece *pc, int rc)
 	struct raid_thin *t = pc->tio->t;
 
 	if (!rc) {
+		raid_crash_point("cow-map");
 		pthread_mutex_lock(&t->mu);
 		t->map[pc->vx] = pc->pext + 1;
 		pthread_mutex_unlock(&t->mu);
@@ -1645,6 +1801,7 @@ static void cow_written(struct raid_io *bio)
 		pc->k(pc, bio->result);
 		return;
 	}
+	raid_crash_point("cow-data");
 	map_set(pc, pc->pext + 1, cow_mapped);
 }
 

@@ -33,6 +33,7 @@
 #include <sys/random.h>
 
 #include "raid/backend.h"
+#include "raid/fault.h"
 
 static uint64_t want_bytes(const struct raid_pool *p, const struct conf_size *size)
 {
@@ -536,6 +537,7 @@ static int md_pool_snapshot(struct raid_pool *p, const char *vol, const char *sn
 			 p->name, name, strerror(-rc));
 		goto out_unpend;
 	}
+	raid_crash_point("snap-table");
 	LOG_INFO(RAID_MOD, "pool %s: snapshot %s taken (requests held %llu us), extent map at %llu",
 		 p->name, name, (unsigned long long)us, (unsigned long long)nv.start);
 out_unpend:
@@ -609,6 +611,7 @@ static int md_pool_vol_delete(struct raid_pool *p, const char *name, char *why, 
 			 p->name, name, strerror(-rc));
 		goto out_unlock;
 	}
+	raid_crash_point("delete-table");
 	/* durable: its map region and the extents only it named are free */
 	if (sv.flags & RAID_SBV_THIN)
 		raid_thin_forget(p, sv.uuid);
@@ -695,6 +698,7 @@ static int md_pool_clone(struct raid_pool *p, const char *snap, const char *name
 			 p->name, name, strerror(-rc));
 		goto out_unpend;
 	}
+	raid_crash_point("clone-table");
 	LOG_INFO(RAID_MOD, "pool %s: clone %s of %s made, extent map at %llu", p->name, name, snap,
 		 (unsigned long long)nv.start);
 out_unpend:
@@ -769,6 +773,8 @@ static int md_pool_rollback(struct raid_pool *p, const char *snap, bool force, c
 		rc = raid_pool_write_sbs_locked(p, false);
 		if (rc)
 			p->sb.vols[i] = old;
+		else
+			raid_crash_point("rollback-table");
 	}
 	raid_thin_rollback_finish(p, vuuid, r, rc == 0);
 	if (rc) {
@@ -877,6 +883,25 @@ static int md_pool_vol_create(struct raid_pool *p, const char *name, const struc
 	if (rc)
 		snprintf(why, wl, "pool %s: volume %s not created: %s (the log says more)", p->name, name,
 			 rc == -ENOSPC ? "no room for it" : strerror(-rc));
+	return rc;
+}
+
+static int md_pool_check(struct raid_pool *p, struct raid_maps_check *out, char *why, size_t wl)
+{
+	int rc = raid_thin_pool_load(p);
+
+	if (rc) {
+		/* what assembly found is the answer: the maps contradict
+		 * themselves or cannot be read (the log says where) */
+		snprintf(why, wl, "pool %s: its thin volumes' maps cannot be loaded (%s): the log names the entry",
+			 p->name, strerror(-rc));
+		return rc;
+	}
+	raid_thin_lock(p);
+	rc = raid_thin_check_pool(p, out);
+	raid_thin_unlock(p);
+	if (rc)
+		snprintf(why, wl, "pool %s: check not done: %s", p->name, strerror(-rc));
 	return rc;
 }
 
@@ -989,4 +1014,5 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.pool_rollback = md_pool_rollback,
 	.pool_inflate = md_pool_inflate,
 	.pool_vol_create = md_pool_vol_create,
+	.pool_check = md_pool_check,
 };

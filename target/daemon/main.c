@@ -376,7 +376,7 @@ static int ctl_handle(void *arg, const char *cmd, struct json_object *args,
 	if (!strcmp(cmd, "resize"))
 		return ctl_resize(d, args, reply, err, errlen);
 	if (!strcmp(cmd, "volume") || !strcmp(cmd, "snapshot") || !strcmp(cmd, "clone") ||
-	    !strcmp(cmd, "rollback"))
+	    !strcmp(cmd, "rollback") || !strcmp(cmd, "check"))
 		return daemon_vol_cmd(d, cmd, args, reply, err, errlen);
 	if (!strcmp(cmd, "grow") || !strcmp(cmd, "convert")) {
 		/* args: POOL PATH [PATH | LEVEL] */

@@ -298,9 +298,51 @@ static int snapshot_cmd(struct daemon *d, struct json_object *args, struct json_
 	return 0;
 }
 
+static int check_cmd(struct daemon *d, struct json_object *args, struct json_object *reply,
+		     char *err, size_t errlen)
+{
+	const char *a0 = arg_at(args, 0);
+	struct raid_maps_check *c;
+	struct json_object *probs;
+	struct raid_pool *p;
+	char why[256] = "";
+	int rc;
+
+	if (!a0) {
+		snprintf(err, errlen, "usage: check POOL");
+		return -EINVAL;
+	}
+	p = pool_named(d, a0, err, errlen);
+	if (!p)
+		return -ENOENT;
+	c = malloc(sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	rc = raid_pool_check_maps(p, c, why, sizeof(why));
+	if (rc) {
+		snprintf(err, errlen, "check: %s", why[0] ? why : strerror(-rc));
+		free(c);
+		return rc;
+	}
+	LOG_INFO(MOD, "ctl: check of pool %s: %u maps, %u problems", a0, c->maps, c->n_problems);
+	json_object_object_add(reply, "pool", json_object_new_string(a0));
+	json_object_object_add(reply, "maps", json_object_new_int((int)c->maps));
+	add_i64(reply, "extents_used", c->extents_used);
+	add_i64(reply, "extents_shared", c->extents_shared);
+	json_object_object_add(reply, "n_problems", json_object_new_int((int)c->n_problems));
+	probs = json_object_new_array();
+	for (unsigned i = 0; probs && i < c->n_problems && i < 8; i++)
+		json_object_array_add(probs, json_object_new_string(c->problems[i]));
+	json_object_object_add(reply, "problems", probs);
+	free(c);
+	return 0;
+}
+
 int daemon_vol_cmd(struct daemon *d, const char *cmd, struct json_object *args,
 		   struct json_object *reply, char *err, size_t errlen)
 {
+	if (!strcmp(cmd, "check"))
+		return check_cmd(d, args, reply, err, errlen);
 	if (!strcmp(cmd, "volume"))
 		return volume_cmd(d, args, reply, err, errlen);
 	if (!strcmp(cmd, "clone"))
