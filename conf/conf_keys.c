@@ -53,7 +53,7 @@ const struct conf_key conf_keys[CK__N] = {
 	[CK_TOP_TARGETS] = KEY(TOP, "targets", GROUPS, "non-empty", "required", LIVE,
 		"iSCSI targets"),
 	[CK_TOP_GROUPS] = KEY(TOP, "initiator_groups", GROUPS, NULL, NULL, LIVE,
-		"named sets of initiators for per-LUN mapping (see \"Access per LUN\")"),
+		"named sets of initiators that a LUN's `groups` map"),
 	[CK_TOP_DISCOVERY] = KEY(TOP, "discovery", GROUP, NULL, NULL, LIVE,
 		"`{ chap = { ... }; }`: the CHAP every discovery session must pass; absent or "
 		"`chap = { };`: discovery needs no credentials"),
