@@ -315,6 +315,24 @@ START_TEST(t05_defaults_are_the_tables)
 	ck_assert_uint_eq(d->health_interval_s, conf_keys[CK_D_HEALTH_INTERVAL].idef);
 	ck_assert_uint_eq(c->pools[0].thin_threshold, conf_keys[CK_P_THIN_THRESHOLD].idef);
 	ck_assert_uint_eq(c->pools[0].rebuild_mbps, conf_keys[CK_P_REBUILD_MBPS].idef);
+	/* the defaults in words: a size and booleans as the parser applies them */
+	{
+		struct conf_size sz;
+		char num[32];
+
+		snprintf(num, sizeof(num), "%s", conf_keys[CK_P_CHUNK].def + 1);
+		num[strlen(num) - 1] = '\0';   /* "64K" without its quotes */
+		ck_assert_int_eq(conf_parse_size(num, false, &sz), 0);
+		ck_assert_uint_eq(c->pools[0].chunk, sz.bytes);
+	}
+	ck_assert_int_eq(c->pools[0].direct_io, !strcmp(conf_keys[CK_P_DIRECT_IO].def, "true"));
+	ck_assert_int_eq(c->pools[0].start_degraded,
+			 !strcmp(conf_keys[CK_P_START_DEGRADED].def, "true"));
+	ck_assert_int_eq(c->targets[0].luns[0].read_only,
+			 !strcmp(conf_keys[CK_L_READ_ONLY].def, "true"));
+	ck_assert_int_eq(c->targets[0].luns[0].thin, !strcmp(conf_keys[CK_L_THIN].def, "true"));
+	ck_assert_uint_eq(c->portals[0].tpgt, 1);   /* "position" */
+	ck_assert_msg(c->targets[0].allow_all, "allow's default is ( \"ALL\" )");
 	/* the string defaults the page shows are the ones applied */
 	ck_assert_str_eq(conf_keys[CK_D_LOG_LEVEL].def, "\"info\"");
 	ck_assert_int_eq(d->log_level, CONF_LOG_INFO);
@@ -322,6 +340,21 @@ START_TEST(t05_defaults_are_the_tables)
 	ck_assert_msg(strstr(conf_keys[CK_D_SMARTCTL].def, CONF_DEFAULT_SMARTCTL), "smartctl");
 	ck_assert_msg(strstr(d->state_dir, CONF_DEFAULT_STATE_DIR), "%s", d->state_dir);
 	ck_assert_msg(strstr(conf_keys[CK_D_STATE_DIR].def, CONF_DEFAULT_STATE_DIR), "state_dir");
+	conf_free(c);
+
+	/* an rbd pool's thick and an hdd group's write_cache */
+	ck_assert_msg(load("pools = ( { name = \"c\"; level = \"rbd\"; ceph_conf = \"c.conf\";\n"
+			   "  rbd_pool = \"rbd\"; },\n"
+			   "  { name = \"h\"; level = \"raid0\"; members = ( \"d0\" );\n"
+			   "    hdd = { mbps = 100; avg_seek_ms = 8; rpm = 7200; }; } );\n"
+			   "portals = ( { name = \"lo\"; listen = \"127.0.0.1:3260\"; } );\n"
+			   "targets = ( { iqn = \"iqn.2026-11.org.rtgt:t\"; portals = ( \"lo\" );\n"
+			   "  luns = ( { lun = 0; pool = \"c\"; volume = \"v0\"; size = \"16M\"; } ); } );\n",
+			   &c) == 0, "%s", errbuf);
+	ck_assert_int_eq(c->pools[0].rbd_thick, !strcmp(conf_keys[CK_P_THICK].def, "true"));
+	ck_assert_int_eq(!c->pools[1].hdd.write_through,
+			 !strcmp(conf_keys[CK_H_WRITE_CACHE].def, "true"));
+	ck_assert_uint_eq(c->pools[0].provision_mbps, conf_keys[CK_P_PROVISION_MBPS].idef);
 	conf_free(c);
 }
 END_TEST
