@@ -12,6 +12,7 @@ O       := build
 B       := bin
 PREFIX  ?= /usr/local
 DESTDIR ?=
+MANDIR  ?= $(PREFIX)/share/man
 FUZZ_SECONDS ?= 60
 PKGS    := libconfig liburing libisal libcrypto json-c
 CFLAGS  ?= -O2 -g
@@ -83,9 +84,12 @@ TEST_HELPERS := $(wildcard tests/lib/*.c)
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 
 BINS := $(B)/rtgtd $(B)/rtgtctl $(B)/rtgt-bench
+# the manual pages, each beside its source; the section is the suffix
+MAN_PAGES := target/tools/rtgt-bench.1 conf/rtgt.conf.5 target/daemon/rtgtd.8 \
+             target/tools/rtgtctl.8
 
 .PHONY: all run check unit nettest conformance clean deps lab fuzz fuzz-build install uninstall \
-	tsan-check guest-check include-check layer-check
+	tsan-check guest-check include-check layer-check man
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -128,7 +132,8 @@ run: deps
 	$(MAKE) all
 	$(B)/rtgtd -c $(RUN_CONF)
 
-unit: $(UNIT_BINS)
+# $(BINS): tests/unit/test_man.py asks bin/rtgtd and bin/rtgtctl
+unit: $(UNIT_BINS) $(BINS)
 	@$(SAN_PRE)
 	@scripts/run-tests.sh unit $(UNIT_BINS) $(UNIT_PY) || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
@@ -142,6 +147,12 @@ conformance: $(BINS)
 	@$(SAN_PRE)
 	@scripts/conformance.sh || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
+
+# rtgt.conf(5)'s and conf/README.md's key tables, written from the key
+# table (conf/conf_keys.c) by scripts/conf-keys.py; tests/unit/test_man.py
+# fails when they are stale
+man: $(B)/rtgtd
+	scripts/conf-keys.py --rtgtd $(B)/rtgtd --write
 
 # the dependency rules of the folder READMEs, on every #include (a second)
 include-check:
@@ -240,6 +251,8 @@ install: all
 	install -m 0755 bin/rtgtctl bin/rtgt-bench $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/examples/*.conf conf/examples/rtgt.conf.default \
 		$(DESTDIR)$(PREFIX)/share/rtgt/examples/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	for p in $(MAN_PAGES); do install -m 0644 $$p $(DESTDIR)$(MANDIR)/man$${p##*.}/ || exit 1; done
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' -e 's|@DOCDIR@|$(PREFIX)/share/rtgt|g' \
 		conf/systemd/rtgtd.service.in \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
@@ -256,6 +269,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/rtgtd $(DESTDIR)$(PREFIX)/bin/rtgtctl \
 		$(DESTDIR)$(PREFIX)/bin/rtgt-bench $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
 	rm -rf $(DESTDIR)$(PREFIX)/share/rtgt
+	for p in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${p##*.}/$${p##*/}; done
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz bin bin-san bin-tsan

@@ -18,7 +18,7 @@
  *
  * Layer: configuration, the top of conf/ (conf/README.md "Layers").
  * May call: conf_targets.c, the sections (conf_daemon.c, conf_pools.c,
- * conf_access.c), conf_val.c, libconfig, libc.
+ * conf_access.c), conf_val.c, the key table (conf_keys.c), libconfig, libc.
  */
 #include <errno.h>
 #include <libconfig.h>
@@ -174,9 +174,6 @@ static char *dir_of(const char *path)
 
 int conf_load(const char *path, struct conf **out, FILE *errs)
 {
-	static const char *const top_keys[] = {
-		"daemon", "pools", "portals", "targets", "initiator_groups", "discovery", NULL,
-	};
 	struct conf_vctx v = { .path = path, .errs = errs ? errs : stderr };
 	const config_setting_t *root;
 	config_t cfg;
@@ -226,7 +223,7 @@ int conf_load(const char *path, struct conf **out, FILE *errs)
 		goto destroy_cfg;
 	}
 	root = config_root_setting(&cfg);
-	conf_check_keys(&v, root, "top level", top_keys);
+	conf_check_keys(&v, root, "top level", CONF_S_TOP);
 	conf_parse_daemon(&v, root);
 	conf_parse_pools(&v, root);
 	conf_parse_portals(&v, root);

@@ -249,6 +249,11 @@ struct conf {
  */
 int conf_load(const char *path, struct conf **out, FILE *errs);
 void conf_free(struct conf *c);
+/* Every key conf_load() accepts, one line each: section path, name, type,
+ * range, default, what a reload does, description, tab-separated (rtgtd
+ * --list-keys; scripts/conf-keys.py makes rtgt.conf(5) and conf/README.md's
+ * tables of it). */
+void conf_keys_print(FILE *f);
 
 const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);
 const struct conf_portal *conf_portal_find(const struct conf *c, const char *name);

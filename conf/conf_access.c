@@ -9,7 +9,7 @@
  * its name was capitalised or on the order of the list.
  *
  * Layer: sections (conf/README.md "Layers"). May call: conf_val.c, the
- * networks of address rules (net.c: conf_net_parse), libconfig, libc.
+ * key table (conf_keys.c), the networks of address rules (net.c: conf_net_parse), libconfig, libc.
  */
 #include <libconfig.h>
 #include <stdlib.h>
@@ -21,9 +21,6 @@
 
 /* ---- CHAP ---- */
 
-static const char *const chap_keys[] = {
-	"user", "secret", "mutual_user", "mutual_secret", NULL,
-};
 
 void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char *twhere,
 		     struct conf_chap *chap)
@@ -38,7 +35,7 @@ void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char 
 			    conf_type_name(g));
 		return;
 	}
-	conf_check_keys(v, g, where, chap_keys);
+	conf_check_keys(v, g, where, CONF_S_CHAP);
 	ru = conf_get_string(v, g, "user", where, false, &user);
 	rs = conf_get_string(v, g, "secret", where, false, &secret);
 	rmu = conf_get_string(v, g, "mutual_user", where, false, &muser);
@@ -89,7 +86,6 @@ void conf_parse_chap(struct conf_vctx *v, const config_setting_t *g, const char 
 
 /* ---- initiator groups and discovery ---- */
 
-static const char *const group_keys[] = { "name", "members", NULL };
 
 int conf_group_index(const struct conf *c, const char *name)
 {
@@ -146,7 +142,7 @@ void conf_parse_groups(struct conf_vctx *v, const config_setting_t *root)
 				    where, conf_type_name(g));
 			continue;
 		}
-		conf_check_keys(v, g, where, group_keys);
+		conf_check_keys(v, g, where, CONF_S_GROUP);
 		if (conf_get_string(v, g, "name", where, true, &name) <= 0)
 			continue;
 		snprintf(where, sizeof(where), "initiator group '%.63s'", name);
@@ -206,7 +202,6 @@ void conf_parse_groups(struct conf_vctx *v, const config_setting_t *root)
 	}
 }
 
-static const char *const discovery_keys[] = { "chap", NULL };
 
 /* Top level "discovery": { chap = { user; secret; [mutual_user; mutual_secret;] }; } */
 void conf_parse_discovery(struct conf_vctx *v, const config_setting_t *root)
@@ -220,13 +215,12 @@ void conf_parse_discovery(struct conf_vctx *v, const config_setting_t *root)
 			    conf_type_name(g));
 		return;
 	}
-	conf_check_keys(v, g, "discovery", discovery_keys);
+	conf_check_keys(v, g, "discovery", CONF_S_DISCOVERY);
 	cs = config_setting_get_member(g, "chap");
 	if (cs)
 		conf_parse_chap(v, cs, "discovery", &v->c->discovery_chap);
 }
 
-static const char *const acl_keys[] = { "initiator", "chap", "address", NULL };
 
 /* "address" of an allow entry: one network string or a list of them. */
 static void parse_addresses(struct conf_vctx *v, const config_setting_t *s, const char *where,
@@ -286,7 +280,7 @@ static void parse_acl(struct conf_vctx *v, const config_setting_t *e, const char
 
 	*named = NULL;
 	snprintf(where, sizeof(where), "%s: allow[%d]", twhere, idx);
-	conf_check_keys(v, e, where, acl_keys);
+	conf_check_keys(v, e, where, CONF_S_ALLOW);
 	cs = config_setting_get_member(e, "chap");
 	as = config_setting_get_member(e, "address");
 	rn = conf_get_string(v, e, "initiator", where, !as, &name);

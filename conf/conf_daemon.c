@@ -2,13 +2,13 @@
  * conf/conf_daemon.c - the "daemon" group: process settings, each with its
  * default, into struct conf_daemon.
  *
- * Every key is optional; what is absent keeps the documented default
- * (conf/README.md, "daemon"), and the paths (control socket, state
+ * Every key is optional; what is absent keeps its default from the key
+ * table (conf_keys.c, also what rtgt.conf(5) and conf/README.md show), and the paths (control socket, state
  * directory, event hook, smartctl) are resolved against the
  * configuration's directory. One pass, no state machine.
  *
- * Layer: sections (conf/README.md "Layers"). May call: conf_val.c, the
- * logger (log.c: conf_log_level_parse), libconfig, libc.
+ * Layer: sections (conf/README.md "Layers"). May call: conf_val.c, the key
+ * table (conf_keys.c), the logger (log.c: conf_log_level_parse), libconfig, libc.
  */
 #include <libconfig.h>
 #include <stdlib.h>
@@ -21,13 +21,6 @@
 
 /* ---- daemon ---- */
 
-static const char *const daemon_keys[] = {
-	"workers", "control", "log_level", "max_sessions", "max_connections",
-	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", "state_dir",
-	"max_discovery_sessions", "discovery_idle_timeout", "event_exec", "event_exec_timeout",
-	"metrics", "smartctl", "health_interval", "health_fail", NULL,
-};
-
 void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 {
 	const config_setting_t *g = config_setting_get_member(root, "daemon");
@@ -38,26 +31,27 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 	const config_setting_t *ms, *mc;
 	unsigned long long u;
 
-	d->workers = 0;
+	/* the defaults are the table's, so rtgt.conf(5) states what applies */
+	d->workers = (unsigned)conf_keys[CK_D_WORKERS].idef;
 	d->log_level = CONF_LOG_INFO;
-	d->max_sessions = 64;
-	d->max_connections = 256;
-	d->login_timeout_s = 15;
-	d->nop_interval_s = 10;
-	d->nop_timeout_s = 30;
-	d->queue_depth = 128;
-	d->max_discovery_sessions = 16;
-	d->discovery_idle_timeout_s = 30;
-	d->event_exec_timeout_s = 10;
-	d->health_interval_s = 1800;
+	d->max_sessions = (unsigned)conf_keys[CK_D_MAX_SESSIONS].idef;
+	d->max_connections = (unsigned)conf_keys[CK_D_MAX_CONNECTIONS].idef;
+	d->login_timeout_s = (unsigned)conf_keys[CK_D_LOGIN_TIMEOUT].idef;
+	d->nop_interval_s = (unsigned)conf_keys[CK_D_NOP_INTERVAL].idef;
+	d->nop_timeout_s = (unsigned)conf_keys[CK_D_NOP_TIMEOUT].idef;
+	d->queue_depth = (unsigned)conf_keys[CK_D_QUEUE_DEPTH].idef;
+	d->max_discovery_sessions = (unsigned)conf_keys[CK_D_MAX_DISCOVERY_SESSIONS].idef;
+	d->discovery_idle_timeout_s = (unsigned)conf_keys[CK_D_DISCOVERY_IDLE_TIMEOUT].idef;
+	d->event_exec_timeout_s = (unsigned)conf_keys[CK_D_EVENT_EXEC_TIMEOUT].idef;
+	d->health_interval_s = (unsigned)conf_keys[CK_D_HEALTH_INTERVAL].idef;
 
 	if (g && config_setting_type(g) != CONFIG_TYPE_GROUP) {
 		conf_err_at(v, g, "daemon must be a group { ... }, not %s", conf_type_name(g));
 		g = NULL;
 	}
 	if (g) {
-		conf_check_keys(v, g, where, daemon_keys);
-		if (conf_get_uint(v, g, "workers", where, 0, CONF_MAX_WORKERS, &u) > 0)
+		conf_check_keys(v, g, where, CONF_S_DAEMON);
+		if (conf_get_key_uint(v, g, CK_D_WORKERS, where, &u) > 0)
 			d->workers = (unsigned)u;
 		if (conf_get_string(v, g, "control", where, false, &control) < 0)
 			control = CONF_DEFAULT_CONTROL;
@@ -68,25 +62,25 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 			conf_err_at(v, config_setting_get_member(g, "log_level"),
 				    "daemon: log_level \"%s\" is not one of error, warn, info, debug",
 				    lvl);
-		if (conf_get_uint(v, g, "max_sessions", where, 1, 4096, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_MAX_SESSIONS, where, &u) > 0)
 			d->max_sessions = (unsigned)u;
-		if (conf_get_uint(v, g, "max_connections", where, 1, 65536, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_MAX_CONNECTIONS, where, &u) > 0)
 			d->max_connections = (unsigned)u;
-		if (conf_get_uint(v, g, "login_timeout", where, 1, 3600, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_LOGIN_TIMEOUT, where, &u) > 0)
 			d->login_timeout_s = (unsigned)u;
-		if (conf_get_uint(v, g, "nop_interval", where, 0, 3600, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_NOP_INTERVAL, where, &u) > 0)
 			d->nop_interval_s = (unsigned)u;
-		if (conf_get_uint(v, g, "nop_timeout", where, 1, 3600, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_NOP_TIMEOUT, where, &u) > 0)
 			d->nop_timeout_s = (unsigned)u;
-		if (conf_get_uint(v, g, "queue_depth", where, 1, 4096, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_QUEUE_DEPTH, where, &u) > 0)
 			d->queue_depth = (unsigned)u;
-		if (conf_get_uint(v, g, "max_discovery_sessions", where, 1, 4096, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_MAX_DISCOVERY_SESSIONS, where, &u) > 0)
 			d->max_discovery_sessions = (unsigned)u;
-		if (conf_get_uint(v, g, "discovery_idle_timeout", where, 1, 3600, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_DISCOVERY_IDLE_TIMEOUT, where, &u) > 0)
 			d->discovery_idle_timeout_s = (unsigned)u;
 		if (conf_get_string(v, g, "event_exec", where, false, &exec) <= 0)
 			exec = NULL;   /* conf_get_string reported an empty or mistyped one */
-		if (conf_get_uint(v, g, "event_exec_timeout", where, 1, 3600, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_EVENT_EXEC_TIMEOUT, where, &u) > 0)
 			d->event_exec_timeout_s = (unsigned)u;
 		if (conf_get_string(v, g, "metrics", where, false, &metrics) > 0) {
 			char host[64];
@@ -102,7 +96,7 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 		}
 		if (conf_get_string(v, g, "smartctl", where, false, &smartctl) <= 0)
 			smartctl = CONF_DEFAULT_SMARTCTL;
-		if (conf_get_uint(v, g, "health_interval", where, 0, 7 * 86400, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_D_HEALTH_INTERVAL, where, &u) > 0)
 			d->health_interval_s = (unsigned)u;
 		if (conf_get_string(v, g, "health_fail", where, false, &hf) > 0) {
 			if (!strcmp(hf, "spare"))

@@ -60,6 +60,81 @@ int conf_listen_parse(const char *s, char *host, uint16_t *port, int *family,
  * a malloc'd string or NULL on ENOMEM. */
 char *conf_path_resolve(const char *dir, const char *path);
 
+/* ---- the key table (conf_keys.c): every key the parser accepts ---- */
+
+/* Where a key lives. CONF_S_CHAP is every "chap" group: a target's, an
+ * allow entry's and discovery's share one parser and one set of keys. */
+enum conf_sect {
+	CONF_S_TOP, CONF_S_DAEMON, CONF_S_POOL, CONF_S_HDD, CONF_S_PORTAL, CONF_S_GROUP,
+	CONF_S_DISCOVERY, CONF_S_TARGET, CONF_S_LUN, CONF_S_MAP, CONF_S_ALLOW, CONF_S_CHAP,
+	CONF_S__N,
+};
+
+/* How a key's value is written (what conf_type_name() would call it). */
+enum conf_ktype {
+	CONF_T_INT, CONF_T_NUMBER, CONF_T_BOOL, CONF_T_STRING, CONF_T_PATH, CONF_T_SIZE,
+	CONF_T_SIZE_PCT, CONF_T_STRINGS, CONF_T_INTS, CONF_T_GROUP, CONF_T_GROUPS,
+	CONF_T_MIXED, CONF_T_STRING_OR_LIST,
+};
+
+/* What a reload (SIGHUP, rtgtctl reload) does with a changed value. */
+enum conf_reload {
+	CONF_RELOAD_LIVE,     /* applied by the reload */
+	CONF_RELOAD_NEW,      /* applied to connections accepted after the reload */
+	CONF_RELOAD_RESTART,  /* listed in the reply's needs_restart; the running value stays */
+	CONF_RELOAD_OPEN,     /* read when the pool is opened (start, or a reload adding it) */
+	CONF_RELOAD_KEYS,     /* a group or list: see its keys */
+};
+
+/* Every key, one entry per (section, name); the order within a section is
+ * the unknown-key check's order (its "did you mean" takes the first of
+ * equally close names). */
+enum conf_key_id {
+	CK_TOP_DAEMON, CK_TOP_POOLS, CK_TOP_PORTALS, CK_TOP_TARGETS, CK_TOP_GROUPS,
+	CK_TOP_DISCOVERY,
+	CK_D_WORKERS, CK_D_CONTROL, CK_D_LOG_LEVEL, CK_D_MAX_SESSIONS, CK_D_MAX_CONNECTIONS,
+	CK_D_LOGIN_TIMEOUT, CK_D_NOP_INTERVAL, CK_D_NOP_TIMEOUT, CK_D_QUEUE_DEPTH,
+	CK_D_STATE_DIR, CK_D_MAX_DISCOVERY_SESSIONS, CK_D_DISCOVERY_IDLE_TIMEOUT,
+	CK_D_EVENT_EXEC, CK_D_EVENT_EXEC_TIMEOUT, CK_D_METRICS, CK_D_SMARTCTL,
+	CK_D_HEALTH_INTERVAL, CK_D_HEALTH_FAIL,
+	CK_P_NAME, CK_P_LEVEL, CK_P_CHUNK, CK_P_MEMBERS, CK_P_SPARES, CK_P_CREATE_SIZE,
+	CK_P_DIRECT_IO, CK_P_REBUILD_MBPS, CK_P_HDD, CK_P_CEPH_CONF, CK_P_RBD_POOL,
+	CK_P_CEPH_ID, CK_P_KEYRING, CK_P_START_DEGRADED, CK_P_THICK, CK_P_PROVISION_MBPS,
+	CK_P_THIN_THRESHOLD,
+	CK_H_MBPS, CK_H_AVG_SEEK_MS, CK_H_RPM, CK_H_WRITE_CACHE,
+	CK_PT_NAME, CK_PT_LISTEN, CK_PT_TPGT,
+	CK_G_NAME, CK_G_MEMBERS,
+	CK_DI_CHAP,
+	CK_T_IQN, CK_T_ALIAS, CK_T_PORTALS, CK_T_LUNS, CK_T_ALLOW, CK_T_CHAP,
+	CK_T_PEER_PORTAL_GROUPS,
+	CK_L_LUN, CK_L_POOL, CK_L_VOLUME, CK_L_SIZE, CK_L_READ_ONLY, CK_L_GROUPS, CK_L_THIN,
+	CK_M_GROUP, CK_M_LUN, CK_M_READ_ONLY,
+	CK_A_INITIATOR, CK_A_CHAP, CK_A_ADDRESS,
+	CK_C_USER, CK_C_SECRET, CK_C_MUTUAL_USER, CK_C_MUTUAL_SECRET,
+	CK__N,
+};
+
+struct conf_key {
+	enum conf_sect sect;
+	const char *name;        /* static; never NULL in the table */
+	enum conf_ktype type;
+	long long min, max;      /* CONF_T_INT: the accepted range */
+	long long idef;          /* CONF_T_INT: the default when absent (unless @def) */
+	const char *range;       /* static or NULL: the range in words, for other types */
+	const char *def;         /* static or NULL: the default in words; NULL: @idef for
+				  * CONF_T_INT, "none" for the others */
+	enum conf_reload reload;
+	const char *desc;        /* static: one line, `code` in backquotes */
+};
+
+struct conf_sect_info {
+	const char *path;        /* "daemon", "pools[]", ...: where its groups are */
+	const char *where;       /* static: what the page calls it */
+};
+
+extern const struct conf_key conf_keys[CK__N];
+extern const struct conf_sect_info conf_sects[CONF_S__N];
+
 /* ---- the configuration parser's shared state and readers (conf_val.c) ---- */
 
 /* The walk's running state: where to print, how much went wrong. */
@@ -85,9 +160,9 @@ char *conf_xstrdup(struct conf_vctx *v, const char *s);
 void *conf_xcalloc(struct conf_vctx *v, size_t n, size_t size);
 /* "an integer", "a string", ...: the type of @s as messages name it. */
 const char *conf_type_name(const config_setting_t *s);
-/* Reports every member of @grp not in @allowed (NULL-terminated), with a hint. */
+/* Reports every member of @grp that is no key of section @sect, with a hint. */
 void conf_check_keys(struct conf_vctx *v, const config_setting_t *grp, const char *where,
-		     const char *const *allowed);
+		     enum conf_sect sect);
 
 /* The readers of one key of @grp: 1 found and valid, 0 absent, -1 reported. */
 /* A non-empty string; a missing one is reported when @required. */
@@ -96,6 +171,9 @@ int conf_get_string(struct conf_vctx *v, const config_setting_t *grp, const char
 /* An integer in @min..@max. */
 int conf_get_uint(struct conf_vctx *v, const config_setting_t *grp, const char *key,
 		  const char *where, long long min, long long max, unsigned long long *out);
+/* conf_get_uint() of key @id, by its table name and range. */
+int conf_get_key_uint(struct conf_vctx *v, const config_setting_t *grp, enum conf_key_id id,
+		      const char *where, unsigned long long *out);
 /* An integer or a float. */
 int conf_get_number(struct conf_vctx *v, const config_setting_t *grp, const char *key,
 		    const char *where, double *out);

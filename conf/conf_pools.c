@@ -8,8 +8,8 @@
  * as written and resolved against the configuration's directory; the
  * files themselves are not touched (raid/ opens them at start-up).
  *
- * Layer: sections (conf/README.md "Layers"). May call: conf_val.c,
- * libconfig, libc.
+ * Layer: sections (conf/README.md "Layers"). May call: conf_val.c, the
+ * key table (conf_keys.c), libconfig, libc.
  */
 #include <libconfig.h>
 #include <limits.h>
@@ -24,12 +24,6 @@
 
 /* ---- pools ---- */
 
-static const char *const pool_keys[] = {
-	"name", "level", "chunk", "members", "spares", "create_size", "direct_io",
-	"rebuild_mbps", "hdd", "ceph_conf", "rbd_pool", "ceph_id", "keyring", "start_degraded",
-	"thick", "provision_mbps", "thin_threshold", NULL,
-};
-static const char *const hdd_keys[] = { "mbps", "avg_seek_ms", "rpm", "write_cache", NULL };
 
 static const char *const level_names[] = {
 	[CONF_RAID0] = "raid0", [CONF_RAID1] = "raid1", [CONF_RAID5] = "raid5",
@@ -92,7 +86,7 @@ static void parse_hdd(struct conf_vctx *v, const config_setting_t *g, const char
 			    "not %s", where, conf_type_name(g));
 		return;
 	}
-	conf_check_keys(v, g, where, hdd_keys);
+	conf_check_keys(v, g, where, CONF_S_HDD);
 	hdd->enabled = true;
 	r = conf_get_number(v, g, "mbps", where, &hdd->mbps);
 	if (r == 0)
@@ -105,7 +99,7 @@ static void parse_hdd(struct conf_vctx *v, const config_setting_t *g, const char
 	else if (r > 0 && !(hdd->avg_seek_ms >= 0))
 		conf_err_at(v, config_setting_get_member(g, "avg_seek_ms"),
 			    "%s: avg_seek_ms must be >= 0", where);
-	r = conf_get_uint(v, g, "rpm", where, 1, 100000, &rpm);
+	r = conf_get_key_uint(v, g, CK_H_RPM, where, &rpm);
 	if (r == 0)
 		conf_err_at(v, g, "%s: missing required key 'rpm'", where);
 	else if (r > 0)
@@ -130,7 +124,7 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 	p->line = conf_setting_line(g);
 	p->chunk = CONF_CHUNK_DEFAULT;
 	snprintf(where, sizeof(where), "pools[%u]", idx);
-	conf_check_keys(v, g, where, pool_keys);
+	conf_check_keys(v, g, where, CONF_S_POOL);
 	if (conf_get_string(v, g, "name", where, true, &name) > 0) {
 		p->name = conf_xstrdup(v, name);
 		snprintf(where, sizeof(where), "pool '%.63s'", name);
@@ -167,7 +161,7 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 	    p->level == CONF_RBD)
 		conf_err_at(v, config_setting_get_member(g, "direct_io"),
 			    "%s: direct_io is not valid for an rbd pool", where);
-	if (conf_get_uint(v, g, "rebuild_mbps", where, 0, 1000000, &u) > 0)
+	if (conf_get_key_uint(v, g, CK_P_REBUILD_MBPS, where, &u) > 0)
 		p->rebuild_mbps = (unsigned)u;
 	if (conf_get_bool(v, g, "start_degraded", where, &p->start_degraded) > 0 &&
 	    p->start_degraded)
@@ -219,7 +213,7 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 		p->rbd_thick = true;
 		conf_get_bool(v, g, "thick", where, &p->rbd_thick);
 		/* MB/s (10^6 bytes/s), like rebuild_mbps; 0 = unlimited */
-		if (conf_get_uint(v, g, "provision_mbps", where, 0, 1000000, &u) > 0)
+		if (conf_get_key_uint(v, g, CK_P_PROVISION_MBPS, where, &u) > 0)
 			p->provision_mbps = (unsigned)u;
 		/* a Ceph pool's space is the cluster's: its quotas and
 		 * nearfull warnings are Ceph's own, rtgt counts nothing */
@@ -244,8 +238,8 @@ static void parse_pool(struct conf_vctx *v, const config_setting_t *g, unsigned 
 	}
 	/* the share of the pool's space its thin volumes may take at which
 	 * their LUs raise THIN PROVISIONING SOFT THRESHOLD REACHED */
-	p->thin_threshold = CONF_THIN_THRESHOLD_DEFAULT;
-	if (conf_get_uint(v, g, "thin_threshold", where, 1, 100, &u) > 0)
+	p->thin_threshold = (unsigned)conf_keys[CK_P_THIN_THRESHOLD].idef;
+	if (conf_get_key_uint(v, g, CK_P_THIN_THRESHOLD, where, &u) > 0)
 		p->thin_threshold = (unsigned)u;
 	if (!members) {
 		if (!bad)

@@ -11,7 +11,7 @@
  *
  * Layer: targets, above the sections (conf/README.md "Layers"). May call:
  * conf_access.c (allow lists, CHAP, group names), conf_pools.c
- * (conf_pool_find), conf_val.c, libconfig, libc.
+ * (conf_pool_find), conf_val.c, the key table (conf_keys.c), libconfig, libc.
  */
 #include <arpa/inet.h>
 #include <libconfig.h>
@@ -29,7 +29,6 @@
 
 /* ---- portals ---- */
 
-static const char *const portal_keys[] = { "name", "listen", "tpgt", NULL };
 
 struct portal_addr {
 	unsigned char addr[sizeof(struct in6_addr)];
@@ -79,7 +78,7 @@ void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root)
 			continue;
 		}
 		snprintf(where, sizeof(where), "portals[%d]", i);
-		conf_check_keys(v, g, where, portal_keys);
+		conf_check_keys(v, g, where, CONF_S_PORTAL);
 		pt->line = conf_setting_line(g);
 		/* by default the TPGT is the position in the file, so it stays
 		 * stable as long as portals are only appended; a second node
@@ -94,7 +93,7 @@ void conf_parse_portals(struct conf_vctx *v, const config_setting_t *root)
 						    "portal name '%s' is already used at line %d",
 						    name, c->portals[j].line);
 		}
-		if (conf_get_uint(v, g, "tpgt", where, 1, 65535, &num) > 0) {
+		if (conf_get_key_uint(v, g, CK_PT_TPGT, where, &num) > 0) {
 			pt->tpgt = (uint16_t)num;
 			pt->tpgt_set = true;
 		}
@@ -159,13 +158,6 @@ free_addrs:
 
 /* ---- targets ---- */
 
-static const char *const target_keys[] = {
-	"iqn", "alias", "portals", "luns", "allow", "chap", "peer_portal_groups", NULL,
-};
-static const char *const lun_keys[] = {
-	"lun", "pool", "volume", "size", "read_only", "groups", "thin", NULL,
-};
-static const char *const map_keys[] = { "group", "lun", "read_only", NULL };
 
 /*
  * A LUN's "groups": ( "g1", { group = "g2"; lun = 3; read_only = true; } ).
@@ -207,10 +199,10 @@ static void parse_lun_groups(struct conf_vctx *v, const config_setting_t *l, con
 		if (config_setting_type(e) == CONFIG_TYPE_STRING) {
 			name = config_setting_get_string(e);
 		} else if (config_setting_type(e) == CONFIG_TYPE_GROUP) {
-			conf_check_keys(v, e, mwhere, map_keys);
+			conf_check_keys(v, e, mwhere, CONF_S_MAP);
 			if (conf_get_string(v, e, "group", mwhere, true, &name) <= 0)
 				continue;
-			r = conf_get_uint(v, e, "lun", mwhere, 0, CONF_MAX_LUN, &num);
+			r = conf_get_key_uint(v, e, CK_M_LUN, mwhere, &num);
 			if (r < 0)
 				continue;
 			if (r > 0)
@@ -287,9 +279,9 @@ static void parse_luns(struct conf_vctx *v, const config_setting_t *g, const cha
 				    "not %s", where, conf_type_name(e));
 			continue;
 		}
-		conf_check_keys(v, e, where, lun_keys);
+		conf_check_keys(v, e, where, CONF_S_LUN);
 		lun->line = conf_setting_line(e);
-		r = conf_get_uint(v, e, "lun", where, 0, CONF_MAX_LUN, &num);
+		r = conf_get_key_uint(v, e, CK_L_LUN, where, &num);
 		if (r == 0)
 			conf_err_at(v, e, "%s: missing required key 'lun'", where);
 		if (r > 0) {
@@ -472,7 +464,7 @@ static void parse_target(struct conf_vctx *v, const config_setting_t *g, unsigne
 
 	t->line = conf_setting_line(g);
 	snprintf(where, sizeof(where), "targets[%u]", idx);
-	conf_check_keys(v, g, where, target_keys);
+	conf_check_keys(v, g, where, CONF_S_TARGET);
 	if (conf_get_string(v, g, "iqn", where, true, &iqn) > 0) {
 		t->iqn = conf_xstrdup(v, iqn);
 		snprintf(where, sizeof(where), "target '%.223s'", iqn);

@@ -4,14 +4,14 @@
  * number, boolean, size, list of strings), the unknown-key check with its
  * "did you mean" hint, and the small syntax checks (sizes, iSCSI names,
  * pool and volume names, listen addresses, path resolution) that the unit
- * tests call directly too.
+ * tests call directly too. Which keys exist is conf_keys.c's table.
  *
  * The readers return 1 (found and valid), 0 (absent) or -1 (reported), so
  * that a caller can go on and report every problem of the file, not just
  * the first. No state machine: the only state is the caller's conf_vctx.
  *
  * Layer: values, the lowest of the configuration parser (conf/README.md
- * "Layers"). May call: libconfig, libc. Nothing else of conf/.
+ * "Layers"). May call: the key table (conf_keys.c), libconfig, libc.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -135,9 +135,9 @@ static unsigned edit_distance(const char *a, const char *b)
 	return row[lb];
 }
 
-/* Every member of group @grp must be one of @allowed (NULL-terminated). */
+/* Every member of group @grp must be a key of section @sect (conf_keys.c). */
 void conf_check_keys(struct conf_vctx *v, const config_setting_t *grp, const char *where,
-		     const char *const *allowed)
+		     enum conf_sect sect)
 {
 	int n = config_setting_length(grp);
 
@@ -150,17 +150,20 @@ void conf_check_keys(struct conf_vctx *v, const config_setting_t *grp, const cha
 
 		if (!name)
 			continue;
-		for (const char *const *k = allowed; *k; k++) {
+		for (unsigned k = 0; k < CK__N; k++) {
+			const char *key = conf_keys[k].name;
 			unsigned d;
 
-			if (strcmp(name, *k) == 0) {
+			if (conf_keys[k].sect != sect)
+				continue;
+			if (strcmp(name, key) == 0) {
 				ok = true;
 				break;
 			}
-			d = edit_distance(name, *k);
+			d = edit_distance(name, key);
 			if (d < best) {
 				best = d;
-				hint = *k;
+				hint = key;
 			}
 		}
 		if (ok)
@@ -221,6 +224,14 @@ int conf_get_uint(struct conf_vctx *v, const config_setting_t *grp, const char *
 	}
 	*out = (unsigned long long)val;
 	return 1;
+}
+
+int conf_get_key_uint(struct conf_vctx *v, const config_setting_t *grp, enum conf_key_id id,
+		      const char *where, unsigned long long *out)
+{
+	const struct conf_key *k = &conf_keys[id];
+
+	return conf_get_uint(v, grp, k->name, where, k->min, k->max, out);
 }
 
 int conf_get_number(struct conf_vctx *v, const config_setting_t *grp, const char *key,

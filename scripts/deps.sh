@@ -6,6 +6,7 @@ pkgs=(build-essential pkg-config libconfig-dev liburing-dev libisal-dev libssl-d
       libjson-c-dev check libiscsi-dev libiscsi-bin tgt iperf3 iproute2 gnuplot-nox python3
       tmux fio             # rtgtctl top's check under tmux; scripts/initiator/run-fio.sh
       smartmontools curl   # member health (daemon.smartctl); test_net_events scrapes metrics
+      mandoc               # tests/unit/test_man.py: mandoc -Tlint of the manual pages
       clang libclang-rt-dev    # clang + libFuzzer runtime: make fuzz
       librbd-dev librados-dev ceph-mon ceph-mgr ceph-osd ceph-common)   # rbd pools + scripts/ceph-cluster.sh
 missing=()

@@ -71,8 +71,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: rtgtd -c FILE [--check] [--start-degraded POOL]...\n"
+		"       rtgtd --list-keys\n"
 		"  -c, --config FILE  configuration file (default /etc/rtgt/rtgt.conf)\n"
 		"      --check        validate the configuration and exit (0 valid, 2 not)\n"
+		"      --list-keys    print every configuration key, one a line: section, key,\n"
+		"                     type, range, default, reload, description (tab-separated)\n"
 		"      --start-degraded POOL\n"
 		"                     this start only: assemble POOL without members that are\n"
 		"                     missing or unusable, if its redundancy allows\n"
@@ -593,6 +596,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 'k' },
 		{ "start-degraded", required_argument, NULL, 'D' },
+		{ "list-keys", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -624,6 +628,10 @@ int main(int argc, char **argv)
 			}
 			degraded[n_degraded++] = optarg;
 			break;
+		case 'K':
+			/* the key table, for scripts/conf-keys.py: no configuration read */
+			conf_keys_print(stdout);
+			return fflush(stdout) ? 1 : 0;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -7,8 +7,9 @@
  *            its FILE:LINE messages go to the log and the reply.
  *   COMPARE  what cannot change live is listed as "needs restart" and
  *            skipped (daemon.workers, daemon.control, a kept pool's level,
- *            chunk, members or spares): the running value stays, the rest
- *            of the file still applies.
+ *            chunk, members or spares, an rbd pool's Ceph keys; every key's
+ *            reload column in conf/conf_keys.c): the running value stays,
+ *            the rest of the file still applies.
  *   PREPARE  new pools opened, new volumes opened (created thick) and
  *            their LUs made. Any failure rolls back what this reload opened
  *            (a volume already created stays recorded in its pool) and the
@@ -59,6 +60,12 @@ static bool strv_eq(char *const *a, unsigned na, char *const *b, unsigned nb)
 		if (strcmp(a[i], b[i]))
 			return false;
 	return true;
+}
+
+/* Two optional strings (NULL: not set) say the same. */
+static bool opt_eq(const char *a, const char *b)
+{
+	return (a == NULL) == (b == NULL) && (!a || !strcmp(a, b));
 }
 
 static bool chap_eq(const struct conf_chap *a, const struct conf_chap *b)
@@ -175,6 +182,14 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 		    o->hdd.rpm != n->hdd.rpm || o->hdd.avg_seek_ms != n->hdd.avg_seek_ms ||
 		    o->hdd.write_through != n->hdd.write_through)
 			daemon_jadd_str(restart, "pool %s: direct_io/rebuild_mbps/hdd", n->name);
+		/* an rbd pool's cluster connection and provisioning are set up
+		 * once, at pool open (raid/rbd.c) */
+		if (o->level == CONF_RBD && n->level == CONF_RBD &&
+		    (!opt_eq(o->ceph_conf, n->ceph_conf) || !opt_eq(o->rbd_pool, n->rbd_pool) ||
+		     !opt_eq(o->ceph_id, n->ceph_id) || !opt_eq(o->keyring, n->keyring) ||
+		     o->rbd_thick != n->rbd_thick || o->provision_mbps != n->provision_mbps))
+			daemon_jadd_str(restart, "pool %s: ceph_conf/rbd_pool/ceph_id/keyring/thick/"
+					"provision_mbps", n->name);
 		/* read once at pool open (raid_pool_open) */
 		if (o->thin_threshold != n->thin_threshold)
 			daemon_jadd_str(restart, "pool %s: thin_threshold (%u -> %u)", n->name,

@@ -1480,6 +1480,31 @@ START_TEST(t17_grow_two_nodes)
 }
 END_TEST
 
+/* A kept rbd pool's Ceph keys are read once, at pool open: a reload that
+ * changes one says it needs a restart instead of dropping it silently. */
+START_TEST(t18_reload_ceph_keys)
+{
+	static char out[8192];
+	char vol[64];
+	int rc;
+
+	next_vol(vol, sizeof(vol));
+	write_conf(vol, "16M", NULL);
+	nf_start(&D);
+	write_conf(vol, "16M", "provision_mbps = 50; thick = false;");
+	rc = rj_ctl(&D, out, sizeof(out), "reload", "--json", NULL);
+	ck_assert_msg(rc == 0, "reload exited %d: %s", rc, out);
+	ck_assert_msg(strstr(out, "pool c: ceph_conf/rbd_pool/ceph_id/keyring/thick/provision_mbps"),
+		      "the reply does not list the rbd keys as needing a restart: %s", out);
+	/* the same file again: the reply compares with the last file read,
+	 * as for every needs-restart key, so it is said once */
+	rc = rj_ctl(&D, out, sizeof(out), "reload", "--json", NULL);
+	ck_assert_msg(rc == 0 && !strstr(out, "ceph_conf/rbd_pool"),
+		      "an unchanged file still lists the rbd keys: %s", out);
+	stop_expect_0();
+}
+END_TEST
+
 int main(void)
 {
 	const struct ck_case cases[] = {
@@ -1500,6 +1525,7 @@ int main(void)
 		CK_CASE("15_thin_unmap", t15_thin_unmap, .timeout = 600),
 		CK_CASE("16_conformance_thin", t16_conformance_thin, .timeout = 900),
 		CK_CASE("17_grow_two_nodes", t17_grow_two_nodes, .timeout = 300),
+		CK_CASE("18_reload_ceph_keys", t18_reload_ceph_keys, .timeout = 180),
 	};
 
 	return cl_main("rtgt-rbd", &(struct ck_suite_def){ "net_rbd", CK_CASES(cases),
