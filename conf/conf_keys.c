@@ -218,10 +218,12 @@ const struct conf_key conf_keys[CK__N] = {
 		       .desc = "the LUN, unique within the target" },
 	[CK_L_POOL] = KEY(LUN, "pool", STRING, "a defined pool", "required", LIVE,
 		"the pool holding the volume"),
-	[CK_L_VOLUME] = KEY(LUN, "volume", STRING, "1..63 of A-Z a-z 0-9 . _ -", "required",
-		LIVE, "the volume inside the pool, created on first use"),
+	[CK_L_VOLUME] = KEY(LUN, "volume", STRING,
+		"1..63 of A-Z a-z 0-9 . _ -, or VOLUME@SNAP (1..31 each)", "required",
+		LIVE, "the volume inside the pool, created on first use; VOLUME@SNAP exports a "
+		"snapshot (rtgtctl snapshot), read-only and without size"),
 	[CK_L_SIZE] = KEY(LUN, "size", SIZE_PCT, "a multiple of 4K, or 1%..100% of the pool",
-		"required", LIVE,
+		"required (none for a snapshot)", LIVE,
 		"the volume's size; raised and reloaded, the volume grows in place (RAID pools); "
 		"volumes never shrink"),
 	[CK_L_READ_ONLY] = KEY(LUN, "read_only", BOOL, NULL, "false", LIVE,
