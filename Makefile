@@ -79,6 +79,8 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 UNIT_PY   := $(wildcard tests/unit/test_*.py)
 NET_SRCS  := $(wildcard tests/net/test_*.c)
 NET_BINS  := $(NET_SRCS:tests/net/%.c=$(B)/tests/%)
+# network checks that are scripts (start their own rtgtd, same output format)
+NET_PY    := $(wildcard tests/net/test_*.py)
 TEST_HELPERS := $(wildcard tests/lib/*.c)
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 
@@ -135,7 +137,7 @@ unit: $(UNIT_BINS)
 
 nettest: $(BINS) $(NET_BINS)
 	@$(SAN_PRE)
-	@scripts/run-tests.sh net $(NET_BINS) || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh net $(NET_BINS) $(NET_PY) || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
 conformance: $(BINS)
@@ -156,7 +158,7 @@ check: deps include-check
 	$(MAKE) all $(UNIT_BINS) $(NET_BINS)
 	@scripts/check-layers.py $(O)
 	@$(SAN_PRE)
-	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) $(NET_PY) || { $(SAN_REPORT); exit 1; }
 	@scripts/conformance.sh || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
@@ -232,18 +234,32 @@ fuzz: fuzz-build
 	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
 
 # ---- install ----
+# The unit directory apart from PREFIX: Debian 12 packages keep units in
+# /lib/systemd/system (make deb passes UNITDIR), a local install beside the
+# binaries.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+# Manual pages where they exist (section from the suffix), so that an
+# install or a package picks up each one as soon as it is written.
+MAN_PAGES := $(wildcard target/daemon/*.8 target/tools/*.8 target/tools/*.1 conf/*.5)
 install: all
 	@[ "$(SAN)$(TSAN)" = "" ] || { echo "install: use a normal build, not SAN=1 or TSAN=1" >&2; exit 2; }
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
-		$(DESTDIR)$(PREFIX)/share/rtgt/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
+		$(DESTDIR)$(PREFIX)/share/rtgt/examples $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 bin/rtgtd $(DESTDIR)$(PREFIX)/sbin/rtgtd
 	install -m 0755 bin/rtgtctl bin/rtgt-bench $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/examples/*.conf conf/examples/rtgt.conf.default \
 		$(DESTDIR)$(PREFIX)/share/rtgt/examples/
+	install -m 0644 target/tools/rtgtctl.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/rtgtctl
+	@set -e; for m in $(MAN_PAGES); do \
+		d=$(DESTDIR)$(PREFIX)/share/man/man$${m##*.}; \
+		echo "install -m 0644 $$m $$d/"; install -d $$d; install -m 0644 $$m $$d/; \
+	done
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' -e 's|@DOCDIR@|$(PREFIX)/share/rtgt|g' \
 		conf/systemd/rtgtd.service.in \
-		> $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
-	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
+		> $(DESTDIR)$(UNITDIR)/rtgtd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/rtgtd.service
 	install -d -m 0755 $(DESTDIR)/etc/rtgt
 	@if [ -e $(DESTDIR)/etc/rtgt/rtgt.conf ]; then \
 		echo "install: keeping existing $(DESTDIR)/etc/rtgt/rtgt.conf"; \
@@ -254,7 +270,9 @@ install: all
 # Leaves /etc/rtgt/rtgt.conf: it is the administrator's.
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/rtgtd $(DESTDIR)$(PREFIX)/bin/rtgtctl \
-		$(DESTDIR)$(PREFIX)/bin/rtgt-bench $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
+		$(DESTDIR)$(PREFIX)/bin/rtgt-bench $(DESTDIR)$(UNITDIR)/rtgtd.service \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/rtgtctl \
+		$(foreach m,$(MAN_PAGES),$(DESTDIR)$(PREFIX)/share/man/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	rm -rf $(DESTDIR)$(PREFIX)/share/rtgt
 
 clean:
