@@ -241,15 +241,18 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 # Manual pages where they exist (section from the suffix), so that an
 # install or a package picks up each one as soon as it is written.
 MAN_PAGES := $(wildcard target/daemon/*.8 target/tools/*.8 target/tools/*.1 conf/*.5)
+MONITORING := target/daemon/monitoring/rtgt-dashboard.json target/daemon/monitoring/rtgt-alerts.yml
 install: all
 	@[ "$(SAN)$(TSAN)" = "" ] || { echo "install: use a normal build, not SAN=1 or TSAN=1" >&2; exit 2; }
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(PREFIX)/share/rtgt/examples $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(PREFIX)/share/rtgt/monitoring \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 bin/rtgtd $(DESTDIR)$(PREFIX)/sbin/rtgtd
 	install -m 0755 bin/rtgtctl bin/rtgt-bench $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/examples/*.conf conf/examples/rtgt.conf.default \
 		$(DESTDIR)$(PREFIX)/share/rtgt/examples/
+	install -m 0644 $(MONITORING) $(DESTDIR)$(PREFIX)/share/rtgt/monitoring/
 	install -m 0644 target/tools/rtgtctl.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/rtgtctl
 	@set -e; for m in $(MAN_PAGES); do \
