@@ -81,13 +81,17 @@ NET_SRCS  := $(wildcard tests/net/test_*.c)
 NET_BINS  := $(NET_SRCS:tests/net/%.c=$(B)/tests/%)
 # network checks that are scripts (start their own rtgtd, same output format)
 NET_PY    := $(wildcard tests/net/test_*.py)
+# the Debian package, built, linted and installed into a throwaway root
+# (about a minute): with the normal build only, the sanitizer builds add
+# nothing to it
+PKG_TESTS := $(if $(SAN)$(TSAN),,tests/pkg/test_pkg_deb.sh)
 TEST_HELPERS := $(wildcard tests/lib/*.c)
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 
 BINS := $(B)/rtgtd $(B)/rtgtctl $(B)/rtgt-bench
 
 .PHONY: all run check unit nettest conformance clean deps lab fuzz fuzz-build install uninstall \
-	tsan-check guest-check include-check layer-check
+	tsan-check guest-check include-check layer-check deb deb-check
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -158,7 +162,7 @@ check: deps include-check
 	$(MAKE) all $(UNIT_BINS) $(NET_BINS)
 	@scripts/check-layers.py $(O)
 	@$(SAN_PRE)
-	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) $(NET_PY) || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) $(NET_PY) $(PKG_TESTS) || { $(SAN_REPORT); exit 1; }
 	@scripts/conformance.sh || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
@@ -277,6 +281,16 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/rtgtctl \
 		$(foreach m,$(MAN_PAGES),$(DESTDIR)$(PREFIX)/share/man/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	rm -rf $(DESTDIR)$(PREFIX)/share/rtgt
+
+# ---- Debian package (scripts/debian/, built in build/deb/) ----
+# `make deb` builds build/deb/rtgt_VERSION_ARCH.deb with debhelper from a
+# copy of this tree; `make deb-check` builds it, runs lintian, installs it
+# into a throwaway root and checks what landed there (tests/pkg/).
+deb: deps
+	@scripts/deb.sh
+
+deb-check: deps
+	@scripts/run-tests.sh deb tests/pkg/test_pkg_deb.sh
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz bin bin-san bin-tsan
