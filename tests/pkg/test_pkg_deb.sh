@@ -88,7 +88,7 @@ for prog in usr/sbin/rtgtd usr/bin/rtgtctl usr/bin/rtgt-bench; do
 		[ -n "$path" ] || path=$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')
 		pkg=$(dpkg-query -S "$(readlink -f "$path")" 2> /dev/null | head -1 | cut -d: -f1)
 		[ -n "$pkg" ] || pkg=$(dpkg-query -S "$path" 2> /dev/null | head -1 | cut -d: -f1)
-		if [[ ", $depends," =~ ,\ $pkg[\ ,] ]]; then
+		if [ -n "$pkg" ] && [[ ", $depends," == *", $pkg "* || ", $depends," == *", $pkg,"* ]]; then
 			ok "03 $prog needs $lib of $pkg, a dependency"
 		else
 			bad "03 $prog needs $lib of ${pkg:-?}, not in Depends"
