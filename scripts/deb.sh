@@ -22,6 +22,9 @@ else
 		--exclude='./bin-*' . | tar -x -C "$src"
 fi
 cp -r scripts/debian "$src/debian"
+# run from make (make check, make deb): the package's own make must not
+# inherit the outer one's command-line variables or jobserver
+unset MAKEFLAGS MFLAGS MAKELEVEL
 echo "deb: building rtgt $ver in $src (log: $log)"
 start=$(date +%s)
 if ! (cd "$src" && DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-parallel=2} \

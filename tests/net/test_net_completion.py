@@ -5,11 +5,11 @@ completions as readline asks: COMP_WORDS, COMP_CWORD (split at colons as
 COMP_WORDBREAKS splits them), then _rtgtctl, whose COMPREPLY is read back.
 01 the commands and options without a daemon; 02 no daemon (no socket,
 and a socket that never answers): no names, nothing on stderr, within
-1.5 s; 03 with a running rtgtd (raid1 of two files and a spare, a target
-with two LUNs): pools, members by state (fail, replace, remove), targets
+2 s (3 s for the hung one: the completion waits 1 s); 03 with a running
+rtgtd (raid1 of two files and a spare, a target with two LUNs): pools, members by state (fail, replace, remove), targets
 (completed across bash's colon split), LUN numbers, levels and files, the
 socket taken from -s, --socket=, -c CONFIG and $RTGT_SOCKET; each of those
-completions timed (the slowest printed, under 1 s).
+completions timed (the slowest printed, under 2 s on a loaded machine).
 Prints "N%: Checks: N, Failures: N" like the Check programs; exit 1 on any
 failure.
 """
@@ -106,7 +106,7 @@ def t02_no_daemon():
         got, err, dt = complete(RTGTCTL + line[len("rtgtctl"):])
         check("02 no daemon: no names for '%s'" % line, got == [], got)
         check("02 no daemon: silent for '%s'" % line, err == "", err)
-        check("02 no daemon: quick for '%s'" % line, dt < 1.5, "%.2f s" % dt)
+        check("02 no daemon: quick for '%s'" % line, dt < 2, "%.2f s" % dt)
     # a socket that accepts and never answers (a hung daemon)
     path = os.path.join(d, "hung.sock")
     s = socket.socket(socket.AF_UNIX)
@@ -117,7 +117,9 @@ def t02_no_daemon():
     print("02 a socket that never answers: completion gave up after %.2f s" % dt)
     check("02 hung daemon: no names", got == [], got)
     check("02 hung daemon: silent", err == "", err)
-    check("02 hung daemon: given up within 1.5 s", dt < 1.5, "%.2f s" % dt)
+    # the completion gives the daemon 1 s; the rest is starting processes
+    # on a loaded machine
+    check("02 hung daemon: given up within 3 s", dt < 3, "%.2f s" % dt)
     os.unlink(path)
     os.rmdir(d)
 
@@ -165,7 +167,7 @@ def t03_with_daemon():
     got, _, _ = complete(RTGTCTL + " fail tank --json ", env={"RTGT_SOCKET": dmn.sock})
     check("03 an option between the arguments", sorted(got) == ["d0.img", "d1.img"], got)
     print("03 the slowest completion asking the daemon took %.3f s" % slowest[0])
-    check("03 names within 1 s", slowest[0] < 1.0, "%.3f s" % slowest[0])
+    check("03 names within 2 s", slowest[0] < 2.0, "%.3f s" % slowest[0])
     rc = dmn.stop()
     check("03 rtgtd stopped with 0", rc == 0, rc)
 
