@@ -1,22 +1,29 @@
 #!/usr/bin/env python3
 """tests/net/test_net_monitoring.py - every metric the Grafana dashboard and
 the Prometheus rules of target/daemon/monitoring/ read is one a running
-rtgtd exports. The daemon: a raid1 pool of two files and a spare, a thick
-and a thin LUN, daemon.metrics on a free loopback port; while rtgt-bench
-holds a session doing I/O, GET /metrics. 01 the scrape answers 200 with
-the session's series in it; 02 each rtgt_ name read (tests/lib/
-promql_names.py) is the name of a sample in the scrape, except those
-listed in ABSENT with the reason they cannot appear here, which must at
-least be declared (# TYPE of their family); each other name is in
-FOREIGN (who exports it); 03 rtgtd stops with 0.
+rtgtd exports. The daemon: a raid1 pool of two members and a file spare,
+a thick and a thin LUN, daemon.metrics on a free loopback port. The
+members are loop devices where losetup can attach them, with the smartctl
+stand-in of tests/data/smartctl (an ATA disk with pending sectors, an NVMe
+one) so that the SMART families have samples; else files, and those
+families count as ABSENT (the reason printed). While rtgt-bench holds a
+session doing I/O, GET /metrics. 01 the scrape answers 200 with the
+session's series (and, on loop devices, the SMART ones) in it; 02 each
+rtgt_ name read (tests/lib/promql_names.py) is the name of a sample in the
+scrape, except those listed in ABSENT with the reason they cannot appear
+here, which must at least be declared (# TYPE of their family); each other
+name is in FOREIGN (who exports it); 03 rtgtd stops with 0.
 Prints "N%: Checks: N, Failures: N" like the Check programs; exit 1 on any
 failure.
 """
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
+import tempfile
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -28,27 +35,54 @@ import promql_names as pn  # noqa: E402
 BENCH = os.path.join(os.path.dirname(RTGTD), "rtgt-bench")
 IQN = "iqn.2026-11.org.rtgt:mon"
 CONF = """daemon = { workers = 1; control = "rtgtd.sock"; state_dir = "state";
-           metrics = "127.0.0.1:METRICS"; };
+           metrics = "127.0.0.1:METRICS"; SMART };
 pools = ( { name = "tank"; level = "raid1"; chunk = "64K";
-            members = ( "d0.img", "d1.img" ); spares = ( "s0.img" ); create_size = "32M"; } );
+            members = ( MEMBERS ); spares = ( "s0.img" ); create_size = "40M"; } );
 portals = ( { name = "lo"; listen = "127.0.0.1:PORT"; } );
 targets = ( { iqn = "%s"; portals = ( "lo" );
               luns = ( { lun = 0; pool = "tank"; volume = "v0"; size = "8M"; },
                        { lun = 1; pool = "tank"; volume = "t1"; size = "8M"; thin = true; } );
               allow = ( "ALL" ); } );
 """ % IQN
+DATA = os.path.join(ROOT, "tests", "data", "smartctl")
+loops = []
+
+
+def detach():
+    for dev in loops:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+    loops.clear()
+
+
+def loop_members(imgdir):
+    """Two loop devices over 40 MiB files in @imgdir, or (None, why)."""
+    if not shutil.which("losetup"):
+        return None, "no losetup"
+    for i in range(2):
+        img = os.path.join(imgdir, "loop%d.img" % i)
+        with open(img, "wb") as f:
+            f.truncate(40 << 20)
+        p = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True)
+        if p.returncode:
+            detach()
+            return None, "losetup -f failed (%d): %s" % (p.returncode, p.stderr.strip())
+        loops.append(p.stdout.strip())
+    return list(loops), ""
+
 
 # rtgt_ names that no scrape here can show, and why; their families are
-# declared all the same
-SMART = ("only for block-device members with SMART (files have no health entry); "
-         "tests/unit/test_metrics.c checks its samples from a snapshot with health")
-ABSENT = {
+# declared all the same (filled in when no loop device could be attached)
+SMART = ("only for block-device members with SMART (files have no health entry) and no loop "
+         "device could be attached here (%s); tests/unit/test_metrics.c checks its samples "
+         "from a snapshot with health")
+SMART_NAMES = {
     "rtgt_member_health": SMART,
     "rtgt_member_temperature_celsius": SMART,
     "rtgt_member_reallocated_sectors": SMART,
     "rtgt_member_pending_sectors": SMART,
     "rtgt_member_media_errors": SMART,
 }
+ABSENT = {}
 # names read that rtgtd does not export
 FOREIGN = {
     "up": "Prometheus itself, per scrape target (RtgtDown)",
@@ -68,8 +102,26 @@ def family_of(name):
 
 
 def t01_scrape_with_a_session():
-    d = Daemon(CONF, metrics=True)
+    imgdir = tempfile.mkdtemp(prefix="rtgt-mon.")
+    atexit.register(shutil.rmtree, imgdir, True)
+    atexit.register(detach)
+    members, why = loop_members(imgdir)
+    if members:
+        body = CONF.replace("MEMBERS", ", ".join('"%s"' % m for m in members))
+        body = body.replace("SMART", 'smartctl = "smartctl"; health_interval = 1;')
+    else:
+        print("01 members are files, the SMART families have no samples: " + why)
+        for n, reason in SMART_NAMES.items():
+            ABSENT[n] = reason % why
+        body = CONF.replace("MEMBERS", '"d0.img", "d1.img"').replace("SMART", "")
+    d = Daemon(body, metrics=True)
     state["d"] = d
+    if members:
+        # the stand-in answers per device name (tests/data/smartctl/README.md)
+        shutil.copy(os.path.join(DATA, "standin.sh"), os.path.join(d.dir, "smartctl"))
+        for dev, sample in zip(members, ("ata-pending.json", "nvme-passed.json")):
+            shutil.copy(os.path.join(DATA, sample),
+                        os.path.join(d.dir, os.path.basename(dev) + ".json"))
     d.start()
     bench = subprocess.Popen([BENCH, "--url", "iscsi://127.0.0.1:%d/%s/0" % (d.port, IQN),
                               "--pattern", "randrw", "--bs", "4K", "--qd", "2", "--time", "6",
@@ -79,7 +131,8 @@ def t01_scrape_with_a_session():
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         status, text = scrape(d.metrics_port)
-        if re.search(r"^rtgt_session_read_ops_total\{", text, re.M):
+        if (re.search(r"^rtgt_session_read_ops_total\{", text, re.M) and
+                (not members or re.search(r"^rtgt_member_media_errors\{", text, re.M))):
             break
         time.sleep(0.2)
     state["text"] = text
@@ -88,6 +141,10 @@ def t01_scrape_with_a_session():
     check("01 the scrape holds the session's series",
           re.search(r"^rtgt_session_read_ops_total\{", text, re.M), d.tail())
     check("01 rtgt-bench ran clean", bench.returncode == 0, out)
+    if members:
+        for n in SMART_NAMES:
+            check("01 %s has samples (loop devices, the smartctl stand-in)" % n,
+                  re.search(r"^%s\{" % n, text, re.M), d.tail())
 
 
 def t02_every_name_exported():
