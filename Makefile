@@ -1,6 +1,7 @@
 # rtgt - userspace iSCSI target on an in-process software RAID engine.
 # `make` builds bin/rtgtd, bin/rtgtctl, bin/rtgt-bench; `make check` runs every
-# test; `make run` serves conf/examples/quickstart.conf in the foreground.
+# test; `make run` serves conf/examples/quickstart.conf in the foreground;
+# `make deb` builds the Debian package in build/deb/.
 
 CC      ?= cc
 SAN     ?=
