@@ -4,7 +4,8 @@
 # warning (overrides say why in scripts/debian/rtgt.lintian-overrides), but
 # no-manual-page for a program whose page is not in the tree yet; 03 its
 # Depends name the package of every shared library the programs link (from
-# ${shlibs:Depends}), its conffiles /etc/rtgt/rtgt.conf; 04 installed into
+# ${shlibs:Depends}), the programs are hardened (PIE, BIND_NOW, RELRO,
+# fortified), its conffiles /etc/rtgt/rtgt.conf; 04 installed into
 # a throwaway root (dpkg --root with --force-script-chrootless: the
 # maintainer scripts run here with DPKG_ROOT set, as no chroot can run
 # without a Debian system inside; dependencies forced, the root has none):
@@ -94,6 +95,16 @@ for prog in usr/sbin/rtgtd usr/bin/rtgtctl usr/bin/rtgt-bench; do
 			bad "03 $prog needs $lib of ${pkg:-?}, not in Depends"
 		fi
 	done
+done
+# hardening=+all: position independent, relocations read-only after
+# start-up, _FORTIFY_SOURCE (the Makefile's CFLAGS carry CPPFLAGS here)
+for prog in usr/sbin/rtgtd usr/bin/rtgtctl usr/bin/rtgt-bench; do
+	bin=build/deb/rtgt-$ver/debian/rtgt/$prog
+	t "03 $prog hardened (PIE, BIND_NOW, RELRO, fortified calls)" bash -c "
+		readelf -h '$bin' | grep -q 'Type: *DYN' &&
+		readelf -d '$bin' | grep -q 'BIND_NOW' &&
+		readelf -lW '$bin' | grep -q GNU_RELRO &&
+		readelf -sW '$bin' | grep -q '_chk@'"
 done
 t "03 conffiles: /etc/rtgt/rtgt.conf" \
 	bash -c "dpkg-deb --ctrl-tarfile '$deb' | tar -xO ./conffiles | grep -qx /etc/rtgt/rtgt.conf"
