@@ -90,6 +90,14 @@ _rtgtctl_luns()
 	}' <<< "$1"
 }
 
+# paths starting with $1; readline quotes them and marks directories
+# (compopt exists only inside a completion, hence the silence)
+_rtgtctl_files()
+{
+	compopt -o filenames 2> /dev/null
+	mapfile -t COMPREPLY < <(compgen -f -- "$1")
+}
+
 _rtgtctl()
 {
 	local -a words=() pos=() sock=()
@@ -128,7 +136,7 @@ _rtgtctl()
 	# the value of an option
 	case $prev in
 	-s | --socket | -c | --config | -a | --add)
-		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		_rtgtctl_files "$cur"
 		return 0 ;;
 	-w | --watch | -i | --interval | -n | --count)
 		return 0 ;;
@@ -154,7 +162,7 @@ _rtgtctl()
 	# argument ${#pos[@]} of $cmd (1 = the first)
 	case $cmd:${#pos[@]} in
 	add-spare:2)
-		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		_rtgtctl_files "$cur"
 		return 0 ;;
 	convert:2)
 		mapfile -t COMPREPLY < <(compgen -W "raid5 raid6" -- "$cur")
