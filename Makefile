@@ -1,6 +1,7 @@
 # rtgt - userspace iSCSI target on an in-process software RAID engine.
 # `make` builds bin/rtgtd, bin/rtgtctl, bin/rtgt-bench; `make check` runs every
-# test; `make run` serves conf/examples/quickstart.conf in the foreground.
+# test; `make run` serves conf/examples/quickstart.conf in the foreground;
+# `make deb` builds the Debian package in build/deb/.
 
 CC      ?= cc
 SAN     ?=
@@ -80,6 +81,12 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 UNIT_PY   := $(wildcard tests/unit/test_*.py)
 NET_SRCS  := $(wildcard tests/net/test_*.c)
 NET_BINS  := $(NET_SRCS:tests/net/%.c=$(B)/tests/%)
+# network checks that are scripts (start their own rtgtd, same output format)
+NET_PY    := $(wildcard tests/net/test_*.py)
+# the Debian package, built, linted and installed into a throwaway root
+# (about a minute): with the normal build only, the sanitizer builds add
+# nothing to it
+PKG_TESTS := $(if $(SAN)$(TSAN),,tests/pkg/test_pkg_deb.sh)
 TEST_HELPERS := $(wildcard tests/lib/*.c)
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(O)/%.o)
 
@@ -89,7 +96,7 @@ MAN_PAGES := target/tools/rtgt-bench.1 conf/rtgt.conf.5 target/daemon/rtgtd.8 \
              target/tools/rtgtctl.8
 
 .PHONY: all run check unit nettest conformance clean deps lab fuzz fuzz-build install uninstall \
-	tsan-check guest-check include-check layer-check man
+	tsan-check guest-check include-check layer-check man deb deb-check
 all: $(BINS)
 
 $(O)/%.o: %.c
@@ -140,7 +147,7 @@ unit: $(UNIT_BINS) $(BINS)
 
 nettest: $(BINS) $(NET_BINS)
 	@$(SAN_PRE)
-	@scripts/run-tests.sh net $(NET_BINS) || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh net $(NET_BINS) $(NET_PY) || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
 conformance: $(BINS)
@@ -167,7 +174,7 @@ check: deps include-check
 	$(MAKE) all $(UNIT_BINS) $(NET_BINS)
 	@scripts/check-layers.py $(O)
 	@$(SAN_PRE)
-	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh all $(UNIT_BINS) $(UNIT_PY) $(NET_BINS) $(NET_PY) $(PKG_TESTS) || { $(SAN_REPORT); exit 1; }
 	@scripts/conformance.sh || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
@@ -243,20 +250,30 @@ fuzz: fuzz-build
 	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
 
 # ---- install ----
+# The unit directory apart from PREFIX: Debian 12 packages keep units in
+# /lib/systemd/system (make deb passes UNITDIR), a local install beside the
+# binaries.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+MONITORING := target/daemon/monitoring/rtgt-dashboard.json target/daemon/monitoring/rtgt-alerts.yml
 install: all
 	@[ "$(SAN)$(TSAN)" = "" ] || { echo "install: use a normal build, not SAN=1 or TSAN=1" >&2; exit 2; }
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
-		$(DESTDIR)$(PREFIX)/share/rtgt/examples $(DESTDIR)$(PREFIX)/lib/systemd/system
+		$(DESTDIR)$(PREFIX)/share/rtgt/examples $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(PREFIX)/share/rtgt/monitoring \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 bin/rtgtd $(DESTDIR)$(PREFIX)/sbin/rtgtd
 	install -m 0755 bin/rtgtctl bin/rtgt-bench $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/examples/*.conf conf/examples/rtgt.conf.default \
 		$(DESTDIR)$(PREFIX)/share/rtgt/examples/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	for p in $(MAN_PAGES); do install -m 0644 $$p $(DESTDIR)$(MANDIR)/man$${p##*.}/ || exit 1; done
+	install -m 0644 $(MONITORING) $(DESTDIR)$(PREFIX)/share/rtgt/monitoring/
+	install -m 0644 target/tools/rtgtctl.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/rtgtctl
 	sed -e 's|@SBINDIR@|$(PREFIX)/sbin|g' -e 's|@DOCDIR@|$(PREFIX)/share/rtgt|g' \
 		conf/systemd/rtgtd.service.in \
-		> $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
-	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
+		> $(DESTDIR)$(UNITDIR)/rtgtd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/rtgtd.service
 	install -d -m 0755 $(DESTDIR)/etc/rtgt
 	@if [ -e $(DESTDIR)/etc/rtgt/rtgt.conf ]; then \
 		echo "install: keeping existing $(DESTDIR)/etc/rtgt/rtgt.conf"; \
@@ -267,9 +284,20 @@ install: all
 # Leaves /etc/rtgt/rtgt.conf: it is the administrator's.
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/rtgtd $(DESTDIR)$(PREFIX)/bin/rtgtctl \
-		$(DESTDIR)$(PREFIX)/bin/rtgt-bench $(DESTDIR)$(PREFIX)/lib/systemd/system/rtgtd.service
+		$(DESTDIR)$(PREFIX)/bin/rtgt-bench $(DESTDIR)$(UNITDIR)/rtgtd.service \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/rtgtctl
 	rm -rf $(DESTDIR)$(PREFIX)/share/rtgt
 	for p in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${p##*.}/$${p##*/}; done
+
+# ---- Debian package (scripts/debian/, built in build/deb/) ----
+# `make deb` builds build/deb/rtgt_VERSION_ARCH.deb with debhelper from a
+# copy of this tree; `make deb-check` builds it, runs lintian, installs it
+# into a throwaway root and checks what landed there (tests/pkg/).
+deb: deps
+	@scripts/deb.sh
+
+deb-check: deps
+	@scripts/run-tests.sh deb tests/pkg/test_pkg_deb.sh
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz bin bin-san bin-tsan
