@@ -8,8 +8,11 @@
 # at most a second, its errors dropped: no daemon, no names, no noise.
 # Members are offered by path, only those the command takes (fail: active
 # or rebuilding ones, replace: active ones, remove: faulty and spare ones).
+# Volume, snapshot and clone names come from one `rtgtctl volume list POOL
+# --json` the same way: thin volumes for snapshot, snapshots for clone,
+# rollback and snapshot delete, clones for volume inflate.
 
-_rtgtctl_cmds="status stats sessions top paths events reload fail add-spare replace remove grow convert scrub resize"
+_rtgtctl_cmds="status stats sessions top paths events reload fail add-spare replace remove grow convert scrub resize volume snapshot clone rollback check"
 
 # "key<TAB>value" for every string of a JSON document on stdin, the key the
 # path to it ("pools.0.members.1.path"); enough JSON for rtgtctl's replies
@@ -58,6 +61,21 @@ _rtgtctl_ask()
 	local ctl=$1
 	shift
 	timeout 1 "$ctl" "$@" stats --json 2> /dev/null < /dev/null | _rtgtctl_flatten
+}
+
+# names of pool $3's volumes whose type matches the regex $2 (and, with
+# $4 set, that have an origin: clones), from `volume list POOL --json`
+_rtgtctl_vols()
+{
+	local ctl=$1 want=$2 pool=$3 clones=${4:-}
+	shift 4
+	timeout 1 "$ctl" "$@" volume list "$pool" --json 2> /dev/null < /dev/null |
+		_rtgtctl_flatten |
+		awk -F '\t' -v want="^($want)\$" -v clones="$clones" '
+			$1 ~ /^volumes\.[0-9]+\.name$/ { split($1, k, "."); name[k[2]] = $2 }
+			$1 ~ /^volumes\.[0-9]+\.type$/ { split($1, k, "."); type[k[2]] = $2 }
+			$1 ~ /^volumes\.[0-9]+\.origin$/ { split($1, k, "."); origin[k[2]] = $2 }
+			END { for (i in name) if (type[i] ~ want && (!clones || origin[i] != "")) print name[i] }'
 }
 
 # pool names
@@ -151,6 +169,8 @@ _rtgtctl()
 		events) opts+=" --follow" ;;
 		scrub) opts+=" --repair" ;;
 		grow | convert) opts+=" --add" ;;
+		volume) opts+=" --thin" ;;
+		rollback) opts+=" --force" ;;
 		esac
 		mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
 		return 0
@@ -167,18 +187,46 @@ _rtgtctl()
 	convert:2)
 		mapfile -t COMPREPLY < <(compgen -W "raid5 raid6" -- "$cur")
 		return 0 ;;
+	volume:1)
+		mapfile -t COMPREPLY < <(compgen -W "list create delete inflate" -- "$cur")
+		return 0 ;;
+	volume:2 | snapshot:1 | clone:1 | rollback:1 | check:1 | snapshot:2 | snapshot:3 | \
+	clone:2 | rollback:2 | volume:3) ;;
 	fail:1 | replace:1 | remove:1 | add-spare:1 | grow:1 | convert:1 | scrub:1 | \
 	fail:2 | replace:2 | remove:2 | resize:1 | resize:2) ;;
 	*) return 0 ;;
 	esac
 	ctl=${words[0]}
 	[[ $ctl == */* && -x $ctl ]] || ctl=rtgtctl
+	# volume names: argument 2 of clone/rollback/snapshot, 3 of volume and
+	# snapshot delete (the pool is the argument before)
+	w=
+	case $cmd:${#pos[@]}:${pos[1]:-} in
+	volume:3:delete) w=$(_rtgtctl_vols "$ctl" "thin|thick" "${pos[2]}" "" "${sock[@]}") ;;
+	volume:3:inflate) w=$(_rtgtctl_vols "$ctl" "thin" "${pos[2]}" 1 "${sock[@]}") ;;
+	volume:3:*) return 0 ;;
+	snapshot:3:delete) w=$(_rtgtctl_vols "$ctl" "snapshot" "${pos[2]}" "" "${sock[@]}") ;;
+	snapshot:3:*) return 0 ;;
+	snapshot:2:delete) ;;
+	snapshot:2:*) w=$(_rtgtctl_vols "$ctl" "thin" "${pos[1]}" "" "${sock[@]}") ;;
+	clone:2:* | rollback:2:*) w=$(_rtgtctl_vols "$ctl" "snapshot" "${pos[1]}" "" "${sock[@]}") ;;
+	esac
+	if [[ -n $w ]]; then
+		local IFS=$'\n'
+		mapfile -t COMPREPLY < <(compgen -W "$w" -- "$cur")
+		return 0
+	fi
+	case $cmd:${#pos[@]}:${pos[1]:-} in
+	volume:3:* | snapshot:3:* | clone:2:* | rollback:2:* | snapshot:2:[!d]* | snapshot:2:d[!e]*)
+		return 0 ;;
+	esac
 	names=$(_rtgtctl_ask "$ctl" "${sock[@]}")
 	[[ -n $names ]] || return 0
 	case $cmd:${#pos[@]} in
 	resize:1) w=$(_rtgtctl_targets "$names") ;;
 	resize:2) w=$(_rtgtctl_luns "$names" "${pos[1]}") ;;
-	*:1) w=$(_rtgtctl_pools "$names") ;;
+	snapshot:1) w=$(_rtgtctl_pools "$names"; echo delete) ;;
+	*:1 | volume:2 | snapshot:2) w=$(_rtgtctl_pools "$names") ;;
 	*:2)
 		case $cmd in
 		fail) state="active|rebuilding|replacing" ;;

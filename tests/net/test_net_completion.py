@@ -27,7 +27,8 @@ from ckdaemon import Daemon, RTGTCTL  # noqa: E402
 
 COMPLETION = os.path.join(ROOT, "target", "tools", "rtgtctl.bash")
 COMMANDS = {"status", "stats", "sessions", "top", "paths", "events", "reload", "fail",
-            "add-spare", "replace", "remove", "grow", "convert", "scrub", "resize"}
+            "add-spare", "replace", "remove", "grow", "convert", "scrub", "resize", "volume",
+            "snapshot", "clone", "rollback", "check"}
 IQN = "iqn.2026-11.org.rtgt:comp"
 CONF = """daemon = { workers = 1; control = "rtgtd.sock"; state_dir = "state"; };
 pools = ( { name = "tank"; level = "raid1"; chunk = "64K";
@@ -35,6 +36,7 @@ pools = ( { name = "tank"; level = "raid1"; chunk = "64K";
 portals = ( { name = "lo"; listen = "127.0.0.1:PORT"; } );
 targets = ( { iqn = "%s"; portals = ( "lo" );
               luns = ( { lun = 0; pool = "tank"; volume = "v0"; size = "8M"; },
+                       { lun = 1; pool = "tank"; volume = "th"; size = "8M"; thin = true; },
                        { lun = 3; pool = "tank"; volume = "v3"; size = "8M"; } );
               allow = ( "ALL" ); } );
 """ % IQN
@@ -148,8 +150,26 @@ def t03_with_daemon():
     # "iqn.2026-11.org.rtgt:co": bash completes "co", the part after the colon
     comp("resize iqn.2026-11.org.rtgt:co", "resize IQN-prefix:co<Tab>: the rest after the colon",
          ["comp"])
-    comp("resize %s " % IQN, "resize IQN <Tab>: its LUNs", ["0", "3"])
+    comp("resize %s " % IQN, "resize IQN <Tab>: its LUNs", ["0", "1", "3"])
     comp("resize %s 3 " % IQN, "resize IQN LUN <Tab>: no guess for a size", [])
+    # volumes, snapshots and clones, from `volume list POOL`
+    for args in (["snapshot", "tank", "th", "s1"], ["clone", "tank", "th@s1", "c1"]):
+        rc = subprocess.run([RTGTCTL, "-s", dmn.sock] + args, capture_output=True, text=True)
+        check("03 rtgtctl %s" % " ".join(args), rc.returncode == 0, rc.stdout + rc.stderr)
+    comp("volume ", "volume <Tab>: its sub-commands", ["list", "create", "delete", "inflate"])
+    comp("volume delete ", "volume delete <Tab>: the pool", ["tank"])
+    comp("volume delete tank ", "volume delete tank <Tab>: its volumes",
+         ["v0", "v3", "th", "c1"])
+    comp("volume inflate tank ", "volume inflate tank <Tab>: its clones", ["c1"])
+    comp("snapshot ", "snapshot <Tab>: the pool or delete", ["tank", "delete"])
+    comp("snapshot tank ", "snapshot tank <Tab>: its thin volumes", ["th", "c1"])
+    comp("snapshot tank th ", "snapshot tank th <Tab>: no guess for a name", [])
+    comp("snapshot delete tank ", "snapshot delete tank <Tab>: its snapshots", ["th@s1"])
+    comp("clone tank ", "clone tank <Tab>: its snapshots", ["th@s1"])
+    comp("rollback tank th", "rollback tank th<Tab>: its snapshots", ["th@s1"])
+    comp("rollback tank th@s1 -", "rollback options", ["-s", "--socket", "-c", "--config",
+                                                        "--json", "-h", "--help", "--force"])
+    comp("check ", "check <Tab>: the pool", ["tank"])
     # add-spare's path: files of the current directory
     files = tempfile.mkdtemp(prefix="rtgt-comp.")
     open(os.path.join(files, "spare-a.img"), "w").close()
