@@ -49,9 +49,47 @@
  *   extents BUSY (caw_*) for its read, compare and writes.
  *   A request that finds its extent BUSY is parked and rerun on its own
  *   thread when the owner lets the extent go (release).
+ *   A write or partial discard that finds its MAPPED extent shared makes
+ *   it BUSY too (cow_start) until the copy is mapped (cow_mapped).
  * Invariants (thin_check): inflight[vx] > 0 only for a mapped extent; a
- * non-zero entry names an X_DATA extent that no other entry names; staged
- * differs from map only for BUSY extents.
+ * non-zero entry names an X_DATA extent that no other entry of the same
+ * map names; staged differs from map only for BUSY extents; while frozen
+ * with active == 0, no extent is BUSY. raid_thin_check_pool() re-counts
+ * refs from the maps on disk (rtgtctl check).
+ *
+ * Sharing (snapshots, clones). A snapshot "VOL@SNAP" is one more map
+ * naming the same pool extents as VOL's at the moment it was taken; a
+ * clone is a writable map that starts as a copy of a snapshot's. Which
+ * table entries may share is their family (raid_sb_vol.family: a volume,
+ * its snapshots, their clones). tp->refs[k] counts the map entries naming
+ * pool extent k, every map's, durable or staged, plus one while an
+ * allocation holds it unmapped. It is never stored: loading counts the
+ * maps (map_read, map_count), so no crash can leave it wrong, and a map
+ * that names an extent twice, or one of another family, refuses the pool.
+ *   Taking one (raid_thin_snapshot): the volume is frozen at the request
+ *   level (new requests wait in t->held, those admitted, t->active, run to
+ *   their end, every busy extent with them), its map is copied and each
+ *   entry counted once more, the volume thaws; then the new map is written
+ *   and the caller names it in the volume table. Every write acknowledged
+ *   before the freeze is in it, none admitted after.
+ *   Copy on write: a WRITE, a partial DISCARD or a COMPARE_WRITE that
+ *   meets a mapped extent with refs > 1 owns it (as an allocation does),
+ *   takes a new extent, reads the old one into it unless the write covers
+ *   it all, writes it whole with FUA, makes its entry name it (map_set) and
+ *   only then drops its reference to the old one: thin's order of writes,
+ *   so a crash leaves the old entry or the new one, each whole, and the
+ *   snapshot the old bytes. A whole-extent DISCARD of a shared extent only
+ *   drops the entry. refs only rise above 1 while the volume that names the
+ *   extent is frozen (or for a snapshot's extents, which no one writes), so
+ *   a request reading refs without tp->mu can only see "shared" too late,
+ *   costing a copy that was not needed, never a write into a shared extent.
+ *   A rollback writes a new map for the volume holding the snapshot's
+ *   entries (raid_thin_rollback_prepare, the volume frozen until _finish)
+ *   and the caller switches the table entry to it in one superblock write.
+ *   Deleting removes the table entry first, then drops the references
+ *   (raid_thin_forget): an extent is free only once no durable map names
+ *   it. Inflate copies a clone's shared extents one by one as a copy on
+ *   write does (rerunnable after a crash).
  *
  * Threads: requests come from any reactor; each piece of a request runs on
  * its submitting ctx (continuations from other threads arrive through

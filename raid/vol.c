@@ -24,6 +24,16 @@
  * what the members held there (as a new volume's do), with parity made
  * consistent by the pool's initial sync.
  *
+ * Snapshots, clones, rollback, delete (md_pool_*; raid.h "snapshots"): each
+ * changes the table once, under open_mu (no open or resize meanwhile) and
+ * meta_mu, with the map work done by thin.c in between without meta_mu:
+ * a snapshot or clone gets a map region (find_space), thin.c copies and
+ * writes the map, then the table names it; a rollback gets a new region
+ * for the volume's map and the table entry moves to it; a delete takes the
+ * entry out, then thin.c drops its references. A crash anywhere leaves the
+ * table as before (and a region nothing names) or as after. Every refusal
+ * is one line in the caller's @why, with nothing changed.
+ *
  * Also the RAID backend's ops table (backend.h): which levels it serves and
  * where each op lives among pool.c, vol.c, io.c and rebuild.c.
  */
