@@ -25,7 +25,8 @@ static const char *const daemon_keys[] = {
 	"workers", "control", "log_level", "max_sessions", "max_connections",
 	"login_timeout", "nop_interval", "nop_timeout", "queue_depth", "state_dir",
 	"max_discovery_sessions", "discovery_idle_timeout", "event_exec", "event_exec_timeout",
-	"metrics", "smartctl", "health_interval", "health_fail", NULL,
+	"metrics", "metrics_max_connections", "metrics_max_per_address", "metrics_max_request",
+	"metrics_idle_timeout", "smartctl", "health_interval", "health_fail", NULL,
 };
 
 void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
@@ -35,7 +36,7 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 	const char *where = "daemon";
 	const char *control = CONF_DEFAULT_CONTROL, *state = CONF_DEFAULT_STATE_DIR, *lvl;
 	const char *exec = NULL, *metrics = NULL, *smartctl = CONF_DEFAULT_SMARTCTL, *hf;
-	const config_setting_t *ms, *mc;
+	const config_setting_t *ms, *mc, *mm, *mp;
 	unsigned long long u;
 
 	d->workers = 0;
@@ -50,6 +51,10 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 	d->discovery_idle_timeout_s = 30;
 	d->event_exec_timeout_s = 10;
 	d->health_interval_s = 1800;
+	d->metrics_max_connections = 64;
+	d->metrics_max_per_address = 16;
+	d->metrics_max_request = 8192;
+	d->metrics_idle_timeout_s = 5;
 
 	if (g && config_setting_type(g) != CONFIG_TYPE_GROUP) {
 		conf_err_at(v, g, "daemon must be a group { ... }, not %s", conf_type_name(g));
@@ -100,6 +105,23 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 				metrics = NULL;
 			}
 		}
+		if (conf_get_uint(v, g, "metrics_max_connections", where, 1, 1024, &u) > 0)
+			d->metrics_max_connections = (unsigned)u;
+		if (conf_get_uint(v, g, "metrics_max_per_address", where, 1, 1024, &u) > 0)
+			d->metrics_max_per_address = (unsigned)u;
+		if (conf_get_uint(v, g, "metrics_max_request", where, 1024, 1 << 20, &u) > 0)
+			d->metrics_max_request = (unsigned)u;
+		if (conf_get_uint(v, g, "metrics_idle_timeout", where, 1, 3600, &u) > 0)
+			d->metrics_idle_timeout_s = (unsigned)u;
+		mm = config_setting_get_member(g, "metrics_max_connections");
+		mp = config_setting_get_member(g, "metrics_max_per_address");
+		/* a per-address cap above the total would never apply: say so
+		 * rather than leave the operator believing it does */
+		if (d->metrics_max_per_address > d->metrics_max_connections)
+			conf_err_at(v, mp ? mp : mm,
+				    "daemon: metrics_max_per_address (%u) is above "
+				    "metrics_max_connections (%u)",
+				    d->metrics_max_per_address, d->metrics_max_connections);
 		if (conf_get_string(v, g, "smartctl", where, false, &smartctl) <= 0)
 			smartctl = CONF_DEFAULT_SMARTCTL;
 		if (conf_get_uint(v, g, "health_interval", where, 0, 7 * 86400, &u) > 0)
