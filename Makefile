@@ -13,12 +13,14 @@ B       := bin
 PREFIX  ?= /usr/local
 DESTDIR ?=
 FUZZ_SECONDS ?= 60
-PKGS    := libconfig liburing libisal libcrypto json-c
+PKGS    := libconfig liburing libisal libcrypto json-c libmicrohttpd
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wno-unused-parameter -Wformat=2 -Wvla \
-           -D_GNU_SOURCE -I. -MMD -MP -pthread
-LDLIBS  := -lconfig -luring -lisal -lcrypto -ljson-c -lpthread -lm
+           -D_GNU_SOURCE -I. -MMD -MP -pthread $(shell pkg-config --cflags libmicrohttpd)
+# libmicrohttpd serves daemon.metrics (target/daemon/metrics.c)
+LDLIBS  := -lconfig -luring -lisal -lcrypto -ljson-c $(shell pkg-config --libs libmicrohttpd) \
+           -lpthread -lm
 # rbd pools (raid/rbd.c) when librbd-dev/librados-dev are installed; without
 # them raid/rbd.c builds a stub that refuses rbd pools
 LDLIBS  += $(shell test -e /usr/include/rbd/librbd.h && echo -lrbd -lrados)

@@ -243,6 +243,107 @@ int daemon_metrics_snapshot(void *arg, struct json_object *snap)
 	return rc;
 }
 
+/* /healthz: one ev_call round trip through every reactor, the same path a
+ * scrape's snapshot and every control request take; a reactor that does
+ * not run its queued call within DAEMON_HEALTHZ_MS is stalled (a blocking
+ * syscall, a loop that never returns) or gone. */
+#define DAEMON_HEALTHZ_MS 1000
+
+struct health_probe;
+
+struct probe_call {
+	struct health_probe *p;
+	bool done;                   /* under snap_mu */
+};
+
+struct health_probe {
+	struct daemon *d;
+	unsigned refs;               /* the waiting thread and each queued call; under snap_mu */
+	unsigned n, answered;        /* under snap_mu */
+	struct probe_call calls[];   /* one per worker */
+};
+
+static void probe_put(struct daemon *d, struct health_probe *p)
+{
+	bool last;
+
+	pthread_mutex_lock(&d->snap_mu);
+	last = --p->refs == 0;
+	pthread_mutex_unlock(&d->snap_mu);
+	if (last)
+		free(p);
+}
+
+/* on the probed worker's reactor */
+static void probe_call_fn(void *arg)
+{
+	struct probe_call *pc = arg;
+	struct health_probe *p = pc->p;
+	struct daemon *d = p->d;
+
+	pthread_mutex_lock(&d->snap_mu);
+	pc->done = true;
+	p->answered++;
+	pthread_cond_broadcast(&d->snap_cv);
+	pthread_mutex_unlock(&d->snap_mu);
+	probe_put(d, p);
+}
+
+int daemon_metrics_health(void *arg, char *why, size_t len)
+{
+	struct daemon *d = arg;
+	struct health_probe *p = calloc(1, sizeof(*p) + d->n_workers * sizeof(p->calls[0]));
+	struct timespec ts;
+	unsigned queued = 0;
+	int rc = 0;
+
+	if (!p) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	p->d = d;
+	p->n = d->n_workers;
+	p->refs = 1;
+	for (unsigned i = 0; i < p->n; i++) {
+		p->calls[i].p = p;
+		pthread_mutex_lock(&d->snap_mu);
+		p->refs++;
+		pthread_mutex_unlock(&d->snap_mu);
+		if (ev_call(d->workers[i].loop, probe_call_fn, &p->calls[i])) {
+			pthread_mutex_lock(&d->snap_mu);
+			p->refs--;
+			pthread_mutex_unlock(&d->snap_mu);
+			break;
+		}
+		queued++;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)DAEMON_HEALTHZ_MS % 1000 * 1000000L;
+	ts.tv_sec += DAEMON_HEALTHZ_MS / 1000 + ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&d->snap_mu);
+	while (p->answered < queued && !d->snap_abort)
+		if (pthread_cond_timedwait(&d->snap_cv, &d->snap_mu, &ts) == ETIMEDOUT)
+			break;
+	if (d->snap_abort) {
+		snprintf(why, len, "stopping");
+		rc = -ESHUTDOWN;
+	} else if (queued < p->n) {
+		snprintf(why, len, "cannot queue a call to worker %u", queued);
+		rc = -ENOMEM;
+	} else {
+		for (unsigned i = 0; i < p->n && !rc; i++)
+			if (!p->calls[i].done) {
+				snprintf(why, len, "worker %u did not answer within %u ms", i,
+					 DAEMON_HEALTHZ_MS);
+				rc = -ETIMEDOUT;
+			}
+	}
+	pthread_mutex_unlock(&d->snap_mu);
+	probe_put(d, p);
+	return rc;
+}
+
 /* Stop the metrics server (on workers[0] while stopping, or at teardown). */
 void daemon_metrics_end(struct daemon *d)
 {
