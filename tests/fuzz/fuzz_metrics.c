@@ -64,7 +64,7 @@ static int fake_snapshot(void *arg, struct json_object *snap)
 
 static int fake_health(void *arg, char *why, size_t len)
 {
-	if (healthy)
+	if (__atomic_load_n(&healthy, __ATOMIC_RELAXED))   /* the server's thread reads it */
 		return 0;
 	snprintf(why, len, "worker 0 did not answer");
 	return -ETIMEDOUT;
@@ -289,7 +289,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_format(data + 1, size - 1);
 		return 0;
 	}
-	healthy = !(data[0] & 2);
+	__atomic_store_n(&healthy, !(data[0] & 2), __ATOMIC_RELAXED);
 	check_http(data + 1, size - 1);
 	/* every connection's slot comes back: a scrape is always admitted */
 	if (++runs % 256 == 0) {
