@@ -1,15 +1,16 @@
 /*
  * target/daemon/status.c - what rtgtd reports: the control commands
  * "status"/"sessions", "stats", "live" and "events", and the snapshot the
- * metrics thread serves (taken on workers[0], where pools, LUs and the
- * configuration may change, and handed over under d->snap_mu). Reads the
- * daemon's entries (daemon_int.h), changes nothing but the metrics
+ * metrics endpoint serves (taken on workers[0], where pools, LUs and the
+ * configuration may change, and handed over under d->snap_mu), and its
+ * /healthz probe (one queued call through every worker's reactor). Reads
+ * the daemon's entries (daemon_int.h), changes nothing but the metrics
  * requests' state.
  *
  * Layer: helpers (target/daemon/README.md "Layers"), rtgtd only (D_SRCS),
  * below main.c and reload.c, beside entries.c. May call: events.c,
- * health.c, live.c, metrics.c, raid/, target/scsi/, target/iscsi/, conf/,
- * json-c, libc. Calls neither main.c nor reload.c.
+ * health.c, live.c, metrics.c, raid/, target/scsi/, target/iscsi/, net/
+ * (ev_call), conf/, json-c, libc. Calls neither main.c nor reload.c.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -169,7 +170,8 @@ static int snapshot_here(struct daemon *d, struct json_object *snap)
 
 struct snap_req {
 	struct daemon *d;
-	struct json_object *snap;    /* owned by the request */
+	struct json_object *snap;    /* owned by the request; NULL once the waiting
+	                              * thread took it */
 	int rc;
 	bool done;
 	unsigned refs;               /* the waiting thread and the call; under snap_mu */
@@ -212,6 +214,7 @@ int daemon_metrics_snapshot(void *arg, struct json_object *snap)
 {
 	struct daemon *d = arg;
 	struct snap_req *r = calloc(1, sizeof(*r));
+	struct json_object *taken = NULL;
 	struct timespec ts;
 	int rc;
 
@@ -234,11 +237,17 @@ int daemon_metrics_snapshot(void *arg, struct json_object *snap)
 			break;
 	rc = r->done ? r->rc : -ETIMEDOUT;
 	if (r->done) {
-		/* move the result over */
+		/* move the result over and take the request's object: json-c's
+		 * reference counts are not atomic, so every get and put of the
+		 * values shared by the two objects happens on this thread,
+		 * never on workers[0] when its put of the request comes last */
 		json_object_object_foreach(r->snap, key, val)
 			json_object_object_add(snap, key, json_object_get(val));
+		taken = r->snap;
+		r->snap = NULL;
 	}
 	pthread_mutex_unlock(&d->snap_mu);
+	json_object_put(taken);
 	snap_req_put(d, r);
 	return rc;
 }
