@@ -293,6 +293,9 @@ def gen_metrics():
           b"\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
     write(t, "http09", b"\x00GET /metrics\r\n\r\n")
     write(t, "big-header", b"\x00GET /metrics HTTP/1.0\r\nX: " + b"a" * 4200 + b"\r\n\r\n")
+    # found by fuzz_metrics: libmicrohttpd takes the method up to a NUL
+    write(t, "nul-in-method", b"\x00GET\x00\x00c\x10\rm\xc4\xc0 /%6detrics HTTP/1.0\r\n\x00"
+          b"GET /%6detrics HTTP/1.0\r\r\n")
     write(t, "labels", b"\x01iqn.2026-11.org.rtgt:t\x00iqn.y:\"i\\\n\x00abc\x00nic1\x00/dev/sd\nb")
 
 
