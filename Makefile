@@ -166,9 +166,11 @@ check: deps include-check
 # management, session reinstatement, an online grow under I/O, thin
 # volumes' extents shared by threads and a pool reshaped under I/O, and
 # the reload run again with members on tmpfs, where reads lend member
-# memory (raid/README.md "Mapped reads") (a few minutes on 2 cores): bin-tsan/
+# memory (raid/README.md "Mapped reads"), and the metrics endpoint's
+# connection threads against the reactors (a few minutes on 2 cores): bin-tsan/
 # rtgtd and the tests built with TSAN=1, failing on any report.
-TSAN_TESTS := test_net_reload test_net_login test_net_resize test_raid_thin test_raid_reshape
+TSAN_TESTS := test_net_reload test_net_login test_net_resize test_raid_thin test_raid_reshape \
+              test_net_metrics
 tsan-check: deps
 	$(MAKE) TSAN=1 bin-tsan/rtgtd bin-tsan/rtgtctl $(TSAN_TESTS:%=bin-tsan/tests/%)
 	@$(MAKE) --no-print-directory TSAN=1 tsan-run
@@ -184,6 +186,7 @@ tsan-run:
 		|| { $(SAN_REPORT); exit 1; }
 	@scripts/run-tests.sh tsan $(B)/tests/test_raid_thin || { $(SAN_REPORT); exit 1; }
 	@scripts/run-tests.sh tsan $(B)/tests/test_raid_reshape || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh tsan $(B)/tests/test_net_metrics || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
 # The fio job set from a real Linux initiator (a qemu guest; minutes):
