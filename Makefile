@@ -15,12 +15,14 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 MANDIR  ?= $(PREFIX)/share/man
 FUZZ_SECONDS ?= 60
-PKGS    := libconfig liburing libisal libcrypto json-c
+PKGS    := libconfig liburing libisal libcrypto json-c libmicrohttpd
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wno-unused-parameter -Wformat=2 -Wvla \
-           -D_GNU_SOURCE -I. -MMD -MP -pthread
-LDLIBS  := -lconfig -luring -lisal -lcrypto -ljson-c -lpthread -lm
+           -D_GNU_SOURCE -I. -MMD -MP -pthread $(shell pkg-config --cflags libmicrohttpd)
+# libmicrohttpd serves daemon.metrics (target/daemon/metrics.c)
+LDLIBS  := -lconfig -luring -lisal -lcrypto -ljson-c $(shell pkg-config --libs libmicrohttpd) \
+           -lpthread -lm
 # rbd pools (raid/rbd.c) when librbd-dev/librados-dev are installed; without
 # them raid/rbd.c builds a stub that refuses rbd pools
 LDLIBS  += $(shell test -e /usr/include/rbd/librbd.h && echo -lrbd -lrados)
@@ -182,9 +184,11 @@ check: deps include-check
 # management, session reinstatement, an online grow under I/O, thin
 # volumes' extents shared by threads and a pool reshaped under I/O, and
 # the reload run again with members on tmpfs, where reads lend member
-# memory (raid/README.md "Mapped reads") (a few minutes on 2 cores): bin-tsan/
+# memory (raid/README.md "Mapped reads"), and the metrics endpoint's
+# connection threads against the reactors (a few minutes on 2 cores): bin-tsan/
 # rtgtd and the tests built with TSAN=1, failing on any report.
-TSAN_TESTS := test_net_reload test_net_login test_net_resize test_raid_thin test_raid_reshape
+TSAN_TESTS := test_net_reload test_net_login test_net_resize test_raid_thin test_raid_reshape \
+              test_net_metrics
 tsan-check: deps
 	$(MAKE) TSAN=1 bin-tsan/rtgtd bin-tsan/rtgtctl $(TSAN_TESTS:%=bin-tsan/tests/%)
 	@$(MAKE) --no-print-directory TSAN=1 tsan-run
@@ -200,6 +204,7 @@ tsan-run:
 		|| { $(SAN_REPORT); exit 1; }
 	@scripts/run-tests.sh tsan $(B)/tests/test_raid_thin || { $(SAN_REPORT); exit 1; }
 	@scripts/run-tests.sh tsan $(B)/tests/test_raid_reshape || { $(SAN_REPORT); exit 1; }
+	@scripts/run-tests.sh tsan $(B)/tests/test_net_metrics || { $(SAN_REPORT); exit 1; }
 	@$(SAN_REPORT)
 
 # The fio job set from a real Linux initiator (a qemu guest; minutes):

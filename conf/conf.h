@@ -219,6 +219,14 @@ struct conf_daemon {
 	char *event_exec;          /* resolved hook path, NULL: none */
 	unsigned event_exec_timeout_s; /* default 10 */
 	char *metrics;             /* Prometheus listen "ip:port", NULL: off */
+	/* the metrics endpoint's limits (target/daemon/metrics.c): connections
+	 * at once in total (default 64) and from one address (default 16),
+	 * bytes of request line and headers (default 8192), seconds a
+	 * connection may stay silent (default 5) */
+	unsigned metrics_max_connections;
+	unsigned metrics_max_per_address;
+	unsigned metrics_max_request;
+	unsigned metrics_idle_timeout_s;
 	char *smartctl;            /* resolved; default /usr/sbin/smartctl */
 	unsigned health_interval_s; /* default 1800; 0: no health checks */
 	bool health_fail_spare;    /* health_fail = "spare" (default "report") */

@@ -28,7 +28,7 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 	const char *where = "daemon";
 	const char *control = CONF_DEFAULT_CONTROL, *state = CONF_DEFAULT_STATE_DIR, *lvl;
 	const char *exec = NULL, *metrics = NULL, *smartctl = CONF_DEFAULT_SMARTCTL, *hf;
-	const config_setting_t *ms, *mc;
+	const config_setting_t *ms, *mc, *mm, *mp;
 	unsigned long long u;
 
 	/* the defaults are the table's, so rtgt.conf(5) states what applies */
@@ -44,6 +44,10 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 	d->discovery_idle_timeout_s = (unsigned)conf_keys[CK_D_DISCOVERY_IDLE_TIMEOUT].idef;
 	d->event_exec_timeout_s = (unsigned)conf_keys[CK_D_EVENT_EXEC_TIMEOUT].idef;
 	d->health_interval_s = (unsigned)conf_keys[CK_D_HEALTH_INTERVAL].idef;
+	d->metrics_max_connections = (unsigned)conf_keys[CK_D_METRICS_MAX_CONNECTIONS].idef;
+	d->metrics_max_per_address = (unsigned)conf_keys[CK_D_METRICS_MAX_PER_ADDRESS].idef;
+	d->metrics_max_request = (unsigned)conf_keys[CK_D_METRICS_MAX_REQUEST].idef;
+	d->metrics_idle_timeout_s = (unsigned)conf_keys[CK_D_METRICS_IDLE_TIMEOUT].idef;
 
 	if (g && config_setting_type(g) != CONFIG_TYPE_GROUP) {
 		conf_err_at(v, g, "daemon must be a group { ... }, not %s", conf_type_name(g));
@@ -94,6 +98,23 @@ void conf_parse_daemon(struct conf_vctx *v, const config_setting_t *root)
 				metrics = NULL;
 			}
 		}
+		if (conf_get_key_uint(v, g, CK_D_METRICS_MAX_CONNECTIONS, where, &u) > 0)
+			d->metrics_max_connections = (unsigned)u;
+		if (conf_get_key_uint(v, g, CK_D_METRICS_MAX_PER_ADDRESS, where, &u) > 0)
+			d->metrics_max_per_address = (unsigned)u;
+		if (conf_get_key_uint(v, g, CK_D_METRICS_MAX_REQUEST, where, &u) > 0)
+			d->metrics_max_request = (unsigned)u;
+		if (conf_get_key_uint(v, g, CK_D_METRICS_IDLE_TIMEOUT, where, &u) > 0)
+			d->metrics_idle_timeout_s = (unsigned)u;
+		mm = config_setting_get_member(g, "metrics_max_connections");
+		mp = config_setting_get_member(g, "metrics_max_per_address");
+		/* a per-address cap above the total would never apply: say so
+		 * rather than leave the operator believing it does */
+		if (d->metrics_max_per_address > d->metrics_max_connections)
+			conf_err_at(v, mp ? mp : mm,
+				    "daemon: metrics_max_per_address (%u) is above "
+				    "metrics_max_connections (%u)",
+				    d->metrics_max_per_address, d->metrics_max_connections);
 		if (conf_get_string(v, g, "smartctl", where, false, &smartctl) <= 0)
 			smartctl = CONF_DEFAULT_SMARTCTL;
 		if (conf_get_key_uint(v, g, CK_D_HEALTH_INTERVAL, where, &u) > 0)

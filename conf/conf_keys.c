@@ -99,8 +99,24 @@ const struct conf_key conf_keys[CK__N] = {
 		"seconds: a hook still running this long is killed with its process group"),
 	[CK_D_METRICS] = KEY(DAEMON, "metrics", STRING, "\"ip:port\" or \"[ipv6]:port\"",
 		"off", RESTART,
-		"serve Prometheus text exposition at `http://ADDR/metrics`, without "
-		"authentication: bind it to a loopback or management address"),
+		"serve Prometheus text exposition at `http://ADDR/metrics` and `/healthz` (200 "
+		"while every reactor answers within 1 s, else 503), GET or HEAD, by libmicrohttpd "
+		"within the limits below; without authentication: bind it to a loopback or "
+		"management address"),
+	[CK_D_METRICS_MAX_CONNECTIONS] = INT(DAEMON, "metrics_max_connections", 1, 1024, 64,
+		RESTART, "metrics connections open at once; one more is closed at once "
+		"(`rtgt_metrics_refused_total{reason=\"connections\"}`); each open connection "
+		"is one thread"),
+	[CK_D_METRICS_MAX_PER_ADDRESS] = INT(DAEMON, "metrics_max_per_address", 1, 1024, 16,
+		RESTART, "at most metrics_max_connections: metrics connections open at once from "
+		"one client address; one more from it is closed at once (`reason=\"per_address\"`), "
+		"so that one host cannot take every slot"),
+	[CK_D_METRICS_MAX_REQUEST] = INT(DAEMON, "metrics_max_request", 1024, 1048576, 8192,
+		RESTART, "bytes of request line plus headers; a longer request is answered 431 "
+		"(414 when the request line alone is too long) and closed (`reason=\"too_large\"`)"),
+	[CK_D_METRICS_IDLE_TIMEOUT] = INT(DAEMON, "metrics_idle_timeout", 1, 3600, 5, RESTART,
+		"seconds: a metrics connection that sends nothing for this long is closed "
+		"(`reason=\"timeout\"` when it had not been answered)"),
 	[CK_D_SMARTCTL] = KEY(DAEMON, "smartctl", PATH, NULL,
 		"\"" CONF_DEFAULT_SMARTCTL "\"", RESTART,
 		"smartmontools' `smartctl`, run for every member or spare that is a block "

@@ -3,7 +3,7 @@
 # when any is missing. Quiet and quick when everything is there.
 set -euo pipefail
 pkgs=(build-essential pkg-config libconfig-dev liburing-dev libisal-dev libssl-dev
-      libjson-c-dev check libiscsi-dev libiscsi-bin tgt iperf3 iproute2 gnuplot-nox python3
+      libjson-c-dev libmicrohttpd-dev check libiscsi-dev libiscsi-bin tgt iperf3 iproute2 gnuplot-nox python3
       tmux fio             # rtgtctl top's check under tmux; scripts/initiator/run-fio.sh
       smartmontools curl   # member health (daemon.smartctl); test_net_events scrapes metrics
       mandoc               # tests/unit/test_man.py: mandoc -Tlint of the manual pages

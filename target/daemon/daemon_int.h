@@ -136,6 +136,9 @@ int daemon_events_cmd(struct daemon *d, const char *since, struct json_object *r
 		  size_t errlen);
 /* metrics thread: the snapshot, taken on workers[0] (metrics_snapshot_fn). */
 int daemon_metrics_snapshot(void *arg, struct json_object *snap);
+/* metrics thread (/healthz): 0 when every worker's reactor ran a queued
+ * call within 1 s (metrics_health_fn). */
+int daemon_metrics_health(void *arg, char *why, size_t len);
 /* Stops the metrics server (on workers[0] while stopping, or at teardown). */
 void daemon_metrics_end(struct daemon *d);
 

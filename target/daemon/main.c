@@ -729,7 +729,20 @@ int main(int argc, char **argv)
 	if (iscsi_server_start(d.server))
 		goto out;
 	if (d.conf->daemon.metrics) {
-		rc = metrics_start(d.conf->daemon.metrics, daemon_metrics_snapshot, &d, &d.metrics);
+		const struct conf_daemon *cd = &d.conf->daemon;
+		const struct metrics_limits lim = {
+			.max_connections = cd->metrics_max_connections,
+			.max_per_address = cd->metrics_max_per_address,
+			.max_request = cd->metrics_max_request,
+			.idle_timeout_s = cd->metrics_idle_timeout_s,
+		};
+		const struct metrics_ops mops = {
+			.snapshot = daemon_metrics_snapshot,
+			.health = daemon_metrics_health,
+			.arg = &d,
+		};
+
+		rc = metrics_start(cd->metrics, &lim, &mops, &d.metrics);
 		if (rc) {
 			LOG_ERR(MOD, "metrics %s: %s", d.conf->daemon.metrics,
 				rc == -EADDRINUSE ? "address in use" : strerror(-rc));

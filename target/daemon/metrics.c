@@ -1,17 +1,24 @@
 /*
  * target/daemon/metrics.c - the Prometheus text endpoint (see metrics.h).
  *
- * The server thread, per connection (one at a time):
+ * libmicrohttpd reads and parses every request, one thread per connection
+ * (so no connection waits for another's request or answer), within its
+ * per-connection memory and idle timeout. What is ours, per connection:
  *
- *   ACCEPTED -- bytes up to the blank line ending the headers ----> ANSWER
- *            -- METRICS_REQ_MAX bytes without one, or no blank
- *               line within METRICS_IO_MS ------------------------> 400, CLOSED
- *            -- EOF or error before it ---------------------------> CLOSED
- *   ANSWER   -- "GET /metrics HTTP/1.x" (a query string is ignored):
- *               snapshot, format, 200 (503 when the snapshot failed)
- *            -- any other method or path: 404 -------------------> CLOSED
- *               (the reply is sent within METRICS_IO_MS or dropped)
- *
+ *   accept   -- metrics_max_connections open, or metrics_max_per_address
+ *               from its address ----------------------------> CLOSED (refused)
+ *   OPEN     -- request line and headers read:
+ *               over metrics_max_request --------------------> 431, CLOSED (refused)
+ *               GET|HEAD /metrics: snapshot, format ---------> 200 (503 when the
+ *                                                              snapshot failed)
+ *               GET|HEAD /healthz: every reactor answers -----> 200 (else 503)
+ *               any other method or path --------------------> 404
+ *            -- silent for metrics_idle_timeout, unanswered --> CLOSED (refused)
+ *   (libmicrohttpd: a request too large for the connection's memory 431 or
+ *   414, counted as too_large; a malformed one 400.)
+ *   Every answer is HTTP/1.0 with "Connection: close"; a query string is
+ *   ignored. Refusals are counted per reason in rtgt_metrics_refused_total.
+
  * Format (text exposition 0.0.4): every family is written whole, "# HELP"
  * and "# TYPE" first, then its samples; names follow Prometheus' rules
  * (rtgt_ prefix, base units: bytes, seconds; counters end in _total).
@@ -22,15 +29,16 @@
  * exactly on a bound is counted one bound up).
  *
  * Layer: services (target/daemon/README.md "Layers"), above base. May call:
- * net/, conf/, libc. Gets the snapshot only through the metrics_snapshot_fn
- * given to metrics_start() (status.c's), never by a call up.
+ * net/, conf/, json-c, libmicrohttpd, libc. Gets the snapshot and the
+ * reactors' health only through the struct metrics_ops given to
+ * metrics_start() (status.c's), never by a call up.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <json-c/json.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -50,15 +58,9 @@
 #define HB_MIN 2u        /* first bound 2^2 us */
 #define HB_MAX 24u       /* last finite bound 2^24 us */
 #define HB_N (HB_MAX - HB_MIN + 1u)
-
-struct metrics {
-	int lfd;
-	int wake[2];           /* a byte on wake[1] stops the thread */
-	uint16_t port;
-	pthread_t thread;
-	metrics_snapshot_fn snapshot;
-	void *arg;
-};
+/* a connection thread's stack: formatting needs a few KiB; 1024 threads
+ * stay within 512 MiB of address space */
+#define METRICS_STACK (512u << 10)
 
 /* ---- text building ---- */
 
@@ -548,6 +550,13 @@ static const struct counter_def event_counters[] = {
 	{ "rtgt_event_hook_timeouts_total", "hook_timeouts", "Event hook runs killed at the timeout." },
 };
 
+static const char *const refused_names[METRICS_REFUSED_N] = {
+	[METRICS_REFUSED_CONNECTIONS] = "connections",
+	[METRICS_REFUSED_PER_ADDRESS] = "per_address",
+	[METRICS_REFUSED_TOO_LARGE] = "too_large",
+	[METRICS_REFUSED_TIMEOUT] = "timeout",
+};
+
 int metrics_format(struct json_object *snap, char **text, size_t *len)
 {
 	struct buf b = { 0 };
@@ -561,6 +570,14 @@ int metrics_format(struct json_object *snap, char **text, size_t *len)
 		family(&b, event_counters[c].name, "counter", event_counters[c].help);
 		sample_u64(&b, event_counters[c].name, none, ju(ev, event_counters[c].key));
 	}
+	family(&b, "rtgt_metrics_refused_total", "counter",
+	       "Connections to this endpoint refused or closed unanswered, per reason.");
+	for (unsigned i = 0; i < METRICS_REFUSED_N; i++) {
+		const char *lv[] = { "reason", refused_names[i], NULL };
+
+		sample_u64(&b, "rtgt_metrics_refused_total", lv,
+			   ju(jget(snap, "metrics_refused"), refused_names[i]));
+	}
 	family(&b, "rtgt_invariant_failures_total", "counter",
 	       "State machine invariants found broken (logged, see conf/util.h).");
 	sample_u64(&b, "rtgt_invariant_failures_total", none, ju(snap, "invariant_failures"));
@@ -573,166 +590,385 @@ int metrics_format(struct json_object *snap, char **text, size_t *len)
 	return 0;
 }
 
-/* ---- the server ---- */
+/* ---- the server (libmicrohttpd) ---- */
 
-static void send_all(int fd, const char *p, size_t len, uint64_t deadline)
+
+/* Connections open from one client address. */
+struct addr_count {
+	struct sockaddr_storage addr;   /* port zeroed */
+	unsigned n;                     /* 0: a free entry */
+};
+
+/* One open connection (libmicrohttpd's socket context). */
+struct conn {
+	uint64_t start_ms;
+	bool answered;                  /* a response was queued for it */
+};
+
+struct metrics {
+	struct MHD_Daemon *mhd;         /* owned; owns the listening socket */
+	uint16_t port;
+	struct metrics_limits lim;
+	struct metrics_ops ops;
+	pthread_mutex_t mu;             /* open, addrs */
+	unsigned open;
+	struct addr_count *addrs;       /* owned, lim.max_connections + 1 entries */
+	uint64_t refused[METRICS_REFUSED_N];   /* atomic adds */
+};
+
+static void refuse(struct metrics *m, enum metrics_refused why)
 {
-	while (len) {
-		struct pollfd pf = { .fd = fd, .events = POLLOUT };
-		uint64_t now = conf_mono_ms();
-		ssize_t n;
+	__atomic_add_fetch(&m->refused[why], 1, __ATOMIC_RELAXED);
+}
 
-		if (now >= deadline || poll(&pf, 1, (int)(deadline - now)) <= 0)
-			return;
-		n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return;
-		p += n;
-		len -= (size_t)n;
+uint64_t metrics_refused(struct metrics *m, enum metrics_refused why)
+{
+	return __atomic_load_n(&m->refused[why], __ATOMIC_RELAXED);
+}
+
+/* The address of @sa without its port (the key of the per-address count). */
+static void addr_key(const struct sockaddr *sa, socklen_t len, struct sockaddr_storage *key)
+{
+	memset(key, 0, sizeof(*key));
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in *k = (struct sockaddr_in *)key;
+
+		k->sin_family = AF_INET;
+		k->sin_addr = ((const struct sockaddr_in *)sa)->sin_addr;
+	} else if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 *k = (struct sockaddr_in6 *)key;
+
+		k->sin6_family = AF_INET6;
+		k->sin6_addr = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+	} else {
+		key->ss_family = sa->sa_family;   /* all others share one count */
 	}
 }
 
-static void reply(int fd, const char *status, const char *ctype, const char *body, size_t blen,
-		  uint64_t deadline)
+/* The entry of @key; with @add a free one for it (NULL when none). Under mu. */
+static struct addr_count *addr_find(struct metrics *m, const struct sockaddr_storage *key,
+				    bool add)
 {
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\n\r\n", status, ctype, blen);
+	struct addr_count *free_ent = NULL;
 
-	send_all(fd, head, (size_t)n, deadline);
-	send_all(fd, body, blen, deadline);
-}
+	for (unsigned i = 0; i <= m->lim.max_connections; i++) {
+		struct addr_count *a = &m->addrs[i];
 
-static void serve(struct metrics *m, int fd)
-{
-	char req[METRICS_REQ_MAX + 1];
-	size_t len = 0;
-	uint64_t deadline = conf_mono_ms() + METRICS_IO_MS;
-	bool done = false;
-
-	while (!done) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		uint64_t now = conf_mono_ms();
-		ssize_t n;
-
-		if (len == METRICS_REQ_MAX || now >= deadline) {
-			static const char msg[] = "request too long or too slow\n";
-
-			reply(fd, "400 Bad Request", "text/plain", msg, sizeof(msg) - 1,
-			      conf_mono_ms() + METRICS_IO_MS);
-			return;
-		}
-		if (poll(&pf, 1, (int)(deadline - now)) <= 0)
-			continue;
-		n = recv(fd, req + len, METRICS_REQ_MAX - len, 0);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return;
-		len += (size_t)n;
-		req[len] = '\0';
-		done = strstr(req, "\r\n\r\n") || strstr(req, "\n\n");
+		if (a->n && !memcmp(&a->addr, key, sizeof(*key)))
+			return a;
+		if (!a->n && !free_ent)
+			free_ent = a;
 	}
-	if (strncmp(req, "GET /metrics", 12) || (req[12] != ' ' && req[12] != '?') ||
-	    !strstr(req, " HTTP/1.")) {
-		static const char msg[] = "not found: only GET /metrics\n";
-
-		reply(fd, "404 Not Found", "text/plain", msg, sizeof(msg) - 1,
-		      conf_mono_ms() + METRICS_IO_MS);
-		return;
-	}
-	{
-		struct json_object *snap = json_object_new_object();
-		char *text = NULL;
-		size_t tlen = 0;
-		int rc = snap ? m->snapshot(m->arg, snap) : -ENOMEM;
-
-		if (!rc)
-			rc = metrics_format(snap, &text, &tlen);
-		json_object_put(snap);
-		if (rc) {
-			static const char msg[] = "snapshot failed\n";
-
-			LOG_WARN(MOD, "scrape: %s", strerror(-rc));
-			reply(fd, "503 Service Unavailable", "text/plain", msg, sizeof(msg) - 1,
-			      conf_mono_ms() + METRICS_IO_MS);
-			return;
-		}
-		reply(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", text, tlen,
-		      conf_mono_ms() + 5 * METRICS_IO_MS);
-		free(text);
-	}
-}
-
-static void *metrics_main(void *arg)
-{
-	struct metrics *m = arg;
-
-	for (;;) {
-		struct pollfd pf[2] = { { .fd = m->lfd, .events = POLLIN },
-					{ .fd = m->wake[0], .events = POLLIN } };
-		int fd;
-
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (pf[1].revents)
-			break;
-		if (!(pf[0].revents & POLLIN))
-			continue;
-		fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		serve(m, fd);
-		shutdown(fd, SHUT_WR);
-		close(fd);
+	if (add && free_ent) {
+		free_ent->addr = *key;
+		return free_ent;
 	}
 	return NULL;
 }
 
-int metrics_start(const char *listen, metrics_snapshot_fn snapshot, void *arg,
-		  struct metrics **out)
+/* Accept policy (the listening thread, before a connection is set up):
+ * our limits, counted when they refuse. libmicrohttpd's own limits are set
+ * one above these as a backstop and never refuse first. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct metrics *m = cls;
+	struct sockaddr_storage key;
+	struct addr_count *a;
+	enum MHD_Result ok = MHD_YES;
+
+	addr_key(sa, len, &key);
+	pthread_mutex_lock(&m->mu);
+	a = addr_find(m, &key, false);
+	if (m->open >= m->lim.max_connections) {
+		refuse(m, METRICS_REFUSED_CONNECTIONS);
+		ok = MHD_NO;
+	} else if (a && a->n >= m->lim.max_per_address) {
+		refuse(m, METRICS_REFUSED_PER_ADDRESS);
+		ok = MHD_NO;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return ok;
+}
+
+/* Milliseconds since the last data came in on @fd (the kernel's count: at
+ * least what libmicrohttpd measured its idle time from); 0 when unknown. */
+static uint64_t quiet_ms(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return 0;
+	return ti.tcpi_last_data_recv;
+}
+
+/* Connection set up and torn down (both on the listening thread). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct metrics *m = cls;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+					     MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct sockaddr_storage key;
+	struct addr_count *a;
+
+	if (!ci || !ci->client_addr)
+		return;
+	addr_key(ci->client_addr, sizeof(struct sockaddr_storage), &key);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		struct conn *cn = calloc(1, sizeof(*cn));
+
+		if (cn)
+			cn->start_ms = conf_mono_ms();
+		*socket_ctx = cn;   /* NULL: not classified at its end, still counted */
+		pthread_mutex_lock(&m->mu);
+		m->open++;
+		a = addr_find(m, &key, true);
+		if (a)
+			a->n++;
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	{
+		struct conn *cn = *socket_ctx;
+		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c,
+						     MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* never answered, and nothing received for the idle timeout (a
+		 * tick of slack): closed by the timeout. A client that closed
+		 * it, or an error answer (sent as soon as the bad request is
+		 * read), ends sooner after its last byte. */
+		if (cn && !cn->answered && fi &&
+		    conf_mono_ms() - cn->start_ms >= m->lim.idle_timeout_s * 1000ull &&
+		    quiet_ms(fi->connect_fd) + 20 >= m->lim.idle_timeout_s * 1000ull)
+			refuse(m, METRICS_REFUSED_TIMEOUT);
+		free(cn);
+		*socket_ctx = NULL;
+		pthread_mutex_lock(&m->mu);
+		m->open--;
+		a = addr_find(m, &key, false);
+		if (a && a->n)
+			a->n--;
+		pthread_mutex_unlock(&m->mu);
+	}
+}
+
+/* libmicrohttpd's messages: at debug level; its own answers to a request
+ * too large for the connection's memory (431, or 414 for the request line
+ * alone) are counted here, the only place it reports them. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct metrics *m = cls;
+	char msg[512];
+	const char *p;
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	p = strstr(msg, "HTTP response code is ");
+	if (p) {
+		unsigned long code = strtoul(p + 22, NULL, 10);
+
+		if (code == 431 || code == 414)
+			refuse(m, METRICS_REFUSED_TOO_LARGE);
+	}
+	n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	LOG_DBG(MOD, "libmicrohttpd: %s", msg);
+}
+
+enum metrics_route metrics_route(const char *method, const char *url)
+{
+	bool get = method && (!strcmp(method, "GET") || !strcmp(method, "HEAD"));
+
+	if (get && url && !strcmp(url, "/metrics"))
+		return METRICS_ROUTE_METRICS;
+	if (get && url && !strcmp(url, "/healthz"))
+		return METRICS_ROUTE_HEALTHZ;
+	return METRICS_ROUTE_NOT_FOUND;
+}
+
+/* Queues the answer (closed after it; HTTP/1.0 status line). @body is
+ * freed here when @owned. HEAD gets the same headers without the body
+ * (libmicrohttpd leaves it out). */
+static enum MHD_Result answer(struct MHD_Connection *c, struct conn *cn, unsigned status,
+			      const char *ctype, char *body, size_t len, bool owned)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, owned ?
+								 MHD_RESPMEM_MUST_FREE :
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result rc;
+
+	if (!r) {
+		if (owned)
+			free(body);
+		return MHD_NO;   /* libmicrohttpd closes the connection */
+	}
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype) == MHD_NO ||
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_NO ||
+	    MHD_set_response_options(r, MHD_RF_HTTP_1_0_SERVER, MHD_RO_END) == MHD_NO) {
+		MHD_destroy_response(r);
+		return MHD_NO;
+	}
+	rc = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	if (cn && rc == MHD_YES)
+		cn->answered = true;
+	return rc;
+}
+
+#define TEXT "text/plain; charset=utf-8"
+
+static enum MHD_Result answer_text(struct MHD_Connection *c, struct conn *cn, unsigned status,
+				   const char *msg)
+{
+	return answer(c, cn, status, TEXT, (char *)msg, strlen(msg), false);
+}
+
+static enum MHD_Result serve_metrics(struct metrics *m, struct MHD_Connection *c,
+				     struct conn *cn)
+{
+	struct json_object *snap = json_object_new_object(), *ref = json_object_new_object();
+	char *text = NULL;
+	size_t tlen = 0;
+	int rc = snap && ref ? m->ops.snapshot(m->ops.arg, snap) : -ENOMEM;
+
+	if (!rc) {
+		for (unsigned i = 0; i < METRICS_REFUSED_N; i++)
+			json_object_object_add(ref, refused_names[i],
+					       json_object_new_int64((int64_t)metrics_refused(m, i)));
+		json_object_object_add(snap, "metrics_refused", ref);
+		ref = NULL;
+		rc = metrics_format(snap, &text, &tlen);
+	}
+	json_object_put(ref);
+	json_object_put(snap);
+	if (rc) {
+		LOG_WARN(MOD, "scrape: %s", strerror(-rc));
+		return answer_text(c, cn, MHD_HTTP_SERVICE_UNAVAILABLE, "snapshot failed\n");
+	}
+	return answer(c, cn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, tlen,
+		      true);
+}
+
+static enum MHD_Result serve_healthz(struct metrics *m, struct MHD_Connection *c,
+				     struct conn *cn)
+{
+	char why[200], *body;
+	int rc = m->ops.health(m->ops.arg, why, sizeof(why) - 1);
+
+	if (!rc)
+		return answer_text(c, cn, MHD_HTTP_OK, "ok\n");
+	if (asprintf(&body, "unhealthy: %s\n", why) < 0)
+		return answer_text(c, cn, MHD_HTTP_SERVICE_UNAVAILABLE, "unhealthy\n");
+	return answer(c, cn, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, body, strlen(body), true);
+}
+
+/* A request whose line and headers libmicrohttpd has read (on the
+ * connection's own thread): answered at the first call, whatever follows. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_len, void **req_ctx)
+{
+	struct metrics *m = cls;
+	const union MHD_ConnectionInfo *si = MHD_get_connection_info(c,
+					     MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *hi = MHD_get_connection_info(c,
+					     MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	struct conn *cn = si ? si->socket_context : NULL;
+
+	if (*req_ctx) {
+		/* a body after our answer: dropped */
+		*upload_len = 0;
+		return MHD_YES;
+	}
+	*req_ctx = m;
+	if (hi && hi->header_size > m->lim.max_request) {
+		refuse(m, METRICS_REFUSED_TOO_LARGE);
+		return answer_text(c, cn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+				   "request line and headers too large\n");
+	}
+	switch (metrics_route(method, url)) {
+	case METRICS_ROUTE_METRICS:
+		return serve_metrics(m, c, cn);
+	case METRICS_ROUTE_HEALTHZ:
+		return serve_healthz(m, c, cn);
+	case METRICS_ROUTE_NOT_FOUND:
+		break;
+	}
+	return answer_text(c, cn, MHD_HTTP_NOT_FOUND,
+			   "not found: only GET or HEAD of /metrics and /healthz\n");
+}
+
+int metrics_start(const char *listen, const struct metrics_limits *lim,
+		  const struct metrics_ops *ops, struct metrics **out)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	int rc;
+	int lfd, rc;
 
 	if (!m)
 		return -ENOMEM;
-	m->snapshot = snapshot;
-	m->arg = arg;
-	m->wake[0] = m->wake[1] = -1;
+	if (!lim->max_connections || !lim->max_per_address || !lim->idle_timeout_s ||
+	    lim->max_request < 1024) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	m->lim = *lim;
+	m->ops = *ops;
+	m->addrs = calloc(lim->max_connections + 1u, sizeof(*m->addrs));
+	if (!m->addrs) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = -pthread_mutex_init(&m->mu, NULL);
+	if (rc)
+		goto fail_addrs;
 	rc = sock_parse_addr(listen, &ss, &sl);
 	if (rc)
-		goto fail;
-	m->lfd = sock_listen(&ss, sl, 16);
-	if (m->lfd < 0) {
-		rc = m->lfd;
-		goto fail;
+		goto fail_mutex;
+	lfd = sock_listen(&ss, sl, 128);
+	if (lfd < 0) {
+		rc = lfd;
+		goto fail_mutex;
 	}
 	sl = sizeof(ss);
-	if (getsockname(m->lfd, (struct sockaddr *)&ss, &sl) == 0)
+	if (getsockname(lfd, (struct sockaddr *)&ss, &sl) == 0)
 		m->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 							 : ((struct sockaddr_in *)&ss)->sin_port);
-	if (pipe2(m->wake, O_CLOEXEC)) {
-		rc = -errno;
-		goto fail_sock;
+	/* One thread per connection (poll(), not select(): rtgtd's descriptors
+	 * may pass FD_SETSIZE): a snapshot that waits for a busy reactor, or a
+	 * client that trickles its request, holds its own thread only. The
+	 * memory pool holds the request (read buffer: half of it, at least
+	 * max_request) and the answer's headers; the body is our buffer. */
+	m->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+				  MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC,
+				  0, on_accept, m, on_request, m,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, m,
+				  MHD_OPTION_LISTEN_SOCKET, lfd,
+				  MHD_OPTION_CONNECTION_LIMIT, lim->max_connections + 1u,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, lim->max_per_address + 1u,
+				  MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				  (size_t)lim->max_request * 2 + 4096,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+				  MHD_OPTION_THREAD_STACK_SIZE, (size_t)METRICS_STACK,
+				  MHD_OPTION_END);
+	if (!m->mhd) {
+		close(lfd);
+		rc = -ENOMEM;
+		goto fail_mutex;
 	}
-	rc = -pthread_create(&m->thread, NULL, metrics_main, m);
-	if (rc)
-		goto fail_pipe;
-	LOG_INFO(MOD, "Prometheus metrics on http://%s/metrics", listen);
+	LOG_INFO(MOD, "Prometheus metrics on http://%s/metrics (at most %u connections, %u per address)",
+		 listen, lim->max_connections, lim->max_per_address);
 	*out = m;
 	return 0;
 
-fail_pipe:
-	close(m->wake[0]);
-	close(m->wake[1]);
-fail_sock:
-	close(m->lfd);
+fail_mutex:
+	pthread_mutex_destroy(&m->mu);
+fail_addrs:
+	free(m->addrs);
 fail:
 	free(m);
 	return rc;
@@ -742,12 +978,10 @@ void metrics_stop(struct metrics *m)
 {
 	if (!m)
 		return;
-	if (write(m->wake[1], "x", 1) != 1)
-		LOG_ERR(MOD, "cannot wake the metrics thread: %s", strerror(errno));
-	pthread_join(m->thread, NULL);
-	close(m->wake[0]);
-	close(m->wake[1]);
-	close(m->lfd);
+	/* joins every connection's thread and closes the listening socket */
+	MHD_stop_daemon(m->mhd);
+	pthread_mutex_destroy(&m->mu);
+	free(m->addrs);
 	free(m);
 }
 

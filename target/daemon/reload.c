@@ -159,6 +159,11 @@ static void needs_restart(const struct conf *oc, const struct conf *nc, struct j
 		daemon_jadd_str(restart, "daemon.metrics (%s -> %s)",
 			 oc->daemon.metrics ? oc->daemon.metrics : "off",
 			 nc->daemon.metrics ? nc->daemon.metrics : "off");
+	if (oc->daemon.metrics_max_connections != nc->daemon.metrics_max_connections ||
+	    oc->daemon.metrics_max_per_address != nc->daemon.metrics_max_per_address ||
+	    oc->daemon.metrics_max_request != nc->daemon.metrics_max_request ||
+	    oc->daemon.metrics_idle_timeout_s != nc->daemon.metrics_idle_timeout_s)
+		daemon_jadd_str(restart, "daemon.metrics_* limits");
 	if (strcmp(oc->daemon.smartctl, nc->daemon.smartctl) ||
 	    oc->daemon.health_interval_s != nc->daemon.health_interval_s)
 		daemon_jadd_str(restart, "daemon.smartctl/health_interval");

@@ -1,15 +1,16 @@
 /*
  * target/daemon/status.c - what rtgtd reports: the control commands
  * "status"/"sessions", "stats", "live" and "events", and the snapshot the
- * metrics thread serves (taken on workers[0], where pools, LUs and the
- * configuration may change, and handed over under d->snap_mu). Reads the
- * daemon's entries (daemon_int.h), changes nothing but the metrics
+ * metrics endpoint serves (taken on workers[0], where pools, LUs and the
+ * configuration may change, and handed over under d->snap_mu), and its
+ * /healthz probe (one queued call through every worker's reactor). Reads
+ * the daemon's entries (daemon_int.h), changes nothing but the metrics
  * requests' state.
  *
  * Layer: helpers (target/daemon/README.md "Layers"), rtgtd only (D_SRCS),
  * below main.c and reload.c, beside entries.c. May call: events.c,
- * health.c, live.c, metrics.c, raid/, target/scsi/, target/iscsi/, conf/,
- * json-c, libc. Calls neither main.c nor reload.c.
+ * health.c, live.c, metrics.c, raid/, target/scsi/, target/iscsi/, net/
+ * (ev_call), conf/, json-c, libc. Calls neither main.c nor reload.c.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -169,7 +170,8 @@ static int snapshot_here(struct daemon *d, struct json_object *snap)
 
 struct snap_req {
 	struct daemon *d;
-	struct json_object *snap;    /* owned by the request */
+	struct json_object *snap;    /* owned by the request; NULL once the waiting
+	                              * thread took it */
 	int rc;
 	bool done;
 	unsigned refs;               /* the waiting thread and the call; under snap_mu */
@@ -212,6 +214,7 @@ int daemon_metrics_snapshot(void *arg, struct json_object *snap)
 {
 	struct daemon *d = arg;
 	struct snap_req *r = calloc(1, sizeof(*r));
+	struct json_object *taken = NULL;
 	struct timespec ts;
 	int rc;
 
@@ -234,12 +237,119 @@ int daemon_metrics_snapshot(void *arg, struct json_object *snap)
 			break;
 	rc = r->done ? r->rc : -ETIMEDOUT;
 	if (r->done) {
-		/* move the result over */
+		/* move the result over and take the request's object: json-c's
+		 * reference counts are not atomic, so every get and put of the
+		 * values shared by the two objects happens on this thread,
+		 * never on workers[0] when its put of the request comes last */
 		json_object_object_foreach(r->snap, key, val)
 			json_object_object_add(snap, key, json_object_get(val));
+		taken = r->snap;
+		r->snap = NULL;
 	}
 	pthread_mutex_unlock(&d->snap_mu);
+	json_object_put(taken);
 	snap_req_put(d, r);
+	return rc;
+}
+
+/* /healthz: one ev_call round trip through every reactor, the same path a
+ * scrape's snapshot and every control request take; a reactor that does
+ * not run its queued call within DAEMON_HEALTHZ_MS is stalled (a blocking
+ * syscall, a loop that never returns) or gone. */
+#define DAEMON_HEALTHZ_MS 1000
+
+struct health_probe;
+
+struct probe_call {
+	struct health_probe *p;
+	bool done;                   /* under snap_mu */
+};
+
+struct health_probe {
+	struct daemon *d;
+	unsigned refs;               /* the waiting thread and each queued call; under snap_mu */
+	unsigned n, answered;        /* under snap_mu */
+	struct probe_call calls[];   /* one per worker */
+};
+
+static void probe_put(struct daemon *d, struct health_probe *p)
+{
+	bool last;
+
+	pthread_mutex_lock(&d->snap_mu);
+	last = --p->refs == 0;
+	pthread_mutex_unlock(&d->snap_mu);
+	if (last)
+		free(p);
+}
+
+/* on the probed worker's reactor */
+static void probe_call_fn(void *arg)
+{
+	struct probe_call *pc = arg;
+	struct health_probe *p = pc->p;
+	struct daemon *d = p->d;
+
+	pthread_mutex_lock(&d->snap_mu);
+	pc->done = true;
+	p->answered++;
+	pthread_cond_broadcast(&d->snap_cv);
+	pthread_mutex_unlock(&d->snap_mu);
+	probe_put(d, p);
+}
+
+int daemon_metrics_health(void *arg, char *why, size_t len)
+{
+	struct daemon *d = arg;
+	struct health_probe *p = calloc(1, sizeof(*p) + d->n_workers * sizeof(p->calls[0]));
+	struct timespec ts;
+	unsigned queued = 0;
+	int rc = 0;
+
+	if (!p) {
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	p->d = d;
+	p->n = d->n_workers;
+	p->refs = 1;
+	for (unsigned i = 0; i < p->n; i++) {
+		p->calls[i].p = p;
+		pthread_mutex_lock(&d->snap_mu);
+		p->refs++;
+		pthread_mutex_unlock(&d->snap_mu);
+		if (ev_call(d->workers[i].loop, probe_call_fn, &p->calls[i])) {
+			pthread_mutex_lock(&d->snap_mu);
+			p->refs--;
+			pthread_mutex_unlock(&d->snap_mu);
+			break;
+		}
+		queued++;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)DAEMON_HEALTHZ_MS % 1000 * 1000000L;
+	ts.tv_sec += DAEMON_HEALTHZ_MS / 1000 + ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&d->snap_mu);
+	while (p->answered < queued && !d->snap_abort)
+		if (pthread_cond_timedwait(&d->snap_cv, &d->snap_mu, &ts) == ETIMEDOUT)
+			break;
+	if (d->snap_abort) {
+		snprintf(why, len, "stopping");
+		rc = -ESHUTDOWN;
+	} else if (queued < p->n) {
+		snprintf(why, len, "cannot queue a call to worker %u", queued);
+		rc = -ENOMEM;
+	} else {
+		for (unsigned i = 0; i < p->n && !rc; i++)
+			if (!p->calls[i].done) {
+				snprintf(why, len, "worker %u did not answer within %u ms", i,
+					 DAEMON_HEALTHZ_MS);
+				rc = -ETIMEDOUT;
+			}
+	}
+	pthread_mutex_unlock(&d->snap_mu);
+	probe_put(d, p);
 	return rc;
 }
 

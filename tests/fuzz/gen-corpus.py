@@ -279,6 +279,26 @@ def gen_prout():
     write(t, "file-v1", b"\xffrtgt-pr 1\ngen 1\ntype 3 0\nreg 00000000deadbeef 1 0 iqn.x,i,0x1\n")
 
 
+def gen_metrics():
+    t = "fuzz_metrics"
+    # byte 0 even: a raw HTTP request (bit 1: /healthz unhealthy); odd: label strings
+    write(t, "get", b"\x00GET /metrics HTTP/1.0\r\n\r\n")
+    write(t, "get-11-query", b"\x00GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+    write(t, "head", b"\x00HEAD /metrics HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n")
+    write(t, "healthz", b"\x00GET /healthz HTTP/1.0\r\n\r\n")
+    write(t, "healthz-503", b"\x02HEAD /healthz HTTP/1.0\r\n\r\n")
+    write(t, "post-body", b"\x00POST /metrics HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc")
+    write(t, "escaped-path", b"\x00GET /%6detrics HTTP/1.0\r\n\r\n")
+    write(t, "chunked", b"\x00GET /metrics HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked"
+          b"\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+    write(t, "http09", b"\x00GET /metrics\r\n\r\n")
+    write(t, "big-header", b"\x00GET /metrics HTTP/1.0\r\nX: " + b"a" * 4200 + b"\r\n\r\n")
+    # found by fuzz_metrics: libmicrohttpd takes the method up to a NUL
+    write(t, "nul-in-method", b"\x00GET\x00\x00c\x10\rm\xc4\xc0 /%6detrics HTTP/1.0\r\n\x00"
+          b"GET /%6detrics HTTP/1.0\r\r\n")
+    write(t, "labels", b"\x01iqn.2026-11.org.rtgt:t\x00iqn.y:\"i\\\n\x00abc\x00nic1\x00/dev/sd\nb")
+
+
 if __name__ == "__main__":
     gen_pdu()
     gen_login()
@@ -286,3 +306,4 @@ if __name__ == "__main__":
     gen_conf()
     gen_sb()
     gen_prout()
+    gen_metrics()

@@ -1581,8 +1581,9 @@ START_TEST(t31_discovery_chap)
 END_TEST
 
 
-/* daemon.event_exec, event_exec_timeout, metrics, smartctl, health_interval,
- * health_fail: defaults, relative paths resolved, bad values reported. */
+/* daemon.event_exec, event_exec_timeout, metrics and its limits, smartctl,
+ * health_interval, health_fail: defaults, relative paths resolved, bad
+ * values reported (with their line). */
 START_TEST(t32_alert_keys)
 {
 	struct conf *c;
@@ -1592,6 +1593,10 @@ START_TEST(t32_alert_keys)
 	ck_assert_ptr_null(c->daemon.event_exec);
 	ck_assert_uint_eq(c->daemon.event_exec_timeout_s, 10);
 	ck_assert_ptr_null(c->daemon.metrics);
+	ck_assert_uint_eq(c->daemon.metrics_max_connections, 64);
+	ck_assert_uint_eq(c->daemon.metrics_max_per_address, 16);
+	ck_assert_uint_eq(c->daemon.metrics_max_request, 8192);
+	ck_assert_uint_eq(c->daemon.metrics_idle_timeout_s, 5);
 	ck_assert_str_eq(c->daemon.smartctl, "/usr/sbin/smartctl");
 	ck_assert_uint_eq(c->daemon.health_interval_s, 1800);
 	ck_assert(!c->daemon.health_fail_spare);
@@ -1607,8 +1612,31 @@ START_TEST(t32_alert_keys)
 	ck_assert_uint_eq(c->daemon.health_interval_s, 0);
 	ck_assert(c->daemon.health_fail_spare);
 	conf_free(c);
+	c = expect_good("daemon = { metrics = \"127.0.0.1:9427\"; metrics_max_connections = 200;\n"
+			"  metrics_max_per_address = 200; metrics_max_request = 1024;\n"
+			"  metrics_idle_timeout = 3600; };\n", NULL, NULL, NULL);
+	ck_assert_uint_eq(c->daemon.metrics_max_connections, 200);
+	ck_assert_uint_eq(c->daemon.metrics_max_per_address, 200);
+	ck_assert_uint_eq(c->daemon.metrics_max_request, 1024);
+	ck_assert_uint_eq(c->daemon.metrics_idle_timeout_s, 3600);
+	conf_free(c);
 	expect_bad("daemon = { metrics = \"9427\"; };\n", NULL, NULL, NULL,
 		   "daemon: metrics \"9427\" must be");
+	expect_bad("daemon = {\n  metrics_max_connections = 0; };\n", NULL, NULL, NULL,
+		   ":2: daemon: metrics_max_connections");
+	expect_bad("daemon = { metrics_max_connections = 1025; };\n", NULL, NULL, NULL,
+		   "metrics_max_connections");
+	expect_bad("daemon = { metrics_max_request = 1023; };\n", NULL, NULL, NULL,
+		   "metrics_max_request");
+	expect_bad("daemon = { metrics_idle_timeout = 0; };\n", NULL, NULL, NULL,
+		   "metrics_idle_timeout");
+	expect_bad("daemon = { metrics_max_per_address = 0; };\n", NULL, NULL, NULL,
+		   "metrics_max_per_address");
+	expect_bad("daemon = { metrics_max_connections = 8;\n  metrics_max_per_address = 9; };\n",
+		   NULL, NULL, NULL,
+		   ":2: daemon: metrics_max_per_address (9) is above metrics_max_connections (8)");
+	expect_bad("daemon = { metrics_max_connections = 8; };\n", NULL, NULL, NULL,
+		   "metrics_max_per_address (16) is above metrics_max_connections (8)");
 	expect_bad("daemon = { health_fail = \"eject\"; };\n", NULL, NULL, NULL,
 		   "health_fail \"eject\" is not one of report, spare");
 	expect_bad("daemon = { event_exec_timeout = 0; };\n", NULL, NULL, NULL, "event_exec_timeout");

@@ -4,10 +4,13 @@
  * their samples, counters and gauges from the snapshot's numbers, label
  * values escaped, histograms on fixed bounds, cumulative, +Inf = _count,
  * _sum in seconds), and the HTTP server on a loopback port picked by the
- * kernel (GET /metrics 200 with the content type, other paths and methods
- * 404, an over-long or silent request 400 within the I/O bound, a failed
- * snapshot 503, one slow client not blocking the next for longer than the
- * bound).
+ * kernel: 03 GET and HEAD of /metrics 200 with the content type (HEAD
+ * without the body), /healthz 200 or 503 with the reason, other paths and
+ * methods 404, malformed requests 400, request line and headers over
+ * max_request 431 (ours and libmicrohttpd's) or 414, a failed snapshot
+ * 503; 04 the limits: silent connections do not delay a scrape and are
+ * closed (and counted) after the idle timeout, connections over the
+ * per-address and total caps are closed at once and counted.
  */
 #include <check.h>
 #include <errno.h>
@@ -16,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -212,69 +217,127 @@ static ssize_t http(uint16_t port, const char *req, size_t reqlen, char *out, si
 	return got;
 }
 
+static int health_rc;
+
+static int fake_health(void *arg, char *why, size_t len)
+{
+	ck_assert_ptr_eq(arg, &snap_rc);
+	if (health_rc)
+		snprintf(why, len, "worker 1 did not answer within 1000 ms");
+	return health_rc;
+}
+
+static const struct metrics_ops fake_ops = { fake_snapshot, fake_health, &snap_rc };
+
+static struct metrics *start(uint16_t *port, const struct metrics_limits *lim)
+{
+	struct metrics *m;
+	char addr[32];
+
+	ck_assert_int_eq(harness_free_port(port), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", *port);
+	ck_assert_int_eq(metrics_start(addr, lim, &fake_ops, &m), 0);
+	ck_assert_uint_eq(metrics_port(m), *port);
+	return m;
+}
+
+static unsigned long content_length(const char *out)
+{
+	const char *p = strstr(out, "Content-Length: ");
+
+	ck_assert_msg(p != NULL, "%.300s", out);
+	return strtoul(p + 16, NULL, 10);
+}
+
+/* The requests: paths, methods, versions, sizes, a failed snapshot. */
 START_TEST(t03_server)
 {
 	static char out[1 << 20];
+	const struct metrics_limits lim = { 8, 4, 2048, 1 };
 	struct metrics *m;
 	uint16_t port;
-	uint64_t t0;
+	unsigned long glen;
 	char *big;
-	int slow;
-
-	char addr[32];
 
 	conf_log_set_level(CONF_LOG_ERROR);
-	ck_assert_int_eq(harness_free_port(&port), 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
-	ck_assert_int_eq(metrics_start(addr, fake_snapshot, &snap_rc, &m), 0);
-	ck_assert_uint_eq(metrics_port(m), port);
+	m = start(&port, &lim);
 	/* 1.0 and 1.1 requests, a query string */
 	ck_assert_int_gt(http(port, REQ("GET /metrics HTTP/1.0\r\n\r\n"), out, sizeof(out)), 0);
 	ck_assert_int_eq(strncmp(out, "HTTP/1.0 200 OK\r\n", 17), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
 	ck_assert_ptr_nonnull(strstr(out, "Connection: close\r\n"));
 	ck_assert_ptr_nonnull(strstr(out, "\nrtgt_events_total 9\n"));
-	{
-		char *body = strstr(out, "\r\n\r\n") + 4;
-		unsigned long clen = strtoul(strstr(out, "Content-Length: ") + 16, NULL, 10);
-
-		ck_assert_uint_eq(clen, strlen(body));
-	}
+	ck_assert_ptr_nonnull(strstr(out, "\nrtgt_metrics_refused_total{reason=\"too_large\"} 0\n"));
+	glen = content_length(out);
+	ck_assert_uint_eq(glen, strlen(strstr(out, "\r\n\r\n") + 4));
 	ck_assert_int_gt(http(port, REQ("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\n\r\n"), out, sizeof(out)), 0);
 	ck_assert_int_eq(strncmp(out, "HTTP/1.0 200 OK\r\n", 17), 0);
-	ck_assert_int_gt(http(port, REQ("GET /metrics HTTP/1.0\n\n"), out, sizeof(out)), 0);
+	/* HEAD: the same headers, no body */
+	ck_assert_int_gt(http(port, REQ("HEAD /metrics HTTP/1.1\r\nHost: a\r\n\r\n"), out, sizeof(out)), 0);
 	ck_assert_int_eq(strncmp(out, "HTTP/1.0 200 OK\r\n", 17), 0);
+	ck_assert_ptr_nonnull(strstr(out, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+	ck_assert_uint_eq(content_length(out), glen);
+	ck_assert_str_eq(strstr(out, "\r\n\r\n"), "\r\n\r\n");
+	/* /healthz */
+	ck_assert_int_gt(http(port, REQ("GET /healthz HTTP/1.0\r\n\r\n"), out, sizeof(out)), 0);
+	ck_assert_int_eq(strncmp(out, "HTTP/1.0 200 OK\r\n", 17), 0);
+	ck_assert_str_eq(strstr(out, "\r\n\r\n"), "\r\n\r\nok\n");
+	health_rc = -ETIMEDOUT;
+	ck_assert_int_gt(http(port, REQ("GET /healthz HTTP/1.0\r\n\r\n"), out, sizeof(out)), 0);
+	ck_assert_int_eq(strncmp(out, "HTTP/1.0 503 ", 13), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\r\n\r\nunhealthy: worker 1 did not answer within 1000 ms\n"));
+	ck_assert_int_gt(http(port, REQ("HEAD /healthz HTTP/1.0\r\n\r\n"), out, sizeof(out)), 0);
+	ck_assert_int_eq(strncmp(out, "HTTP/1.0 503 ", 13), 0);
+	ck_assert_str_eq(strstr(out, "\r\n\r\n"), "\r\n\r\n");
+	health_rc = 0;
 	/* anything else */
 	http(port, REQ("GET / HTTP/1.0\r\n\r\n"), out, sizeof(out));
 	ck_assert_int_eq(strncmp(out, "HTTP/1.0 404 ", 13), 0);
-	http(port, REQ("POST /metrics HTTP/1.0\r\n\r\n"), out, sizeof(out));
+	http(port, REQ("POST /metrics HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc"), out, sizeof(out));
 	ck_assert_int_eq(strncmp(out, "HTTP/1.0 404 ", 13), 0);
 	http(port, REQ("GET /metricsfoo HTTP/1.0\r\n\r\n"), out, sizeof(out));
 	ck_assert_int_eq(strncmp(out, "HTTP/1.0 404 ", 13), 0);
-	http(port, REQ("GET /metrics\r\n\r\n"), out, sizeof(out));   /* HTTP/0.9 */
+	http(port, REQ("GET /healthz/ HTTP/1.0\r\n\r\n"), out, sizeof(out));
 	ck_assert_int_eq(strncmp(out, "HTTP/1.0 404 ", 13), 0);
-	/* too long */
-	big = malloc(METRICS_REQ_MAX + 100);
-	memset(big, 'a', METRICS_REQ_MAX + 100);
+	/* malformed: HTTP/0.9, no method */
+	http(port, REQ("GET /metrics\r\n\r\n"), out, sizeof(out));
+	ck_assert_msg(strstr(out, " 400 ") == out + 8, "%.100s", out);
+	http(port, REQ("GET /metrics HTTP/1.0\r\nno colon\r\n\r\n"), out, sizeof(out));
+	ck_assert_msg(strstr(out, " 400 ") == out + 8, "%.100s", out);
+	/* garbage: closed without an answer */
+	http(port, REQ("\x01\x02 x\r\n\r\n"), out, sizeof(out));
+	ck_assert_msg(!out[0] || strstr(out, " 400 ") == out + 8, "%.100s", out);
+	/* headers over max_request, within libmicrohttpd's memory: ours */
+	big = malloc(64 << 10);
+	memset(big, 'a', 64 << 10);
 	memcpy(big, "GET /metrics HTTP/1.0\r\nX: ", 26);
-	http(port, big, METRICS_REQ_MAX + 100, out, sizeof(out));
-	ck_assert_int_eq(strncmp(out, "HTTP/1.0 400 ", 13), 0);
+	memcpy(big + 2100, "\r\n\r\n", 4);
+	http(port, big, 2104, out, sizeof(out));
+	ck_assert_msg(!strncmp(out, "HTTP/1.0 431 ", 13), "%.100s", out);
+	ck_assert_uint_eq(metrics_refused(m, METRICS_REFUSED_TOO_LARGE), 1);
+	/* far over it: libmicrohttpd's 431, counted too */
+	memset(big + 2100, 'a', 4);
+	http(port, big, 64 << 10, out, sizeof(out));
+	ck_assert_msg(!strncmp(out, "HTTP/1.1 431 ", 13), "%.100s", out);
+	ck_assert_uint_eq(metrics_refused(m, METRICS_REFUSED_TOO_LARGE), 2);
+	/* ... and a request line alone too long: 414 */
+	memset(big + 5, 'a', 30);   /* no end of the request line */
+	http(port, big, 64 << 10, out, sizeof(out));
+	ck_assert_msg(!strncmp(out, "HTTP/1.1 414 ", 13), "%.100s", out);
+	ck_assert_uint_eq(metrics_refused(m, METRICS_REFUSED_TOO_LARGE), 3);
 	free(big);
-	/* silent: 400 after the bound; the next client is served after it */
-	slow = harness_tcp_connect(port);
-	ck_assert_int_ge(slow, 0);
-	t0 = harness_now_ms();
-	http(port, REQ("GET /metrics HTTP/1.0\r\n\r\n"), out, sizeof(out));
-	ck_assert_int_eq(strncmp(out, "HTTP/1.0 200 OK\r\n", 17), 0);
-	ck_assert_uint_lt(harness_now_ms() - t0, METRICS_IO_MS + 2000);
+	/* exactly max_request still served */
 	{
-		char b[64];
-		ssize_t n = harness_tcp_recv(slow, b, 12, 5000);
+		char req[2048];
 
-		ck_assert_int_eq(n, 12);
-		ck_assert_int_eq(memcmp(b, "HTTP/1.0 400", 12), 0);
+		memset(req, 'b', sizeof(req));
+		memcpy(req, "GET /metrics HTTP/1.0\r\nX: ", 26);
+		memcpy(req + sizeof(req) - 4, "\r\n\r\n", 4);
+		http(port, req, sizeof(req), out, sizeof(out));
+		ck_assert_msg(!strncmp(out, "HTTP/1.0 200 OK\r\n", 17), "%.100s", out);
 	}
-	close(slow);
+	ck_assert_int_gt(http(port, REQ("GET /metrics HTTP/1.0\r\n\r\n"), out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\nrtgt_metrics_refused_total{reason=\"too_large\"} 3\n"));
 	/* a failed snapshot */
 	snap_rc = -ETIMEDOUT;
 	http(port, REQ("GET /metrics HTTP/1.0\r\n\r\n"), out, sizeof(out));
@@ -283,15 +346,98 @@ START_TEST(t03_server)
 	metrics_stop(m);
 	/* the port is free again */
 	ck_assert_int_lt(harness_tcp_connect(port), 0);
-	/* an address in use */
-	ck_assert_int_eq(metrics_start(addr, fake_snapshot, &snap_rc, &m), 0);
+	/* an address in use, a bad address, a bad limit */
+	m = start(&port, &lim);
 	{
 		struct metrics *m2;
+		const struct metrics_limits zero = { 0, 1, 2048, 1 };
+		char addr[32];
 
-		ck_assert_int_eq(metrics_start(addr, fake_snapshot, &snap_rc, &m2), -EADDRINUSE);
-		ck_assert_int_eq(metrics_start("nonsense", fake_snapshot, &snap_rc, &m2), -EINVAL);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+		ck_assert_int_eq(metrics_start(addr, &lim, &fake_ops, &m2), -EADDRINUSE);
+		ck_assert_int_eq(metrics_start("nonsense", &lim, &fake_ops, &m2), -EINVAL);
+		ck_assert_int_eq(metrics_start("127.0.0.1:0", &zero, &fake_ops, &m2), -EINVAL);
 	}
 	metrics_stop(m);
+}
+END_TEST
+
+/* The limits: silent connections do not hold a scrape, are closed after
+ * the idle timeout and counted; connections over the per-address and
+ * total caps are closed at once and counted. */
+START_TEST(t04_limits)
+{
+	static char out[1 << 20];
+	const struct metrics_limits lim = { 6, 3, 2048, 1 };
+	struct metrics *m;
+	uint16_t port;
+	uint64_t t0;
+	int fd[8];
+	char b[16];
+
+	conf_log_set_level(CONF_LOG_ERROR);
+	m = start(&port, &lim);
+	/* 3 silent from 127.0.0.1 (its whole share): the next from it is refused */
+	for (unsigned i = 0; i < 3; i++) {
+		fd[i] = harness_tcp_connect(port);
+		ck_assert_int_ge(fd[i], 0);
+	}
+	usleep(200000);
+	fd[3] = harness_tcp_connect(port);
+	ck_assert_int_ge(fd[3], 0);
+	ck_assert_int_le(harness_tcp_recv(fd[3], b, sizeof(b), 2000), 0);   /* closed, nothing sent */
+	close(fd[3]);
+	ck_assert_uint_eq(metrics_refused(m, METRICS_REFUSED_PER_ADDRESS), 1);
+	/* 3 more silent from 127.0.0.2: the total is reached, 127.0.0.3 refused */
+	for (unsigned i = 4; i < 8; i++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+		struct sockaddr_in src = { .sin_family = AF_INET };
+
+		inet_pton(AF_INET, i < 7 ? "127.0.0.2" : "127.0.0.3", &src.sin_addr);
+		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+		fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ck_assert_int_ge(fd[i], 0);
+		ck_assert_int_eq(bind(fd[i], (struct sockaddr *)&src, sizeof(src)), 0);
+		ck_assert_int_eq(connect(fd[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
+	ck_assert_int_le(harness_tcp_recv(fd[7], b, sizeof(b), 2000), 0);
+	ck_assert_uint_eq(metrics_refused(m, METRICS_REFUSED_CONNECTIONS), 1);
+	/* the silent ones are closed after the 1 s idle timeout, and counted */
+	for (unsigned i = 0; i < 7; i++)
+		if (i != 3) {
+			ck_assert_int_le(harness_tcp_recv(fd[i], b, sizeof(b), 3000), 0);
+			close(fd[i]);
+		}
+	close(fd[7]);
+	usleep(200000);
+	ck_assert_uint_eq(metrics_refused(m, METRICS_REFUSED_TIMEOUT), 6);
+	/* while 5 sit silent (one short of the cap), a scrape is answered at once */
+	for (unsigned i = 0; i < 2; i++)
+		fd[i] = harness_tcp_connect(port);
+	for (unsigned i = 2; i < 5; i++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+		struct sockaddr_in src = { .sin_family = AF_INET };
+
+		inet_pton(AF_INET, "127.0.0.2", &src.sin_addr);
+		inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+		fd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ck_assert_int_eq(bind(fd[i], (struct sockaddr *)&src, sizeof(src)), 0);
+		ck_assert_int_eq(connect(fd[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
+	t0 = harness_now_ms();
+	http(port, REQ("GET /metrics HTTP/1.0\r\n\r\n"), out, sizeof(out));
+	ck_assert_int_eq(strncmp(out, "HTTP/1.0 200 OK\r\n", 17), 0);
+	ck_assert_uint_lt(harness_now_ms() - t0, 500);
+	ck_assert_ptr_nonnull(strstr(out, "\nrtgt_metrics_refused_total{reason=\"connections\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\nrtgt_metrics_refused_total{reason=\"per_address\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\nrtgt_metrics_refused_total{reason=\"timeout\"} 6\n"));
+	for (unsigned i = 0; i < 5; i++)
+		close(fd[i]);
+	/* stopped with connections still open: nothing left behind (LSan) */
+	fd[0] = harness_tcp_connect(port);
+	usleep(100000);
+	metrics_stop(m);
+	close(fd[0]);
 }
 END_TEST
 
@@ -301,6 +447,7 @@ int main(void)
 		CK_CASE("01_format_values", t01_format_values),
 		CK_CASE("02_format_structure", t02_format_structure),
 		CK_CASE("03_server", t03_server),
+		CK_CASE("04_limits", t04_limits),
 	};
 
 	return ck_main(&(struct ck_suite_def){ "metrics", CK_CASES(cases), .timeout = 60 });
