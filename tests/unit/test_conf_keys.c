@@ -69,7 +69,9 @@ static const char every_key[] =
 	"  max_connections = 16; login_timeout = 15; nop_interval = 10; nop_timeout = 30;\n"
 	"  queue_depth = 64; state_dir = \"state\"; max_discovery_sessions = 4;\n"
 	"  discovery_idle_timeout = 30; event_exec = \"hook.sh\"; event_exec_timeout = 10;\n"
-	"  metrics = \"127.0.0.1:9100\"; smartctl = \"smartctl\"; health_interval = 60;\n"
+	"  metrics = \"127.0.0.1:9100\"; metrics_max_connections = 32; metrics_max_per_address = 8;\n"
+	"  metrics_max_request = 4096; metrics_idle_timeout = 3;\n"
+	"  smartctl = \"smartctl\"; health_interval = 60;\n"
 	"  health_fail = \"spare\"; @D@ };\n"
 	"pools = ( { name = \"tank\"; level = \"raid1\"; chunk = \"64K\"; members = ( \"d0\", \"d1\" );\n"
 	"    spares = ( \"s0\" ); create_size = \"8M\"; direct_io = false; rebuild_mbps = 100;\n"
@@ -313,6 +315,10 @@ START_TEST(t05_defaults_are_the_tables)
 			  conf_keys[CK_D_DISCOVERY_IDLE_TIMEOUT].idef);
 	ck_assert_uint_eq(d->event_exec_timeout_s, conf_keys[CK_D_EVENT_EXEC_TIMEOUT].idef);
 	ck_assert_uint_eq(d->health_interval_s, conf_keys[CK_D_HEALTH_INTERVAL].idef);
+	ck_assert_uint_eq(d->metrics_max_connections, conf_keys[CK_D_METRICS_MAX_CONNECTIONS].idef);
+	ck_assert_uint_eq(d->metrics_max_per_address, conf_keys[CK_D_METRICS_MAX_PER_ADDRESS].idef);
+	ck_assert_uint_eq(d->metrics_max_request, conf_keys[CK_D_METRICS_MAX_REQUEST].idef);
+	ck_assert_uint_eq(d->metrics_idle_timeout_s, conf_keys[CK_D_METRICS_IDLE_TIMEOUT].idef);
 	ck_assert_uint_eq(c->pools[0].thin_threshold, conf_keys[CK_P_THIN_THRESHOLD].idef);
 	ck_assert_uint_eq(c->pools[0].rebuild_mbps, conf_keys[CK_P_REBUILD_MBPS].idef);
 	/* the defaults in words: a size and booleans as the parser applies them */
