@@ -16,6 +16,11 @@
 #   512-byte physical blocks (rbd) both are i+1 and it passes. When every
 #   failure is that assertion they are reported apart; with any other
 #   failure all of them count.
+#   CLONE=1 (with THIN=1, RAID levels): LUN 0 is a clone. v0 is written
+#   (8 MiB), snapshotted (v0@base) and cloned (c0), and a reload replaces
+#   LUN 0's volume by c0 before the suite runs: every write of the suite
+#   that meets v0's data copies a shared extent first, and GET LBA STATUS
+#   answers for the clone's own map.
 #   LEVEL=rbd: the LUNs are RBD images on the Ceph cluster of CEPH_DIR (made by
 #   scripts/ceph-cluster.sh), or on a throwaway one started here and stopped
 #   at the end when CEPH_DIR is unset.
@@ -33,6 +38,11 @@ fi
 MIN_PASSED=${MIN_PASSED:-598}
 TESTS=${TESTS:-}
 THIN=${THIN:-}
+CLONE=${CLONE:-}
+if [ -n "$CLONE" ] && { [ -z "$THIN" ] || [ "$LEVEL" = rbd ]; }; then
+	echo "conformance: CLONE=1 needs THIN=1 and a RAID level" >&2
+	exit 2
+fi
 thin=
 if [ -n "$THIN" ]; then
 	thin=" thin = true;"
@@ -101,6 +111,21 @@ if [ "$LEVEL" = rbd ]; then
 		sleep 0.1
 	done
 fi
+if [ -n "$CLONE" ]; then
+	ctl() { "${RTGTCTL:-bin/rtgtctl}" -s "$dir/rtgtd.sock" "$@"; }
+	"${BENCH:-bin/rtgt-bench}" --url "iscsi://127.0.0.1:$PORT/$IQN/0" --pattern seqwrite --bs 1M \
+		--qd 4 --bytes 8M --quiet > /dev/null || { echo "conformance: writing v0 failed"; exit 1; }
+	ctl snapshot p v0 base > /dev/null && ctl clone p v0@base c0 > /dev/null ||
+		{ echo "conformance: snapshot or clone failed"; exit 1; }
+	sed -i 's/volume = "v0"; size = "[^"]*";/volume = "c0"; size = "'"$(ctl volume list p --json |
+		python3 -c 'import json,sys; print([v["size"] for v in json.load(sys.stdin)["volumes"] if v["name"] == "c0"][0])')"'";/' \
+		"$dir/rtgt.conf"
+	ctl reload > "$dir/reload.out" 2>&1 || { echo "conformance: reload failed:"; cat "$dir/reload.out"; exit 1; }
+	ctl volume list p --json | python3 -c 'import json,sys
+v = {x["name"]: x for x in json.load(sys.stdin)["volumes"]}
+sys.exit(0 if v["c0"]["open"] and v["c0"]["origin"] == "v0@base" and v["c0"]["shared"] > 0 else 1)' ||
+		{ echo "conformance: LUN 0 is not the clone c0 of v0@base, sharing its extents"; exit 1; }
+fi
 args=(-d)
 [ -n "$TESTS" ] && args+=(-t "$TESTS")
 mkdir -p var
@@ -108,10 +133,10 @@ timeout 1200 iscsi-test-cu "${args[@]}" "iscsi://127.0.0.1:$PORT/$IQN/0" > var/c
 # CUnit lists each failed assertion as "N. test_file.c:LINE - ..."
 grep -aE "^ +[0-9]+\. test_" var/conformance.log | head -60
 summary=$(grep -aE '^ +tests ' var/conformance.log | tail -1)
-echo "conformance ($LEVEL${THIN:+, thin}): $summary   (columns: Total Ran Passed Failed Inactive)"
+echo "conformance ($LEVEL${THIN:+, thin}${CLONE:+, clone}): $summary   (columns: Total Ran Passed Failed Inactive)"
 # a test that finds the LU lacks what it needs passes with "[SKIPPED]"
 skipped=$(grep -ac "\[SKIPPED\]" var/conformance.log)
-echo "conformance ($LEVEL${THIN:+, thin}): $skipped of them skipped; thin-provisioning tests skipped: $(grep -aiE "\[SKIPPED\]" var/conformance.log | grep -aicE "provisioned|UNMAP is not|LBPU|LBPWS|LBPME|LBPRZ|thin")"
+echo "conformance ($LEVEL${THIN:+, thin}${CLONE:+, clone}): $skipped of them skipped; thin-provisioning tests skipped: $(grep -aiE "\[SKIPPED\]" var/conformance.log | grep -aicE "provisioned|UNMAP is not|LBPU|LBPWS|LBPME|LBPRZ|thin")"
 read -r _ total ran passed failed _ <<<"$summary"
 if [ -n "$THIN" ] && [ "$LEVEL" != rbd ] && [ "${failed:-0}" -ge 1 ]; then
 	# the suite runs the test once per family that lists it
