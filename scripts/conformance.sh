@@ -113,7 +113,7 @@ if [ "$LEVEL" = rbd ]; then
 fi
 if [ -n "$CLONE" ]; then
 	ctl() { "${RTGTCTL:-bin/rtgtctl}" -s "$dir/rtgtd.sock" "$@"; }
-	"${BENCH:-bin/rtgt-bench}" --url "iscsi://127.0.0.1:$PORT/$IQN/0" --pattern seqwrite --bs 1M \
+	"${BENCH:-$(dirname "${RTGTD:-bin/rtgtd}")/rtgt-bench}" --url "iscsi://127.0.0.1:$PORT/$IQN/0" --pattern seqwrite --bs 1M \
 		--qd 4 --bytes 8M --quiet > /dev/null || { echo "conformance: writing v0 failed"; exit 1; }
 	ctl snapshot p v0 base > /dev/null && ctl clone p v0@base c0 > /dev/null ||
 		{ echo "conformance: snapshot or clone failed"; exit 1; }
