@@ -68,10 +68,20 @@
  * librbd result of EBLOCKLISTED (-ESHUTDOWN) marks the node fenced for good
  * and completes the request with -ENOLINK.
  *
+ * Snapshots ("IMAGE@SNAP", rbd_snap.c has the commands): opened with
+ * rbd_open_read_only at the snapshot, whatever size or provisioning the
+ * LUN gives (conf.c makes its LUN read-only); v.snapshot set, thin (so
+ * GET LBA STATUS tells its allocation), every write, write-same,
+ * compare-and-write and discard refused with -EROFS, a FLUSH completes at
+ * once (nothing is ever dirty). Its UUID is derived from the image's and
+ * the snapshot id (rbd_adm_uuid), its shared-state objects are apart
+ * from the image's (obj_id).
+ *
  * The ops table at the end is all raid.h (backend.c) sees of this file.
  *
- * Layer: rbd volumes (raid/README.md "Layers"). May call: rbd_pr.c,
- * rbd_prov.c, rbd_fence.c, rbd_meta.c, lock.c, ioctx.c, librbd/librados.
+ * Layer: rbd volumes (raid/README.md "Layers"). May call: rbd_snap.c,
+ * rbd_pr.c, rbd_prov.c, rbd_fence.c, rbd_meta.c, lock.c, ioctx.c,
+ * librbd/librados.
  * Called by backend.c only, through raid_rbd_backend.
  */
 #include <errno.h>
@@ -94,7 +104,6 @@ static bool raid_rbd_serves(const struct conf_pool *cp)
 
 #ifdef RTGT_HAVE_RBD
 
-#define META_UUID  "rtgt.uuid"
 /* librbd's default object size (order 22): the unit of thick provisioning,
  * and the optimal transfer granularity and length reported */
 #define RBD_ORDER  22
@@ -606,6 +615,9 @@ static int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx,
 		return -EINVAL;
 	if ((io->op == RAID_OP_DISCARD || io->op == RAID_OP_MAP_STATUS) && !rv_of(vol)->thin)
 		return -EINVAL;
+	if (vol->snapshot && io->op != RAID_OP_READ && io->op != RAID_OP_FLUSH &&
+	    io->op != RAID_OP_MAP_STATUS)
+		return -EROFS;
 	if (io->op != RAID_OP_FLUSH) {
 		bool no_buf = io->op == RAID_OP_DISCARD || io->op == RAID_OP_MAP_STATUS;
 
@@ -631,6 +643,10 @@ static int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx,
 	io->rpriv[CAW] = NULL;
 	io->rpriv_u[PHASE] = PH_MAIN;
 	raid_ioctx_io_started(ctx);
+	if (vol->snapshot && io->op == RAID_OP_FLUSH) {
+		fail_later(io, 0);   /* read-only: nothing to make durable */
+		return 0;
+	}
 	/* fenced: a peer may take over (or has), nothing may reach the OSDs */
 	if (!rbd_fence_ok(rp_of(vol->pool)->fence)) {
 		fail_later(io, -ENOLINK);
@@ -650,24 +666,6 @@ static int raid_rbd_vol_submit(struct raid_vol *vol, struct raid_ioctx *ctx,
 
 /* ---- image metadata ---- */
 
-static int uuid_parse(const char *s, uint8_t u[16])
-{
-	for (unsigned i = 0; i < 16; i++) {
-		unsigned b;
-
-		if (sscanf(s + 2 * i, "%2x", &b) != 1)
-			return -EINVAL;
-		u[i] = (uint8_t)b;
-	}
-	return strlen(s) == 32 ? 0 : -EINVAL;
-}
-
-static void uuid_fmt(const uint8_t u[16], char s[33])
-{
-	for (unsigned i = 0; i < 16; i++)
-		snprintf(s + 2 * i, 3, "%02x", u[i]);
-}
-
 /* The volume UUID: read it, or make and store one when the image has none
  * yet (only the node that created the image gets here in the normal case). */
 static int vol_uuid(struct rbd_pool *rp, struct rbd_vol *rv, bool created)
@@ -679,7 +677,7 @@ static int vol_uuid(struct rbd_pool *rp, struct rbd_vol *rv, bool created)
 	for (tries = 0; tries < (created ? 1 : 50); tries++) {
 		rc = rbd_meta_get(rv->img, META_UUID, s, sizeof(s));
 		if (rc == 0) {
-			if (uuid_parse(s, rv->v.uuid) < 0) {
+			if (rbd_meta_uuid_parse(s, rv->v.uuid) < 0) {
 				LOG_ERR(RAID_MOD, "rbd: %s/%s: metadata %s is not 32 hex digits: \"%s\"",
 					rp->rbd_pool, rv->v.name, META_UUID, s);
 				return -EINVAL;
@@ -696,7 +694,7 @@ static int vol_uuid(struct rbd_pool *rp, struct rbd_vol *rv, bool created)
 	}
 	if (getrandom(rv->v.uuid, 16, 0) != 16)
 		return -EIO;
-	uuid_fmt(rv->v.uuid, s);
+	rbd_meta_uuid_fmt(rv->v.uuid, s);
 	rc = rbd_metadata_set(rv->img, META_UUID, s);
 	if (rc < 0)
 		goto err;
@@ -860,6 +858,88 @@ static int raid_rbd_vol_refresh(struct raid_vol *v)
 
 /* ---- volumes ---- */
 
+/* rv->obj_id from the data prefix ("rbd_data.<image id>"), with the
+ * snapshot id of a snapshot after '@' */
+static void obj_id_set(struct rbd_vol *rv, bool snap, uint64_t snap_id)
+{
+	const char *dot = strchr(rv->prefix, '.');
+
+	if (snap)
+		snprintf(rv->obj_id, sizeof(rv->obj_id), "%s@%" PRIu64, dot ? dot + 1 : rv->prefix,
+			 snap_id);
+	else
+		snprintf(rv->obj_id, sizeof(rv->obj_id), "%s", dot ? dot + 1 : rv->prefix);
+}
+
+/* meta_mu held: opens snapshot @name ("IMAGE@SNAP") read-only into @slot. */
+static int snap_open(struct rbd_pool *rp, const char *name, unsigned slot, struct raid_vol **out)
+{
+	char img[RAID_SNAP_PART_MAX + 1], sn[RAID_SNAP_PART_MAX + 1], s[64];
+	struct raid_pool *p = &rp->p;
+	rbd_image_info_t info;
+	struct rbd_vol *rv;
+	uint8_t base[16];
+	uint64_t sid = 0;
+	int rc;
+
+	if (rbd_adm_split(name, img, sn) < 0) {
+		LOG_ERR(RAID_MOD, "pool %s: snapshot \"%s\" must be VOLUME@NAME, each 1..%u characters of A-Z a-z 0-9 . _ -",
+			p->name, name, RAID_SNAP_PART_MAX);
+		return -EINVAL;
+	}
+	rv = calloc(1, sizeof(*rv));
+	if (!rv)
+		return -ENOMEM;
+	rv->v.pool = p;
+	rv->v.snapshot = true;
+	rv->thin = true;
+	snprintf(rv->v.name, sizeof(rv->v.name), "%s", name);
+	rc = rbd_open_read_only(rp->ioctx, img, &rv->img, sn);
+	if (rc < 0) {
+		if (rc == -ENOENT)
+			LOG_ERR(RAID_MOD, "pool %s: no snapshot %s (rtgtctl volume list %s shows them)",
+				p->name, name, p->name);
+		else
+			LOG_ERR(RAID_MOD, "rbd: %s/%s: cannot open: %s", rp->rbd_pool, name,
+				strerror(-rc));
+		goto err_free;
+	}
+	rc = rbd_stat(rv->img, &info, sizeof(info));
+	if (rc == 0)
+		rc = rbd_snap_get_id(rv->img, sn, &sid);
+	if (rc < 0) {
+		LOG_ERR(RAID_MOD, "rbd: %s/%s: stat: %s", rp->rbd_pool, name, strerror(-rc));
+		goto err_close;
+	}
+	rv->v.size = info.size;
+	rv->v.extent = info.size;
+	rv->obj_bytes = info.obj_size ? info.obj_size : (1u << RBD_ORDER);
+	snprintf(rv->prefix, sizeof(rv->prefix), "%.*s", (int)sizeof(info.block_name_prefix),
+		 info.block_name_prefix);
+	obj_id_set(rv, true, sid);
+	/* the image's UUID (not made here: the handle is read-only); an
+	 * image rtgt never opened gets one from its id, the same on every
+	 * node */
+	memset(base, 0, sizeof(base));
+	if (rbd_meta_get(rv->img, META_UUID, s, sizeof(s)) < 0 ||
+	    rbd_meta_uuid_parse(s, base) < 0) {
+		for (size_t i = 0; rv->obj_id[i] && rv->obj_id[i] != '@'; i++)
+			base[i % 16] = (uint8_t)(base[i % 16] * 31u + (uint8_t)rv->obj_id[i]);
+	}
+	rbd_adm_uuid(base, sid, rv->v.uuid);
+	p->vols[slot] = &rv->v;
+	*out = &rv->v;
+	LOG_INFO(RAID_MOD, "rbd: %s/%s: snapshot opened read-only, %" PRIu64 " bytes", rp->rbd_pool,
+		 name, info.size);
+	return 0;
+
+err_close:
+	rbd_close(rv->img);
+err_free:
+	free(rv);
+	return rc;
+}
+
 static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct conf_size *size,
 			     unsigned flags, struct raid_vol **out)
 {
@@ -875,13 +955,18 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 		LOG_ERR(RAID_MOD, "pool %s: bad volume name", p->name);
 		return -EINVAL;
 	}
-	if (!size->bytes || size->bytes % 512) {
+	if (!strchr(name, '@') && (!size->bytes || size->bytes % 512)) {
 		LOG_ERR(RAID_MOD, "pool %s: volume %s: an rbd volume needs an absolute size, a multiple of 512 bytes",
 			p->name, name);
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&p->meta_mu);
 	for (i = 0; i < RAID_MAX_VOLS; i++) {
+		if (p->vols[i] && !strcmp(p->vols[i]->name, name) && p->vols[i]->snapshot) {
+			*out = p->vols[i];   /* as it is, whatever the LUN asks */
+			rc = 0;
+			goto out_unlock;
+		}
 		if (p->vols[i] && !strcmp(p->vols[i]->name, name)) {
 			if (size->bytes > p->vols[i]->size ||
 			    rv_of(p->vols[i])->thin != !!(flags & RAID_VOL_THIN)) {
@@ -900,6 +985,10 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 	if (slot == RAID_MAX_VOLS) {
 		LOG_ERR(RAID_MOD, "pool %s: more than %u volumes", p->name, RAID_MAX_VOLS);
 		rc = -ENOSPC;
+		goto out_unlock;
+	}
+	if (strchr(name, '@')) {
+		rc = snap_open(rp, name, slot, out);
 		goto out_unlock;
 	}
 	rv = calloc(1, sizeof(*rv));
@@ -941,6 +1030,7 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 	rv->obj_bytes = info.obj_size ? info.obj_size : (1u << RBD_ORDER);
 	snprintf(rv->prefix, sizeof(rv->prefix), "%.*s", (int)sizeof(info.block_name_prefix),
 		 info.block_name_prefix);
+	obj_id_set(rv, false, 0);
 	{
 		uint64_t su = 0, sc = 0;
 
@@ -1019,6 +1109,8 @@ static int raid_rbd_vol_open(struct raid_pool *p, const char *name, const struct
 	p->vols[slot] = &rv->v;
 	*out = &rv->v;
 	pthread_mutex_unlock(&p->meta_mu);
+	if (created)
+		rbd_adm_list_kick(rp);   /* volume list shows it soon */
 	rbd_prov_grace(rv);
 	return 0;
 
@@ -1139,11 +1231,17 @@ static int raid_rbd_pool_open(const struct conf_pool *cp, struct raid_pool **out
 	rc = rbd_fence_start(rp->cluster, cp->name, cp->rbd_pool, &rp->fence);
 	if (rc < 0)
 		goto err_ioctx;
+	rc = rbd_adm_list_start(rp);
+	if (rc < 0)
+		goto err_fence;
 	LOG_INFO(RAID_MOD, "pool %s: rbd pool \"%s\" as %s (%s)", cp->name, cp->rbd_pool, who,
 		 rp->thick ? "thick" : "thin");
 	*out = &rp->p;
 	return 0;
 
+err_fence:
+	rbd_adm_list_stop(rp);
+	rbd_fence_stop(rp->fence);
 err_ioctx:
 	rados_ioctx_destroy(rp->ioctx);
 err_shutdown:
@@ -1159,6 +1257,7 @@ static void raid_rbd_pool_close(struct raid_pool *p)
 {
 	struct rbd_pool *rp = rp_of(p);
 
+	rbd_adm_list_stop(rp);
 	for (unsigned i = 0; i < RAID_MAX_VOLS; i++) {
 		struct rbd_vol *rv;
 		int rc;
@@ -1167,7 +1266,7 @@ static void raid_rbd_pool_close(struct raid_pool *p)
 			continue;
 		rv = rv_of(p->vols[i]);
 		rbd_prov_stop(rv);
-		rc = rbd_flush(rv->img);
+		rc = rv->v.snapshot ? 0 : rbd_flush(rv->img);
 		if (rc < 0)
 			LOG_ERR(RAID_MOD, "rbd: %s/%s: flush at close: %s", rp->rbd_pool, rv->v.name,
 				strerror(-rc));
@@ -1214,6 +1313,13 @@ static int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 
 		snprintf(vo->name, sizeof(vo->name), "%s", rv->v.name);
 		vo->bytes = rv->v.size;
+		vo->open = true;
+		/* until the listing has it (rbd_adm_list_fill corrects these) */
+		vo->thin = rv->thin || !rp->thick;
+		vo->snapshot = rv->v.snapshot;
+		if (rv->v.snapshot)
+			snprintf(vo->origin, sizeof(vo->origin), "%.*s",
+				 (int)strcspn(rv->v.name, "@"), rv->v.name);
 		vo->state = pst == PROV_RUNNING ? "provisioning" : pst == PROV_FAILED ? "failed" : "ready";
 		vo->prov_total = rv->v.size;
 		vo->prov_done = pst == PROV_READY ? rv->v.size : done;
@@ -1233,6 +1339,7 @@ static int raid_rbd_pool_info(struct raid_pool *p, struct raid_pool_info *out)
 		out->n_volumes++;
 	}
 	pthread_mutex_unlock(&p->meta_mu);
+	rbd_adm_list_fill(rp, out);
 	/* the pool-level fields summarise the volumes still being written out */
 	out->rebuild_progress = all_total ? (double)all_done / (double)all_total : 0.0;
 	return 0;
@@ -1311,6 +1418,12 @@ const struct raid_vol_backend_ops raid_rbd_backend = {
 	.vol_prov = raid_rbd_vol_prov,
 	.vol_resize = raid_rbd_vol_resize,
 	.vol_refresh = raid_rbd_vol_refresh,
+	.pool_snapshot = rbd_adm_snapshot,
+	.pool_vol_delete = rbd_adm_vol_delete,
+	.pool_clone = rbd_adm_clone,
+	.pool_rollback = rbd_adm_rollback,
+	.pool_inflate = rbd_adm_inflate,
+	.pool_vol_create = rbd_adm_vol_create,
 	.shared_read = rbd_shared_read,
 	.shared_update = rbd_shared_update,
 	.shared_notify = rbd_shared_notify,

@@ -6,7 +6,10 @@
  *   rbd_prov.c   thick write-out of an image (volume preparation)
  *   rbd_pr.c     shared state of a volume (RADOS objects, watch/notify)
  *   rbd_fence.c  fencing of the nodes serving a pool
- *   rbd_meta.c   image metadata (the getter rbd.c and rbd_prov.c share)
+ *   rbd_meta.c   image metadata (the getter rbd.c and rbd_prov.c share,
+ *                the volume UUID's text form)
+ *   rbd_snap.c   snapshots, clones, rollback, flatten, volume create and
+ *                delete (raid.h "snapshots"), the pool's image listing
  *
  * A pool of level CONF_RBD is a struct rbd_pool whose volumes (struct
  * rbd_vol) are Ceph RBD images. What raid.h leaves to the backend is, for
@@ -68,7 +71,26 @@ struct rbd_vol {
 	/* opened with RAID_VOL_THIN: never written out, RAID_OP_DISCARD and
 	 * RAID_OP_MAP_STATUS served (rbd.c); constant while open */
 	bool thin;
+	/* what names the volume's shared-state objects "rtgt_<tag>.<obj_id>"
+	 * (rbd_pr.c): the image id, or "<image id>@<snap id>" for a snapshot
+	 * (v.snapshot: opened read-only at it) so that its LUN's state is
+	 * apart from the image's */
+	char obj_id[48];
 };
+
+/* One entry of a pool's image listing (rbd_snap.c): an image, or one of
+ * its snapshots "IMAGE@SNAP". */
+struct rbd_list_ent {
+	char name[64];
+	char origin[64];          /* a snapshot's image; a clone's "PARENT@SNAP"
+	                           * ("POOL/PARENT@SNAP" from another pool); "" */
+	uint64_t bytes;
+	uint64_t allocated;       /* see rbd_snap.c, "Listing" */
+	uint64_t shared;
+	bool thin, snapshot;
+};
+
+#define RBD_LIST_MAX 64u      /* raid_pool_info's volumes[] */
 
 struct rbd_pool {
 	struct raid_pool p;       /* first, see rbd_vol */
@@ -78,6 +100,17 @@ struct rbd_pool {
 	bool thick;
 	unsigned prov_mbps;       /* thick write-out cap, 10^6 bytes/s; 0: none */
 	struct rbd_fence *fence;  /* this node's lease on the pool (rbd_fence.c) */
+	/* the image listing (rbd_snap.c, "Listing"): list[] under list_mu,
+	 * replaced whole by a refresh; refresh_mu serializes refreshes and
+	 * the volume commands (never held by the request path) */
+	pthread_mutex_t list_mu, refresh_mu;
+	pthread_cond_t list_cv;   /* wakes the listing thread (stop) */
+	struct rbd_list_ent *list; /* owned; NULL before the first refresh */
+	unsigned n_list;
+	bool list_stop, list_kicked; /* under list_mu */
+	bool list_inited;         /* the three above exist (rbd_adm_list_start) */
+	pthread_t list_thr;
+	bool list_thread_live;
 };
 
 static inline struct rbd_pool *rp_of(struct raid_pool *p)
@@ -93,6 +126,40 @@ static inline struct rbd_vol *rv_of(struct raid_vol *v)
 /* rbd_meta.c: image metadata @key into @val (NUL-terminated, @cap bytes): 0 or
  * librbd's negative errno (-ENOENT: not set). */
 int rbd_meta_get(rbd_image_t img, const char *key, char *val, size_t cap);
+/* image metadata rtgt.uuid (the volume UUID: 32 hex digits) */
+#define META_UUID "rtgt.uuid"
+/* The UUID's text form and back: 0, or -EINVAL when @s is not 32 hex digits. */
+int rbd_meta_uuid_parse(const char *s, uint8_t u[16]);
+void rbd_meta_uuid_fmt(const uint8_t u[16], char s[33]);
+
+/*
+ * rbd_snap.c: the volume commands of raid.h "snapshots" (same contracts;
+ * raid/README.md "RBD pools", snapshots), ops of raid_rbd_backend, and
+ * what rbd.c needs of snapshots and of the listing.
+ */
+int rbd_adm_snapshot(struct raid_pool *p, const char *vol, const char *snap, char *why, size_t wl);
+int rbd_adm_vol_delete(struct raid_pool *p, const char *name, char *why, size_t wl);
+int rbd_adm_clone(struct raid_pool *p, const char *snap, const char *name, char *why, size_t wl);
+int rbd_adm_rollback(struct raid_pool *p, const char *snap, bool force, char *why, size_t wl);
+int rbd_adm_inflate(struct raid_pool *p, const char *name, char *why, size_t wl);
+int rbd_adm_vol_create(struct raid_pool *p, const char *name, const struct conf_size *size,
+			bool thin, char *why, size_t wl);
+/* "IMAGE@SNAP" into its parts: 0, or -EINVAL unless both are 1..
+ * RAID_SNAP_PART_MAX characters of A-Z a-z 0-9 . _ - */
+int rbd_adm_split(const char *name, char img[RAID_SNAP_PART_MAX + 1],
+		   char snap[RAID_SNAP_PART_MAX + 1]);
+/* The UUID of snapshot @snap_id of the image whose UUID is @img_uuid: the
+ * same on every node, apart from the image's and every other snapshot's. */
+void rbd_adm_uuid(const uint8_t img_uuid[16], uint64_t snap_id, uint8_t out[16]);
+/* The listing thread: started once the pool's cluster is connected,
+ * stopped before its images are closed. */
+int rbd_adm_list_start(struct rbd_pool *rp);
+void rbd_adm_list_stop(struct rbd_pool *rp);
+/* Refresh soon (a volume was opened: perhaps created). Any thread. */
+void rbd_adm_list_kick(struct rbd_pool *rp);
+/* Adds the listing to @out (raid_pool_info): entries already there (the
+ * open volumes, open = true) get its fields, the others are appended. */
+void rbd_adm_list_fill(struct rbd_pool *rp, struct raid_pool_info *out);
 
 /*
  * Thick write-out (rbd_prov.c; state machine at its top). rbd.c opens the

@@ -4,7 +4,8 @@
  * (rbd_int.h; backend.c checks the volume is shared before it calls them):
  * small blobs that every rtgt node serving the same image must agree on
  * (persistent reservations), kept in one RADOS object per blob and image,
- * "rtgt_<tag>.<image id>", in the image's pool.
+ * "rtgt_<tag>.<image id>" ("rtgt_<tag>.<image id>@<snap id>" for a LUN
+ * of a snapshot), in the image's pool.
  *
  * Update state machine (one struct upd, on its own helper thread):
  *
@@ -122,14 +123,11 @@ static bool tag_ok(const char *tag)
  * raid_rbd_backend has rbd_shared_read). */
 static int raid_rbd_vol_rados(struct raid_vol *v, void **ioctx, char *id, size_t idlen)
 {
-	/* format 2 images: prefix "rbd_data.<image id>" */
-	const char *dot = v->pool->ops->shared_read == rbd_shared_read ?
-			  strchr(rv_of(v)->prefix, '.') : NULL;
-
-	if (!dot)
+	/* the image id, with a snapshot's id after it (rbd.c, obj_id) */
+	if (v->pool->ops->shared_read != rbd_shared_read || !rv_of(v)->obj_id[0])
 		return -EOPNOTSUPP;
 	*ioctx = rp_of(v->pool)->ioctx;
-	snprintf(id, idlen, "%s", dot + 1);
+	snprintf(id, idlen, "%s", rv_of(v)->obj_id);
 	return 0;
 }
 
