@@ -12,6 +12,7 @@
  *               GET|HEAD /metrics: snapshot, format ---------> 200 (503 when the
  *                                                              snapshot failed)
  *               GET|HEAD /healthz: every reactor answers -----> 200 (else 503)
+ *               a method holding a NUL byte -----------------> 400
  *               any other method or path --------------------> 404
  *            -- silent for metrics_idle_timeout, unanswered --> CLOSED (refused)
  *   (libmicrohttpd: a request too large for the connection's memory 431 or
@@ -864,6 +865,25 @@ static enum MHD_Result serve_healthz(struct metrics *m, struct MHD_Connection *c
 	return answer(c, cn, MHD_HTTP_SERVICE_UNAVAILABLE, TEXT, body, strlen(body), true);
 }
 
+/* Whether the request line's method token ended where its C string does.
+ * libmicrohttpd recognises the method by the token's full length (up to the
+ * first space) but hands it over as a C string, so "HEAD\0x /metrics" would
+ * read as HEAD here while the library takes it for another method and sends
+ * the body. It parses the line in place: the token's space became the NUL,
+ * and @url starts after the spaces that follow it. A NUL inside the token
+ * leaves bytes other than spaces between the string's end and @url. */
+static bool method_whole(const char *method, const char *url)
+{
+	const char *p = method + strlen(method) + 1;
+
+	if (url < p || url - method > 65536)
+		return true;   /* not parsed in place (no URI): nothing to compare */
+	for (; p < url; p++)
+		if (*p != ' ')
+			return false;
+	return true;
+}
+
 /* A request whose line and headers libmicrohttpd has read (on the
  * connection's own thread): answered at the first call, whatever follows. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -888,6 +908,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return answer_text(c, cn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
 				   "request line and headers too large\n");
 	}
+	if (method && url && !method_whole(method, url))
+		return answer_text(c, cn, MHD_HTTP_BAD_REQUEST, "bad request: a NUL in the method\n");
 	switch (metrics_route(method, url)) {
 	case METRICS_ROUTE_METRICS:
 		return serve_metrics(m, c, cn);
