@@ -8,6 +8,7 @@
  * vol.c (raid_md_backend), rbd.c (raid_rbd_backend), and every backend
  * through its ops table; no file of raid/ calls it.
  */
+#include <assert.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -208,13 +209,27 @@ int raid_pool_scrub(struct raid_pool *pool, bool repair)
 int raid_vol_open(struct raid_pool *pool, const char *name, const struct conf_size *size,
 		  struct raid_vol **out)
 {
-	return pool->ops->vol_open(pool, name, size, 0, out);
+	return raid_vol_open_ex(pool, name, size, 0, out);
 }
 
 int raid_vol_open_ex(struct raid_pool *pool, const char *name, const struct conf_size *size,
 		     unsigned flags, struct raid_vol **out)
 {
-	return pool->ops->vol_open(pool, name, size, flags, out);
+	int rc = pool->ops->vol_open(pool, name, size, flags, out);
+
+	/* a backend hands the same volume to every open of one name */
+	if (!rc)
+		atomic_fetch_add(&(*out)->opens, 1);
+	return rc;
+}
+
+void raid_vol_close(struct raid_vol *vol)
+{
+	if (!vol)
+		return;
+	assert(atomic_load(&vol->opens) > 0);
+	if (atomic_fetch_sub(&vol->opens, 1) == 1 && ops_of(vol)->vol_close)
+		ops_of(vol)->vol_close(vol);
 }
 
 uint32_t raid_vol_phys_bytes(const struct raid_vol *vol)

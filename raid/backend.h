@@ -52,6 +52,9 @@ struct raid_vol_backend_ops {
 			unsigned flags, struct raid_vol **out);               /* required */
 	/* raid_vol_submit()'s whole contract, argument checks included */
 	int (*vol_submit)(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io); /* required */
+	/* raid_vol_close()'s last close (v->opens is 0 again). NULL: the
+	 * volume stays open until pool_close */
+	void (*vol_close)(struct raid_vol *v);
 	/* raid_vol_opt_gran() and raid_vol_opt_len() */
 	void (*vol_opt)(const struct raid_vol *v, uint32_t *gran, uint32_t *len);   /* required */
 	/* raid_vol_ready(), with *@frac as raid_vol_ready_progress() wants it
@@ -206,6 +209,9 @@ int raid_thin_check_pool(struct raid_pool *p, struct raid_maps_check *out);
 void raid_thin_space(struct raid_pool *p, const uint8_t uuid[16], uint64_t *alloc,
 		     uint64_t *shared);
 int raid_thin_attach(struct raid_pool *p, unsigned slot, struct raid_vol *v);
+/* Undoes raid_thin_attach at the volume's last close: its map kept as
+ * loaded, not open (no request of it in flight). open_mu and meta_mu held. */
+int raid_thin_detach(struct raid_pool *p, struct raid_vol *v);
 void raid_thin_vol_free(struct raid_vol *v);
 int raid_thin_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid_io *io);
 void raid_thin_prov(const struct raid_vol *v, struct raid_vol_prov *out);

@@ -255,6 +255,15 @@ int raid_vol_open(struct raid_pool *pool, const char *name, const struct conf_si
 int raid_vol_open_ex(struct raid_pool *pool, const char *name, const struct conf_size *size,
 		     unsigned flags, struct raid_vol **out);
 
+/* Undoes one raid_vol_open(): the last close of a volume frees what the
+ * pool keeps in memory for it (its extent map, for a thin one), so that it
+ * may be deleted, rolled back or inflated; the volume itself stays in the
+ * pool. The caller guarantees that no request of it is in flight and that
+ * no hold of the pool is left (raid_pool_holds() == 0). Opens and closes
+ * come from one thread (the daemon's control thread). A backend without
+ * closes keeps the volume open until raid_pool_close(). NULL: nothing. */
+void raid_vol_close(struct raid_vol *vol);
+
 uint64_t raid_pool_usable_bytes(const struct raid_pool *pool);
 
 /* ---- management (rtgtctl) ---- */

@@ -212,6 +212,9 @@ struct raid_vol {
 	 * NULL for thick volumes */
 	struct raid_thin *thin;
 	bool snapshot;            /* read-only: a snapshot (set at open) */
+	/* raid_vol_open()s not yet undone by raid_vol_close(); the last close
+	 * frees it (backend's vol_close). Only the control thread changes it. */
+	_Atomic unsigned opens;
 };
 
 /* A sequential read stream on one mirror set (io.c, read balancing). */

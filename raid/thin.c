@@ -1391,6 +1391,23 @@ int raid_thin_attach(struct raid_pool *p, unsigned slot, struct raid_vol *v)
 	return -ENOENT;
 }
 
+int raid_thin_detach(struct raid_pool *p, struct raid_vol *v)
+{
+	struct raid_thin *t = v->thin;
+	int rc;
+
+	RTGT_CHECK(raid_thin_check(v));
+	RTGT_CHECK(!t->active && !t->held && !t->parked && !t->mw);
+	t->v = NULL;
+	rc = keep_loaded(p->thin, t);
+	if (rc) {
+		t->v = v;
+		return rc;
+	}
+	v->thin = NULL;
+	return 0;
+}
+
 void raid_thin_vol_free(struct raid_vol *v)
 {
 	if (v->thin)

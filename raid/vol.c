@@ -581,7 +581,7 @@ static int md_pool_vol_delete(struct raid_pool *p, const char *name, char *why, 
 		goto out_unlock;
 	}
 	if (p->vols[i]) {
-		snprintf(why, wl, "pool %s: %s is in use: a LUN of this daemon opened it (remove the LUN, reload, and restart the daemon to close it)",
+		snprintf(why, wl, "pool %s: %s is in use: a LUN of this daemon has it open (remove the LUN from the configuration and reload)",
 			 p->name, name);
 		rc = -EBUSY;
 		goto out_unlock;
@@ -969,6 +969,32 @@ static int md_vol_submit(struct raid_vol *v, struct raid_ioctx *ctx, struct raid
 	return raid_md_vol_submit_thick(v, ctx, io);
 }
 
+/* The last close: the table entry stays, the in-memory volume goes (a thin
+ * one's map back to the loaded ones), so that delete, rollback and inflate
+ * see it closed. */
+static void md_vol_close(struct raid_vol *v)
+{
+	struct raid_pool *p = v->pool;
+	unsigned i;
+
+	raid_thin_lock(p);
+	pthread_mutex_lock(&p->meta_mu);
+	for (i = 0; i < p->sb.n_vols && p->vols[i] != v; i++)
+		;
+	if (atomic_load(&v->opens) || i == p->sb.n_vols ||
+	    (v->thin && raid_thin_detach(p, v))) {
+		/* opened again meanwhile, or not in the table: stays */
+		pthread_mutex_unlock(&p->meta_mu);
+		raid_thin_unlock(p);
+		return;
+	}
+	p->vols[i] = NULL;
+	pthread_mutex_unlock(&p->meta_mu);
+	raid_thin_unlock(p);
+	LOG_INFO(RAID_MOD, "pool %s: volume %s closed", p->name, v->name);
+	free(v);
+}
+
 static void md_vol_opt(const struct raid_vol *vol, uint32_t *gran, uint32_t *len)
 {
 	*gran = (uint32_t)vol->pool->g.chunk;
@@ -1013,6 +1039,7 @@ const struct raid_vol_backend_ops raid_md_backend = {
 	.pool_replace = raid_md_pool_replace,
 	.vol_open = md_vol_open,
 	.vol_submit = md_vol_submit,
+	.vol_close = md_vol_close,
 	.vol_prov = raid_thin_prov,
 	.vol_threshold_events = raid_thin_threshold_events,
 	.vol_opt = md_vol_opt,

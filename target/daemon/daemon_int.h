@@ -38,7 +38,8 @@ struct pool_ent {
 /* One exported volume; a volume exported by two LUNs is one entry. */
 struct lu_ent {
 	char *pool, *volume;         /* owned names */
-	struct raid_vol *vol;        /* owned by its pool */
+	struct raid_vol *vol;        /* owned by its pool; one open of it, closed
+	                              * with the entry (daemon_lu_ent_free) */
 	struct scsi_lu *lu;          /* owned */
 	char *pr_path;               /* owned */
 };

@@ -145,6 +145,8 @@ void daemon_lu_ent_free(struct lu_ent *e)
 		return;
 	if (e->lu)
 		scsi_lu_destroy(e->lu);
+	/* after the LU: no command of it is left */
+	raid_vol_close(e->vol);
 	free(e->pr_path);
 	free(e->pool);
 	free(e->volume);

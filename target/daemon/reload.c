@@ -242,6 +242,47 @@ static void volumes_grow(struct daemon *d, const struct conf *oc, const struct c
 		}
 }
 
+/* Whether a target of the daemon maps @lu. */
+static bool lu_mapped(const struct daemon *d, struct scsi_lu *lu)
+{
+	for (unsigned i = 0; i < d->n_tgts; i++)
+		for (unsigned lun = 0; lun < MAX_LUN; lun++)
+			if (scsi_target_lu(d->tgts[i]->st, lun) == lu)
+				return true;
+	return false;
+}
+
+/* Frees the LUs that no target maps any more (a LUN removed from the
+ * configuration) and closes their volumes, so that the volume may be
+ * deleted or rolled back without a restart; one with a command still
+ * inside, or a read hold left in its pool, stays until the next reload. */
+static void lus_retire(struct daemon *d, struct json_object *closed,
+		       struct json_object *warnings)
+{
+	for (unsigned i = 0; i < d->n_lus;) {
+		struct lu_ent *e = d->lus[i];
+		struct pool_ent *pe;
+
+		if (!e->lu || lu_mapped(d, e->lu)) {
+			i++;
+			continue;
+		}
+		pe = daemon_pool_find(d, e->pool);
+		if (scsi_lu_inflight(e->lu) || (pe && raid_pool_holds(pe->pool))) {
+			LOG_WARN(MOD, "reload: volume %s/%s no longer exported but busy: left open until the next reload",
+				 e->pool, e->volume);
+			daemon_jadd_str(warnings, "volume %s/%s: still busy, left open", e->pool,
+					e->volume);
+			i++;
+			continue;
+		}
+		LOG_INFO(MOD, "reload: volume %s/%s no longer exported: closed", e->pool, e->volume);
+		daemon_jadd_str(closed, "%s/%s", e->pool, e->volume);
+		daemon_lu_ent_free(e);
+		d->lus[i] = d->lus[--d->n_lus];
+	}
+}
+
 /* Closes pools the current conf no longer names, with their LUs, when no
  * command is inside any of those LUs; says which stay open. */
 static void pools_retire(struct daemon *d, struct json_object *removed,
@@ -305,13 +346,14 @@ int daemon_reload(struct daemon *d, struct json_object *reply, char *err, size_t
 	struct json_object *pool_del_j = json_object_new_array();
 	struct json_object *vol_add = json_object_new_array();
 	struct json_object *vol_grown = json_object_new_array();
+	struct json_object *vol_closed = json_object_new_array();
 	struct scsi_target **cur = NULL;
 	unsigned pools_before = d->n_pools, lus_before = d->n_lus;
 	char berr[300];
 	int rc;
 
 	if (!ms || !restart || !warnings || !t_add || !t_del || !t_chg || !p_add || !p_del ||
-	    !pool_add_j || !pool_del_j || !vol_add || !vol_grown) {
+	    !pool_add_j || !pool_del_j || !vol_add || !vol_grown || !vol_closed) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -453,6 +495,7 @@ int daemon_reload(struct daemon *d, struct json_object *reply, char *err, size_t
 	if (events_set_exec(d->events, d->conf->daemon.event_exec,
 			    d->conf->daemon.event_exec_timeout_s * 1000u))
 		daemon_jadd_str(warnings, "daemon.event_exec: out of memory, the old hook stays");
+	lus_retire(d, vol_closed, warnings);
 	pools_retire(d, pool_del_j, warnings);
 	daemon_health_sync(d);
 	iscsi_notify_ready();
@@ -473,6 +516,7 @@ int daemon_reload(struct daemon *d, struct json_object *reply, char *err, size_t
 	json_object_object_add(reply, "pools_removed", json_object_get(pool_del_j));
 	json_object_object_add(reply, "volumes_added", json_object_get(vol_add));
 	json_object_object_add(reply, "volumes_resized", json_object_get(vol_grown));
+	json_object_object_add(reply, "volumes_closed", json_object_get(vol_closed));
 	json_object_object_add(reply, "needs_restart", json_object_get(restart));
 	json_object_object_add(reply, "warnings", json_object_get(warnings));
 	goto out;
@@ -504,6 +548,7 @@ out:
 	json_object_put(p_del);
 	json_object_put(pool_add_j);
 	json_object_put(pool_del_j);
+	json_object_put(vol_closed);
 	json_object_put(vol_add);
 	json_object_put(vol_grown);
 	return rc;

@@ -483,6 +483,7 @@ static void print_reload(struct json_object *reply)
 		{ "portals_removed", "portals removed" }, { "pools_added", "pools added" },
 		{ "pools_removed", "pools removed" },     { "volumes_added", "volumes added" },
 		{ "volumes_resized", "volumes grown (bytes)" },
+		{ "volumes_closed", "volumes no longer exported (closed)" },
 		{ "needs_restart", "needs restart (skipped)" }, { "warnings", "warnings" },
 	};
 	bool any = false;

@@ -432,9 +432,11 @@ START_TEST(t01_snapshot_cow)
 
 	harness_iscsi_logout(C);
 	C = NULL;
-	nf_stop_expect_0(&D, "after the snapshot LUN");
+	/* the LUN removed by a reload: its volume is closed, no restart */
 	write_conf(LUN_V0);
-	nf_start(&D);
+	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "volumes no longer exported (closed):\n  p/v0@s1\n"),
+		      "reload without the snapshot's LUN: exit %d: %s", rc, out);
 	s = vol_entry("v0@s1");
 	ck_assert_ptr_nonnull(s);
 	snap_excl = (uint64_t)rj_int(s, "exclusive");
@@ -459,6 +461,23 @@ START_TEST(t01_snapshot_cow)
 	json_object_put(v);
 	C = login();
 	expect_model(C, 0, model, 0, V0);
+	harness_iscsi_logout(C);
+	C = NULL;
+
+	/* a written thin volume whose LUN a reload replaced: closed, then
+	 * deleted without a restart */
+	write_conf("{ lun = 0; pool = \"p\"; volume = \"v1\"; size = \"8M\"; }");
+	rc = rj_ctl(&D, out, sizeof(out), "reload", (char *)NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "volumes no longer exported (closed):\n  p/v0\n"),
+		      "reload with v1 for v0: exit %d: %s", rc, out);
+	rc = rj_ctl(&D, out, sizeof(out), "volume", "delete", "p", "v0", NULL);
+	ck_assert_msg(rc == 0 && strstr(out, "v0 deleted"), "volume delete: exit %d: %s", rc, out);
+	ck_assert_ptr_null(vol_entry("v0"));
+	v = vol_entry("v1");
+	ck_assert_ptr_nonnull(v);
+	json_object_put(v);
+	C = login();
+	write_pat(C, 0, 0, 1ull << 20, 5);
 	harness_iscsi_logout(C);
 	C = NULL;
 	nf_stop_expect_0(&D, "at the end");
