@@ -189,6 +189,25 @@ static const struct scsi_op prin_ops[32] = { PRIN_SA(0), PRIN_SA(1), PRIN_SA(2),
 static const struct scsi_op prout_ops[32] = { PROUT_SA(0), PROUT_SA(1), PROUT_SA(2), PROUT_SA(3),
 					      PROUT_SA(4), PROUT_SA(5), PROUT_SA(6), PROUT_SA(7) };
 
+/* EXTENDED COPY: service action 00h is LID1 (SPC-4 6.4); the copy's own
+ * reservation checks are those of its source and destination LUs
+ * (xcopy.c), so the entry carries no OPF_PR_* flag */
+static const struct scsi_op xcopy_ops[32] = {
+	[0x00] = { .fn = xcopy_extended_copy, .cdb_len = 16, DIR_OUT(xf_be32_10),
+		.flags = OPF_RCTD, .name = "EXTENDED COPY(LID1)",
+		.usage = { 0x83, 0x1f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff,
+			   0xff, 0xff, 0xff, 0x00, 0x07 } },
+};
+
+/* RECEIVE COPY RESULTS: RECEIVE DATA (01h) is not supported (no inline or
+ * held data: the dispatcher answers INVALID FIELD IN CDB) */
+#define RCR_SA(n) [n] = { .fn = xcopy_receive_results, .cdb_len = 16, DIR_IN(xf_be32_10), \
+	.flags = OPF_RCTD, .name = "RECEIVE COPY RESULTS",                                   \
+	.usage = { 0x84, 0x1f, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff,     \
+		   0xff, 0xff, 0x00, 0x07 } }
+static const struct scsi_op rcr_ops[32] = { RCR_SA(RCR_COPY_STATUS), RCR_SA(RCR_OPERATING_PARAMS),
+					    RCR_SA(RCR_FAILED_SEGMENT) };
+
 static const struct scsi_op ops[256] = {
 	[OP_TEST_UNIT_READY] = { .fn = spc_test_unit_ready, .cdb_len = 6, .flags = OPF_RCTD,
 		.name = "TEST UNIT READY", .usage = { 0x00, 0x00, 0x00, 0x00, 0x00, 0x07 } },
@@ -266,6 +285,10 @@ static const struct scsi_op ops[256] = {
 		.name = "PERSISTENT RESERVE IN", .sa = prin_ops, .n_sa = 32 },
 	[OP_PR_OUT] = { .fn = pr_out, .cdb_len = 10, .flags = OPF_RCTD,
 		.name = "PERSISTENT RESERVE OUT", .sa = prout_ops, .n_sa = 32 },
+	[OP_EXTENDED_COPY] = { .fn = NULL, .cdb_len = 16, .name = "EXTENDED COPY",
+		.sa = xcopy_ops, .n_sa = 32 },
+	[OP_RECEIVE_COPY_RESULTS] = { .fn = NULL, .cdb_len = 16, .name = "RECEIVE COPY RESULTS",
+		.sa = rcr_ops, .n_sa = 32 },
 	[OP_READ_16] = { .fn = sbc_read, .cdb_len = 16, DIR_IN(xf_blocks16),
 		.flags = RW_READ, .name = "READ(16)",
 		.usage = { 0x88, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
@@ -1260,6 +1283,8 @@ static void lu_reset(struct scsi_lu *lu, uint16_t ua_code,
 {
 	pthread_mutex_lock(&lu->lock);
 	abort_matching(lu, NULL);
+	/* copies reading or writing it from another LU stop too (xcopy.c) */
+	atomic_fetch_add_explicit(&lu->resets, 1, memory_order_release);
 	lu->res2 = NULL;
 	/* a target reset is a hard reset: mode parameters go back to their
 	 * defaults (we save none); a LUN reset keeps them */

@@ -53,6 +53,8 @@ enum {
 	OP_MODE_SENSE_10 = 0x5a,
 	OP_PR_IN = 0x5e,
 	OP_PR_OUT = 0x5f,
+	OP_EXTENDED_COPY = 0x83,
+	OP_RECEIVE_COPY_RESULTS = 0x84,
 	OP_READ_16 = 0x88,
 	OP_COMPARE_AND_WRITE = 0x89,
 	OP_WRITE_16 = 0x8a,
@@ -79,6 +81,18 @@ enum {
 #define SCSI_UNMAP_MAX_DESC 256u
 #define SCSI_WS_MAX_BLOCKS (SCSI_MAX_XFER / SCSI_BS)
 
+/* EXTENDED COPY (LID1) limits, reported by the Third-party Copy VPD page
+ * and RECEIVE COPY RESULTS OPERATING PARAMETERS (xcopy.c, spc.c): CSCD
+ * descriptors (32 bytes each), block-to-block segment descriptors (28
+ * bytes each), the two lists together, blocks per segment (its NUMBER OF
+ * BLOCKS field is 16 bits), no inline data. Copies held per I_T nexus for
+ * RECEIVE COPY RESULTS (also the most it runs at once). */
+#define SCSI_XCOPY_MAX_CSCD 16u
+#define SCSI_XCOPY_MAX_SEG 64u
+#define SCSI_XCOPY_MAX_DESC_LEN (SCSI_XCOPY_MAX_CSCD * 32u + SCSI_XCOPY_MAX_SEG * 28u)
+#define SCSI_XCOPY_MAX_SEG_BYTES (0xffffu * SCSI_BS)
+#define SCSI_XCOPY_HELD 16u
+
 /* service actions */
 enum {
 	SAI_READ_CAPACITY_16 = 0x10,
@@ -86,6 +100,9 @@ enum {
 	MI_REPORT_TPGS = 0x0a,
 	MI_REPORT_OPCODES = 0x0c,
 	MI_REPORT_TMFS = 0x0d,
+	RCR_COPY_STATUS = 0x00,
+	RCR_OPERATING_PARAMS = 0x03,
+	RCR_FAILED_SEGMENT = 0x04,
 };
 
 /* ---- sense keys and codes (asc << 8 | ascq) ---- */
@@ -97,6 +114,7 @@ enum {
 	SK_ILLEGAL_REQUEST = 0x5,
 	SK_UNIT_ATTENTION = 0x6,
 	SK_DATA_PROTECT = 0x7,
+	SK_COPY_ABORTED = 0xa,
 	SK_ABORTED_COMMAND = 0xb,
 	SK_MISCOMPARE = 0xe,
 };
@@ -108,6 +126,8 @@ enum {
 	ASC_PORT_UNAVAILABLE = 0x040c, /* NOT READY: LU not accessible, target port
 	                                * in unavailable state (fenced node) */
 	ASC_WRITE_ERROR = 0x0c00,
+	ASC_COPY_TARGET_NOT_REACHABLE = 0x0d02, /* COPY ABORTED: CSCD unknown or not usable */
+	ASC_OPERATION_IN_PROGRESS = 0x0016,
 	ASC_INVALID_FIELD_IN_IU = 0x0e03,
 	ASC_READ_ERROR = 0x1100,
 	ASC_PARAM_LIST_LENGTH = 0x1a00,
@@ -118,6 +138,10 @@ enum {
 	ASC_LUN_NOT_SUPPORTED = 0x2500,
 	ASC_INVALID_FIELD_IN_PARAM = 0x2600,
 	ASC_INVALID_RELEASE_PR = 0x2604,
+	ASC_TOO_MANY_TARGET_DESC = 0x2606,
+	ASC_UNSUPP_TARGET_DESC = 0x2607,
+	ASC_TOO_MANY_SEGMENT_DESC = 0x2608,
+	ASC_UNSUPP_SEGMENT_DESC = 0x2609,
 	ASC_WRITE_PROTECTED = 0x2700,
 	ASC_SPACE_ALLOC_FAILED = 0x2707, /* DATA PROTECT: space allocation failed write protect */
 	ASC_POWER_ON_RESET = 0x2900,
@@ -134,12 +158,27 @@ enum {
 	ASC_SAVING_NOT_SUPPORTED = 0x3900,
 	ASC_LUNS_CHANGED = 0x3f0e,
 	ASC_INTERNAL_TARGET_FAILURE = 0x4400,
+	ASC_INSUFFICIENT_RESOURCES = 0x5503,
 	ASC_INSUFFICIENT_REG_RESOURCES = 0x5504,
 };
 
 /* big-endian accessors: conf_get_be16() and friends, conf/util.h (through scsi.h) */
 
 /* ---- objects ---- */
+
+/* What RECEIVE COPY RESULTS reports of one EXTENDED COPY of an I_T nexus
+ * (LIST ID USAGE 00b: held), in the nexus under its target's lock. */
+enum { XRES_FREE = 0, XRES_RUNNING, XRES_DONE_OK, XRES_DONE_ERR };
+struct scsi_xcopy_res {
+	uint8_t state;                  /* XRES_* */
+	uint8_t list_id;
+	uint16_t segs_done;             /* segment descriptors completed */
+	uint32_t bytes_done;            /* bytes written to destinations */
+	uint64_t seq;                   /* order of the copies, oldest dropped first */
+	uint8_t status;                 /* SAM status the command ended with */
+	uint8_t sense_len;
+	uint8_t sense[SCSI_SENSE_MAX];
+};
 
 struct scsi_nexus {
 	struct scsi_target *t;          /* borrowed; outlives the nexus */
@@ -154,6 +193,10 @@ struct scsi_nexus {
 	struct scsi_lu *vlu[SCSI_MAX_LUNS];
 	uint16_t vtl[SCSI_MAX_LUNS];    /* target LUN; SCSI_MAX_LUNS: none */
 	bool vro[SCSI_MAX_LUNS];        /* read-only through this view */
+	/* EXTENDED COPY results this nexus may ask for (t->lock): another
+	 * nexus never sees them */
+	struct scsi_xcopy_res xres[SCSI_XCOPY_HELD];
+	uint64_t xres_seq;
 };
 
 /* A copied scsi_view (scsi_target_set_access). */
@@ -238,6 +281,10 @@ struct scsi_lu {
 	 * not reported again; moved only by compare-exchange, so one command
 	 * raises each crossing. */
 	_Atomic uint64_t thin_events_seen;
+	/* LUN and target resets of this LU (lu.c lu_reset): an EXTENDED COPY
+	 * sent to another LU that reads or writes this one stops when it
+	 * moves (xcopy.c) */
+	_Atomic uint64_t resets;
 
 	pthread_mutex_t lock;
 	struct scsi_mode mode;
@@ -456,6 +503,13 @@ void spc_start_stop(struct scsi_cmd *cmd);
 void spc_prevent_allow(struct scsi_cmd *cmd);
 /* Invariant check of the mode-parameter state machine (takes the lock). */
 bool spc_mode_check(struct scsi_lu *lu);
+
+/* The LU's NAA designator (VPD 0x83, type 3, association 0) into @out. */
+void spc_lu_naa(const struct scsi_lu *lu, uint8_t out[16]);
+
+/* ---- xcopy.c ---- */
+void xcopy_extended_copy(struct scsi_cmd *cmd);
+void xcopy_receive_results(struct scsi_cmd *cmd);
 
 /* ---- sbc.c ---- */
 void sbc_read(struct scsi_cmd *cmd);

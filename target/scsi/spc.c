@@ -132,7 +132,7 @@ static unsigned inq_standard(struct scsi_cmd *cmd, uint8_t *d)
 	d[2] = 0x06;            /* SPC-4 */
 	d[3] = 0x12;            /* HISUP, response data format 2 */
 	d[4] = INQ_STD_LEN - 5;
-	d[5] = 0x10;            /* TPGS=01: implicit ALUA */
+	d[5] = 0x10 | 0x08;     /* TPGS=01: implicit ALUA; 3PC: EXTENDED COPY (xcopy.c) */
 	pthread_mutex_lock(&t->lock);
 	/* a peer node's port reaches the same LU: it counts */
 	nports = t->n_ports + t->n_peer_tpgs;
@@ -148,7 +148,7 @@ static unsigned inq_standard(struct scsi_cmd *cmd, uint8_t *d)
 	return INQ_STD_LEN;
 }
 
-static const uint8_t vpd_list[] = { 0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2 };
+static const uint8_t vpd_list[] = { 0x00, 0x80, 0x83, 0x8f, 0xb0, 0xb1, 0xb2 };
 
 /* Appends a designator; returns its length. @s padded with NULs to a
  * multiple of 4 when @str. */
@@ -166,6 +166,16 @@ static unsigned put_desig(uint8_t *d, uint8_t codeset, uint8_t assoc, uint8_t ty
 	return 4 + plen;
 }
 
+void spc_lu_naa(const struct scsi_lu *lu, uint8_t naa[16])
+{
+	/* NAA 6: 4-bit NAA, 24-bit OUI, then 100 bits from the volume uuid */
+	naa[0] = (uint8_t)(0x60 | (RTGT_OUI >> 20));
+	naa[1] = (uint8_t)(RTGT_OUI >> 12);
+	naa[2] = (uint8_t)(RTGT_OUI >> 4);
+	naa[3] = (uint8_t)((RTGT_OUI & 0xf) << 4 | (lu->uuid[0] & 0x0f));
+	memcpy(&naa[4], &lu->uuid[1], 12);
+}
+
 static unsigned vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
@@ -175,12 +185,8 @@ static unsigned vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
 	unsigned p = 4;
 	int n;
 
-	/* NAA 6: 4-bit NAA, 24-bit OUI, then 100 bits from the volume uuid */
-	naa[0] = (uint8_t)(0x60 | (RTGT_OUI >> 20));
-	naa[1] = (uint8_t)(RTGT_OUI >> 12);
-	naa[2] = (uint8_t)(RTGT_OUI >> 4);
-	naa[3] = (uint8_t)((RTGT_OUI & 0xf) << 4 | (lu->uuid[0] & 0x0f));
-	memcpy(&naa[4], &lu->uuid[1], 12);
+	/* xcopy.c finds the LU an EXTENDED COPY names by this designator */
+	spc_lu_naa(lu, naa);
 	p += put_desig(&d[p], 1, 0, 3, false, naa, 16, false);
 
 	/* relative target port */
@@ -205,6 +211,49 @@ static unsigned vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
 	return p;
 }
 
+/*
+ * Third-party Copy VPD page (SPC-4 7.8.17): what EXTENDED COPY (LID1) and
+ * RECEIVE COPY RESULTS support (xcopy.c) and its limits, the same numbers
+ * OPERATING PARAMETERS reports. Three descriptors, each padded to a
+ * multiple of 4 bytes: Supported Commands (0001h), Parameter Data (0008h),
+ * Supported Descriptors (0009h).
+ */
+static unsigned vpd_3pc(uint8_t *d)
+{
+	static const uint8_t cmds[] = {
+		OP_EXTENDED_COPY, 1, 0x00,
+		OP_RECEIVE_COPY_RESULTS, 3, RCR_COPY_STATUS, RCR_OPERATING_PARAMS,
+		RCR_FAILED_SEGMENT,
+	};
+	static const uint8_t descs[] = { 0x02, 0xe4 };
+	unsigned p = 4, len;
+
+	/* Supported Commands */
+	len = (1 + sizeof(cmds) + 3) & ~3u;
+	conf_put_be16(&d[p], 0x0001);
+	conf_put_be16(&d[p + 2], (uint16_t)len);
+	d[p + 4] = sizeof(cmds);
+	memcpy(&d[p + 5], cmds, sizeof(cmds));
+	p += 4 + len;
+	/* Parameter Data */
+	conf_put_be16(&d[p], 0x0008);
+	conf_put_be16(&d[p + 2], 0x001c);
+	conf_put_be16(&d[p + 8], SCSI_XCOPY_MAX_CSCD);
+	conf_put_be16(&d[p + 10], SCSI_XCOPY_MAX_SEG);
+	conf_put_be32(&d[p + 12], SCSI_XCOPY_MAX_DESC_LEN);
+	conf_put_be32(&d[p + 16], 0);           /* maximum inline data length */
+	p += 4 + 0x1c;
+	/* Supported Descriptors: block-to-block segments, identification CSCDs */
+	len = (1 + sizeof(descs) + 3) & ~3u;
+	conf_put_be16(&d[p], 0x0009);
+	conf_put_be16(&d[p + 2], (uint16_t)len);
+	d[p + 4] = sizeof(descs);
+	memcpy(&d[p + 5], descs, sizeof(descs));
+	p += 4 + len;
+	conf_put_be16(&d[2], (uint16_t)(p - 4));
+	return p;
+}
+
 static unsigned vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *d)
 {
 	struct scsi_lu *lu = scsi_cmd_lu(cmd);
@@ -224,6 +273,8 @@ static unsigned vpd_page(struct scsi_cmd *cmd, uint8_t page, uint8_t *d)
 		return 36;
 	case 0x83:
 		return vpd_devid(cmd, d);
+	case 0x8f:
+		return vpd_3pc(d);
 	case 0xb0:
 		d[3] = 0x3c;
 		d[4] = 0x01;                    /* WSNZ */

@@ -137,6 +137,14 @@ def scsi_seed(flags, edtl, c, data=b""):
     return bytes([flags]) + edtl.to_bytes(3, "big") + c + data
 
 
+def xcopy_list():
+    hdr = bytes([1, 0]) + (32).to_bytes(2, "big") + b"\0" * 4 + (28).to_bytes(4, "big") + b"\0" * 4
+    cscd = bytes([0xe4, 0, 0, 0, 1, 3, 0, 16]) + bytes([0x60 | 0xa, 0x4c, 0x52] + [0] * 13) + \
+        b"\0" * 4 + bytes([0, 0, 2, 0])
+    seg = bytes([2, 0, 0, 24, 0, 0, 0, 0, 0, 0, 0, 8]) + (0).to_bytes(8, "big") + (64).to_bytes(8, "big")
+    return hdr + cscd + seg
+
+
 def gen_scsi():
     t = "fuzz_scsi"
     R, W = 4, 2
@@ -187,6 +195,15 @@ def gen_scsi():
         "varlen-32": scsi_seed(0x40 | R, 512, cdb(0x7f, 0, 0, 0, 0, 0, 0, 0x18, 0x00, 0x09,
                                                   n=32)),
         "nexus-b-read": scsi_seed(1 | R, 512, cdb(0x28, 0, 0, 0, 0, 0, 0, 0, 1)),
+        # EXTENDED COPY (LID1): header, one identification CSCD (an NAA
+        # designator the fuzzed LU need not have), one block-to-block
+        # segment; RECEIVE COPY RESULTS and VPD 0x8F
+        "xcopy": scsi_seed(W, 76, cdb(0x83, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 76), xcopy_list()),
+        "xcopy-with-r": scsi_seed(R, 76, cdb(0x83, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 76)),
+        "rcr-opparams": scsi_seed(R, 64, cdb(0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64)),
+        "rcr-status": scsi_seed(R, 64, cdb(0x84, 0x00, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64)),
+        "rcr-failed-seg": scsi_seed(R, 255, cdb(0x84, 0x04, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255)),
+        "inquiry-vpd8f": scsi_seed(R, 255, cdb(0x12, 1, 0x8f, 0, 255)),
     }
     for name, data in seeds.items():
         write(t, name, data)
