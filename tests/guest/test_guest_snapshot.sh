@@ -4,15 +4,16 @@
 # on 127.0.0.1 with a thin LUN (128 MiB) on a raid5 pool of three sparse
 # files; a Debian guest under qemu (../shared/initiator-guest) logs in
 # through the host address 10.0.2.2 and checks, one numbered line each:
-#   1 ext4 on the LUN, fio writing four files at random with crc32c
-#     verification; the host takes a snapshot (rtgtctl snapshot) while fio
-#     still writes, and fio's verify passes;
+#   1 ext4 on the LUN, a file synced, fio writing four files at random with
+#     crc32c verification; the host takes a snapshot (rtgtctl snapshot)
+#     while fio still writes (after a sync), and fio's verify passes;
 #   2 the snapshot exported as LUN 1 (config + rtgtctl reload): the kernel
 #     sees it write-protected (/sys/block/X/ro, blockdev --getro), a WRITE(10)
 #     sent to it anyway (sg_raw) gets DATA PROTECT, WRITE PROTECTED; a clone
 #     of it (LUN 2) holds the same bytes, e2fsck -fn of the snapshot itself is
 #     read-only (its journal, if any, is left alone), and once the clone's
-#     journal is replayed (mounting it) e2fsck -fn of the clone finds nothing;
+#     journal is replayed (mounting it) it holds the four fio files and the
+#     synced file's bytes, and e2fsck -fn of the clone finds nothing;
 #   3 the clone mounted and written, a file read back after a remount, while
 #     the original volume's and the snapshot's bytes stay what they were;
 #   4 rollback: refused while the LUN exports the volume, then with --force
@@ -169,6 +170,8 @@ echo "GS-DEV A=$A"
 mkfs.ext4 -q -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 /dev/$A || exit 13
 mkdir -p /mnt/a /mnt/c /mnt/s
 mount /dev/$A /mnt/a || exit 14
+dd if=/dev/urandom of=/mnt/a/pre bs=1M count=4 conv=fsync 2>/dev/null || exit 14
+p1=$(sha256sum < /mnt/a/pre | cut -c1-16)
 # 1: 48 MiB in four files, 16 KiB random writes at 4 MB/s (about 12 s),
 # then the read-back; the snapshot after 4 s: extents the volume shares with
 # it are then written in part, which copies them
@@ -176,7 +179,9 @@ fio --name=v --directory=/mnt/a --nrfiles=4 --size=48m --bs=16k --rw=randwrite \
 	--verify=crc32c --direct=1 --ioengine=libaio --iodepth=4 --rate=4m \
 	--output=/tmp/fio.txt &
 FIO=$!
-sleep 4
+# the files fio laid out are made durable before the snapshot (a crash
+# image holds what was synced; ext4 commits its journal only every 5 s)
+sleep 3; sync; sleep 1
 mid=no; kill -0 $FIO 2>/dev/null && mid=yes
 r=$(ask snap)
 mid2=no; kill -0 $FIO 2>/dev/null && mid2=yes
@@ -208,13 +213,18 @@ rec=$(dumpe2fs -h /dev/$S 2>/dev/null | grep -c needs_recovery)
 e2fsck -fn /dev/$S > /tmp/fsck-s.txt 2>&1; fs_s=$?
 tail -3 /tmp/fsck-s.txt
 HS1b=$(devsum $S)
-mount -o ro,noload /dev/$S /mnt/s && nf=$(ls /mnt/s | grep -c '^v\.') && umount /mnt/s || nf=-
+# without the journal: what was checkpointed by then (the fio files may be
+# only in the journal yet, 4 s after their creation)
+nf=-
+if mount -o ro,noload /dev/$S /mnt/s; then nf=$(ls /mnt/s | grep -c '^v\.'); umount /mnt/s; fi
 # the clone: a mount replays the journal (what a crash's reboot does)
 mount /dev/$K /mnt/c || exit 23
+nk=$(ls /mnt/c | grep -c '^v\.')
+p2=$(sha256sum < /mnt/c/pre | cut -c1-16)
 umount /mnt/c
 e2fsck -fn /dev/$K > /tmp/fsck-k.txt 2>&1; fs_k=$?
 tail -3 /tmp/fsck-k.txt
-echo "GS-2 $ro $gro $rwro $sgrc ${sense:--} ${asc:--} $ddw $HS1 $HK0 $rec $fs_s $HS1b $nf $fs_k"
+echo "GS-2 $ro $gro $rwro $sgrc ${sense:--} ${asc:--} $ddw $HS1 $HK0 $rec $fs_s $HS1b $nf $nk $fs_k $p1 $p2"
 # 3: the clone written, the original and the snapshot read again
 mount /dev/$K /mnt/c || exit 24
 dd if=/dev/urandom of=/mnt/c/new bs=1M count=8 conv=fsync 2>/dev/null || exit 25
@@ -293,8 +303,8 @@ echo "1 fio randwrite+verify crc32c on ext4: exit $frc, errors ${errs%,}, runnin
 [ "${a_pre:-0}" -gt 0 ] || fail "vol0 held nothing when the snapshot was taken"
 ok
 
-read -r ro gro rwro sgrc sense asc ddw HS1 HK0 rec fs_s HS1b nf fs_k <<<"$(line 2)"
-echo "2 snapshot LUN: ro $ro, getro $gro (clone LUN ro $rwro), sg_raw WRITE(10) exit $sgrc: $sense $asc, dd write $ddw; sha256 snapshot $HS1 clone $HK0; needs_recovery $rec, e2fsck -fn snapshot exit $fs_s (bytes after $HS1b), $nf fio files (ro,noload); clone after journal replay: e2fsck -fn exit $fs_k"
+read -r ro gro rwro sgrc sense asc ddw HS1 HK0 rec fs_s HS1b nf nk fs_k p1 p2 <<<"$(line 2)"
+echo "2 snapshot LUN: ro $ro, getro $gro (clone LUN ro $rwro), sg_raw WRITE(10) exit $sgrc: $sense $asc, dd write $ddw; sha256 snapshot $HS1 clone $HK0; needs_recovery $rec, e2fsck -fn snapshot exit $fs_s (bytes after $HS1b), fio files $nf mounted ro,noload; clone after journal replay: $nk fio files, file written before it $p1 / on the clone $p2, e2fsck -fn exit $fs_k"
 [ "$ro" = 1 ] && [ "$gro" = 1 ] && [ "$rwro" = 0 ] || fail "the kernel does not see the snapshot LUN write-protected (ro $ro getro $gro; clone $rwro)"
 [ "$sgrc" != 0 ] && [ "${sense,,}" = data_protect ] && [ "${asc,,}" = write_protected ] ||
 	fail "WRITE(10) to the snapshot LUN: exit $sgrc, sense $sense $asc"
@@ -304,7 +314,9 @@ echo "2 snapshot LUN: ro $ro, getro $gro (clone LUN ro $rwro), sg_raw WRITE(10) 
 # -n on an image that needs its journal replayed may see stale metadata
 # (exit 4); without a journal to replay it must be clean
 [ "$fs_s" = 0 ] || { [ "$rec" = 1 ] && [ "$fs_s" = 4 ]; } || fail "e2fsck -fn of the snapshot: exit $fs_s (needs_recovery $rec)"
-[ "$nf" = 4 ] || fail "the snapshot mounted ro,noload shows $nf fio files, not 4"
+[ "$nf" != - ] || fail "the snapshot does not mount with -o ro,noload"
+[ "$nk" = 4 ] || fail "the clone after its journal replay shows $nk fio files, not 4"
+[ "$p1" = "$p2" ] || fail "the file synced before the snapshot reads otherwise on the clone ($p2 vs $p1)"
 [ "$fs_k" = 0 ] || fail "e2fsck -fn of the clone after its journal replay: exit $fs_k"
 ok
 
