@@ -210,11 +210,13 @@ tsan-run:
 # The fio job set from a real Linux initiator (a qemu guest; minutes):
 # tests/guest/test_guest_fio.sh; a thin LUN and an online grow through
 # the kernel's initiator, ext4, fstrim and resize2fs:
-# tests/guest/test_guest_thin.sh. Not part of check.
+# tests/guest/test_guest_thin.sh; snapshots, clones, rollback and deletes
+# on a raid5 pool: tests/guest/test_guest_snapshot.sh. Not part of check.
 guest-check: all
 	tests/guest/test_guest_fio.sh
 	tests/guest/test_guest_thin.sh
 	POOL=raid tests/guest/test_guest_thin.sh
+	tests/guest/test_guest_snapshot.sh
 
 lab: deps
 	$(MAKE) all
