@@ -233,6 +233,24 @@ static bool write_protected(const struct xc_cscd *d)
 static void read_done(struct raid_io *io);
 static void write_done(struct raid_io *io);
 
+/* The current piece's read from, or write to, @vol at @off (c->buf). */
+static void piece_submit(struct xc_ctx *c, struct raid_vol *vol, enum raid_op op, uint64_t off,
+			 void (*cb)(struct raid_io *))
+{
+	int rc;
+
+	memset(&c->io, 0, sizeof(c->io));
+	c->io.op = op;
+	c->io.off = off;
+	c->io.len = c->piece_len;
+	c->io.buf = c->buf;
+	c->io.cb = cb;
+	c->io.arg = c;
+	rc = raid_vol_submit(vol, c->cmd->ioctx, &c->io);
+	if (rc < 0)
+		io_fail(c, rc, op == RAID_OP_READ);
+}
+
 /* Starts the next piece, or finishes. */
 static void xc_step(struct xc_ctx *c)
 {
@@ -240,7 +258,6 @@ static void xc_step(struct xc_ctx *c)
 	struct xc_seg *s;
 	uint64_t left;
 	unsigned i;
-	int rc;
 
 	RTGT_CHECK(ctx_check(c));
 	while (c->seg_i < c->n_seg && c->seg_done == c->seg[c->seg_i].len) {
@@ -275,39 +292,20 @@ static void xc_step(struct xc_ctx *c)
 		c->piece_src = s->src_off + c->seg_done;
 		c->piece_dst = s->dst_off + c->seg_done;
 	}
-	memset(&c->io, 0, sizeof(c->io));
-	c->io.op = RAID_OP_READ;
-	c->io.off = c->piece_src;
-	c->io.len = c->piece_len;
-	c->io.buf = c->buf;
-	c->io.cb = read_done;
-	c->io.arg = c;
-	rc = raid_vol_submit(c->cscd[s->src].lu->vol, cmd->ioctx, &c->io);
-	if (rc < 0)
-		io_fail(c, rc, true);
+	piece_submit(c, c->cscd[s->src].lu->vol, RAID_OP_READ, c->piece_src, read_done);
 }
 
 static void read_done(struct raid_io *io)
 {
 	struct xc_ctx *c = io->arg;
 	struct xc_seg *s = &c->seg[c->seg_i];
-	int rc;
 
 	if (io->result < 0)
 		return io_fail(c, io->result, true);
 	/* nothing written yet for this piece: an abort stops here */
 	if (scsi_cmd_aborted(c->cmd))
 		return ctx_finish(c);
-	memset(&c->io, 0, sizeof(c->io));
-	c->io.op = RAID_OP_WRITE;
-	c->io.off = c->piece_dst;
-	c->io.len = c->piece_len;
-	c->io.buf = c->buf;
-	c->io.cb = write_done;
-	c->io.arg = c;
-	rc = raid_vol_submit(c->cscd[s->dst].lu->vol, c->cmd->ioctx, &c->io);
-	if (rc < 0)
-		io_fail(c, rc, false);
+	piece_submit(c, c->cscd[s->dst].lu->vol, RAID_OP_WRITE, c->piece_dst, write_done);
 }
 
 static void write_done(struct raid_io *io)
