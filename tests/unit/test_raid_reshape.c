@@ -427,6 +427,14 @@ static void kid(int fd, enum conf_level lvl0, unsigned n0, unsigned k, enum conf
 		raid_fault_latency(&p->m[0]->fault, 0, 150000000ull);
 	if (first && grow(p, n0, k, lvl1 != lvl0 ? conf_level_name(lvl1) : NULL, err, sizeof(err)))
 		_exit(6);
+	/* raid_pool_grow hands the start to the pool's background thread:
+	 * the parent kills us after our first write, which must find the new
+	 * layout in the superblocks (on a loaded machine the start came
+	 * after the kill, and the pool reopened at the old level) */
+	while (first && atomic_load(&p->grow_pending))
+		usleep(1000);
+	if (first && !atomic_load(&p->rsh.active))
+		_exit(7);
 	srand(seed);
 	for (uint32_t n = 1;; n++) {
 		struct kop op = { .blk = (uint32_t)rand() % nblk, .seed = seed * 100000u + n };
