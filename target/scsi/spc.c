@@ -218,6 +218,19 @@ static unsigned vpd_devid(struct scsi_cmd *cmd, uint8_t *d)
  * multiple of 4 bytes: Supported Commands (0001h), Parameter Data (0008h),
  * Supported Descriptors (0009h).
  */
+/* A third-party copy descriptor of @type holding a count and @n bytes of
+ * list, padded to a multiple of 4; returns its whole length. */
+static unsigned put_3pc_list(uint8_t *d, uint16_t type, const uint8_t *list, uint8_t n)
+{
+	unsigned len = (1u + n + 3u) & ~3u;
+
+	conf_put_be16(&d[0], type);
+	conf_put_be16(&d[2], (uint16_t)len);
+	d[4] = n;
+	memcpy(&d[5], list, n);
+	return 4 + len;
+}
+
 static unsigned vpd_3pc(uint8_t *d)
 {
 	static const uint8_t cmds[] = {
@@ -226,15 +239,10 @@ static unsigned vpd_3pc(uint8_t *d)
 		RCR_FAILED_SEGMENT,
 	};
 	static const uint8_t descs[] = { 0x02, 0xe4 };
-	unsigned p = 4, len;
+	unsigned p = 4;
 
 	/* Supported Commands */
-	len = (1 + sizeof(cmds) + 3) & ~3u;
-	conf_put_be16(&d[p], 0x0001);
-	conf_put_be16(&d[p + 2], (uint16_t)len);
-	d[p + 4] = sizeof(cmds);
-	memcpy(&d[p + 5], cmds, sizeof(cmds));
-	p += 4 + len;
+	p += put_3pc_list(&d[p], 0x0001, cmds, sizeof(cmds));
 	/* Parameter Data */
 	conf_put_be16(&d[p], 0x0008);
 	conf_put_be16(&d[p + 2], 0x001c);
@@ -244,12 +252,7 @@ static unsigned vpd_3pc(uint8_t *d)
 	conf_put_be32(&d[p + 16], 0);           /* maximum inline data length */
 	p += 4 + 0x1c;
 	/* Supported Descriptors: block-to-block segments, identification CSCDs */
-	len = (1 + sizeof(descs) + 3) & ~3u;
-	conf_put_be16(&d[p], 0x0009);
-	conf_put_be16(&d[p + 2], (uint16_t)len);
-	d[p + 4] = sizeof(descs);
-	memcpy(&d[p + 5], descs, sizeof(descs));
-	p += 4 + len;
+	p += put_3pc_list(&d[p], 0x0009, descs, sizeof(descs));
 	conf_put_be16(&d[2], (uint16_t)(p - 4));
 	return p;
 }
